@@ -1,0 +1,62 @@
+"""MiniMax M2 (``</think>`` only) and MiniMax M3 (``<mm:think>``).
+
+M2's template prefills ``<think>`` and the model never emits it, so a turn starts in
+reasoning; ``<minimax:tool_call>`` ends reasoning. M3's markers are single tokens in its
+own vocabulary and several tokens elsewhere (matched on token bytes); its template only
+prefills the start with ``thinking_mode: "enabled"``, otherwise the model may open a block
+itself. A leading ``</mm:think>`` after content is dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..runtime.errors import InvalidOptionError
+from ..runtime.parser import ReasoningParser
+from ..runtime.registry import register
+from ..runtime.spec import ReasoningSpec
+
+
+@register
+class MiniMaxM2Parser(ReasoningParser):
+    spec = ReasoningSpec(
+        name="minimax_m2",
+        aliases=("minimax",),
+        start=("<think>",),
+        end=("</think>",),
+        tool=("<minimax:tool_call>",),
+        turn=("]~b]",),
+        required=("</think>",),
+        prompt_start=True,
+        notes="the model never emits the start marker; the turn starts in reasoning",
+    )
+
+
+_MM_START = "<mm:think>"
+_MM_END = "</mm:think>"
+
+
+@register
+class MiniMaxM3Parser(ReasoningParser):
+    spec = ReasoningSpec(
+        name="minimax_m3",
+        start=(_MM_START,),
+        end=(_MM_END,),
+        tool=("<tool_call>",),
+        turn=("]~b]",),
+        text_markers=(_MM_START, _MM_END),
+        prompt_start=False,
+        start_in_content="enter",
+        end_in_content="drop",
+        thinking_switches=(),
+        notes='turn starts in reasoning only with thinking_mode "enabled"; markers may be '
+        "multi-token",
+    )
+
+    @classmethod
+    def resolve_switches(cls, kwargs: Mapping[str, Any]) -> tuple[bool, bool]:
+        mode = kwargs.get("thinking_mode")
+        if mode is not None and not isinstance(mode, str):
+            raise InvalidOptionError("thinking_mode", mode, '"enabled", "adaptive" or "disabled"')
+        return True, mode == "enabled"

@@ -1,0 +1,60 @@
+"""reasonspan: split reasoning models' token streams into reasoning and content, on token ids.
+
+tok = await reasonspan.load_tokenizer("path/to/model")
+parser = await reasonspan.create_parser("qwen3", tok)
+reasoning = parser.is_prompt_in_reasoning(prompt_ids)
+d = parser.stream(new_ids, is_currently_reasoning=reasoning)
+"""
+
+from .runtime import (
+    InvalidOptionError,
+    InvalidTokenError,
+    Label,
+    MarkerKind,
+    MissingMarkerError,
+    ParsedReasoningDelta,
+    ParseResult,
+    ReasoningParser,
+    ReasoningSpec,
+    ReasonspanError,
+    TextSplitter,
+    TokenizerLoadError,
+    Trim,
+    UnknownParserError,
+    create_parser,
+    create_parser_sync,
+    families,
+    get_parser_class,
+    list_parsers,
+    register,
+)
+from .tokenizer import LoadedTokenizer, load_tokenizer, load_tokenizer_sync
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "InvalidOptionError",
+    "InvalidTokenError",
+    "Label",
+    "LoadedTokenizer",
+    "MarkerKind",
+    "MissingMarkerError",
+    "ParseResult",
+    "ParsedReasoningDelta",
+    "ReasoningParser",
+    "ReasoningSpec",
+    "ReasonspanError",
+    "TextSplitter",
+    "TokenizerLoadError",
+    "Trim",
+    "UnknownParserError",
+    "__version__",
+    "create_parser",
+    "create_parser_sync",
+    "families",
+    "get_parser_class",
+    "list_parsers",
+    "load_tokenizer",
+    "load_tokenizer_sync",
+    "register",
+]

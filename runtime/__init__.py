@@ -1,0 +1,52 @@
+"""The contract, the state machine, text splitting and the registry."""
+
+from .errors import (
+    InvalidOptionError,
+    InvalidTokenError,
+    MissingMarkerError,
+    ReasonspanError,
+    TokenizerLoadError,
+    UnknownParserError,
+)
+from .formatters import TextFormatter, TrimFormatter
+from .labels import Label
+from .machine import Machine, compile_machine
+from .parser import ParsedReasoningDelta, ParseResult, ReasoningParser
+from .registry import (
+    create_parser,
+    create_parser_sync,
+    families,
+    get_parser_class,
+    list_parsers,
+    register,
+)
+from .spec import MarkerKind, ReasoningSpec, Trim
+from .text import LabelledDecoder, TextSplitter
+
+__all__ = [
+    "InvalidOptionError",
+    "InvalidTokenError",
+    "Label",
+    "LabelledDecoder",
+    "Machine",
+    "MarkerKind",
+    "MissingMarkerError",
+    "ParseResult",
+    "ParsedReasoningDelta",
+    "ReasoningParser",
+    "ReasoningSpec",
+    "ReasonspanError",
+    "TextFormatter",
+    "TextSplitter",
+    "TokenizerLoadError",
+    "Trim",
+    "TrimFormatter",
+    "UnknownParserError",
+    "compile_machine",
+    "create_parser",
+    "create_parser_sync",
+    "families",
+    "get_parser_class",
+    "list_parsers",
+    "register",
+]

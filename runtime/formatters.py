@@ -1,0 +1,107 @@
+"""Text formatters: per-channel trimming that must agree between streaming and parse().
+
+A formatter sees one channel's decoded text in order, plus a ``marker()`` call wherever a
+delimiter token passed. Its output depends only on that sequence, never on how the text
+was chunked, so split labels (gemma4's ``thought\\n``) and trimmed newlines (step3p5,
+ernie45) come out identically however the stream was cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from .spec import Trim
+
+
+class TextFormatter(Protocol):
+    def text(self, s: str) -> str: ...
+    def marker(self) -> str: ...
+    def finish(self) -> str: ...
+
+
+TextFormatterFactory = Callable[[], TextFormatter]
+
+
+class IdentityFormatter:
+    """Passes text through; the formatter of every channel with nothing to trim."""
+
+    __slots__ = ()
+
+    def text(self, s: str) -> str:
+        return s
+
+    def marker(self) -> str:
+        return ""
+
+    def finish(self) -> str:
+        return ""
+
+
+class TrimFormatter:
+    """Applies a :class:`Trim`: a label and leading characters after a marker, trailing
+    characters before one. Text that may still turn out to be trimmed is held until it
+    is decided; ``finish()`` releases it."""
+
+    __slots__ = ("_armed", "_label_buf", "_lead_left", "_tail", "_trim")
+
+    def __init__(self, trim: Trim) -> None:
+        self._trim = trim
+        self._armed = False
+        self._label_buf = ""
+        self._lead_left = 0
+        self._tail = ""
+
+    def text(self, s: str) -> str:
+        trim = self._trim
+        if self._armed and trim.label:
+            buf = self._label_buf + s
+            if len(buf) < len(trim.label) and trim.label.startswith(buf):
+                self._label_buf = buf
+                return ""
+            self._label_buf = ""
+            self._armed = False
+            s = buf[len(trim.label) :] if buf.startswith(trim.label) else buf
+        elif self._armed:
+            self._armed = False
+        if self._lead_left and s:
+            stripped = s.lstrip(trim.lead)
+            cut = len(s) - len(stripped)
+            if self._lead_left > 0:
+                cut = min(cut, self._lead_left)
+                self._lead_left -= cut
+            s = s[cut:]
+            if s:
+                self._lead_left = 0
+        if not trim.trail:
+            return s
+        s = self._tail + s
+        kept = s.rstrip(trim.trail)
+        self._tail = s[len(kept) :]
+        return kept
+
+    def marker(self) -> str:
+        trim = self._trim
+        out = self._label_buf
+        self._label_buf = ""
+        tail = self._tail
+        self._tail = ""
+        if tail:
+            n = len(tail) if trim.trail_max == 0 else min(trim.trail_max, len(tail))
+            out += tail[: len(tail) - n]
+        self._armed = True
+        self._lead_left = (-1 if trim.lead_max == 0 else trim.lead_max) if trim.lead else 0
+        return out
+
+    def finish(self) -> str:
+        out = self._label_buf + self._tail
+        self._label_buf = ""
+        self._tail = ""
+        return out
+
+
+def formatter_factory(trim: Trim) -> TextFormatterFactory | None:
+    """None for a channel with nothing to trim (the common case costs nothing)."""
+    if trim.is_identity:
+        return None
+    return lambda: TrimFormatter(trim)

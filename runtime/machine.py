@@ -1,0 +1,409 @@
+"""The compiled state machine: one per (family, tokenizer, thinking switch), shared by all requests.
+
+``compile_machine`` resolves a spec's marker strings against a tokenizer:
+
+- a marker that is a single token becomes an entry of ``kinds`` (token id -> MarkerKind);
+- any other marker becomes a byte pattern, matched over a run of tokens on the bytes of
+  each id (``LoadedTokenizer.token_bytes``). Tokens that could begin such a run are flagged
+  ``HOLD`` and are held back until the following tokens decide. Matching is leftmost,
+  longest-first, and aligned to token boundaries.
+
+Per-request state is a :class:`Cursor` (the held tokens) plus the reasoning flag the caller
+passes in. Decisions depend only on the token sequence, never on how it was split into
+deltas: that is what makes streaming and ``parse()`` agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..tokenizer.loader import LoadedTokenizer
+from .errors import MissingMarkerError
+from .labels import CONTENT, DELIMITER, REASONING, TOOL
+from .spec import MarkerKind, ReasoningSpec
+
+HOLD = 8
+"""Flag in ``Machine.lut``: some suffix of the token's bytes may begin a multi-token marker
+(or the token holds a whole one), so it is held until the following tokens decide."""
+KIND_MASK = 7
+
+_START, _END, _TOOL, _STRIP, _TURN = (int(k) for k in list(MarkerKind)[1:])
+
+Spill = tuple[int, bytes, int, int]
+"""``(index, text bytes, label, after)``: bytes of a token matched as part of a marker that
+are not marker bytes (the marker began or ended inside the token). The token is labelled
+DELIMITER; its spilled bytes belong to the channel ``label`` (REASONING or CONTENT), before
+the marker (``after`` 0) or after it (1)."""
+
+
+@dataclass(slots=True)
+class Cursor:
+    """Per-request matcher state: tokens held back because they may begin a marker."""
+
+    held: list[int] = field(default_factory=list)
+    held_bytes: bytes = b""
+    offset: int = 0
+    """Where, inside the first held token, the candidate marker begins."""
+
+    def clear(self) -> None:
+        self.held.clear()
+        self.held_bytes = b""
+        self.offset = 0
+
+
+class Machine:
+    """Marker tables and transitions for one family on one tokenizer.
+
+    ``lut[id]`` holds the marker kind of single-token markers in its low bits and the HOLD
+    flag above them; ``trans[state][kind]`` gives ``(label, next_state)``.
+    """
+
+    def __init__(
+        self,
+        spec: ReasoningSpec,
+        tokenizer: LoadedTokenizer,
+        *,
+        thinking: bool,
+        prompt_start: bool,
+        id_markers: dict[int, MarkerKind],
+        byte_markers: dict[bytes, MarkerKind],
+    ) -> None:
+        self.spec = spec
+        self.tokenizer = tokenizer
+        self.thinking = thinking
+        self.turn_start_reasoning = thinking and prompt_start
+        self.vocab_size = tokenizer.vocab_size
+        self.id_markers = id_markers
+        self.byte_markers = byte_markers
+        self.turn_ids = frozenset(t for t, k in id_markers.items() if k == MarkerKind.TURN)
+        # Longest first, so that a match is always the longest marker at its position.
+        self._by_length = sorted(byte_markers, key=len, reverse=True)
+        self.prefixes: frozenset[bytes] = frozenset(
+            m[:i] for m in byte_markers for i in range(1, len(m))
+        )
+        lut = bytearray(self.vocab_size)
+        for tid, kind in id_markers.items():
+            lut[tid] = int(kind)
+        self.token_bytes: list[bytes] = tokenizer.token_bytes if byte_markers else []
+        if byte_markers:
+            for tid, b in enumerate(self.token_bytes):
+                if b and not lut[tid] and self._candidate(b, 0) >= 0:
+                    lut[tid] |= HOLD
+        self.lut: bytes = bytes(lut)
+        self.np_lut = np.frombuffer(self.lut, dtype=np.uint8)
+        self.has_byte_markers = bool(byte_markers)
+        self.trans = _transitions(spec, thinking)
+
+    def _candidate(self, b: bytes, start: int) -> int:
+        """First offset >= start where ``b[offset:]`` begins a marker or holds a whole one."""
+        prefixes = self.prefixes
+        for i in range(start, len(b)):
+            seg = b[i:]
+            if seg in prefixes or self._longest_at(seg) is not None:
+                return i
+        return -1
+
+    def _longest_at(self, seg: bytes) -> bytes | None:
+        for m in self._by_length:
+            if seg.startswith(m):
+                return m
+        return None
+
+    # ------------------------------------------------------------------ output routing
+
+    def run(
+        self,
+        tokens: Sequence[int],
+        reasoning: bool,
+        cursor: Cursor,
+        out_ids: list[int],
+        out_labels: bytearray,
+        spill: list[Spill] | None = None,
+    ) -> bool:
+        """Label ``tokens`` (after any held ones); append decided tokens; return the state."""
+        lut = self.lut
+        trans = self.trans
+        state = 1 if (reasoning and self.thinking) else 0
+        if not self.has_byte_markers:
+            for t in tokens:
+                k = lut[t]
+                if k:
+                    label, state = trans[state][k]
+                else:
+                    label = REASONING if state else CONTENT
+                out_ids.append(t)
+                out_labels.append(label)
+            return bool(state)
+        queue = list(tokens)
+        queue.reverse()  # pop() from the end = next token
+        state = self._drain(queue, state, cursor, out_ids, out_labels, spill)
+        return bool(state)
+
+    def _drain(
+        self,
+        queue: list[int],
+        state: int,
+        cursor: Cursor,
+        out_ids: list[int],
+        out_labels: bytearray,
+        spill: list[Spill] | None,
+        min_offset: int = 0,
+        trans: _Trans | None = None,
+    ) -> int:
+        """Match byte markers over ``queue`` (reversed). Leftmost, longest, and the same
+        whatever the split of the tokens into calls."""
+        lut = self.lut
+        tb = self.token_bytes
+        trans = trans or self.trans
+        prefixes = self.prefixes
+        held = cursor.held
+        while queue:
+            t = queue.pop()
+            if not held:
+                k = lut[t]
+                if k & HOLD:
+                    off = self._candidate(tb[t], min_offset)
+                    min_offset = 0
+                    if off >= 0:
+                        held.append(t)
+                        cursor.held_bytes = tb[t]
+                        cursor.offset = off
+                        if tb[t][off:] in prefixes:
+                            continue
+                        # The token holds a whole marker: settle it now.
+                        state = self._settle(
+                            queue, state, cursor, out_ids, out_labels, spill, trans
+                        )
+                        continue
+                min_offset = 0
+                if k & KIND_MASK:
+                    label, state = trans[state][k & KIND_MASK]
+                else:
+                    label = REASONING if state else CONTENT
+                out_ids.append(t)
+                out_labels.append(label)
+                continue
+            cand = cursor.held_bytes + tb[t]
+            seg = cand[cursor.offset :]
+            if seg in prefixes or self._longest_at(seg) is not None:
+                held.append(t)
+                cursor.held_bytes = cand
+                if seg in prefixes:
+                    continue
+            else:
+                queue.append(t)
+            state = self._settle(queue, state, cursor, out_ids, out_labels, spill, trans)
+        return state
+
+    def _settle(
+        self,
+        queue: list[int],
+        state: int,
+        cursor: Cursor,
+        out_ids: list[int],
+        out_labels: bytearray,
+        spill: list[Spill] | None,
+        trans: _Trans | None = None,
+    ) -> int:
+        """The held run can grow no further: emit the longest marker that the held bytes
+        begin with, or give up this candidate and look at the held tokens again."""
+        held = list(cursor.held)
+        off = cursor.offset
+        data = cursor.held_bytes
+        cursor.clear()
+        m = self._longest_at(data[off:])
+        if m is not None:
+            # Tokens that overlap the marker are the marker; later ones go back to the queue.
+            end = off + len(m)
+            pos = 0
+            n = 0
+            for n, t in enumerate(held, 1):  # noqa: B007
+                pos += len(self.token_bytes[t])
+                if pos >= end:
+                    break
+            used, rest = held[:n], held[n:]
+            queue.extend(reversed(rest))
+            kind = int(self.byte_markers[m])
+            label, new_state = (trans or self.trans)[state][kind]
+            first = len(out_ids)
+            out_ids.extend(used)
+            out_labels.extend([label] * len(used))
+            if label == DELIMITER and spill is not None:
+                if off:
+                    spill.append((first, data[:off], REASONING if state else CONTENT, 0))
+                if pos > end:
+                    after = data[end:pos]
+                    spill.append((first + n - 1, after, REASONING if new_state else CONTENT, 1))
+            return new_state
+        # No marker here: try a later start inside the first token, else release it.
+        queue.extend(reversed(held[1:]))
+        first = held[0]
+        nxt = self._candidate(self.token_bytes[first], off + 1)
+        if nxt >= 0:
+            queue.append(first)
+            return self._drain(queue, state, cursor, out_ids, out_labels, spill, nxt, trans)
+        out_ids.append(first)
+        out_labels.append(REASONING if state else CONTENT)
+        return state
+
+    def flush(
+        self,
+        reasoning: bool,
+        cursor: Cursor,
+        out_ids: list[int],
+        out_labels: bytearray,
+        spill: list[Spill] | None = None,
+    ) -> bool:
+        """End of output: settle whatever is held, as if no further token could match."""
+        state = 1 if (reasoning and self.thinking) else 0
+        return bool(self._flush(state, cursor, out_ids, out_labels, spill, self.trans))
+
+    def _flush(
+        self,
+        state: int,
+        cursor: Cursor,
+        out_ids: list[int],
+        out_labels: bytearray,
+        spill: list[Spill] | None,
+        trans: _Trans,
+    ) -> int:
+        while cursor.held:
+            queue: list[int] = []
+            state = self._settle(queue, state, cursor, out_ids, out_labels, spill, trans)
+            if queue:
+                state = self._drain(queue, state, cursor, out_ids, out_labels, spill, 0, trans)
+        return state
+
+    # ------------------------------------------------------------------ prompt scan
+
+    def prompt_in_reasoning(self, prompt: Sequence[int] | np.ndarray) -> bool:
+        """Right-to-left scan for the last marker of the current assistant turn."""
+        if not self.thinking:
+            return False
+        if self.has_byte_markers:
+            return self._prompt_bytes(prompt)
+        n = len(prompt)
+        lut = self.lut
+        # Most prompts end a few tokens after their last marker or turn start: look at
+        # the tail in Python first, then fall back to numpy over growing chunks.
+        tail = min(n, 64)
+        for i in range(n - 1, n - 1 - tail, -1):
+            k = lut[prompt[i]]
+            if k:
+                decided = self._decide(k)
+                if decided is not None:
+                    return decided
+        end = n - tail
+        chunk = 4096
+        while end > 0:
+            begin = max(0, end - chunk)
+            flags = self.np_lut[np.asarray(prompt[begin:end], dtype=np.int64)]
+            for j in np.flatnonzero(flags)[::-1]:
+                decided = self._decide(int(flags[j]))
+                if decided is not None:
+                    return decided
+            end = begin
+            chunk = min(chunk * 4, 1 << 20)
+        return self.turn_start_reasoning
+
+    def _decide(self, kind: int) -> bool | None:
+        kind &= KIND_MASK
+        if kind == _START:
+            return True
+        if kind in (_END, _TOOL):
+            return False
+        if kind == _TURN:
+            return self.turn_start_reasoning
+        return None
+
+    def _prompt_bytes(self, prompt: Sequence[int] | np.ndarray) -> bool:
+        """Prompt scan for families with byte markers: replay the current turn through the
+        matcher with a table whose state is the kind of the last marker seen."""
+        begin = 0
+        for i in range(len(prompt) - 1, -1, -1):
+            if int(prompt[i]) in self.turn_ids:
+                begin = i + 1
+                break
+        queue = [int(t) for t in prompt[begin:]]
+        queue.reverse()
+        ids: list[int] = []
+        labels = bytearray()
+        cursor = Cursor()
+        last = self._drain(queue, 0, cursor, ids, labels, None, 0, _PROBE)
+        last = self._flush(last, cursor, ids, labels, None, _PROBE)
+        decided = self._decide(last) if last else None
+        return self.turn_start_reasoning if decided is None else decided
+
+
+_Trans = tuple[tuple[tuple[int, int], ...], ...]
+
+_PROBE: _Trans = tuple(
+    tuple((CONTENT, k if k in (_START, _END, _TOOL) else s) for k in range(8)) for s in range(8)
+)
+"""Prompt-scan table: the state becomes the kind of the last START/END/TOOL marker."""
+
+
+def _transitions(spec: ReasoningSpec, thinking: bool) -> _Trans:
+    """``trans[state][kind] -> (label, next_state)`` for state 0 (content) and 1 (reasoning)."""
+    ordinary = ((CONTENT, 0), (REASONING, 1))
+    rows: list[tuple[tuple[int, int], ...]] = []
+    for state in (0, 1):
+        row: list[tuple[int, int]] = [ordinary[state]] * 8
+        if thinking:
+            if state:
+                row[_START] = (DELIMITER, 1)
+                row[_END] = (DELIMITER, 0)
+                row[_TOOL] = (TOOL, 0)
+            else:
+                row[_START] = (DELIMITER, 1) if spec.start_in_content == "enter" else (CONTENT, 0)
+                row[_END] = (DELIMITER, 0) if spec.end_in_content == "drop" else (CONTENT, 0)
+                row[_TOOL] = (CONTENT, 0)
+        row[_STRIP] = (DELIMITER, state)
+        row[_TURN] = ordinary[state]
+        rows.append(tuple(row))
+    return tuple(rows)
+
+
+def resolve_markers(
+    spec: ReasoningSpec, tokenizer: LoadedTokenizer
+) -> tuple[dict[int, MarkerKind], dict[bytes, MarkerKind]]:
+    """Split the spec's markers into single-token ids and multi-token byte patterns."""
+    id_markers: dict[int, MarkerKind] = {}
+    byte_markers: dict[bytes, MarkerKind] = {}
+    for text, kind in spec.markers():
+        tid = tokenizer.single_token_id(text)
+        if tid is not None:
+            id_markers.setdefault(tid, kind)
+            continue
+        if text in spec.required:
+            pieces = tokenizer.encode(text)
+            raise MissingMarkerError(
+                spec.name, text, tokenizer.source, f"it encodes as {len(pieces)} tokens {pieces}"
+            )
+        if text in spec.text_markers:
+            byte_markers.setdefault(text.encode("utf-8"), kind)
+    return id_markers, byte_markers
+
+
+def compile_machine(
+    spec: ReasoningSpec, tokenizer: LoadedTokenizer, *, thinking: bool, prompt_start: bool
+) -> Machine:
+    """Build (or fetch from the tokenizer's cache) the machine for these switches."""
+    key = ("machine", spec, thinking, prompt_start)
+    cached = tokenizer.cache.get(key)
+    if isinstance(cached, Machine):
+        return cached
+    id_markers, byte_markers = resolve_markers(spec, tokenizer)
+    machine = Machine(
+        spec,
+        tokenizer,
+        thinking=thinking,
+        prompt_start=prompt_start,
+        id_markers=id_markers,
+        byte_markers=byte_markers,
+    )
+    tokenizer.cache[key] = machine
+    return machine

@@ -1,0 +1,324 @@
+"""The per-request parser: the MAX-style contract, built on a compiled :class:`Machine`.
+
+A parser object is cheap (a reference to the shared machine plus a few held tokens), so a
+server creates one per request, or keeps one per slot and calls ``reset()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Self
+
+import anyio.to_thread
+import msgspec
+import numpy as np
+
+from ..tokenizer.loader import LoadedTokenizer, as_loaded
+from .errors import InvalidOptionError, InvalidTokenError
+from .formatters import TextFormatterFactory, formatter_factory
+from .labels import CONTENT, REASONING, TOOL
+from .machine import Cursor, Machine, Spill, compile_machine
+from .spec import ReasoningSpec
+
+TokenIds = Sequence[int] | np.ndarray
+
+
+class ParsedReasoningDelta(msgspec.Struct, frozen=True, gc=False):
+    """What one ``stream()`` (or ``finish()``) call decided.
+
+    ``token_ids``/``labels`` are the tokens decided by this call, in order: a token held
+    back by an earlier call (it might have begun a multi-token marker) appears in the call
+    that decides it, and ``held_token_count`` says how many are still undecided.
+    """
+
+    token_ids: list[int]
+    labels: bytes
+    reasoning_token_ids: list[int]
+    content_token_ids: list[int]
+    is_still_reasoning: bool
+    held_token_count: int = 0
+    spill: tuple[tuple[int, bytes, int, int], ...] = ()
+    """Text of tokens only partly covered by a marker: ``(index, bytes, label, after)``; see
+    :data:`reasonspan.runtime.machine.Spill`. Empty unless a family has text markers."""
+    reasoning_text_formatter: TextFormatterFactory | None = None
+    content_text_formatter: TextFormatterFactory | None = None
+
+
+class ParseResult(msgspec.Struct, frozen=True):
+    """The non-streaming answer for a whole output; the concatenation of the streamed deltas."""
+
+    token_ids: list[int]
+    labels: bytes
+    reasoning_token_ids: list[int]
+    content_token_ids: list[int]
+    reasoning: str | None
+    content: str | None
+    reasoning_tokens: int
+    """Tokens labelled REASONING (consumed markers are not counted; see ``delimiter_tokens``)."""
+    delimiter_tokens: int
+    reasoning_ended: bool
+    """False when the output stopped inside reasoning (e.g. finish_reason "length")."""
+    started_in_reasoning: bool
+    spill: tuple[tuple[int, bytes, int, int], ...] = ()
+
+
+def _split(ids: list[int], labels: bytearray) -> tuple[list[int], list[int]]:
+    reasoning: list[int] = []
+    content: list[int] = []
+    for t, lab in zip(ids, labels, strict=True):
+        if lab == REASONING:
+            reasoning.append(t)
+        elif lab in (CONTENT, TOOL):
+            content.append(t)
+    return reasoning, content
+
+
+class ReasoningParser:
+    """Base of every family's parser. A subclass sets ``spec`` and, rarely, overrides a hook.
+
+    Hooks a family may override: :meth:`resolve_switches` (how chat_template_kwargs switch
+    thinking), :meth:`compile` (a custom machine for formats a spec cannot express).
+    """
+
+    spec: ClassVar[ReasoningSpec]
+
+    __slots__ = (
+        "_cfmt",
+        "_cursor",
+        "_last",
+        "_machine",
+        "_rfmt",
+        "chat_template_kwargs",
+        "tokenizer",
+    )
+
+    def __init__(
+        self,
+        tokenizer: LoadedTokenizer,
+        machine: Machine,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self._machine = machine
+        self._cursor = Cursor()
+        self._last = machine.turn_start_reasoning
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self._rfmt = formatter_factory(machine.spec.reasoning_trim)
+        self._cfmt = formatter_factory(machine.spec.content_trim)
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def resolve_switches(cls, kwargs: Mapping[str, Any]) -> tuple[bool, bool]:
+        """Return ``(thinking, prompt_start)`` for these chat_template_kwargs."""
+        thinking = cls.spec.thinking_default
+        for key in cls.spec.thinking_switches:
+            if key in kwargs:
+                value = kwargs[key]
+                if not isinstance(value, bool):
+                    raise InvalidOptionError(key, value, "a bool")
+                thinking = value
+        return thinking, cls.spec.prompt_start
+
+    @classmethod
+    def compile(cls, tokenizer: LoadedTokenizer, kwargs: Mapping[str, Any]) -> Machine:
+        thinking, prompt_start = cls.resolve_switches(kwargs)
+        return compile_machine(cls.spec, tokenizer, thinking=thinking, prompt_start=prompt_start)
+
+    @classmethod
+    def create(
+        cls,
+        tokenizer: LoadedTokenizer | Any,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Blocking constructor; :meth:`from_tokenizer` is the async one."""
+        if chat_template_kwargs is not None and not isinstance(chat_template_kwargs, Mapping):
+            raise InvalidOptionError(
+                "chat_template_kwargs", chat_template_kwargs, "a mapping or None"
+            )
+        tok = as_loaded(tokenizer)
+        kwargs = dict(chat_template_kwargs or {})
+        return cls(tok, cls.compile(tok, kwargs), kwargs)
+
+    @classmethod
+    async def from_tokenizer(
+        cls,
+        tokenizer: LoadedTokenizer | Any,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Build a parser; the first one per tokenizer compiles tables in a worker thread."""
+        return await anyio.to_thread.run_sync(cls.create, tokenizer, chat_template_kwargs)
+
+    @classmethod
+    async def reasoning_end_token_id(cls, tokenizer: LoadedTokenizer | Any) -> int | None:
+        """The id of the first end marker if it is a single token here (for grammar
+        back-ends and budget forcing), else None."""
+        tok = as_loaded(tokenizer)
+        for text in cls.spec.end:
+            tid = tok.single_token_id(text)
+            if tid is not None:
+                return tid
+        return None
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def machine(self) -> Machine:
+        return self._machine
+
+    @property
+    def thinking_enabled(self) -> bool:
+        return self._machine.thinking
+
+    @property
+    def default_reasoning(self) -> bool:
+        """The state at the start of an assistant turn when no prompt is available."""
+        return self._machine.turn_start_reasoning
+
+    def text_formatters(self) -> tuple[TextFormatterFactory | None, TextFormatterFactory | None]:
+        return self._rfmt, self._cfmt
+
+    def end_marker_token_ids(self) -> list[int]:
+        """Token ids that close reasoning when emitted (first end marker), for budgets."""
+        for text in self.spec.end:
+            tid = self.tokenizer.single_token_id(text)
+            if tid is not None:
+                return [tid]
+            return self.tokenizer.encode(text)
+        return []
+
+    # ------------------------------------------------------------------ the contract
+
+    def reset(self) -> None:
+        """Forget held tokens: call between requests (or after an error)."""
+        self._cursor.clear()
+        self._last = self._machine.turn_start_reasoning
+
+    def is_prompt_in_reasoning(self, prompt_token_ids: TokenIds) -> bool:
+        """Is the model inside a reasoning block when it starts generating?
+
+        A pure right-to-left scan for the last marker of the current assistant turn; an
+        old ``</think>`` in the history behind the turn start never decides it.
+        """
+        self._check(prompt_token_ids, "prompt_token_ids")
+        return self._machine.prompt_in_reasoning(prompt_token_ids)
+
+    def stream(
+        self, delta_token_ids: TokenIds, is_currently_reasoning: bool = True
+    ) -> ParsedReasoningDelta:
+        """Label the new tokens of one request. Invalid input raises before any state changes."""
+        self._check(delta_token_ids, "delta_token_ids")
+        ids: list[int] = []
+        labels = bytearray()
+        spill: list[Spill] = []
+        toks = (
+            delta_token_ids.tolist() if isinstance(delta_token_ids, np.ndarray) else delta_token_ids
+        )
+        state = self._machine.run(toks, is_currently_reasoning, self._cursor, ids, labels, spill)
+        return self._delta(ids, labels, state, spill)
+
+    def finish(self, is_currently_reasoning: bool | None = None) -> ParsedReasoningDelta:
+        """End of request: decide the held-back tokens (they did not become a marker)."""
+        ids: list[int] = []
+        labels = bytearray()
+        spill: list[Spill] = []
+        reasoning = self._last if is_currently_reasoning is None else is_currently_reasoning
+        state = self._machine.flush(reasoning, self._cursor, ids, labels, spill)
+        return self._delta(ids, labels, state, spill)
+
+    def parse(
+        self, output_token_ids: TokenIds, prompt_token_ids: TokenIds | None = None
+    ) -> ParseResult:
+        """Non-streaming: the same labels as any streaming of the same tokens, plus text."""
+        from .text import LabelledDecoder
+
+        self._check(output_token_ids, "output_token_ids")
+        start = (
+            self.is_prompt_in_reasoning(prompt_token_ids)
+            if prompt_token_ids is not None
+            else self.default_reasoning
+        )
+        ids: list[int] = []
+        labels = bytearray()
+        cursor = Cursor()
+        toks = (
+            output_token_ids.tolist()
+            if isinstance(output_token_ids, np.ndarray)
+            else output_token_ids
+        )
+        spill: list[Spill] = []
+        state = self._machine.run(toks, start, cursor, ids, labels, spill)
+        state = self._machine.flush(state, cursor, ids, labels, spill)
+        reasoning_ids, content_ids = _split(ids, labels)
+        dec = LabelledDecoder(self)
+        r1, c1 = dec.feed(ids, labels, spill)
+        r2, c2 = dec.finish()
+        r_text, c_text = r1 + r2, c1 + c2
+        return ParseResult(
+            token_ids=ids,
+            labels=bytes(labels),
+            reasoning_token_ids=reasoning_ids,
+            content_token_ids=content_ids,
+            reasoning=r_text if (reasoning_ids or r_text) else None,
+            content=c_text if (content_ids or c_text) else None,
+            reasoning_tokens=len(reasoning_ids),
+            delimiter_tokens=len(ids) - len(reasoning_ids) - len(content_ids),
+            reasoning_ended=not state,
+            started_in_reasoning=bool(start and self.thinking_enabled),
+            spill=tuple(spill),
+        )
+
+    # ------------------------------------------------------------------ helpers
+
+    def _delta(
+        self, ids: list[int], labels: bytearray, state: bool, spill: list[Spill]
+    ) -> ParsedReasoningDelta:
+        self._last = state
+        n = len(labels)
+        if labels.count(REASONING) == n:
+            reasoning, content = ids, []
+        elif labels.count(CONTENT) == n:
+            reasoning, content = [], ids
+        else:
+            reasoning, content = _split(ids, labels)
+        return ParsedReasoningDelta(
+            ids,
+            bytes(labels),
+            reasoning,
+            content,
+            state,
+            len(self._cursor.held),
+            tuple(spill),
+            self._rfmt,
+            self._cfmt,
+        )
+
+    def _check(self, ids: object, where: str) -> None:
+        """Validate token ids before any state changes (a bad request never corrupts state)."""
+        n = self._machine.vocab_size
+        if isinstance(ids, np.ndarray):
+            if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
+                raise TypeError(
+                    f"{where} must be a 1-D integer array, "
+                    f"got dtype={ids.dtype} with {ids.ndim} dimensions"
+                )
+            if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= n):
+                bad = int(np.flatnonzero((ids < 0) | (ids >= n))[0])
+                raise InvalidTokenError(int(ids[bad]), bad, n, where)
+            return
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
+            raise TypeError(
+                f"{where} must be a sequence of int token ids or a numpy array, "
+                f"not {type(ids).__name__}"
+            )
+        for i, t in enumerate(ids):
+            if type(t) is not int:
+                if isinstance(t, np.integer) and 0 <= int(t) < n:
+                    continue
+                raise InvalidTokenError(t, i, n, where)
+            if not 0 <= t < n:
+                raise InvalidTokenError(t, i, n, where)

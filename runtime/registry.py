@@ -1,0 +1,94 @@
+"""Names to parser classes: the built-in families, their aliases, and plugins.
+
+Third-party packages add families through the entry-point group
+``reasonspan.architectures``; each entry point names a parser class (or a module that
+registers its classes with :func:`register` on import).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from importlib.metadata import entry_points
+from typing import Any, TypeVar
+
+from .errors import UnknownParserError
+from .parser import ReasoningParser
+
+ENTRY_POINT_GROUP = "reasonspan.architectures"
+
+_P = TypeVar("_P", bound=type[ReasoningParser])
+_classes: dict[str, type[ReasoningParser]] = {}
+_canonical: dict[str, str] = {}
+_loaded = False
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower().replace("-", "_")
+
+
+def register(cls: _P) -> _P:
+    """Class decorator: register a parser under its spec's name and aliases."""
+    spec = getattr(cls, "spec", None)
+    if spec is None:
+        raise TypeError(f"{cls.__name__} has no `spec`; set spec = ReasoningSpec(...)")
+    for n in (spec.name, *spec.aliases):
+        key = _norm(n)
+        other = _classes.get(key)
+        if other is not None and other is not cls:
+            raise ValueError(f"parser name {n!r} is already registered by {other.__name__}")
+        _classes[key] = cls
+        _canonical[key] = spec.name
+    return cls
+
+
+def _ensure_loaded() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    importlib.import_module("reasonspan.architectures")
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        obj = ep.load()
+        if isinstance(obj, type) and issubclass(obj, ReasoningParser):
+            register(obj)
+
+
+def list_parsers() -> list[str]:
+    """Every registered name and alias, sorted."""
+    _ensure_loaded()
+    return sorted(_classes)
+
+
+def families() -> list[type[ReasoningParser]]:
+    """One class per family (aliases folded), in name order."""
+    _ensure_loaded()
+    seen: dict[str, type[ReasoningParser]] = {}
+    for cls in _classes.values():
+        seen.setdefault(cls.spec.name, cls)
+    return [seen[k] for k in sorted(seen)]
+
+
+def get_parser_class(name: str) -> type[ReasoningParser]:
+    """The class registered under ``name`` (or an alias of it)."""
+    _ensure_loaded()
+    if not isinstance(name, str):
+        raise TypeError(f"parser name must be a str, not {type(name).__name__}")
+    cls = _classes.get(_norm(name))
+    if cls is None:
+        raise UnknownParserError(name, _classes)
+    return cls
+
+
+async def create_parser(
+    name: str, tokenizer: Any, chat_template_kwargs: Mapping[str, Any] | None = None
+) -> ReasoningParser:
+    """Create the parser registered as ``name`` for this tokenizer."""
+    return await get_parser_class(name).from_tokenizer(tokenizer, chat_template_kwargs)
+
+
+def create_parser_sync(
+    name: str, tokenizer: Any, chat_template_kwargs: Mapping[str, Any] | None = None
+) -> ReasoningParser:
+    """Blocking form of :func:`create_parser`, for code that is not async."""
+    return get_parser_class(name).create(tokenizer, chat_template_kwargs)

