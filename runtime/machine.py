@@ -95,7 +95,16 @@ class Machine:
         self.lut: bytes = bytes(lut)
         self.np_lut = np.frombuffer(self.lut, dtype=np.uint8)
         self.has_byte_markers = bool(byte_markers)
+        self.vectorizable = not byte_markers and type(self).run is Machine.run
         self.trans = _transitions(spec, thinking)
+
+    vectorizable: bool = True
+    """True when every marker is one token and no family hook overrides routing, so the
+    batch runtime may route this family with table lookups over the whole batch."""
+
+    def new_cursor(self) -> Cursor:
+        """Per-request matcher state; a custom machine returns its own Cursor subclass."""
+        return Cursor()
 
     def _candidate(self, b: bytes, start: int) -> int:
         """First offset >= start where ``b[offset:]`` begins a marker or holds a whole one."""

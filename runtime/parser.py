@@ -100,7 +100,7 @@ class ReasoningParser:
     ) -> None:
         self.tokenizer = tokenizer
         self._machine = machine
-        self._cursor = Cursor()
+        self._cursor = machine.new_cursor()
         self._last = machine.turn_start_reasoning
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self._rfmt = formatter_factory(machine.spec.reasoning_trim)
@@ -244,7 +244,7 @@ class ReasoningParser:
         )
         ids: list[int] = []
         labels = bytearray()
-        cursor = Cursor()
+        cursor = self._machine.new_cursor()
         toks = (
             output_token_ids.tolist()
             if isinstance(output_token_ids, np.ndarray)
