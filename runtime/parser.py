@@ -17,7 +17,7 @@ from ..tokenizer.loader import LoadedTokenizer, as_loaded
 from .errors import InvalidOptionError, InvalidTokenError
 from .formatters import TextFormatterFactory, formatter_factory
 from .labels import CONTENT, REASONING, TOOL
-from .machine import Cursor, Machine, Spill, compile_machine
+from .machine import Machine, Spill, compile_machine
 from .spec import ReasoningSpec
 
 TokenIds = Sequence[int] | np.ndarray
