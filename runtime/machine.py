@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..tokenizer.loader import LoadedTokenizer
-from .errors import MissingMarkerError
+from .errors import InvalidTokenError, MissingMarkerError
 from .labels import CONTENT, DELIMITER, REASONING, TOOL
 from .spec import MarkerKind, ReasoningSpec
 
@@ -289,7 +289,10 @@ class Machine:
     # ------------------------------------------------------------------ prompt scan
 
     def prompt_in_reasoning(self, prompt: Sequence[int] | np.ndarray) -> bool:
-        """Right-to-left scan for the last marker of the current assistant turn."""
+        """Right-to-left scan for the last marker of the current assistant turn.
+
+        Only the tokens the scan reads are validated: it stops at the current turn's last
+        marker or turn start, so a 128k-token prompt costs what its last turn costs."""
         if not self.thinking:
             return False
         if self.has_byte_markers:
@@ -298,18 +301,28 @@ class Machine:
         lut = self.lut
         # Most prompts end a few tokens after their last marker or turn start: look at
         # the tail in Python first, then fall back to numpy over growing chunks.
-        tail = min(n, 64)
-        for i in range(n - 1, n - 1 - tail, -1):
-            k = lut[prompt[i]]
+        tail_start = max(0, n - 64)
+        tail = prompt[tail_start:]
+        tail = tail.tolist() if isinstance(tail, np.ndarray) else list(tail)
+        self.validate(tail, tail_start, "prompt_token_ids")
+        for i in range(len(tail) - 1, -1, -1):
+            k = lut[tail[i]]
             if k:
                 decided = self._decide(k)
                 if decided is not None:
                     return decided
-        end = n - tail
+        end = tail_start
         chunk = 4096
         while end > 0:
             begin = max(0, end - chunk)
-            flags = self.np_lut[np.asarray(prompt[begin:end], dtype=np.int64)]
+            try:
+                part = np.asarray(prompt[begin:end], dtype=np.int64)
+            except (TypeError, ValueError, OverflowError):
+                self.validate(list(prompt[begin:end]), begin, "prompt_token_ids")
+                raise
+            if part.min() < 0 or part.max() >= self.vocab_size:
+                self.validate(part.tolist(), begin, "prompt_token_ids")
+            flags = self.np_lut[part]
             for j in np.flatnonzero(flags)[::-1]:
                 decided = self._decide(int(flags[j]))
                 if decided is not None:
@@ -317,6 +330,17 @@ class Machine:
             end = begin
             chunk = min(chunk * 4, 1 << 20)
         return self.turn_start_reasoning
+
+    def validate(self, ids: Sequence[object], offset: int, where: str) -> None:
+        """Raise InvalidTokenError for the first id that is not an int in the vocabulary."""
+        n = self.vocab_size
+        for i, t in enumerate(ids):
+            if type(t) is int:
+                if 0 <= t < n:
+                    continue
+            elif isinstance(t, np.integer) and not isinstance(t, bool) and 0 <= int(t) < n:
+                continue
+            raise InvalidTokenError(t, offset + i, n, where)
 
     def _decide(self, kind: int) -> bool | None:
         kind &= KIND_MASK
@@ -332,11 +356,14 @@ class Machine:
         """Prompt scan for families with byte markers: replay the current turn through the
         matcher with a table whose state is the kind of the last marker seen."""
         begin = 0
+        turn_ids = self.turn_ids
         for i in range(len(prompt) - 1, -1, -1):
-            if int(prompt[i]) in self.turn_ids:
+            if prompt[i] in turn_ids:
                 begin = i + 1
                 break
-        queue = [int(t) for t in prompt[begin:]]
+        turn = list(prompt[begin:])
+        self.validate(turn, begin, "prompt_token_ids")
+        queue = [int(t) for t in turn]
         queue.reverse()
         ids: list[int] = []
         labels = bytearray()

@@ -62,6 +62,24 @@ class ParseResult(msgspec.Struct, frozen=True):
     spill: tuple[tuple[int, bytes, int, int], ...] = ()
 
 
+def _check_container(ids: object, where: str) -> None:
+    if isinstance(ids, np.ndarray):
+        if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
+            raise TypeError(
+                f"{where} must be a 1-D integer array, "
+                f"got dtype={ids.dtype} with {ids.ndim} dimensions"
+            )
+        return
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
+        raise TypeError(
+            f"{where} must be a sequence of int token ids or a numpy array, "
+            f"not {type(ids).__name__}"
+        )
+
+
+_LABEL_BYTES = tuple(bytes((label,)) for label in range(4))
+
+
 def _split(ids: list[int], labels: bytearray) -> tuple[list[int], list[int]]:
     reasoning: list[int] = []
     content: list[int] = []
@@ -85,9 +103,13 @@ class ReasoningParser:
     __slots__ = (
         "_cfmt",
         "_cursor",
+        "_fast",
         "_last",
+        "_lut",
         "_machine",
         "_rfmt",
+        "_rows",
+        "_vocab",
         "chat_template_kwargs",
         "tokenizer",
     )
@@ -103,6 +125,15 @@ class ReasoningParser:
         self._cursor = machine.new_cursor()
         self._last = machine.turn_start_reasoning
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self._fast = machine.vectorizable
+        self._lut = machine.lut
+        # _rows[is_reasoning][kind] -> (label, still_reasoning, label as bytes)
+        start_rows = (0, 1 if machine.thinking else 0)
+        self._rows = tuple(
+            tuple((lab, nxt == 1, _LABEL_BYTES[lab]) for lab, nxt in machine.trans[start_rows[s]])
+            for s in (0, 1)
+        )
+        self._vocab = machine.vocab_size
         self._rfmt = formatter_factory(machine.spec.reasoning_trim)
         self._cfmt = formatter_factory(machine.spec.content_trim)
 
@@ -204,13 +235,36 @@ class ReasoningParser:
         A pure right-to-left scan for the last marker of the current assistant turn; an
         old ``</think>`` in the history behind the turn start never decides it.
         """
-        self._check(prompt_token_ids, "prompt_token_ids")
+        _check_container(prompt_token_ids, "prompt_token_ids")
         return self._machine.prompt_in_reasoning(prompt_token_ids)
 
     def stream(
         self, delta_token_ids: TokenIds, is_currently_reasoning: bool = True
     ) -> ParsedReasoningDelta:
-        """Label the new tokens of one request. Invalid input raises before any state changes."""
+        """Label the new tokens of one request. Invalid input raises before any state changes.
+
+        The returned lists may share one list object; treat them as read-only."""
+        if self._fast and type(delta_token_ids) is list and len(delta_token_ids) == 1:
+            # Plain decoding (one token per step) on a single-token-marker family: the
+            # common case in a server, kept to two table lookups and one Struct.
+            t = delta_token_ids[0]
+            if type(t) is int and 0 <= t < self._vocab:
+                label, still, label_bytes = self._rows[1 if is_currently_reasoning else 0][
+                    self._lut[t]
+                ]
+                self._last = still
+                ids = [t]
+                return ParsedReasoningDelta(
+                    ids,
+                    label_bytes,
+                    ids if label == REASONING else [],
+                    ids if label in (CONTENT, TOOL) else [],
+                    still,
+                    0,
+                    (),
+                    self._rfmt,
+                    self._cfmt,
+                )
         self._check(delta_token_ids, "delta_token_ids")
         ids: list[int] = []
         labels = bytearray()
@@ -301,24 +355,10 @@ class ReasoningParser:
         """Validate token ids before any state changes (a bad request never corrupts state)."""
         n = self._machine.vocab_size
         if isinstance(ids, np.ndarray):
-            if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
-                raise TypeError(
-                    f"{where} must be a 1-D integer array, "
-                    f"got dtype={ids.dtype} with {ids.ndim} dimensions"
-                )
+            _check_container(ids, where)
             if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= n):
                 bad = int(np.flatnonzero((ids < 0) | (ids >= n))[0])
                 raise InvalidTokenError(int(ids[bad]), bad, n, where)
             return
-        if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
-            raise TypeError(
-                f"{where} must be a sequence of int token ids or a numpy array, "
-                f"not {type(ids).__name__}"
-            )
-        for i, t in enumerate(ids):
-            if type(t) is not int:
-                if isinstance(t, np.integer) and 0 <= int(t) < n:
-                    continue
-                raise InvalidTokenError(t, i, n, where)
-            if not 0 <= t < n:
-                raise InvalidTokenError(t, i, n, where)
+        _check_container(ids, where)
+        self._machine.validate(ids, 0, where)  # type: ignore[arg-type]

@@ -41,21 +41,25 @@ class LabelledDecoder:
         r: list[str] = []
         c: list[str] = []
         tok = self._tok
+        rstep = self._rdec.step
+        cstep = self._cdec.step
+        rtext = self._rfmt.text
+        ctext = self._cfmt.text
         spill_at: dict[int, list[tuple[bytes, int, int]]] = {}
         for idx, data, channel, after in spill:
             spill_at.setdefault(idx, []).append((data, channel, after))
-        for i, (t, lab) in enumerate(zip(token_ids, labels, strict=True)):
+        for i, t in enumerate(token_ids):
+            lab = labels[i]
             if spill_at and i in spill_at:
                 self._spill(spill_at[i], lab, r, c)
-                continue
-            if lab == REASONING:
-                s = self._rdec.step(tok, t)
+            elif lab == REASONING:
+                s = rstep(tok, t)
                 if s:
-                    r.append(self._rfmt.text(s))
+                    r.append(rtext(s))
             elif lab in (CONTENT, TOOL):
-                s = self._cdec.step(tok, t)
+                s = cstep(tok, t)
                 if s:
-                    c.append(self._cfmt.text(s))
+                    c.append(ctext(s))
             elif lab == DELIMITER:
                 r.append(self._rfmt.marker())
                 c.append(self._cfmt.marker())
