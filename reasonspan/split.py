@@ -1,0 +1,74 @@
+"""``reasonspan split``: one output in, ``{reasoning, content, reasoning_tokens}`` out.
+
+The tool to reach for when a server puts reasoning in the wrong field: feed it the raw
+output (text or token ids) and, ideally, the prompt, and compare with what the server did.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from .runtime import ReasonspanError, create_parser_sync
+from .tokenizer import load_tokenizer_sync
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tokenizer", required=True, help="model folder or tokenizer.json")
+    p.add_argument("--parser", required=True, help="parser name (see `reasonspan detect`)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--text", help="the raw generated text (markers written out)")
+    src.add_argument("--ids", metavar="FILE", help="generated token ids: JSON list or whitespace")
+    prompt = p.add_mutually_exclusive_group()
+    prompt.add_argument("--prompt-text", help="the rendered prompt, to seed the state")
+    prompt.add_argument("--prompt-ids", metavar="FILE", help="prompt token ids (as --ids)")
+    p.add_argument(
+        "--kwargs",
+        default="{}",
+        help="chat_template_kwargs as JSON, e.g. '{\"enable_thinking\": false}'",
+    )
+
+
+def _read_ids(path: str) -> list[int]:
+    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    text = text.strip()
+    data: Any = json.loads(text) if text.startswith("[") else [int(x) for x in text.split()]
+    if not isinstance(data, list) or not all(isinstance(x, int) for x in data):
+        raise ValueError(f"{path}: expected a JSON list of ints or whitespace-separated ints")
+    return data
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        kwargs = json.loads(args.kwargs)
+        if not isinstance(kwargs, dict):
+            raise ValueError("--kwargs must be a JSON object")
+        tok = load_tokenizer_sync(args.tokenizer)
+        parser = create_parser_sync(args.parser, tok, kwargs)
+        output = tok.encode(args.text) if args.text is not None else _read_ids(args.ids)
+        prompt: list[int] | None = None
+        if args.prompt_text is not None:
+            prompt = tok.encode(args.prompt_text)
+        elif args.prompt_ids is not None:
+            prompt = _read_ids(args.prompt_ids)
+        res = parser.parse(output, prompt_token_ids=prompt)
+    except (ReasonspanError, ValueError, OSError) as exc:
+        print(f"reasonspan split: {exc}", file=sys.stderr)
+        return 2
+    out = {
+        "parser": parser.name,
+        "reasoning": res.reasoning,
+        "content": res.content,
+        "reasoning_tokens": res.reasoning_tokens,
+        "content_tokens": len(res.content_token_ids),
+        "delimiter_tokens": res.delimiter_tokens,
+        "started_in_reasoning": res.started_in_reasoning,
+        "reasoning_ended": res.reasoning_ended,
+    }
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(out), indent=2).decode() + "\n")
+    return 0
