@@ -1,0 +1,198 @@
+"""A SIMULATED engine: continuous batching over scripted outputs, for demos, tests and
+benchmarks. It is not a model: it replays real-tokenizer transcripts token by token.
+
+It admits requests over time, emits 1 or k tokens per request per step (k models
+speculative decoding), honours forced tokens (thinking budgets) and stops a request at the
+end of its script or at its ``max_tokens``. Each step it hands out what a real engine
+would: request ids, new token ids and CSR offsets, as numpy arrays.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..runtime.parser import ReasoningParser
+from ..tokenizer.loader import LoadedTokenizer
+
+
+def scripted_output(parser: ReasoningParser, reasoning: str, answer: str, tool_call: str) -> str:
+    """What a model of this family writes: its markers around reasoning, then the answer
+    and, where the family has a tool marker, a tool call."""
+    spec = parser.spec
+    if tool_call and spec.tool:
+        answer = f"{answer}\n{spec.tool[0]}\n{tool_call}\n"
+    if not parser.thinking_enabled or not spec.end:
+        return answer
+    start = spec.start[0] if spec.start else ""
+    return f"{start}\n{reasoning}\n{spec.end[0]}\n\n{answer}"
+
+
+@dataclass
+class SimRequest:
+    """One request the simulated engine will serve."""
+
+    request_id: int
+    parser: ReasoningParser
+    prompt_ids: list[int]
+    output_ids: list[int]
+    arrival_step: int = 0
+    max_tokens: int | None = None
+    title: str = ""
+    pos: int = 0
+    emitted: int = 0
+    forced_emitted: int = 0
+    finish_reason: str | None = None
+    emitted_ids: list[int] = field(default_factory=list)
+
+    def end_of_reasoning(self) -> int | None:
+        """Index just after the first end marker of the script (where a forced end jumps)."""
+        end_ids = self.parser.end_marker_token_ids()
+        n = len(end_ids)
+        if not n:
+            return None
+        for i in range(len(self.output_ids) - n + 1):
+            if self.output_ids[i : i + n] == end_ids:
+                return i + n
+        return None
+
+
+ForcedFn = Callable[[int], Sequence[int]]
+
+
+class SimulatedEngine:
+    """Continuous batching over :class:`SimRequest` scripts (a simulation, not a model)."""
+
+    def __init__(
+        self,
+        requests: Sequence[SimRequest],
+        *,
+        max_batch: int = 64,
+        tokens_per_step: int = 1,
+        seed: int = 0,
+    ) -> None:
+        self.pending = sorted(requests, key=lambda r: r.arrival_step)
+        self.active: list[SimRequest] = []
+        self.finished: list[SimRequest] = []
+        self.max_batch = max_batch
+        self.k = tokens_per_step
+        self.step_no = 0
+        self.rng = random.Random(seed)
+
+    @property
+    def done(self) -> bool:
+        return not self.pending and not self.active
+
+    def admit(self) -> list[SimRequest]:
+        """Requests that arrive by this step and fit in the batch."""
+        admitted: list[SimRequest] = []
+        while (
+            self.pending
+            and self.pending[0].arrival_step <= self.step_no
+            and len(self.active) < self.max_batch
+        ):
+            r = self.pending.pop(0)
+            self.active.append(r)
+            admitted.append(r)
+        return admitted
+
+    def step(
+        self, forced: ForcedFn | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[SimRequest]]:
+        """Emit the next tokens of every active request.
+
+        Returns ``(request_ids, token_ids, offsets, finished)`` as int64 arrays (``offsets``
+        has ``len(request_ids) + 1`` entries) and the requests that ended this step.
+        """
+        self.step_no += 1
+        rids: list[int] = []
+        toks: list[int] = []
+        offsets = [0]
+        done: list[SimRequest] = []
+        for r in self.active:
+            want = self.k
+            if r.max_tokens is not None:
+                want = min(want, r.max_tokens - r.emitted)
+            out: list[int] = []
+            force = list(forced(r.request_id)) if forced is not None else []
+            if force:
+                out = force[:want]
+                r.forced_emitted += len(out)
+                end_ids = r.parser.end_marker_token_ids()
+                if end_ids and out[-1] == end_ids[-1]:
+                    # The forced end marker is out: the script resumes after its own end.
+                    jump = r.end_of_reasoning()
+                    r.pos = jump if jump is not None else r.pos
+            else:
+                out = r.output_ids[r.pos : r.pos + want]
+                r.pos += len(out)
+            r.emitted += len(out)
+            r.emitted_ids += out
+            rids.append(r.request_id)
+            toks += out
+            offsets.append(len(toks))
+            if r.pos >= len(r.output_ids) and not force:
+                r.finish_reason = "stop"
+            elif r.max_tokens is not None and r.emitted >= r.max_tokens:
+                r.finish_reason = "length"
+            if r.finish_reason:
+                done.append(r)
+        for r in done:
+            self.active.remove(r)
+            self.finished.append(r)
+        return (
+            np.asarray(rids, dtype=np.int64),
+            np.asarray(toks, dtype=np.int64),
+            np.asarray(offsets, dtype=np.int64),
+            done,
+        )
+
+
+def workload(
+    parsers: Sequence[tuple[ReasoningParser, LoadedTokenizer]],
+    n_requests: int,
+    *,
+    seed: int = 0,
+    arrival_rate: float = 2.0,
+    truncate_fraction: float = 0.1,
+) -> list[SimRequest]:
+    """Realistic requests of mixed families: multi-turn prompts, reasoning, answers, tool
+    calls, some cut by ``max_tokens`` inside reasoning; arrivals spread over steps."""
+    from ..prompts import messages_for, render_prompt
+    from ..transcripts import ALL
+
+    rng = random.Random(seed)
+    out: list[SimRequest] = []
+    cache: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
+    step = 0.0
+    for i in range(n_requests):
+        pi = rng.randrange(len(parsers))
+        parser, tok = parsers[pi]
+        ti = rng.randrange(len(ALL))
+        key = (pi, ti)
+        if key not in cache:
+            t = ALL[ti]
+            prompt, _ = render_prompt(tok, messages_for(t))
+            text = scripted_output(parser, t.reasoning, t.answer, t.tool_call)
+            cache[key] = (prompt, tok.encode(text))
+        prompt, output = cache[key]
+        max_tokens = None
+        if rng.random() < truncate_fraction:
+            max_tokens = max(1, int(len(output) * rng.uniform(0.2, 0.6)))
+        out.append(
+            SimRequest(
+                request_id=i,
+                # One parser per request (they share the compiled machine).
+                parser=type(parser)(tok, parser.machine, parser.chat_template_kwargs),
+                prompt_ids=prompt,
+                output_ids=output,
+                arrival_step=int(step),
+                max_tokens=max_tokens,
+                title=ALL[ti].title,
+            )
+        )
+        step += rng.expovariate(arrival_rate)
+    return out

@@ -1,0 +1,82 @@
+"""The command line: demo, split and bench run end to end on a real tokenizer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fixtures import DATA
+
+from reasonspan.cli import main
+
+QWEN3 = str(DATA / "qwen-3" / "tokenizer.json.zip")
+
+
+def test_split_text(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "split",
+            "--tokenizer",
+            QWEN3,
+            "--parser",
+            "qwen3",
+            "--text",
+            "<think>2+2=4</think>It is 4.",
+        ]
+    )
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["reasoning"] == "2+2=4"
+    assert out["content"] == "It is 4."
+    assert out["reasoning_tokens"] == 5
+    assert out["reasoning_ended"] is True
+
+
+def test_split_ids_with_prompt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from fixtures import tokenizer
+
+    tok = tokenizer("qwen-3")
+    ids = tmp_path / "ids.json"
+    ids.write_text(json.dumps(tok.encode("It is 4.")))
+    code = main(
+        [
+            "split",
+            "--tokenizer",
+            QWEN3,
+            "--parser",
+            "qwen3",
+            "--ids",
+            str(ids),
+            "--prompt-text",
+            "<|im_start|>assistant\n<think>\n\n</think>\n\n",
+        ]
+    )
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["reasoning"], out["content"], out["started_in_reasoning"]) == (
+        None,
+        "It is 4.",
+        False,
+    )
+
+
+def test_split_reports_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["split", "--tokenizer", QWEN3, "--parser", "nope", "--text", "x"]) == 2
+    assert "unknown reasoning parser 'nope'" in capsys.readouterr().err
+
+
+def test_demo_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--no-color"]) == 0
+    out = capsys.readouterr().out
+    assert "reasoning │" in out and "content   │" in out
+    assert "| request |" in out
+
+
+def test_bench_stream_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "bench.json"
+    assert main(["bench", "--suite", "stream", "--repeats", "1", "--json", str(target)]) == 0
+    data = json.loads(target.read_text())
+    cases = {row["case"] for row in data["rows"]}
+    assert any("baseline" in c for c in cases) and any("stream()" in c for c in cases)
+    assert all(row["ns_per_token"] > 0 for row in data["rows"])
