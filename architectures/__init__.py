@@ -3,6 +3,24 @@
 Importing this package registers every built-in family.
 """
 
-from . import deepseek, glm, kimi, minimax, qwen3, step
+from . import (
+    deepseek,
+    gemma4,
+    glm,
+    granite,
+    kimi,
+    minimax,
+    qwen3,
+    step,
+)
 
-__all__ = ["deepseek", "glm", "kimi", "minimax", "qwen3", "step"]
+__all__ = [
+    "deepseek",
+    "gemma4",
+    "glm",
+    "granite",
+    "kimi",
+    "minimax",
+    "qwen3",
+    "step",
+]

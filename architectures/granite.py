@@ -1,0 +1,60 @@
+"""IBM Granite (3.2 / 3.3): reasoning between two plain-English phrases.
+
+With ``thinking: true`` the template's system prompt asks the model to write its thoughts
+after ``Here is my thought process:`` and its answer after ``Here is my response:``
+(quantized models also write ``Here's``). The phrases are ordinary text, so they tokenize
+differently in context (``Here`` / `` Here`` / ``.Here``; ``:`` / ``:\\n`` / ``:**``) and are
+matched on the bytes of each token id with hold-back: a token such as `` Here`` waits
+until the next tokens decide. A token that the phrase only partly covers is a DELIMITER
+whose other bytes go to their channel's text.
+
+The output starts in content (nothing is prefilled) and enters reasoning at the start
+phrase; truncated after it, the output is reasoning. ``<|tool_call|>`` (a special token
+where the vocabulary has it) ends reasoning and stays in content for the tool parser; the
+prompt scan is bounded by the last ``<|start_of_role|>``. Thinking is off by default and only
+the template's own switch ``thinking`` turns it on: ``enable_thinking`` does not change
+the Granite prompt, so honouring it would split answers that merely quote a phrase.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from ..runtime.machine import Machine, compile_machine
+from ..runtime.parser import ReasoningParser
+from ..runtime.registry import register
+from ..runtime.spec import ReasoningSpec
+from ..tokenizer.loader import LoadedTokenizer
+
+START = ("Here is my thought process:", "Here's my thought process:")
+END = ("Here is my response:", "Here's my response:")
+
+
+@register
+class GraniteParser(ReasoningParser):
+    spec = ReasoningSpec(
+        name="granite",
+        aliases=("granite3", "granite_3"),
+        start=START,
+        end=END,
+        tool=("<|tool_call|>",),
+        turn=("<|start_of_role|>",),
+        text_markers=START + END,
+        prompt_start=False,
+        thinking_default=False,
+        thinking_switches=("thinking",),
+        start_in_content="enter",
+        notes="plain-text phrases (also Here's) matched on token bytes with hold-back",
+    )
+
+    @classmethod
+    def compile(cls, tokenizer: LoadedTokenizer, kwargs: Mapping[str, Any]) -> Machine:
+        """With thinking off (the default) the phrases are content like any text, so the
+        machine is built without them: no token is held back and the family stays on the
+        vectorized path."""
+        thinking, prompt_start = cls.resolve_switches(kwargs)
+        spec = cls.spec if thinking else msgspec.structs.replace(cls.spec, text_markers=())
+        return compile_machine(spec, tokenizer, thinking=thinking, prompt_start=prompt_start)
