@@ -4,23 +4,27 @@ Importing this package registers every built-in family.
 """
 
 from . import (
+    cohere,
     deepseek,
-    gemma4,
     glm,
-    granite,
+    inkling,
     kimi,
+    kimi_k3,
     minimax,
+    mistral,
     qwen3,
     step,
 )
 
 __all__ = [
+    "cohere",
     "deepseek",
-    "gemma4",
     "glm",
-    "granite",
+    "inkling",
     "kimi",
+    "kimi_k3",
     "minimax",
+    "mistral",
     "qwen3",
     "step",
 ]

@@ -377,9 +377,14 @@ class Machine:
 _Trans = tuple[tuple[tuple[int, int], ...], ...]
 
 _PROBE: _Trans = tuple(
-    tuple((CONTENT, k if k in (_START, _END, _TOOL) else s) for k in range(8)) for s in range(8)
+    tuple(
+        (CONTENT, k if k in (_START, _END, _TOOL) else 0 if k == _TURN else s) for k in range(8)
+    )
+    for s in range(8)
 )
-"""Prompt-scan table: the state becomes the kind of the last START/END/TOOL marker."""
+"""Prompt-scan table: the state becomes the kind of the last START/END/TOOL marker. A turn
+marker matched on bytes (a multi-token turn opener) resets it to 0, "nothing seen in this
+turn yet", so markers in the history before it never decide the scan."""
 
 
 def _transitions(spec: ReasoningSpec, thinking: bool) -> _Trans:

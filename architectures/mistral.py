@@ -1,0 +1,64 @@
+"""Mistral reasoning models (Magistral, Mistral Small/Medium with reasoning).
+
+Current models write ``[THINK]`` … ``[/THINK]`` as control tokens. Nothing is prefilled:
+a turn starts in content, a ``[THINK]`` opens reasoning (text before it stays content), an
+output with no marker is all content and one that stops after ``[THINK]`` is reasoning.
+``[TOOL_CALLS]`` ends reasoning and stays in content for the tool parser. The prompt scan
+looks only behind the last ``[/INST]`` or ``[/TOOL_RESULTS]``: Magistral's default system
+prompt spells out ``[THINK]``/``[/THINK]``, and those must never decide it.
+
+Older Magistral (Small/Medium 2506) has no ``[THINK]`` token and writes plain-text
+``<think>``/``</think>``. Those are matched on token bytes, but only for a tokenizer that
+lacks ``[THINK]``: in a current vocabulary ``<think>`` is ordinary text the model may write
+in an answer, and byte markers would also take every request off the vectorized batch path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from ..runtime.machine import Machine, compile_machine
+from ..runtime.parser import ReasoningParser
+from ..runtime.registry import register
+from ..runtime.spec import ReasoningSpec
+from ..tokenizer.loader import LoadedTokenizer
+
+THINK, END_THINK = "[THINK]", "[/THINK]"
+TEXT_THINK, TEXT_END_THINK = "<think>", "</think>"
+
+_SPEC = ReasoningSpec(
+    name="mistral",
+    aliases=("magistral",),
+    start=(THINK, TEXT_THINK),
+    end=(END_THINK, TEXT_END_THINK),
+    tool=("[TOOL_CALLS]",),
+    turn=("[/INST]", "[/TOOL_RESULTS]"),
+    text_markers=(TEXT_THINK, TEXT_END_THINK),
+    prompt_start=False,
+    start_in_content="enter",
+    notes="[THINK] after content opens reasoning; plain-text <think> only where the "
+    "tokenizer has no [THINK] (Magistral 2506)",
+)
+
+# The same row for a tokenizer that has the control tokens: no text markers at all.
+_CONTROL_TOKENS = msgspec.structs.replace(
+    _SPEC,
+    start=(THINK,),
+    end=(END_THINK,),
+    text_markers=(),
+    required=(THINK, END_THINK),
+)
+
+
+@register
+class MistralParser(ReasoningParser):
+    spec = _SPEC
+
+    @classmethod
+    def compile(cls, tokenizer: LoadedTokenizer, kwargs: Mapping[str, Any]) -> Machine:
+        thinking, prompt_start = cls.resolve_switches(kwargs)
+        spec = cls.spec if tokenizer.single_token_id(THINK) is None else _CONTROL_TOKENS
+        return compile_machine(spec, tokenizer, thinking=thinking, prompt_start=prompt_start)
