@@ -28,15 +28,17 @@ turn after a tool response):
   open ``<|channel>thought\\n``: the scan finds ``<|channel>`` and the output begins
   inside the channel, with no marker of its own.
 
-The rule for a thinking-seeded turn whose model skips the channel: ``stream()`` receives
-one bool, and True from a thinking-seeded ``<|turn>model\\n`` cannot be told from True
-from the open channel that the current template leaves after a tool response, where the
-first output token is already reasoning text with nothing to mark it. Routing that case
-as content would put the whole chain of thought into the answer on every agent step, so
-a True state is reasoning whatever seeded it, as for the other families: a model that
-skips the channel after a thinking-seeded turn start has its answer routed to reasoning
-until ``<channel|>`` or ``<|tool_call>`` (a direct tool call still ends reasoning). Without
-thinking (the default) no turn start is seeded, and output without a channel is content.
+The rule for a thinking-seeded turn whose model skips the channel (the model matrix asks
+for content there): ``stream()`` receives one bool, and True from a thinking-seeded
+``<|turn>model\n`` cannot be told from True from the open channel that the current
+template leaves after a tool response, whose first output token is already reasoning text
+with nothing to mark it. Routing that case as content would put the chain of thought into
+the answer on every agent step, so True is reasoning whatever seeded it, as for the other
+families: a model that skips the channel after a thinking-seeded turn start has its answer
+routed to reasoning until ``<channel|>`` or ``<|tool_call>`` (a direct tool call still
+ends reasoning). Without thinking (the default) no turn start is seeded, and output
+without a channel is content. Telling the two apart would need the scan to hand the
+request more than a bool (a per-request seed kind), which the contract does not carry.
 """
 
 from __future__ import annotations
