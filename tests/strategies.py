@@ -27,8 +27,33 @@ FILLER = [
 ]
 
 
+# Pieces of a family's syntax that its spec's markers do not spell out (harmony decides
+# headers with a custom machine). Only the named family draws them.
+FAMILY_PIECES: dict[str, tuple[str, ...]] = {
+    "openai_gptoss": (
+        "<|start|>assistant",
+        "<|channel|>",
+        "<|message|>",
+        "<|end|>",
+        "<|return|>",
+        "<|call|>",
+        "<|constrain|>json",
+        "<|channel|>final<|message|>",
+        "<|channel|>commentary",
+        " to=functions.get_weather",
+        "<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>",
+        "<|channel|>analysis to=python code<|message|>",
+        "analy",
+        "sis",
+        " to",
+        "=",
+    ),
+}
+
+
 def marker_texts(parser: ReasoningParser) -> list[str]:
-    return [text for text, _kind in parser.spec.markers()]
+    texts = [text for text, _kind in parser.spec.markers()]
+    return texts + list(FAMILY_PIECES.get(parser.spec.name, ()))
 
 
 @st.composite

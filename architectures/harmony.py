@@ -1,0 +1,428 @@
+"""OpenAI gpt-oss: the harmony format.
+
+An assistant turn is a run of messages, each ``<|start|>assistant`` + header + ``<|message|>``
++ body + ``<|end|>`` (or ``<|return|>`` / ``<|call|>``, which end the turn). The template ends
+the prompt with ``<|start|>assistant``, so the first header is the model's own output. The
+header names the channel (``<|channel|>analysis``, ``final``, ``commentary``), may name a
+recipient (``to=functions.get_weather``, before or after the channel) and a content type
+(``<|constrain|>json``). The routing is:
+
+- ``analysis`` body: reasoning; ``final`` body: content; ``commentary`` without a recipient
+  (a preamble to the user): content; an unknown or missing channel: content.
+- A ``to=functions.X`` recipient makes the message a tool call, whatever its channel: its
+  header tokens and its terminator (``<|call|>``) are labelled TOOL and its body CONTENT,
+  so the content holds the whole harmony message for a tool parser downstream. Built-in
+  tool recipients (``to=python``, ``to=browser.search``) are routed by their channel.
+- Structural tokens and the headers of other messages are DELIMITER.
+
+A header cannot be decided by start/end markers: the channel name may be one token or
+several (``analy`` + ``sis``), and the recipient may come before the channel. So the
+machine holds header tokens until ``<|message|>`` and decides on the bytes of its tokens.
+A header is bounded (no newline, at most ``MAX_HEADER_BYTES`` of text; before the first
+structural token only a recipient may appear): text that cannot be a header is content, so
+a prompt that prefilled the start of a final message streams without being held.
+
+``is_still_reasoning`` is True inside an analysis body and stays True between an analysis
+message and the next body, so a grammar is switched on only once the final (or tool-call)
+body begins.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..runtime.errors import MissingMarkerError
+from ..runtime.labels import CONTENT, DELIMITER, REASONING, TOOL
+from ..runtime.machine import Cursor, Machine, Spill, resolve_markers
+from ..runtime.parser import ReasoningParser
+from ..runtime.registry import register
+from ..runtime.spec import ReasoningSpec
+from ..tokenizer.loader import LoadedTokenizer
+
+START, END, MESSAGE, CHANNEL = "<|start|>", "<|end|>", "<|message|>", "<|channel|>"
+CONSTRAIN, RETURN, CALL = "<|constrain|>", "<|return|>", "<|call|>"
+
+# Token classes in HarmonyMachine.codes (0 = ordinary text).
+_START, _END, _MESSAGE, _CHANNEL, _CONSTRAIN, _RETURN, _CALL = range(1, 8)
+_CLASSES = (
+    (START, _START),
+    (END, _END),
+    (MESSAGE, _MESSAGE),
+    (CHANNEL, _CHANNEL),
+    (CONSTRAIN, _CONSTRAIN),
+    (RETURN, _RETURN),
+    (CALL, _CALL),
+)
+_TERMINATORS = (_END, _RETURN, _CALL)
+
+MAX_HEADER_BYTES = 256
+"""Text bytes a header may hold (role, recipient, channel, content type) before it is
+taken for ordinary text."""
+
+_MAX_HEADER_TOKENS = 64
+"""The prompt scan reads at most this many tokens of a header."""
+
+_RECIPIENT_PREFIX = re.compile(rb"[ \t]*(?:t|to|to=[^\s<]*[ \t]*)?")
+"""What may precede the first structural token of a header that has no ``<|start|>`` (the
+turn's first header, whose role is in the prompt): nothing, or a recipient being written."""
+
+_FRESH, _HEADER, _BODY = 0, 1, 2
+
+
+@dataclass(slots=True)
+class HarmonyCursor(Cursor):
+    """Per-request state: where in the message structure the output is, and the header
+    tokens held until ``<|message|>`` decides what they open."""
+
+    mode: int = _FRESH
+    body: int = CONTENT
+    """Label of body tokens: REASONING or CONTENT."""
+    tool: bool = False
+    """The current message is a tool call: its terminator is labelled TOOL."""
+    flag: bool = False
+    """While reading a header: the reasoning state carried from the message before it."""
+    structural: bool = False
+    """The held header holds a structural token, so it is a header even if cut short."""
+
+    def clear(self) -> None:
+        Cursor.clear(self)  # not super(): slots dataclasses break zero-argument super()
+        self.mode = _FRESH
+        self.body = CONTENT
+        self.tool = False
+        self.flag = False
+        self.structural = False
+
+    @property
+    def reasoning(self) -> bool:
+        return self.body == REASONING if self.mode == _BODY else self.flag
+
+
+class HarmonyMachine(Machine):
+    """Routes harmony messages on token ids; header tokens are decided on their bytes."""
+
+    vectorizable = False
+
+    def __init__(self, spec: ReasoningSpec, tokenizer: LoadedTokenizer) -> None:
+        id_markers, _ = resolve_markers(spec, tokenizer)
+        super().__init__(
+            spec,
+            tokenizer,
+            thinking=True,
+            prompt_start=spec.prompt_start,
+            id_markers=id_markers,
+            byte_markers={},
+        )
+        self.vectorizable = False
+        codes = bytearray(self.vocab_size)
+        for text, code in _CLASSES:
+            tid = tokenizer.single_token_id(text)
+            if tid is None and text in spec.required:
+                pieces = tokenizer.encode(text)
+                raise MissingMarkerError(
+                    spec.name, text, tokenizer.source, f"it encodes as {len(pieces)} tokens"
+                )
+            if tid is not None:
+                codes[tid] = code
+        self.codes: bytes = bytes(codes)
+        self.token_bytes = tokenizer.token_bytes
+        boundary = np.frombuffer(self.codes, dtype=np.uint8)
+        self._np_boundary = np.isin(boundary, (_START, _END, _MESSAGE, _RETURN, _CALL))
+
+    def new_cursor(self) -> HarmonyCursor:
+        return HarmonyCursor()
+
+    # ------------------------------------------------------------------ output routing
+
+    def run(
+        self,
+        tokens: Sequence[int],
+        reasoning: bool,
+        cursor: Cursor,
+        out_ids: list[int],
+        out_labels: bytearray,
+        spill: list[Spill] | None = None,
+    ) -> bool:
+        cur = _harmony(cursor)
+        _sync(cur, reasoning)
+        queue = list(tokens)
+        queue.reverse()
+        self._drain_harmony(queue, cur, out_ids, out_labels)
+        return cur.reasoning
+
+    def flush(
+        self,
+        reasoning: bool,
+        cursor: Cursor,
+        out_ids: list[int],
+        out_labels: bytearray,
+        spill: list[Spill] | None = None,
+    ) -> bool:
+        """End of output: a cut-short header is still a header if it holds a structural
+        token (its tokens are delimiters, or TOOL for a tool call); plain text is content.
+        Either way no body began, so the state the last ``run`` returned stands."""
+        cur = _harmony(cursor)
+        _sync(cur, reasoning)
+        if cur.structural:
+            self._settle_header(cur, out_ids, out_labels)
+        elif cur.held:
+            out_ids.extend(cur.held)
+            out_labels.extend([CONTENT] * len(cur.held))
+            self._drop_header(cur)
+        return cur.reasoning
+
+    def _drain_harmony(
+        self, queue: list[int], cur: HarmonyCursor, out_ids: list[int], out_labels: bytearray
+    ) -> None:
+        """Label the tokens of ``queue`` (reversed); the decision for each depends only on the
+        tokens before it, never on how they were split into calls."""
+        codes = self.codes
+        tb = self.token_bytes
+        held = cur.held
+        while queue:
+            t = queue.pop()
+            k = codes[t]
+            if cur.mode == _BODY:
+                if not k:
+                    out_ids.append(t)
+                    out_labels.append(cur.body)
+                elif k in _TERMINATORS:
+                    out_ids.append(t)
+                    out_labels.append(TOOL if cur.tool else DELIMITER)
+                    self._end_body(cur)
+                elif k in (_START, _CHANNEL):
+                    # A header without the <|end|> before it: the message ended implicitly.
+                    self._end_body(cur)
+                    held.append(t)
+                    cur.structural = True
+                else:  # a stray <|message|> or <|constrain|> inside a body
+                    out_ids.append(t)
+                    out_labels.append(DELIMITER)
+                continue
+            # Reading a header.
+            if k == _MESSAGE:
+                held.append(t)
+                tool, body = self._read_header(held)
+                out_ids.extend(held)
+                out_labels.extend([TOOL if tool else DELIMITER] * len(held))
+                self._drop_header(cur)
+                cur.mode = _BODY
+                cur.body = body
+                cur.tool = tool
+            elif k in _TERMINATORS or (k == _START and held):
+                # The header never reached <|message|>.
+                if held and not cur.structural:
+                    queue.append(t)  # decided after the held text, which is content
+                    self._give_up(cur, queue, out_ids, out_labels)
+                    continue
+                if held:
+                    self._settle_header(cur, out_ids, out_labels)
+                if k == _START:
+                    held.append(t)
+                    cur.structural = True
+                else:
+                    out_ids.append(t)
+                    out_labels.append(DELIMITER)
+            elif k:
+                held.append(t)
+                cur.structural = True
+            else:
+                held.append(t)
+                text = cur.held_bytes + tb[t]
+                cur.held_bytes = text
+                if (
+                    b"\n" in text
+                    or len(text) > MAX_HEADER_BYTES
+                    or (not cur.structural and not _RECIPIENT_PREFIX.fullmatch(text))
+                ):
+                    self._give_up(cur, queue, out_ids, out_labels)
+
+    @staticmethod
+    def _end_body(cur: HarmonyCursor) -> None:
+        cur.mode = _HEADER
+        cur.flag = cur.body == REASONING
+        cur.tool = False
+
+    def _settle_header(self, cur: HarmonyCursor, out_ids: list[int], out_labels: bytearray) -> None:
+        """A header cut short by a terminator, a new ``<|start|>`` or the end of output: its
+        tokens are labelled as its ``<|message|>`` would have; no body began."""
+        tool, _ = self._read_header(cur.held)
+        out_ids.extend(cur.held)
+        out_labels.extend([TOOL if tool else DELIMITER] * len(cur.held))
+        self._drop_header(cur)
+
+    def _give_up(
+        self, cur: HarmonyCursor, queue: list[int], out_ids: list[int], out_labels: bytearray
+    ) -> None:
+        """The held tokens cannot be a header: they are content. The first is decided here;
+        the rest go back to the queue, where a ``<|start|>`` or ``<|channel|>`` among them
+        may begin a real header."""
+        first, rest = cur.held[0], cur.held[1:]
+        out_ids.append(first)
+        out_labels.append(DELIMITER if self.codes[first] else CONTENT)
+        queue.extend(reversed(rest))
+        self._drop_header(cur)
+        cur.mode = _BODY
+        cur.body = CONTENT
+        cur.tool = False
+
+    @staticmethod
+    def _drop_header(cur: HarmonyCursor) -> None:
+        cur.held.clear()
+        cur.held_bytes = b""
+        cur.structural = False
+
+    def _read_header(self, header: Sequence[int]) -> tuple[bool, int]:
+        """``(is_tool_call, body_label)`` for a header, from the bytes of its tokens."""
+        codes = self.codes
+        tb = self.token_bytes
+        role = bytearray()
+        channel = bytearray()
+        section: bytearray | None = role
+        for t in header:
+            k = codes[t]
+            if not k:
+                if section is not None:
+                    section += tb[t]
+            elif k == _CHANNEL:
+                section = channel
+                channel += b" "
+            elif k == _CONSTRAIN:
+                section = None  # the content type (json) decides nothing here
+        words = role.split() + channel.split()
+        recipient = next((w[3:] for w in words if w.startswith(b"to=")), None)
+        if recipient is not None and recipient.startswith(b"functions."):
+            return True, CONTENT
+        name = next((w for w in channel.split() if not w.startswith(b"to=")), b"")
+        return False, REASONING if name == b"analysis" else CONTENT
+
+    # ------------------------------------------------------------------ prompt scan
+
+    def prompt_in_reasoning(self, prompt: Sequence[int] | np.ndarray) -> bool:
+        """Reasoning only when the prompt ends inside an analysis message (or inside its
+        header, after ``<|channel|>analysis``). Only the last message is looked at, so old
+        analysis messages in the history never decide it; only the ids read are validated."""
+        n = len(prompt)
+        i = self._last_boundary(prompt, n)  # validates prompt[i:]
+        codes = self.codes
+        if i >= 0 and codes[int(prompt[i])] == _MESSAGE:
+            # Inside a body: its header runs back to the previous boundary.
+            lo = max(0, i - _MAX_HEADER_TOKENS - 1)
+            window = _ints(prompt[lo:i])
+            self.validate(window, lo, "prompt_token_ids")
+            j = len(window)
+            while j > 0:
+                k = codes[window[j - 1]]
+                if k in _TERMINATORS or k == _MESSAGE:
+                    break
+                j -= 1
+                if k == _START:
+                    break
+            else:
+                if lo > 0:
+                    return False  # longer than any header: not one
+            return self._read_header(window[j:])[1] == REASONING
+        # Inside a header (or no harmony structure at all): the model writes <|message|>
+        # next, so a header that already names the analysis channel opens reasoning.
+        if n - i > _MAX_HEADER_TOKENS:
+            return False
+        header = _ints(prompt[i + 1 :])
+        if not any(codes[t] == _CHANNEL for t in header):
+            return False
+        tool, body = self._read_header(header)
+        return not tool and body == REASONING
+
+    def _last_boundary(self, prompt: Sequence[int] | np.ndarray, n: int) -> int:
+        """Index of the last ``<|start|>``, ``<|message|>`` or terminator, or -1; every id
+        from there to the end is validated."""
+        codes = self.codes
+        tail_start = max(0, n - 64)
+        tail = _ints(prompt[tail_start:])
+        self.validate(tail, tail_start, "prompt_token_ids")
+        for j in range(len(tail) - 1, -1, -1):
+            k = codes[tail[j]]
+            if k and k != _CHANNEL and k != _CONSTRAIN:
+                return tail_start + j
+        end = tail_start
+        chunk = 4096
+        while end > 0:
+            begin = max(0, end - chunk)
+            try:
+                part = np.asarray(prompt[begin:end], dtype=np.int64)
+            except (TypeError, ValueError, OverflowError):
+                self.validate(list(prompt[begin:end]), begin, "prompt_token_ids")
+                raise
+            if part.min() < 0 or part.max() >= self.vocab_size:
+                self.validate(part.tolist(), begin, "prompt_token_ids")
+            hits = np.flatnonzero(self._np_boundary[part])
+            if hits.size:
+                return begin + int(hits[-1])
+            end = begin
+            chunk = min(chunk * 4, 1 << 20)
+        return -1
+
+
+def _ints(ids: Sequence[int] | np.ndarray) -> list[int]:
+    """A plain list, not yet validated (``Machine.validate`` names a bad id's position)."""
+    return ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+
+
+def _harmony(cursor: Cursor) -> HarmonyCursor:
+    if not isinstance(cursor, HarmonyCursor):
+        raise TypeError(f"HarmonyMachine needs a HarmonyCursor, not {type(cursor).__name__}")
+    return cursor
+
+
+def _sync(cur: HarmonyCursor, reasoning: bool) -> None:
+    """Take the caller's reasoning flag. At the first call it comes from the prompt scan:
+    reasoning means a prefilled analysis body, else the model writes a header first. Later
+    it is the value the previous call returned, unless the caller overrides it."""
+    if cur.mode == _FRESH:
+        if reasoning:
+            cur.mode = _BODY
+            cur.body = REASONING
+        else:
+            cur.mode = _HEADER
+            cur.flag = False
+    elif cur.mode == _BODY:
+        if reasoning != (cur.body == REASONING):
+            cur.body = REASONING if reasoning else CONTENT
+            cur.tool = False
+    else:
+        cur.flag = reasoning
+
+
+@register
+class HarmonyParser(ReasoningParser):
+    spec = ReasoningSpec(
+        name="openai_gptoss",
+        aliases=("gpt_oss", "harmony", "gptoss", "openai_gpt_oss"),
+        start=("<|channel|>analysis<|message|>",),
+        # What a thinking budget forces: close the analysis message and open the final one.
+        end=("<|end|><|start|>assistant<|channel|>final<|message|>",),
+        turn=(START,),
+        required=(START, END, MESSAGE, CHANNEL),
+        prompt_start=False,
+        notes="custom machine: headers held until <|message|> and read on token bytes; "
+        "analysis = reasoning, final/commentary = content; a to=functions.X header and its "
+        "<|call|> are TOOL",
+    )
+
+    @classmethod
+    def compile(cls, tokenizer: LoadedTokenizer, kwargs: Mapping[str, Any]) -> Machine:
+        key = ("harmony", cls.spec)
+        cached = tokenizer.cache.get(key)
+        if isinstance(cached, HarmonyMachine):
+            return cached
+        machine = HarmonyMachine(cls.spec, tokenizer)
+        tokenizer.cache[key] = machine
+        return machine
+
+    def end_marker_token_ids(self) -> list[int]:
+        """A budget must not just close the analysis message (the model could open another
+        one): it forces ``<|end|>`` and the header of the final message."""
+        return self.tokenizer.encode(self.spec.end[0])
