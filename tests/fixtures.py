@@ -110,18 +110,6 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
         "qwen-3",
         ("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>"),
     ),
-    "qwen-3_base_with_openai_gptoss_special_tokens": (
-        "qwen-3",
-        (
-            "<|start|>",
-            "<|end|>",
-            "<|message|>",
-            "<|channel|>",
-            "<|constrain|>",
-            "<|return|>",
-            "<|call|>",
-        ),
-    ),
     # Granite: only its role tokens are special; the thinking phrases are plain text.
     "qwen-2.5_base_with_granite_special_tokens": (
         "qwen-2.5",
@@ -140,6 +128,18 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
             "<|tool_response>",
             "<tool_response|>",
             "<|think|>",
+        ),
+    ),
+    "qwen-3_base_with_openai_gptoss_special_tokens": (
+        "qwen-3",
+        (
+            "<|start|>",
+            "<|end|>",
+            "<|message|>",
+            "<|channel|>",
+            "<|constrain|>",
+            "<|return|>",
+            "<|call|>",
         ),
     ),
 }
@@ -221,9 +221,9 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "cohere_command4": "deepseek-v3_base_with_cohere_special_tokens",
     "inkling": "glm-4_base_with_inkling_special_tokens",
     "kimi_k3": "qwen-3_base_with_kimi_k3_special_tokens",
-    "openai_gptoss": "qwen-3_base_with_openai_gptoss_special_tokens",
     "gemma4": "qwen-3_base_with_gemma4_special_tokens",
     "granite": "qwen-2.5_base_with_granite_special_tokens",
+    "openai_gptoss": "qwen-3_base_with_openai_gptoss_special_tokens",
 }
 
 # chat_template_kwargs under which each family is exercised by the property tests (one
