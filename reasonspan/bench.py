@@ -140,7 +140,11 @@ def bench_prompt(tok: LoadedTokenizer, repeats: int) -> list[Row]:
         ("is_prompt_in_reasoning(list)", prompt),
         ("is_prompt_in_reasoning(ndarray)", arr),
     ):
-        t = _median_ns(lambda p=p: parser.is_prompt_in_reasoning(p), repeats)
+
+        def scan(p: list[int] | np.ndarray = p) -> bool:
+            return parser.is_prompt_in_reasoning(p)
+
+        t = _median_ns(scan, repeats)
         rows.append(Row("prompt", case, t / n, t / 1e3, n, text_ns / t))
     # Worst case: no marker and no turn start anywhere, so the scan reads all 128k tokens.
     plain = np.asarray(tok.encode("The quick brown fox jumps over the lazy dog. ") * 13_000)[:n]
