@@ -39,11 +39,11 @@ class IdentityFormatter:
 
 
 class TrimFormatter:
-    """Applies a :class:`Trim`: a label and leading characters after a marker, trailing
-    characters before one. Text that may still turn out to be trimmed is held until it
-    is decided; ``finish()`` releases it."""
+    """Applies a :class:`Trim`: a prefix before the first text, a label and leading
+    characters after a marker, trailing characters before one. Text that may still turn
+    out to be trimmed is held until it is decided; ``finish()`` releases it."""
 
-    __slots__ = ("_armed", "_label_buf", "_lead_left", "_tail", "_trim")
+    __slots__ = ("_armed", "_label_buf", "_lead_left", "_prefix", "_tail", "_trim")
 
     def __init__(self, trim: Trim) -> None:
         self._trim = trim
@@ -51,6 +51,14 @@ class TrimFormatter:
         self._label_buf = ""
         self._lead_left = 0
         self._tail = ""
+        self._prefix = trim.prefix
+
+    def _emit(self, out: str) -> str:
+        """Put the prefix (once) in front of the first non-empty output."""
+        if out and self._prefix:
+            out = self._prefix + out
+            self._prefix = ""
+        return out
 
     def text(self, s: str) -> str:
         trim = self._trim
@@ -74,11 +82,11 @@ class TrimFormatter:
             if s:
                 self._lead_left = 0
         if not trim.trail:
-            return s
+            return self._emit(s)
         s = self._tail + s
         kept = s.rstrip(trim.trail)
         self._tail = s[len(kept) :]
-        return kept
+        return self._emit(kept)
 
     def marker(self) -> str:
         trim = self._trim
@@ -91,13 +99,13 @@ class TrimFormatter:
             out += tail[: len(tail) - n]
         self._armed = True
         self._lead_left = (-1 if trim.lead_max == 0 else trim.lead_max) if trim.lead else 0
-        return out
+        return self._emit(out)
 
     def finish(self) -> str:
         out = self._label_buf + self._tail
         self._label_buf = ""
         self._tail = ""
-        return out
+        return self._emit(out)
 
 
 def formatter_factory(trim: Trim) -> TextFormatterFactory | None:

@@ -36,7 +36,8 @@ Spill = tuple[int, bytes, int, int]
 """``(index, text bytes, label, after)``: bytes of a token matched as part of a marker that
 are not marker bytes (the marker began or ended inside the token). The token is labelled
 DELIMITER; its spilled bytes belong to the channel ``label`` (REASONING or CONTENT), before
-the marker (``after`` 0) or after it (1)."""
+the marker (``after`` 0) or after it (1). A TOOL marker that begins inside a token spills
+the bytes before it to REASONING and the rest of that token (marker included) to CONTENT."""
 
 
 @dataclass(slots=True)
@@ -246,6 +247,11 @@ class Machine:
                 if pos > end:
                     after = data[end:pos]
                     spill.append((first + n - 1, after, REASONING if new_state else CONTENT, 1))
+            elif label == TOOL and off and spill is not None:
+                # An implicit end that begins inside a token (DeepSeek V4's ".<" before
+                # "｜DSML｜"): the bytes before it stay in the reasoning that it ends.
+                spill.append((first, data[:off], REASONING, 0))
+                spill.append((first, self.token_bytes[used[0]][off:], CONTENT, 1))
             return new_state
         # No marker here: try a later start inside the first token, else release it.
         queue.extend(reversed(held[1:]))

@@ -42,6 +42,11 @@ class ParsedReasoningDelta(msgspec.Struct, frozen=True, gc=False):
     :data:`reasonspan.runtime.machine.Spill`. Empty unless a family has text markers."""
     reasoning_text_formatter: TextFormatterFactory | None = None
     content_text_formatter: TextFormatterFactory | None = None
+    reasoning_as_content: bool = False
+    """Only on the delta from ``finish()``, for a family with ``reasoning_as_content_if``
+    switched on (nemotron_v3) when the output produced reasoning but no content: present
+    everything this request streamed as reasoning as its content instead (and count no
+    reasoning tokens). ``parse()`` of the same output has already done this swap."""
 
 
 class ParseResult(msgspec.Struct, frozen=True):
@@ -60,6 +65,9 @@ class ParseResult(msgspec.Struct, frozen=True):
     """False when the output stopped inside reasoning (e.g. finish_reason "length")."""
     started_in_reasoning: bool
     spill: tuple[tuple[int, bytes, int, int], ...] = ()
+    reasoning_as_content: bool = False
+    """The reasoning was returned as content because no content came (see
+    :attr:`ParsedReasoningDelta.reasoning_as_content`); its labels are CONTENT here."""
 
 
 def _check_container(ids: object, where: str) -> None:
@@ -78,6 +86,30 @@ def _check_container(ids: object, where: str) -> None:
 
 
 _LABEL_BYTES = tuple(bytes((label,)) for label in range(4))
+_AS_CONTENT = bytes.maketrans(bytes((REASONING,)), bytes((CONTENT,)))
+_SAW_REASONING, _SAW_CONTENT = 1, 2
+
+
+def _seen(labels: bytearray, spill: list[Spill]) -> int:
+    """Which channels got tokens or text: ``_SAW_REASONING | _SAW_CONTENT`` bits."""
+    bits = _SAW_REASONING if REASONING in labels else 0
+    if CONTENT in labels or TOOL in labels:
+        bits |= _SAW_CONTENT
+    for _, data, channel, _ in spill:
+        if data:
+            bits |= _SAW_REASONING if channel == REASONING else _SAW_CONTENT
+    return bits
+
+
+def _swap_requested(spec: ReasoningSpec, kwargs: Mapping[str, Any]) -> bool:
+    requested = False
+    for key, value in spec.reasoning_as_content_if:
+        if key in kwargs:
+            got = kwargs[key]
+            if not isinstance(got, bool):
+                raise InvalidOptionError(key, got, "a bool")
+            requested = requested or got is value
+    return requested
 
 
 def _split(ids: list[int], labels: bytearray) -> tuple[list[int], list[int]]:
@@ -109,6 +141,8 @@ class ReasoningParser:
         "_machine",
         "_rfmt",
         "_rows",
+        "_seen",
+        "_swap",
         "_vocab",
         "chat_template_kwargs",
         "tokenizer",
@@ -136,6 +170,12 @@ class ReasoningParser:
         self._vocab = machine.vocab_size
         self._rfmt = formatter_factory(machine.spec.reasoning_trim)
         self._cfmt = formatter_factory(machine.spec.content_trim)
+        # reasoning_as_content_if: remember which channels this request has fed, so that
+        # finish() can tell the stream what parse() does (the general path records it).
+        self._swap = _swap_requested(machine.spec, self.chat_template_kwargs)
+        self._seen = 0
+        if self._swap:
+            self._fast = False
 
     # ------------------------------------------------------------------ construction
 
@@ -152,9 +192,16 @@ class ReasoningParser:
         return thinking, cls.spec.prompt_start
 
     @classmethod
+    def resolve_spec(cls, tokenizer: LoadedTokenizer) -> ReasoningSpec:
+        """The spec for this tokenizer: ``cls.spec`` unless a family's markers depend on
+        the vocabulary (hy_v3 spells them with a checkpoint-specific suffix)."""
+        return cls.spec
+
+    @classmethod
     def compile(cls, tokenizer: LoadedTokenizer, kwargs: Mapping[str, Any]) -> Machine:
         thinking, prompt_start = cls.resolve_switches(kwargs)
-        return compile_machine(cls.spec, tokenizer, thinking=thinking, prompt_start=prompt_start)
+        spec = cls.resolve_spec(tokenizer)
+        return compile_machine(spec, tokenizer, thinking=thinking, prompt_start=prompt_start)
 
     @classmethod
     def create(
@@ -185,7 +232,7 @@ class ReasoningParser:
         """The id of the first end marker if it is a single token here (for grammar
         back-ends and budget forcing), else None."""
         tok = as_loaded(tokenizer)
-        for text in cls.spec.end:
+        for text in cls.resolve_spec(tok).end:
             tid = tok.single_token_id(text)
             if tid is not None:
                 return tid
@@ -204,6 +251,13 @@ class ReasoningParser:
     @property
     def thinking_enabled(self) -> bool:
         return self._machine.thinking
+
+    @property
+    def may_return_reasoning_as_content(self) -> bool:
+        """True when this request's switches ask for the swap of ``reasoning_as_content_if``
+        (nemotron_v3): only then can ``finish()`` set ``reasoning_as_content``, so a batch
+        runtime routes such requests through :meth:`stream`, which records what it saw."""
+        return self._swap
 
     @property
     def default_reasoning(self) -> bool:
@@ -232,6 +286,7 @@ class ReasoningParser:
         """Forget held tokens: call between requests (or after an error)."""
         self._cursor.clear()
         self._last = self._machine.turn_start_reasoning
+        self._seen = 0
 
     def is_prompt_in_reasoning(self, prompt_token_ids: TokenIds) -> bool:
         """Is the model inside a reasoning block when it starts generating?
@@ -286,7 +341,7 @@ class ReasoningParser:
         spill: list[Spill] = []
         reasoning = self._last if is_currently_reasoning is None else is_currently_reasoning
         state = self._machine.flush(reasoning, self._cursor, ids, labels, spill)
-        return self._delta(ids, labels, state, spill)
+        return self._delta(ids, labels, state, spill, final=True)
 
     def parse(
         self, output_token_ids: TokenIds, prompt_token_ids: TokenIds | None = None
@@ -316,6 +371,12 @@ class ReasoningParser:
         r1, c1 = dec.feed(ids, labels, spill)
         r2, c2 = dec.finish()
         r_text, c_text = r1 + r2, c1 + c2
+        swap = self._swap and _seen(labels, spill) == _SAW_REASONING
+        if swap:
+            labels = bytearray(labels.translate(_AS_CONTENT))
+            spill = [(i, b, CONTENT, a) for i, b, _, a in spill]
+            reasoning_ids, content_ids = [], reasoning_ids
+            r_text, c_text = "", r_text + c_text
         return ParseResult(
             token_ids=ids,
             labels=bytes(labels),
@@ -328,14 +389,25 @@ class ReasoningParser:
             reasoning_ended=not state,
             started_in_reasoning=bool(start and self.thinking_enabled),
             spill=tuple(spill),
+            reasoning_as_content=swap,
         )
 
     # ------------------------------------------------------------------ helpers
 
     def _delta(
-        self, ids: list[int], labels: bytearray, state: bool, spill: list[Spill]
+        self,
+        ids: list[int],
+        labels: bytearray,
+        state: bool,
+        spill: list[Spill],
+        *,
+        final: bool = False,
     ) -> ParsedReasoningDelta:
         self._last = state
+        swap = False
+        if self._swap:
+            self._seen |= _seen(labels, spill)
+            swap = final and self._seen == _SAW_REASONING
         n = len(labels)
         if labels.count(REASONING) == n:
             reasoning, content = ids, []
@@ -353,6 +425,7 @@ class ReasoningParser:
             tuple(spill),
             self._rfmt,
             self._cfmt,
+            swap,
         )
 
     def _check(self, ids: object, where: str) -> None:

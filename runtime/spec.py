@@ -31,6 +31,9 @@ class Trim(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     decoded text is trimmed, identically in streaming (`TextSplitter`) and in `parse()`.
     """
 
+    prefix: str = ""
+    """Emitted once, before the channel's first text (minimax_m2_append_think's ``<think>``,
+    for clients that split the text themselves). Nothing is emitted for an empty channel."""
     label: str = ""
     """Stripped once from the start of a block that follows a marker (gemma4 ``thought\\n``)."""
     lead: str = ""
@@ -44,7 +47,7 @@ class Trim(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     @property
     def is_identity(self) -> bool:
-        return not (self.label or self.lead or self.trail)
+        return not (self.prefix or self.label or self.lead or self.trail)
 
 
 class ReasoningSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -81,6 +84,11 @@ class ReasoningSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """An end marker after content (a repeated ``</think>``): keep it as content or drop it."""
     reasoning_trim: Trim = Trim()
     content_trim: Trim = Trim()
+    reasoning_as_content_if: tuple[tuple[str, bool], ...] = ()
+    """chat_template_kwargs ``(key, value)`` pairs: when any is set, a response whose content
+    ends up empty returns its reasoning as content (nemotron_v3). ``parse()`` applies the
+    swap; a stream learns it from ``finish()`` (``ParsedReasoningDelta.reasoning_as_content``),
+    because only the end of the output can tell that no content came."""
     notes: str = ""
     """One line for the families table: the quirks the fields above do not say."""
 

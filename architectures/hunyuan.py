@@ -1,0 +1,127 @@
+"""Tencent Hunyuan: Hy3 (``hy_v3``) and Hunyuan-A13B.
+
+Hy3 spells every special token with a checkpoint-specific suffix: the released model's
+are ``<think:opensource>``, ``</think:opensource>``, ``<｜hy_Assistant:opensource｜>``; the
+preview's have none. The suffix is resolved once per tokenizer (:meth:`resolve_spec`):
+``token_suffix`` from tokenizer_config.json when its think pair is in the vocabulary, else
+the one ``<think…>``/``</think…>`` pair among the added tokens (a suffixed pair wins over a
+bare one, whose text is then ordinary). ``reasoning_effort`` defaults to ``no_think`` (the
+template prefills an empty block): all content. ``low``/``high`` prefill the start.
+
+Hunyuan-A13B's markers are plain text: ``<think>\\n`` … ``\\n</think>\\n<answer>\\n`` …
+``\\n</answer>``, and fast-think ``<think>\\n\\n</think>\\n<answer>``. The model opens the
+block itself; the ``<answer>`` wrapper is consumed; a fast-think block is consumed whole.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from ..runtime.errors import InvalidOptionError, MissingMarkerError
+from ..runtime.parser import ReasoningParser
+from ..runtime.registry import register
+from ..runtime.spec import ReasoningSpec
+from ..tokenizer.loader import LoadedTokenizer
+
+_THINK_RE = re.compile(r"<think(.*)>")
+
+
+def _hy_suffix(spec: ReasoningSpec, tokenizer: LoadedTokenizer) -> str:
+    """The suffix of this vocabulary's think markers (see module doc); cached per tokenizer."""
+    key = ("hy_v3_suffix",)
+    cached = tokenizer.cache.get(key)
+    if isinstance(cached, str):
+        return cached
+
+    def has_pair(suffix: str) -> bool:
+        return all(
+            tokenizer.single_token_id(f"<{t}{suffix}>") is not None for t in ("think", "/think")
+        )
+
+    configured = tokenizer.config.get("token_suffix")
+    if isinstance(configured, str) and has_pair(configured):
+        suffix = configured
+    else:
+        added = {a.content for a in tokenizer.tokenizer.get_added_tokens_decoder().values()}
+        found = sorted(
+            m.group(1)
+            for text in added
+            if (m := _THINK_RE.fullmatch(text)) and f"</think{m.group(1)}>" in added
+        )
+        suffixed = [s for s in found if s]
+        if len(suffixed) > 1:
+            raise MissingMarkerError(
+                spec.name,
+                "<think…>",
+                tokenizer.source,
+                f"several suffixed think markers {suffixed}; set token_suffix in "
+                "tokenizer_config.json to choose one",
+            )
+        suffix = suffixed[0] if suffixed else ""
+    tokenizer.cache[key] = suffix
+    return suffix
+
+
+@register
+class HyV3Parser(ReasoningParser):
+    spec = ReasoningSpec(
+        name="hy_v3",
+        aliases=("hy3", "hunyuan_v3"),
+        start=("<think>",),
+        end=("</think>",),
+        turn=("<｜hy_Assistant｜>",),
+        required=("<think>", "</think>"),
+        prompt_start=True,
+        thinking_default=False,
+        notes='markers carry the checkpoint\'s token suffix; reasoning_effort "no_think" '
+        "(the default) → all content",
+    )
+
+    @classmethod
+    def resolve_switches(cls, kwargs: Mapping[str, Any]) -> tuple[bool, bool]:
+        effort = kwargs.get("reasoning_effort") or "no_think"
+        if not isinstance(effort, str):
+            raise InvalidOptionError("reasoning_effort", effort, '"no_think", "low" or "high"')
+        return effort != "no_think", cls.spec.prompt_start
+
+    @classmethod
+    def resolve_spec(cls, tokenizer: LoadedTokenizer) -> ReasoningSpec:
+        suffix = _hy_suffix(cls.spec, tokenizer)
+        if not suffix:
+            return cls.spec
+        start, end = f"<think{suffix}>", f"</think{suffix}>"
+        return msgspec.structs.replace(
+            cls.spec,
+            start=(start,),
+            end=(end,),
+            turn=(f"<｜hy_Assistant{suffix}｜>",),
+            required=(start, end),
+        )
+
+
+_A13B_START = "<think>\n"
+_A13B_END = ("\n</think>\n<answer>\n", "\n</think>\n<answer>")
+_A13B_FAST = ("<think>\n\n</think>\n<answer>\n", "<think>\n\n</think>\n<answer>")
+_A13B_STRIP = ("<answer>\n", "<answer>", "\n</answer>", "</answer>")
+
+
+@register
+class HunyuanA13BParser(ReasoningParser):
+    spec = ReasoningSpec(
+        name="hunyuan_a13b",
+        aliases=("hunyuan",),
+        start=(_A13B_START,),
+        # A fast-think block is an end marker; after content it is dropped (end_in_content).
+        end=_A13B_END + _A13B_FAST,
+        strip=_A13B_STRIP,
+        turn=("<|extra_0|>",),
+        text_markers=(_A13B_START, *_A13B_END, *_A13B_FAST, *_A13B_STRIP),
+        prompt_start=False,
+        start_in_content="enter",
+        end_in_content="drop",
+        notes="multi-token text markers; <answer> wrapper stripped; fast-think block consumed",
+    )

@@ -1,0 +1,31 @@
+"""ByteDance Seed-OSS.
+
+``<seed:think>`` … ``</seed:think>``, single tokens in Seed-OSS's vocabulary. The template
+may prefill the start or the model emits it: a turn starts in reasoning and a leading
+start marker is consumed, so both work. ``enable_thinking`` switches it as for qwen3. A
+``<seed:tool_call>`` ends reasoning. Every message opens with ``<seed:bos>``, so the last
+one bounds the prompt scan to the current assistant turn.
+"""
+
+from __future__ import annotations
+
+from ..runtime.parser import ReasoningParser
+from ..runtime.registry import register
+from ..runtime.spec import ReasoningSpec
+
+
+@register
+class SeedOssParser(ReasoningParser):
+    spec = ReasoningSpec(
+        name="seed_oss",
+        aliases=("seedoss",),
+        start=("<seed:think>",),
+        end=("</seed:think>",),
+        tool=("<seed:tool_call>",),
+        turn=("<seed:bos>",),
+        required=("<seed:think>", "</seed:think>"),
+        prompt_start=True,
+        thinking_default=True,
+        thinking_switches=("enable_thinking",),
+        notes="<seed:tool_call> ends reasoning",
+    )
