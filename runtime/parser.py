@@ -312,12 +312,12 @@ class ReasoningParser:
                     self._lut[t]
                 ]
                 self._last = still
-                ids = [t]
+                one = [t]
                 return ParsedReasoningDelta(
-                    ids,
+                    one,
                     label_bytes,
-                    ids if label == REASONING else [],
-                    ids if label in (CONTENT, TOOL) else [],
+                    one if label == REASONING else [],
+                    one if label in (CONTENT, TOOL) else [],
                     still,
                     0,
                     (),
