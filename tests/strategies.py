@@ -48,6 +48,21 @@ FAMILY_PIECES: dict[str, tuple[str, ...]] = {
         " to",
         "=",
     ),
+    # The label after <|channel>, whole, split and look-alike.
+    "gemma4": ("<|channel>thought\n", "thought\n", "thought", "thoughtful", "<|think|>", "<turn|>"),
+    # Granite's phrases with the neighbours that change their tokens (a leading space or
+    # punctuation merges into "Here", a newline or "**" into the final ":"), and phrases
+    # that break off, so held tokens must be released.
+    "granite": (
+        " Here is my thought process:",
+        ".Here's my thought process:\n\n",
+        "\nHere is my response:\n",
+        " Here's my response:**",
+        "Here is my",
+        " Here's my thought",
+        " my response",
+        "'s",
+    ),
 }
 
 
