@@ -17,7 +17,7 @@ from ..tokenizer.loader import LoadedTokenizer, as_loaded
 from .errors import InvalidOptionError, InvalidTokenError
 from .formatters import TextFormatterFactory, formatter_factory
 from .labels import CONTENT, REASONING, TOOL
-from .machine import Machine, Spill, compile_machine
+from .machine import HOLD, Machine, Spill, compile_machine
 from .spec import ReasoningSpec
 
 TokenIds = Sequence[int] | np.ndarray
@@ -159,7 +159,9 @@ class ReasoningParser:
         self._cursor = machine.new_cursor()
         self._last = machine.turn_start_reasoning
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
-        self._fast = machine.vectorizable
+        # The 1-token fast path serves any machine that routes with the base tables;
+        # tokens that may begin a multi-token marker (HOLD) take the general path.
+        self._fast = type(machine).run is Machine.run
         self._lut = machine.lut
         # _rows[is_reasoning][kind] -> (label, still_reasoning, label as bytes)
         start_rows = (0, 1 if machine.thinking else 0)
@@ -307,10 +309,13 @@ class ReasoningParser:
             # Plain decoding (one token per step) on a single-token-marker family: the
             # common case in a server, kept to two table lookups and one Struct.
             t = delta_token_ids[0]
-            if type(t) is int and 0 <= t < self._vocab:
-                label, still, label_bytes = self._rows[1 if is_currently_reasoning else 0][
-                    self._lut[t]
-                ]
+            if (
+                type(t) is int
+                and 0 <= t < self._vocab
+                and (k := self._lut[t]) < HOLD
+                and not self._cursor.held
+            ):
+                label, still, label_bytes = self._rows[1 if is_currently_reasoning else 0][k]
                 self._last = still
                 one = [t]
                 return ParsedReasoningDelta(
