@@ -28,11 +28,12 @@ from .runtime import (
     list_parsers,
     register,
 )
-from .tokenizer import LoadedTokenizer, load_tokenizer, load_tokenizer_sync
+from .tokenizer import Detection, LoadedTokenizer, detect, load_tokenizer, load_tokenizer_sync
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Detection",
     "InvalidOptionError",
     "InvalidTokenError",
     "Label",
@@ -51,6 +52,7 @@ __all__ = [
     "__version__",
     "create_parser",
     "create_parser_sync",
+    "detect",
     "families",
     "get_parser_class",
     "list_parsers",

@@ -8,7 +8,8 @@ registers its classes with :func:`register` on import).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
@@ -52,6 +53,28 @@ def _ensure_loaded() -> None:
         obj = ep.load()
         if isinstance(obj, type) and issubclass(obj, ReasoningParser):
             register(obj)
+
+
+@contextmanager
+def rescan_plugins_for_tests() -> Iterator[None]:
+    """Test hook: read the entry points again, as on first use; restore the registry on exit.
+
+    Entry points are read once per process, so a test that puts a fake distribution on
+    ``sys.path`` needs the registry to look again. Names registered inside the block are
+    forgotten on exit, so the rest of the test session sees the usual registry.
+    """
+    global _loaded
+    _ensure_loaded()  # built-ins are registered at import time, which happens only once
+    saved = dict(_classes), dict(_canonical)
+    _loaded = False
+    try:
+        yield
+    finally:
+        _classes.clear()
+        _classes.update(saved[0])
+        _canonical.clear()
+        _canonical.update(saved[1])
+        _loaded = True
 
 
 def list_parsers() -> list[str]:

@@ -1,0 +1,40 @@
+"""``reasonspan detect PATH``: which reasoning parser fits a model folder, and why.
+
+Exit status: 0 when one parser fits, 1 when none fits or the evidence ties (the report
+names the candidates), 2 when the folder cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import msgspec
+
+from .runtime.errors import ReasonspanError
+from .tokenizer.detect import describe, detect
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "path", help="a model folder (tokenizer.json, tokenizer_config.json, config.json ...)"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the full result as JSON (all candidates)"
+    )
+    parser.add_argument(
+        "--top", type=int, default=5, metavar="N", help="candidates to list (default 5)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        result = detect(args.path)
+    except (ReasonspanError, OSError) as exc:
+        print(f"reasonspan detect: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(msgspec.json.format(msgspec.json.encode(result)).decode())
+    else:
+        print(describe(result, top=max(args.top, 1)))
+    return 0 if result.parser is not None else 1

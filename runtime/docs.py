@@ -1,0 +1,276 @@
+"""The README's families table, generated from the registry so the docs cannot drift.
+
+The table is rendered from each family's ``spec`` and from what its ``resolve_switches``
+hook actually does with chat_template_kwargs (probed, not hard-coded), so a family whose
+hook reads ``thinking_mode`` or ``reasoning_effort`` is documented as faithfully as one that
+only lists ``thinking_switches``. Regenerate the README's copy with::
+
+    python -m reasonspan.runtime.docs --write README.md
+
+and check it (as tests/test_docs.py does) with ``--check README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from .errors import ReasonspanError
+from .parser import ReasoningParser
+from .registry import families
+
+BEGIN = "<!-- families:start -->"
+END = "<!-- families:end -->"
+REGENERATE = "python -m reasonspan.runtime.docs --write README.md"
+
+PROBE_VALUES: tuple[bool | str, ...] = (
+    False,
+    True,
+    "none",
+    "disabled",
+    "enabled",
+    "adaptive",
+    "no_think",
+    "low",
+    "medium",
+    "high",
+)
+"""Values tried for every chat_template_kwargs key a family reads: the bools of on/off
+switches and the strings that effort/mode switches use across families."""
+
+
+class SwitchEffect(msgspec.Struct, frozen=True):
+    """One chat_template_kwargs entry that changes how a family starts a turn."""
+
+    key: str
+    value: bool | str
+    thinking: bool
+    prompt_start: bool
+
+    @property
+    def kwarg(self) -> str:
+        """``key: value`` as a user writes it in JSON."""
+        return f"{self.key}: {json.dumps(self.value)}"
+
+
+class _RecordingKwargs(Mapping[str, Any]):
+    """An empty mapping that remembers which keys were asked for.
+
+    Passing it to ``resolve_switches`` reveals every kwarg a family's hook reads, including
+    ones it reads in code rather than through ``spec.thinking_switches``.
+    """
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def _note(self, key: object) -> None:
+        if isinstance(key, str) and key not in self.asked:
+            self.asked.append(key)
+
+    def __getitem__(self, key: str) -> Any:
+        self._note(key)
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        self._note(key)
+        return False
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._note(key)
+        return default
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def kwargs_read(cls: type[ReasoningParser]) -> tuple[str, ...]:
+    """The chat_template_kwargs keys the family's ``resolve_switches`` looks at, in order."""
+    rec = _RecordingKwargs()
+    cls.resolve_switches(rec)
+    keys = [*cls.spec.thinking_switches, *rec.asked]
+    return tuple(dict.fromkeys(keys))
+
+
+def defaults(cls: type[ReasoningParser]) -> tuple[bool, bool]:
+    """``(thinking, prompt_start)`` with no chat_template_kwargs."""
+    return cls.resolve_switches({})
+
+
+def switch_effects(cls: type[ReasoningParser]) -> tuple[SwitchEffect, ...]:
+    """Every probed ``key: value`` that changes thinking or the turn start from the default.
+
+    A value the hook rejects (InvalidOptionError) is simply not a value of that switch.
+    """
+    base = defaults(cls)
+    out: list[SwitchEffect] = []
+    for key in kwargs_read(cls):
+        for value in PROBE_VALUES:
+            try:
+                got = cls.resolve_switches({key: value})
+            except (ReasonspanError, TypeError, ValueError):
+                continue
+            if got != base:
+                out.append(SwitchEffect(key, value, got[0], got[1]))
+    return tuple(out)
+
+
+def builtin_families() -> list[type[ReasoningParser]]:
+    """The families shipped in reasonspan.architectures (entry-point plugins left out, so
+    an installed plugin never makes the README look stale)."""
+    return [c for c in families() if c.__module__.startswith("reasonspan.architectures")]
+
+
+# ---------------------------------------------------------------------- rendering
+
+_ANGLE = re.compile(r"<[^\s<>]+>")
+
+
+def _code(text: str) -> str:
+    """A marker as a code span that survives a Markdown table (``|`` escaped, newlines shown)."""
+    shown = text.replace("\n", "\\n").replace("|", "\\|")
+    return f"`{shown}`"
+
+
+def _prose(text: str) -> str:
+    """Free text for a table cell: tag-like words become code spans (GitHub would drop them
+    as HTML), ``|`` is escaped; existing code spans are kept."""
+    out: list[str] = []
+    parts = text.split("`")
+    for i, part in enumerate(parts):
+        if i % 2 and i < len(parts) - 1:  # inside an existing (closed) code span
+            out.append("`" + part.replace("|", "\\|") + "`")
+            continue
+        pos = 0
+        for m in _ANGLE.finditer(part):
+            out.append(part[pos : m.start()].replace("|", "\\|"))
+            out.append(_code(m.group(0)))
+            pos = m.end()
+        out.append(part[pos:].replace("|", "\\|"))
+    return "".join(out).replace("\n", " ")
+
+
+def _markers(texts: Sequence[str], text_markers: Sequence[str]) -> str:
+    return ", ".join(_code(t) + ("†" if t in text_markers else "") for t in texts) or "—"
+
+
+def _thinking(cls: type[ReasoningParser]) -> str:
+    """Default, then each effect with the kwargs that cause it. A string switch that most
+    probed values flip (hy_v3's ``reasoning_effort``) is shown by the values that do not."""
+    thinking, _ = defaults(cls)
+    cell = "on" if thinking else "off"
+    groups: dict[str, list[str]] = {}
+    by_key: dict[tuple[str, str], list[SwitchEffect]] = {}
+    for e in switch_effects(cls):
+        if e.thinking != thinking:
+            what = "on" if e.thinking else "off"
+        else:
+            what = "turn starts in reasoning" if e.prompt_start else "turn starts in content"
+        by_key.setdefault((what, e.key), []).append(e)
+    strings = [v for v in PROBE_VALUES if isinstance(v, str)]
+    for (what, key), effects in by_key.items():
+        flipped = [e.value for e in effects if isinstance(e.value, str)]
+        if len(flipped) > len(strings) // 2:
+            kept = [json.dumps(v) for v in strings if v not in flipped]
+            groups.setdefault(what, []).append(f"`{key}` other than {', '.join(kept)}")
+            groups[what].extend(_code(e.kwarg) for e in effects if not isinstance(e.value, str))
+        else:
+            groups.setdefault(what, []).extend(_code(e.kwarg) for e in effects)
+    if not groups:
+        return cell + " (no switch)"
+    return cell + "; " + "; ".join(f"{what}: {', '.join(kw)}" for what, kw in groups.items())
+
+
+def family_row(cls: type[ReasoningParser]) -> str:
+    """One Markdown table row for a family."""
+    spec = cls.spec
+    tm = spec.text_markers
+    start_end = f"{_markers(spec.start, tm)} / {_markers(spec.end, tm)}"
+    cells = [
+        f"`{spec.name}`",
+        ", ".join(f"`{a}`" for a in spec.aliases) or "—",
+        start_end,
+        _markers(spec.tool, tm),
+        _markers(spec.strip, tm),
+        _markers(spec.turn, tm),
+        _thinking(cls),
+        "yes" if defaults(cls)[1] else "no",
+        _prose(spec.notes) or "—",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+HEADER = (
+    "| name | aliases | start / end | implicit end (kept as content) | stripped | "
+    "turn start (bounds the prompt scan) | thinking (default; chat_template_kwargs) | "
+    "prompt start | notes |\n"
+    "|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def families_markdown(classes: Sequence[type[ReasoningParser]] | None = None) -> str:
+    """The supported-families table (built-in families unless ``classes`` is given)."""
+    rows = [family_row(c) for c in (builtin_families() if classes is None else classes)]
+    legend = (
+        "† matched on the bytes of several tokens where the tokenizer has no single token "
+        'for it. "prompt start": with thinking on and no marker in the current turn, the '
+        "output starts inside reasoning (the template prefills the start marker, or the "
+        "model may omit it).\n\n"
+        f"Generated from the registry by `{REGENERATE}`; do not edit by hand."
+    )
+    return "\n".join([HEADER, *rows]) + "\n\n" + legend
+
+
+def readme_section(readme: str) -> str:
+    """The text between the families markers of a README (raises if they are missing)."""
+    try:
+        _head, rest = readme.split(BEGIN, 1)
+        body, _tail = rest.split(END, 1)
+    except ValueError:
+        raise ValueError(f"README has no {BEGIN} ... {END} section") from None
+    return body.strip("\n")
+
+
+def replace_section(readme: str, table: str) -> str:
+    """``readme`` with the text between the families markers replaced by ``table``."""
+    readme_section(readme)  # validates the markers
+    head, rest = readme.split(BEGIN, 1)
+    _body, tail = rest.split(END, 1)
+    return f"{head}{BEGIN}\n{table}\n{END}{tail}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m reasonspan.runtime.docs",
+        description="Print the supported-families table, or write/check a README's copy.",
+    )
+    group = ap.add_mutually_exclusive_group()
+    group.add_argument("--write", metavar="README", help="replace the table in this file")
+    group.add_argument("--check", metavar="README", help="exit 1 if this file's table is stale")
+    args = ap.parse_args(argv)
+    table = families_markdown()
+    if args.write:
+        path = Path(args.write)
+        path.write_text(replace_section(path.read_text(encoding="utf-8"), table), "utf-8")
+        print(f"wrote the families table ({len(builtin_families())} families) to {path}")
+        return 0
+    if args.check:
+        if readme_section(Path(args.check).read_text(encoding="utf-8")) != table:
+            print(f"{args.check}: the families table is stale; run: {REGENERATE}")
+            return 1
+        return 0
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

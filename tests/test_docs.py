@@ -1,0 +1,87 @@
+"""The README's families table is generated from the registry and must stay in step with it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from reasonspan.runtime import docs
+
+import reasonspan
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_readme_table_matches_registry() -> None:
+    current = docs.readme_section(README.read_text(encoding="utf-8"))
+    expected = docs.families_markdown()
+    assert current == expected, (
+        f"README.md's families table disagrees with the registry; regenerate it with: "
+        f"{docs.REGENERATE}"
+    )
+
+
+def _rows() -> dict[str, list[str]]:
+    """Table rows by family name, cells split on unescaped pipes."""
+    rows: dict[str, list[str]] = {}
+    for line in docs.families_markdown().splitlines():
+        if line.startswith("| `"):
+            cells = [c.strip() for c in line.replace("\\|", "\x00").strip("|").split("|")]
+            cells = [c.replace("\x00", "|") for c in cells]
+            rows[cells[0].strip("`")] = cells
+    return rows
+
+
+def test_every_family_name_alias_and_marker_is_in_the_table() -> None:
+    rows = _rows()
+    header_cells = docs.HEADER.splitlines()[0].strip("|").split("|")
+    assert set(rows) == {c.spec.name for c in docs.builtin_families()}
+    for cls in docs.builtin_families():
+        spec = cls.spec
+        row = rows[spec.name]
+        assert len(row) == len(header_cells), row
+        for alias in spec.aliases:
+            assert f"`{alias}`" in row[1]
+        for column, markers in (
+            (2, (*spec.start, *spec.end)),
+            (3, spec.tool),
+            (4, spec.strip),
+            (5, spec.turn),
+        ):
+            for marker in markers:
+                assert marker.replace("\n", "\\n") in row[column], (spec.name, marker)
+        for switch in spec.thinking_switches:
+            assert f"`{switch}: " in row[6], (spec.name, switch)
+
+
+def test_switches_read_by_hooks_are_documented() -> None:
+    # minimax_m3 reads thinking_mode in its resolve_switches hook, not through the spec.
+    row = _rows()["minimax_m3"]
+    assert '`thinking_mode: "enabled"`' in row[6]
+    assert row[6].startswith("on")
+    assert _rows()["deepseek_v3"][6].startswith("off; on: `thinking: true`")
+    assert _rows()["qwen3"][6] == "on; off: `enable_thinking: false`"
+
+
+def test_switch_probe_finds_hook_keys() -> None:
+    m3 = reasonspan.get_parser_class("minimax_m3")
+    assert "thinking_mode" in docs.kwargs_read(m3)
+    effects = {(e.key, e.value): e for e in docs.switch_effects(m3)}
+    assert effects[("thinking_mode", "enabled")].prompt_start is True
+    assert ("thinking_mode", "disabled") not in effects  # same as the default: not listed
+
+
+def test_write_then_check_roundtrip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\nbefore\n{docs.BEGIN}\nold table\n{docs.END}\nafter\n", "utf-8")
+    assert docs.main(["--check", str(readme)]) == 1
+    assert docs.REGENERATE in capsys.readouterr().out
+    assert docs.main(["--write", str(readme)]) == 0
+    text = readme.read_text(encoding="utf-8")
+    assert text.startswith("# x\n\nbefore\n") and text.endswith(f"{docs.END}\nafter\n")
+    assert docs.main(["--check", str(readme)]) == 0
+
+
+def test_missing_markers_are_an_error() -> None:
+    with pytest.raises(ValueError, match="families:start"):
+        docs.readme_section("# no markers here\n")

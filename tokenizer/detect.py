@@ -1,0 +1,733 @@
+"""Which reasoning parser fits a model folder, and why.
+
+``detect(path)`` reads what a model folder says about itself — the vocabulary
+(tokenizer.json), the chat template (tokenizer_config.json or chat_template.jinja) and
+config.json's ``model_type``/``architectures`` — and scores every registered family
+against it. The scoring reads the families' own specs (as each family resolves them for
+this vocabulary, :meth:`ReasoningParser.resolve_spec`) and switch hooks, so a family added
+later, or by a plugin, is detected without touching this module:
+
+- its start/end markers must be here: single tokens, multi-token markers built from this
+  vocabulary's special tokens, or (text markers) spelled in the template; its
+  ``required`` markers must be single tokens, else the parser could not be built;
+- a turn marker in the vocabulary counts for it, none against it; so does a template that
+  writes one; implicit-end or stripped markers that are nowhere count against it;
+- markers that few families declare count more than shared ones (``<|im_assistant|>``
+  says Kimi; ``<think>`` says little);
+- the chat_template_kwargs its ``resolve_switches`` hook reads are compared with the ones
+  the template reads, and its thinking default with the template's.
+
+What the specs cannot tell comes from :data:`HINTS` (config.json model types, tokens
+that only one family's models ship, whether a family's templates prefill the start
+marker, families that share another's markers). Near ties are reported (``ambiguous``),
+never settled silently: a server should then ask for ``--reasoning-parser``.
+
+The template is read as text (string literals, ``set`` variables, ``is defined`` tests);
+it is never executed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import msgspec
+
+from .loader import LoadedTokenizer, load_tokenizer_sync
+
+if TYPE_CHECKING:
+    from ..runtime.parser import ReasoningParser
+    from ..runtime.spec import ReasoningSpec
+
+# The runtime (registry, docs) is imported inside functions: the runtime imports this
+# package's loader, so a module-level import here would be circular.
+
+# ---------------------------------------------------------------------- results
+
+
+class Candidate(msgspec.Struct, frozen=True):
+    """One family's score for this folder, with the reasons (signed points) behind it."""
+
+    name: str
+    score: float
+    reasons: tuple[str, ...]
+    thinking_default: bool
+    thinking_off: dict[str, bool | str] = {}
+    """chat_template_kwargs that turn thinking off for this parser (keys the template
+    reads first); empty when thinking is off by default or cannot be switched."""
+    thinking_on: dict[str, bool | str] = {}
+    """chat_template_kwargs that turn thinking on, for families where it is off by default."""
+
+
+class TemplateEvidence(msgspec.Struct, frozen=True):
+    """What the chat template says, read as text."""
+
+    source: str
+    """The file the template came from (chat_template.jinja or tokenizer_config.json)."""
+    prefills_start: tuple[str, ...]
+    """Start markers the generation prompt opens (the turn begins inside reasoning)."""
+    prefills_end: tuple[str, ...]
+    """End markers the generation prompt writes (the thinking-off form, e.g. an empty
+    ``<think>\\n\\n</think>`` block)."""
+    kwargs: tuple[str, ...]
+    """chat_template_kwargs the template reads (tested with ``is defined``, or a name some
+    registered family uses as a thinking switch)."""
+    kwarg_defaults: dict[str, bool]
+    """The value a boolean kwarg takes when the request does not set it, where the template
+    makes it plain (``{% set thinking = false %}``, ``x is defined and x is false``)."""
+    thinking_default: bool | None
+    """Whether the template thinks by default, when it can be told."""
+    markers: tuple[str, ...]
+    """Registered markers the template spells out."""
+
+
+class Evidence(msgspec.Struct, frozen=True):
+    """Everything detection looked at."""
+
+    source: str
+    single_tokens: tuple[str, ...]
+    """Registered markers that are single tokens in this vocabulary."""
+    composed: tuple[str, ...]
+    """Registered markers that are several tokens, at least one of them a special token of
+    this vocabulary (e.g. ``<|open|>think<|sep|>``): the vocabulary was built for them."""
+    template: TemplateEvidence | None
+    model_type: str | None
+    architectures: tuple[str, ...]
+
+
+class Detection(msgspec.Struct, frozen=True):
+    """The answer: a parser name (or None) and what it rests on.
+
+    ``parser`` is None when no family's markers are in this folder (not a reasoning model,
+    as far as reasonspan can tell) or when the best candidates are too close to call; then
+    ``ambiguous`` is True and ``tied`` names them.
+    """
+
+    parser: str | None
+    candidates: tuple[Candidate, ...]
+    evidence: Evidence
+    ambiguous: bool
+    tied: tuple[str, ...] = ()
+
+    @property
+    def best(self) -> Candidate | None:
+        """The chosen candidate (None when nothing fits or the evidence ties)."""
+        if self.parser is None:
+            return None
+        return next(c for c in self.candidates if c.name == self.parser)
+
+
+# ---------------------------------------------------------------------- knowledge table
+
+
+class Hint(NamedTuple):
+    """What a family's specs cannot say about which models it serves."""
+
+    model_types: tuple[str, ...] = ()
+    """config.json ``model_type`` values of this family's models (registered names and
+    aliases count too; ``architectures`` are matched by the same names)."""
+    tokens: tuple[str, ...] = ()
+    """Single tokens that (among the families here) only this family's models ship."""
+    absent: tuple[str, ...] = ()
+    """Tokens its models do not have (a later model's additions): their presence counts
+    against it."""
+    prefills_start: bool | None = None
+    """Whether this family's chat templates prefill the start marker, where that is what
+    tells two families with the same markers apart."""
+    plain_text_markers: bool = False
+    """Its models write the markers as ordinary text: a vocabulary with special tokens for
+    them belongs to another family."""
+    needs_evidence: bool = False
+    """It shares its markers with a more common family, so it ranks below that one unless
+    config.json names its model type or the vocabulary has one of its ``tokens``."""
+
+
+HINTS: dict[str, Hint] = {
+    # R1 and V3/V3.1 checkpoints share model_type "deepseek_v3"; the template decides.
+    "deepseek_r1": Hint(model_types=("deepseek_v3",)),
+    # V3.2 introduced the DSML tool-call tokens; V4 keeps them and adds more.
+    "deepseek_v3": Hint(
+        model_types=("deepseek_v3", "deepseek_v32"),
+        tokens=("｜DSML｜",),
+        absent=("<｜latest_reminder｜>",),
+    ),
+    "deepseek_v4": Hint(
+        model_types=("deepseek_v4",), tokens=("<｜latest_reminder｜>",), needs_evidence=True
+    ),
+    "holo2": Hint(needs_evidence=True),  # a Qwen3-VL fine-tune with Qwen's tokens
+    "qwen3": Hint(model_types=("qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_moe")),
+    # GLM-4.5/4.6 let the model open <think>; GLM-4.7 templates prefill it.
+    "glm45": Hint(model_types=("glm4_moe", "glm4v_moe"), prefills_start=False),
+    "glm47": Hint(model_types=("glm4_moe", "glm4_moe_lite"), prefills_start=True),
+    "minimax_m2": Hint(model_types=("minimax_m2",)),
+    "kimi_k2": Hint(model_types=("kimi_k2",)),
+    "nemotron_v3": Hint(model_types=("nemotron_h",), needs_evidence=True),
+    "ernie45": Hint(model_types=("ernie4_5", "ernie4_5_moe"), needs_evidence=True),
+    "step3": Hint(tokens=("<|BOT|>",), needs_evidence=True),
+    "step3p5": Hint(tokens=("<|BOT|>",), needs_evidence=True),
+    "hunyuan_a13b": Hint(model_types=("hunyuan_v1_moe",)),
+    "olmo3": Hint(model_types=("olmo3",), plain_text_markers=True),
+    "granite": Hint(model_types=("granite",), plain_text_markers=True),
+    "cohere_command3": Hint(model_types=("cohere2",)),
+}
+
+# Points for each kind of evidence (see module doc). A gap below TIE_MARGIN is a tie.
+W_MARKERS = 4.0  # all start/end markers present (scaled by the fraction present)
+W_TURN = 3.0  # a turn marker is a token here (or its absence, negated)
+W_TURN_TEMPLATE = 2.0  # the template writes a turn marker
+W_SIDE = 1.0  # none of its implicit-end (or stripped) markers is here: negated
+W_SPECIFIC, SPECIFIC_CAP = 1.0, 3.0  # sum of 1/(families declaring it) over markers here
+W_MENTION = 1.0  # the template spells a start/end marker
+W_SWITCH = 2.0  # the template reads a thinking switch this parser honours
+W_SWITCH_MISMATCH = -3.0  # ... one it ignores, or none of the parser's switches
+W_DEFAULT_MATCH, W_DEFAULT_MISMATCH = 1.0, -2.0
+W_MODEL_TYPE = 2.0
+W_SIGNATURE = 2.0  # a HINTS token is (or an ``absent`` one is not) in the vocabulary
+W_PREFILL = 1.0
+W_PLAIN_TEXT = -3.0
+W_VARIANT = -2.0  # ``needs_evidence`` and none found
+TIE_MARGIN = 1.0
+
+# Names every template uses that are never thinking switches.
+_STANDARD_NAMES = frozenset(
+    {
+        "add_generation_prompt",
+        "add_vision_id",
+        "bos_token",
+        "builtin_tools",
+        "continue_final_message",
+        "custom_tools",
+        "date_string",
+        "documents",
+        "eos_token",
+        "messages",
+        "pad_token",
+        "tool_choice",
+        "tools",
+        "tools_in_user_message",
+        "unk_token",
+    }
+)
+
+
+# ---------------------------------------------------------------------- template reading
+
+_TAG = re.compile(r"\{#.*?#\}|\{%-?(.*?)-?%\}|\{\{-?(.*?)-?\}\}", re.S)
+_STR = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"", re.S)
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"'}
+_SET = re.compile(r"^\s*set\s+(\w+)\s*=\s*(.+?)\s*$", re.S)
+_DEFINED = re.compile(r"(?<![\w.\]'\"])([A-Za-z_]\w*)\s+is\s+(?:not\s+)?(?:defined|undefined)\b")
+_LOOP_VARS = re.compile(r"\bfor\s+([\w\s,]+?)\s+in\b")
+_MACRO = re.compile(r"\bmacro\s+\w+\s*\(([^)]*)\)")
+
+
+def _unescape(s: str) -> str:
+    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(0)), s)
+
+
+class _Template:
+    """A template split into raw text and code, with its string literals resolved."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        # (position, kind, content): kind "text" (raw output) or "code"
+        self.parts: list[tuple[int, str, str]] = []
+        pos = 0
+        for m in _TAG.finditer(text):
+            if m.start() > pos:
+                self.parts.append((pos, "text", text[pos : m.start()]))
+            code = m.group(1) if m.group(1) is not None else m.group(2)
+            if code is not None:
+                self.parts.append((m.start(), "code", code))
+            pos = m.end()
+        if pos < len(text):
+            self.parts.append((pos, "text", text[pos:]))
+        self.variables: dict[str, str] = {}
+        for _, kind, code in self.parts:
+            assignment = _SET.match(code) if kind == "code" else None
+            if assignment:
+                value = self._evaluate(assignment.group(2))
+                if value is not None:
+                    self.variables[assignment.group(1)] = value
+        self.code = "\n".join(c for _, k, c in self.parts if k == "code")
+        self.bare_code = _STR.sub("''", self.code)
+
+    def _evaluate(self, expr: str) -> str | None:
+        """A ``~``/``+`` concatenation of literals and known variables, else None."""
+        out: list[str] = []
+        for operand in re.split(r"\s*[~+]\s*", expr.strip()):
+            m = _STR.fullmatch(operand)
+            if m:
+                out.append(_unescape(m.group(1) if m.group(1) is not None else m.group(2)))
+            elif operand in self.variables:
+                out.append(self.variables[operand])
+            else:
+                return None
+        return "".join(out)
+
+    def pieces(self, start: int = 0) -> list[str]:
+        """Text the template can output from ``start`` on: raw text, each string literal,
+        each referenced string variable, and each code block's literals joined (so that
+        ``'<|open|>' ~ 'think'`` is seen whole)."""
+        out: list[str] = []
+        for pos, kind, content in self.parts:
+            if pos < start:
+                continue
+            if kind == "text":
+                out.append(content)
+                continue
+            lits: list[str] = []
+            for m in _STR.finditer(content):
+                lits.append(_unescape(m.group(1) if m.group(1) is not None else m.group(2)))
+            bare = _STR.sub("''", content)
+            for name in re.findall(r"(?<![\w.])([A-Za-z_]\w*)", bare):
+                if name in self.variables:
+                    lits.append(self.variables[name])
+            out.extend(lits)
+            if len(lits) > 1:
+                out.append("".join(lits))
+        return out
+
+    def generation_prompt_start(self) -> int | None:
+        """Where the last ``add_generation_prompt`` test is: what follows is the prompt tail."""
+        last: int | None = None
+        for pos, kind, content in self.parts:
+            if kind == "code" and "add_generation_prompt" in content:
+                last = pos
+        return last
+
+    def names_read(self) -> set[str]:
+        """Free names tested with ``is defined`` (loop variables and macro params excluded)."""
+        names = set(_DEFINED.findall(self.bare_code))
+        for m in _LOOP_VARS.finditer(self.bare_code):
+            names -= {n.strip() for n in m.group(1).split(",")}
+        for m in _MACRO.finditer(self.bare_code):
+            names -= {p.split("=")[0].strip() for p in m.group(1).split(",")}
+        return names - _STANDARD_NAMES
+
+    def mentions(self, name: str) -> bool:
+        """``name`` is used as a free variable somewhere in the code."""
+        return re.search(rf"(?<![\w.'\"]){re.escape(name)}\b", self.bare_code) is not None
+
+    def bool_default(self, name: str) -> bool | None:
+        """The value of a boolean kwarg when unset, if the template makes it plain."""
+        n = re.escape(name)
+        v = rf"(?<![\w.]){n}\b"
+        found: set[bool] = set()
+        for m in re.finditer(rf"\bset\s+{n}\s*=\s*(true|false)\b", self.bare_code, re.I):
+            found.add(m.group(1).lower() == "true")
+        for m in re.finditer(rf"{v}\s*\|\s*default\(\s*(true|false)\s*\)", self.bare_code, re.I):
+            found.add(m.group(1).lower() == "true")
+        off_test = rf"(?:not\s+{v}(?!\s*is\s)|{v}\s*(?:is\s+false|==\s*false|is\s+sameas\s+false))"
+        on_test = (
+            rf"(?:{v}\s*(?:is\s+true|==\s*true|is\s+sameas\s+true)|{v}(?!\s*(?:is|==|!=|\.|\[|\|)))"
+        )
+        if re.search(rf"{v}\s+is\s+defined\s+and\s+{off_test}", self.bare_code, re.I):
+            found.add(True)
+        if re.search(rf"{v}\s+is\s+defined\s+and\s+{on_test}", self.bare_code, re.I):
+            found.add(False)
+        if re.search(
+            rf"(?:{v}\s+is\s+not\s+defined|not\s+{v}\s+is\s+defined)\s+or\s+{on_test}",
+            self.bare_code,
+            re.I,
+        ):
+            found.add(True)
+        return found.pop() if len(found) == 1 else None
+
+
+# ---------------------------------------------------------------------- detection
+
+
+class _Registry(NamedTuple):
+    """Every family with its spec resolved for this tokenizer, and marker statistics."""
+
+    specs: tuple[tuple[type[ReasoningParser], ReasoningSpec | None], ...]
+    """None where the family cannot resolve its markers for this vocabulary."""
+    starts: tuple[str, ...]
+    ends: tuple[str, ...]
+    markers: tuple[str, ...]
+    switch_names: frozenset[str]
+    declared_by: dict[str, int]
+    """How many families declare each marker: a marker few families use says more."""
+
+
+def _registry(tok: LoadedTokenizer) -> _Registry:
+    from ..runtime.errors import ReasonspanError
+    from ..runtime.registry import families
+
+    specs: list[tuple[type[ReasoningParser], ReasoningSpec | None]] = []
+    starts: list[str] = []
+    ends: list[str] = []
+    markers: list[str] = []
+    switches: set[str] = set()
+    declared: dict[str, int] = {}
+    for cls in families():
+        switches.update(_reads(cls))
+        try:
+            spec: ReasoningSpec | None = cls.resolve_spec(tok)
+        except ReasonspanError:
+            spec = None
+        specs.append((cls, spec))
+        for s in (cls.spec, spec):
+            if s is not None:
+                starts.extend(s.start)
+                ends.extend(s.end)
+                markers.extend(t for t, _ in s.markers())
+        if spec is not None:
+            for t in {t for t, _ in spec.markers()}:
+                declared[t] = declared.get(t, 0) + 1
+    return _Registry(
+        tuple(specs),
+        tuple(dict.fromkeys(starts)),
+        tuple(dict.fromkeys(ends)),
+        tuple(dict.fromkeys(markers)),
+        frozenset(switches),
+        declared,
+    )
+
+
+_READS: dict[type[ReasoningParser], tuple[str, ...]] = {}
+
+
+def _reads(cls: type[ReasoningParser]) -> tuple[str, ...]:
+    """The chat_template_kwargs a family reads (probed once per class)."""
+    from ..runtime.docs import kwargs_read
+
+    if cls not in _READS:
+        _READS[cls] = kwargs_read(cls)
+    return _READS[cls]
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _arch_name(arch: str) -> str:
+    low = arch.lower()
+    for suffix in ("forcausallm", "forconditionalgeneration", "lmheadmodel", "model"):
+        if low.endswith(suffix) and len(low) > len(suffix):
+            return _norm(low[: -len(suffix)])
+    return _norm(arch)
+
+
+class _Vocab:
+    """Marker presence in one tokenizer, computed once per marker."""
+
+    def __init__(self, tok: LoadedTokenizer, markers: Iterable[str]) -> None:
+        self.tok = tok
+        decoder = tok.tokenizer.get_added_tokens_decoder()
+        self.special: dict[int, str] = {i: str(a.content) for i, a in decoder.items()}
+        self.markers = frozenset(markers)
+        self._single: dict[str, bool] = {}
+        self._composed: dict[str, bool] = {}
+
+    def single(self, marker: str) -> bool:
+        if marker not in self._single:
+            self._single[marker] = self.tok.single_token_id(marker) is not None
+        return self._single[marker]
+
+    def composed(self, marker: str) -> bool:
+        """Several tokens, one of them a special token made for it: a multi-character piece
+        of the marker that is not itself a registered marker (``<|open|>`` in
+        ``<|open|>think<|sep|>`` counts; ``<think>`` in ``<think>\\n`` does not)."""
+        if marker not in self._composed:
+            ok = False
+            if not self.single(marker):
+                ids = self.tok.encode(marker)
+                pieces = [self.special.get(i, "") for i in ids]
+                ok = len(ids) > 1 and any(
+                    len(p) > 1 and p in marker and p not in self.markers for p in pieces
+                )
+            self._composed[marker] = ok
+        return self._composed[marker]
+
+    def has(self, marker: str) -> bool:
+        """In the vocabulary: one token, or built from this vocabulary's special tokens."""
+        return self.single(marker) or self.composed(marker)
+
+
+def _template_text(tok: LoadedTokenizer, folder: Path) -> tuple[str | None, str]:
+    if tok.chat_template is not None:
+        source = "chat_template.jinja" if (folder / "chat_template.jinja").is_file() else ""
+        return tok.chat_template, source or "tokenizer_config.json"
+    raw = tok.config.get("chat_template")
+    if isinstance(raw, list):  # [{"name": "default", "template": ...}, ...]
+        named = {e.get("name"): e.get("template") for e in raw if isinstance(e, dict)}
+        text = named.get("default") or next((t for t in named.values() if t), None)
+        if isinstance(text, str):
+            return text, "tokenizer_config.json"
+    return None, ""
+
+
+def _read_template(text: str, source: str, reg: _Registry) -> TemplateEvidence:
+    tpl = _Template(text)
+    every = tpl.pieces()
+    mentioned = tuple(m for m in reg.markers if any(m in p for p in every))
+    opened: list[str] = []
+    closed: list[str] = []
+    gen = tpl.generation_prompt_start()
+    if gen is not None:
+        for piece in tpl.pieces(gen):
+            for s in reg.starts:
+                i = piece.find(s)
+                if i < 0:
+                    continue
+                after = piece[i + len(s) :]
+                if not any(e in after for e in reg.ends) and s not in opened:
+                    opened.append(s)
+            closed.extend(e for e in reg.ends if e in piece and e not in closed)
+    names = tpl.names_read() | {n for n in reg.switch_names if tpl.mentions(n)}
+    kwargs = tuple(sorted(names))
+    kwarg_defaults: dict[str, bool] = {}
+    for name in kwargs:
+        d = tpl.bool_default(name)
+        if d is not None:
+            kwarg_defaults[name] = d
+    switch_defaults = {v for k, v in kwarg_defaults.items() if k in reg.switch_names}
+    thinking_default: bool | None = None
+    if len(switch_defaults) == 1:
+        thinking_default = switch_defaults.pop()
+    elif not switch_defaults and opened and not (set(kwargs) & reg.switch_names):
+        thinking_default = True  # prefilled, and nothing in the template turns it off
+    return TemplateEvidence(
+        source=source,
+        prefills_start=tuple(opened),
+        prefills_end=tuple(closed),
+        kwargs=kwargs,
+        kwarg_defaults=kwarg_defaults,
+        thinking_default=thinking_default,
+        markers=mentioned,
+    )
+
+
+def _switch_dicts(
+    cls: type[ReasoningParser], prefer: Sequence[str]
+) -> tuple[dict[str, bool | str], dict[str, bool | str]]:
+    """The kwargs that turn thinking off and on, preferring keys the template reads."""
+    from ..runtime.docs import defaults, switch_effects
+
+    thinking, _ = defaults(cls)
+    off: dict[str, bool | str] = {}
+    on: dict[str, bool | str] = {}
+    for e in switch_effects(cls):
+        target = on if e.thinking else off
+        if e.thinking != thinking and e.key not in target:
+            target[e.key] = e.value
+    if prefer:
+        off = {k: v for k, v in off.items() if k in prefer} or off
+        on = {k: v for k, v in on.items() if k in prefer} or on
+    return off, on
+
+
+class _Context(NamedTuple):
+    vocab: _Vocab
+    template: TemplateEvidence | None
+    model_names: frozenset[str]
+    reg: _Registry
+
+
+def _score(cls: type[ReasoningParser], spec: ReasoningSpec, ctx: _Context) -> Candidate | None:
+    """Score one family, or None when it cannot fit (a required marker missing, or none of
+    its start/end markers in the folder)."""
+    vocab, template, reg = ctx.vocab, ctx.template, ctx.reg
+    reasons: list[str] = []
+    score = 0.0
+
+    def add(points: float, why: str) -> None:
+        nonlocal score
+        score += points
+        reasons.append(f"{points:+.3g} {why}")
+
+    def spelled(marker: str) -> bool:
+        return template is not None and marker in template.markers
+
+    if any(not vocab.single(m) for m in spec.required):
+        return None  # the parser cannot be built on this vocabulary
+    reasoning = tuple(dict.fromkeys((*spec.start, *spec.end)))
+    # A text marker may be spelled only in the template (plain-text markers in prose).
+    found = [m for m in reasoning if vocab.has(m) or (m in spec.text_markers and spelled(m))]
+    if not found:
+        return None
+    add(W_MARKERS * len(found) / len(reasoning), f"start/end markers here: {_list(found)}")
+
+    if spec.turn:
+        turns = [m for m in spec.turn if vocab.has(m)]
+        if turns:
+            add(W_TURN, f"turn marker {_list(turns[:1])} is in the vocabulary")
+        else:
+            add(-W_TURN, f"none of its turn markers ({_list(spec.turn)}) is in the vocabulary")
+        if any(spelled(m) for m in spec.turn):
+            add(W_TURN_TEMPLATE, "the template writes its turn marker")
+    for kind, texts in (("implicit-end", spec.tool), ("stripped", spec.strip)):
+        if texts and not any(vocab.has(m) or spelled(m) for m in texts):
+            add(-W_SIDE, f"none of its {kind} markers ({_list(texts)}) is here")
+    own = [(m, ctx.reg.declared_by.get(m, 1)) for m, _ in spec.markers() if vocab.has(m)]
+    specific = sum(1 / n for _, n in own)
+    if specific:
+        rare = [m for m, n in own if n == 1]
+        why = f"markers only it declares: {_list(rare)}" if rare else "markers shared by others"
+        add(W_SPECIFIC * min(specific, SPECIFIC_CAP), why)
+
+    reads = set(_reads(cls))
+    thinking_default, _ = cls.resolve_switches({})
+    if template is not None:
+        if any(spelled(m) for m in reasoning):
+            add(W_MENTION, "the template spells its start/end markers")
+        tk = set(template.kwargs) & reg.switch_names
+        if tk & reads:
+            add(W_SWITCH, f"the template reads {_list(sorted(tk & reads))}, which it honours")
+        if tk - reads:
+            add(
+                W_SWITCH_MISMATCH,
+                f"the template reads {_list(sorted(tk - reads))}, which it ignores",
+            )
+        if reads and not tk:
+            add(
+                W_SWITCH_MISMATCH,
+                f"it switches thinking with {_list(sorted(reads))}; the template reads none",
+            )
+        if template.thinking_default is not None:
+            if template.thinking_default == thinking_default:
+                add(W_DEFAULT_MATCH, "same thinking default as the template")
+            else:
+                add(W_DEFAULT_MISMATCH, "thinking default differs from the template's")
+
+    hint = HINTS.get(spec.name, Hint())
+    own_names = {_norm(n) for n in (spec.name, *spec.aliases, *hint.model_types)}
+    named = bool(ctx.model_names & own_names)
+    if named:
+        add(W_MODEL_TYPE, "config.json names its model type")
+    sig = [t for t in hint.tokens if vocab.single(t)]
+    if sig:
+        add(W_SIGNATURE, f"vocabulary has {sig[0]}, which only its models ship")
+    later = [t for t in hint.absent if vocab.single(t)]
+    if later:
+        add(-W_SIGNATURE, f"vocabulary has {later[0]}, which its models lack")
+    if hint.needs_evidence and not (named or sig):
+        add(W_VARIANT, "shares its markers with other families; nothing here names it")
+    if hint.prefills_start is not None and template is not None:
+        prefilled = any(s in template.prefills_start for s in spec.start)
+        if prefilled == hint.prefills_start:
+            add(W_PREFILL, "its templates prefill the start marker the same way")
+        else:
+            add(-W_PREFILL, "its templates prefill the start marker differently")
+    if hint.plain_text_markers:
+        special = [m for m in reasoning if vocab.single(m)]
+        if special:
+            add(W_PLAIN_TEXT, f"its models write markers as text, but {special[0]} is a token")
+
+    off, on = _switch_dicts(cls, template.kwargs if template is not None else ())
+    return Candidate(
+        name=spec.name,
+        score=round(score, 3),
+        reasons=tuple(reasons),
+        thinking_default=thinking_default,
+        thinking_off=off if thinking_default else {},
+        thinking_on=on if not thinking_default else {},
+    )
+
+
+def detect_tokenizer(tok: LoadedTokenizer) -> Detection:
+    """:func:`detect` for a tokenizer that is already loaded (with its folder's files)."""
+    reg = _registry(tok)
+    folder = Path(tok.source).parent
+    text, source = _template_text(tok, folder)
+    template = _read_template(text, source, reg) if text else None
+    vocab = _Vocab(tok, reg.markers)
+    mc = tok.model_config
+    model_type = mc.get("model_type") if isinstance(mc.get("model_type"), str) else None
+    archs_raw = mc.get("architectures")
+    archs = tuple(a for a in archs_raw if isinstance(a, str)) if isinstance(archs_raw, list) else ()
+    names = {_arch_name(a) for a in archs} | ({_norm(model_type)} if model_type else set())
+    evidence = Evidence(
+        source=str(folder),
+        single_tokens=tuple(m for m in reg.markers if vocab.single(m)),
+        composed=tuple(m for m in reg.markers if vocab.composed(m)),
+        template=template,
+        model_type=model_type,
+        architectures=archs,
+    )
+    ctx = _Context(vocab, template, frozenset(names), reg)
+    scored = [_score(cls, spec, ctx) for cls, spec in reg.specs if spec is not None]
+    ranked = sorted((c for c in scored if c is not None), key=lambda c: (-c.score, c.name))
+    if not ranked:
+        return Detection(None, (), evidence, ambiguous=False)
+    top = ranked[0].score
+    tied = tuple(c.name for c in ranked if c.score > top - TIE_MARGIN)
+    if len(tied) > 1:
+        return Detection(None, tuple(ranked), evidence, ambiguous=True, tied=tied)
+    return Detection(ranked[0].name, tuple(ranked), evidence, ambiguous=False, tied=tied)
+
+
+def detect(path: str | Path | LoadedTokenizer) -> Detection:
+    """Tell which registered reasoning parser fits a model folder (or tokenizer.json).
+
+    Reads tokenizer.json, tokenizer_config.json (and its chat template),
+    chat_template.jinja and config.json. Returns the parser name, every candidate with the
+    reasons for its score, and the evidence; ``parser`` is None when nothing fits or when
+    the evidence ties (``ambiguous``).
+    """
+    tok = path if isinstance(path, LoadedTokenizer) else load_tokenizer_sync(path)
+    return detect_tokenizer(tok)
+
+
+def describe(result: Detection, *, top: int = 5) -> str:
+    """A human-readable report of a detection (what ``reasonspan detect`` prints)."""
+    ev = result.evidence
+    lines = [f"model folder: {ev.source}"]
+    best = result.best
+    if best is not None:
+        lines.append(f"parser: {best.name}")
+        if best.thinking_off:
+            lines.append(f"  thinking off: chat_template_kwargs {_kw(best.thinking_off)}")
+        if best.thinking_on:
+            lines.append(
+                f"  thinking is off by default; on: chat_template_kwargs {_kw(best.thinking_on)}"
+            )
+    elif result.ambiguous:
+        lines.append(
+            f"parser: ambiguous between {', '.join(result.tied)} (pass the one you want explicitly)"
+        )
+    else:
+        lines.append("parser: none (no reasoning parser fits: no family's markers are here)")
+    lines.append("evidence:")
+    lines.append(f"  single-token markers: {_list(ev.single_tokens)}")
+    if ev.composed:
+        lines.append(f"  markers built from special tokens: {_list(ev.composed)}")
+    t = ev.template
+    if t is None:
+        lines.append("  chat template: none found")
+    else:
+        lines.append(f"  chat template ({t.source}):")
+        lines.append(f"    prefills start marker: {_list(t.prefills_start)}")
+        lines.append(f"    writes end marker in the prompt: {_list(t.prefills_end)}")
+        kw = [
+            f"{k} (default {str(t.kwarg_defaults[k]).lower()})" if k in t.kwarg_defaults else k
+            for k in t.kwargs
+        ]
+        lines.append(f"    reads chat_template_kwargs: {_list(kw)}")
+        if t.thinking_default is not None:
+            lines.append(f"    thinks by default: {'yes' if t.thinking_default else 'no'}")
+    if ev.model_type or ev.architectures:
+        lines.append(
+            f"  config.json: model_type={ev.model_type or '-'} "
+            f"architectures={_list(ev.architectures)}"
+        )
+    if result.candidates:
+        lines.append("candidates:")
+        width = max(len(c.name) for c in result.candidates[:top])
+        for c in result.candidates[:top]:
+            lines.append(f"  {c.name:<{width}}  {c.score:6.2f}  " + "; ".join(c.reasons))
+    return "\n".join(lines)
+
+
+def _list(items: Iterable[str]) -> str:
+    """Comma-separated; markers with newlines or edge spaces shown quoted (``'<think>\\n'``)."""
+    shown = [repr(i) if ("\n" in i or i != i.strip()) else i for i in items]
+    return ", ".join(shown) or "none"
+
+
+def _kw(d: dict[str, Any]) -> str:
+    return msgspec.json.encode(d).decode()
