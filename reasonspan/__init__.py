@@ -7,6 +7,8 @@ d = parser.stream(new_ids, is_currently_reasoning=reasoning)
 """
 
 from .runtime import (
+    BatchFinish,
+    BatchStepResult,
     InvalidOptionError,
     InvalidTokenError,
     Label,
@@ -14,9 +16,12 @@ from .runtime import (
     MissingMarkerError,
     ParsedReasoningDelta,
     ParseResult,
+    ReasoningBatch,
     ReasoningParser,
     ReasoningSpec,
     ReasonspanError,
+    RequestFailedError,
+    RequestUsage,
     TextSplitter,
     TokenizerLoadError,
     Trim,
@@ -33,6 +38,8 @@ from .tokenizer import Detection, LoadedTokenizer, detect, load_tokenizer, load_
 __version__ = "0.1.0"
 
 __all__ = [
+    "BatchFinish",
+    "BatchStepResult",
     "Detection",
     "InvalidOptionError",
     "InvalidTokenError",
@@ -42,9 +49,12 @@ __all__ = [
     "MissingMarkerError",
     "ParseResult",
     "ParsedReasoningDelta",
+    "ReasoningBatch",
     "ReasoningParser",
     "ReasoningSpec",
     "ReasonspanError",
+    "RequestFailedError",
+    "RequestUsage",
     "TextSplitter",
     "TokenizerLoadError",
     "Trim",

@@ -1,5 +1,19 @@
 """The contract, the state machine, text splitting and the registry."""
 
+from .batch import NO_BUDGET, ReasoningBatch
+from .batch_result import (
+    FAILED,
+    HELD,
+    BatchFinish,
+    BatchStepResult,
+    BatchTokenError,
+    DuplicateRequestError,
+    InvalidStepError,
+    RequestFailedError,
+    RequestFinishedError,
+    RequestUsage,
+    UnknownRequestError,
+)
 from .errors import (
     InvalidOptionError,
     InvalidTokenError,
@@ -24,7 +38,15 @@ from .spec import MarkerKind, ReasoningSpec, Trim
 from .text import LabelledDecoder, TextSplitter
 
 __all__ = [
+    "FAILED",
+    "HELD",
+    "NO_BUDGET",
+    "BatchFinish",
+    "BatchStepResult",
+    "BatchTokenError",
+    "DuplicateRequestError",
     "InvalidOptionError",
+    "InvalidStepError",
     "InvalidTokenError",
     "Label",
     "LabelledDecoder",
@@ -33,15 +55,20 @@ __all__ = [
     "MissingMarkerError",
     "ParseResult",
     "ParsedReasoningDelta",
+    "ReasoningBatch",
     "ReasoningParser",
     "ReasoningSpec",
     "ReasonspanError",
+    "RequestFailedError",
+    "RequestFinishedError",
+    "RequestUsage",
     "TextFormatter",
     "TextSplitter",
     "TokenizerLoadError",
     "Trim",
     "TrimFormatter",
     "UnknownParserError",
+    "UnknownRequestError",
     "compile_machine",
     "create_parser",
     "create_parser_sync",
