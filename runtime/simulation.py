@@ -10,13 +10,19 @@ would: request ids, new token ids and CSR offsets, as numpy arrays.
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+import anyio
 import numpy as np
 
-from ..runtime.parser import ReasoningParser
 from ..tokenizer.loader import LoadedTokenizer
+from .batch_result import BatchStepResult
+from .errors import ReasonspanError
+from .parser import ReasoningParser
+from .serving import ReasoningRuntime, RequestStream
 
 
 def scripted_output(parser: ReasoningParser, reasoning: str, answer: str, tool_call: str) -> str:
@@ -85,6 +91,15 @@ class SimulatedEngine:
     @property
     def done(self) -> bool:
         return not self.pending and not self.active
+
+    def abort(self, request_id: int) -> None:
+        """The client went away: stop generating for this request."""
+        for r in self.active:
+            if r.request_id == request_id:
+                r.finish_reason = "abort"
+                self.active.remove(r)
+                self.finished.append(r)
+                return
 
     def admit(self) -> list[SimRequest]:
         """Requests that arrive by this step and fit in the batch."""
@@ -196,3 +211,66 @@ def workload(
         )
         step += rng.expovariate(arrival_rate)
     return out
+
+
+@dataclass
+class DriveStats:
+    """What one simulated run did, for the demo's table and the tests."""
+
+    steps: int = 0
+    tokens: int = 0
+    admitted: int = 0
+    finished: int = 0
+    aborted: int = 0
+    budget_hits: int = 0
+    forced_tokens: int = 0
+    step_ns: list[int] = field(default_factory=list)
+
+
+async def drive(
+    engine: SimulatedEngine,
+    runtime: ReasoningRuntime,
+    *,
+    options: Callable[[SimRequest], dict[str, Any]] | None = None,
+    on_admit: Callable[[SimRequest, RequestStream], None] | None = None,
+) -> DriveStats:
+    """Run the simulated engine to the end, stepping ``runtime`` once per engine step.
+
+    ``on_admit`` receives each admitted request and its stream (start a consumer task
+    there). The loop yields to other tasks after every step, as a server's would.
+    """
+    stats = DriveStats()
+    last: BatchStepResult | None = None
+
+    def forced(rid: int) -> Sequence[int]:
+        if last is None:
+            return ()
+        try:
+            return last.forced_token_ids(rid)
+        except ReasonspanError:  # admitted after that step, or already gone
+            return ()
+
+    while not engine.done:
+        for r in engine.admit():
+            stream = runtime.add(
+                r.request_id, r.parser, r.prompt_ids, **(options(r) if options else {})
+            )
+            stats.admitted += 1
+            if on_admit is not None:
+                on_admit(r, stream)
+        for rid in runtime.take_aborted():
+            engine.abort(rid)
+            stats.aborted += 1
+        rids, toks, offs, done = engine.step(forced)
+        t0 = time.perf_counter_ns()
+        last = runtime.step(rids, toks, offs)
+        for r in done:
+            runtime.finish(r.request_id, "length" if r.finish_reason == "length" else "stop")
+        stats.step_ns.append(time.perf_counter_ns() - t0)
+        stats.steps += 1
+        stats.tokens += int(toks.shape[0])
+        stats.finished += len(done)
+        await anyio.sleep(0)
+    stats.budget_hits = sum(1 for r in engine.finished if r.forced_emitted)
+    stats.forced_tokens = sum(r.forced_emitted for r in engine.finished)
+    return stats
