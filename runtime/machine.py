@@ -383,9 +383,7 @@ class Machine:
 _Trans = tuple[tuple[tuple[int, int], ...], ...]
 
 _PROBE: _Trans = tuple(
-    tuple(
-        (CONTENT, k if k in (_START, _END, _TOOL) else 0 if k == _TURN else s) for k in range(8)
-    )
+    tuple((CONTENT, k if k in (_START, _END, _TOOL) else 0 if k == _TURN else s) for k in range(8))
     for s in range(8)
 )
 """Prompt-scan table: the state becomes the kind of the last START/END/TOOL marker. A turn
