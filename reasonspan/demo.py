@@ -1,78 +1,52 @@
-"""``reasonspan demo``: realistic multi-turn requests streamed through a parser, step by step.
+"""``reasonspan demo``: a continuous-batching loop over real tokenizers, streamed live.
 
-Each request's prompt is rendered with the model's own chat template (history with old
-reasoning included), seeded with ``is_prompt_in_reasoning``, and its output is fed a few
-tokens per step, as a continuous-batching engine would. Reasoning and content stream on
-separate lanes; a summary table closes the run.
+A dozen multi-turn requests of mixed families (Qwen3, DeepSeek R1, GLM-4.7, MiniMax-M3 by
+default, each with its real tokenizer and chat template) arrive over time at a SIMULATED
+engine (scripted outputs, not a model). Every engine step goes through one
+``ReasoningRuntime.step`` for the whole batch; each request is consumed as an async stream
+of OpenAI chunks, printed on a reasoning lane and a content lane. Some requests have a
+thinking budget (forced end of reasoning), one a grammar waiting for the answer, one a
+``max_tokens`` cut inside reasoning, one thinking switched off.
 """
 
 from __future__ import annotations
 
 import argparse
-import random
+import statistics
 import sys
-import time
 from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
 
 from .demo_data import NoTokenizerError, default_tokenizer_path
 from .prompts import messages_for, render_prompt
-from .runtime import ReasoningParser, ReasonspanError, TextSplitter, create_parser_sync
+from .runtime import ReasoningParser, ReasonspanError, create_parser_sync
+from .runtime.serving import ReasoningRuntime, RequestStream
+from .runtime.simulation import SimRequest, SimulatedEngine, drive, scripted_output
 from .tokenizer import LoadedTokenizer, load_tokenizer_sync
-from .transcripts import ALL, Transcript
+from .transcripts import ALL
+
+DEFAULT_FAMILIES = (
+    ("qwen3", "qwen-3"),
+    ("deepseek_r1", "deepseek-r1"),
+    ("glm47", "glm-4.7-flash"),
+    ("minimax_m3", "minimax-m3"),
+)
 
 
 @dataclass
-class Request:
-    rid: int
-    title: str
-    parser: ReasoningParser
-    prompt: list[int]
-    output: list[int]
-    kwargs: dict[str, object]
+class Case:
+    """One demo request: what it shows and the options it is admitted with."""
+
+    request: SimRequest
+    family: str
     note: str
-    pos: int = 0
-    splitter: TextSplitter | None = None
+    options: dict[str, Any]
     lanes: dict[str, str] = field(default_factory=lambda: {"reasoning": "", "content": ""})
     reasoning_tokens: int = 0
-    content_tokens: int = 0
-    seeded: bool = False
-    parse_ns: int = 0
-
-
-def output_text(parser: ReasoningParser, t: Transcript, *, thinking: bool) -> str:
-    """What the model writes for this transcript in this family's markup."""
-    spec = parser.spec
-    answer = t.answer
-    if t.tool_call and spec.tool:
-        answer = f"{t.answer}\n{spec.tool[0]}\n{t.tool_call}\n"
-    if not thinking or not spec.end:
-        return answer
-    start = spec.start[0] if spec.start else ""
-    return f"{start}\n{t.reasoning}\n{spec.end[0]}\n\n{answer}"
-
-
-def build_requests(tok: LoadedTokenizer, family: str) -> list[Request]:
-    """A handful of cases: thinking on, a tool call, thinking off, a truncated reply."""
-    out: list[Request] = []
-    plans: list[tuple[Transcript, dict[str, object], str, int | None]] = [
-        (ALL[0], {}, "thinking on, multi-turn", None),
-        (ALL[2], {}, "ends in a tool call", None),
-        (ALL[1], {"enable_thinking": False}, "thinking switched off", None),
-        (ALL[3], {}, "max_tokens hit inside reasoning", 60),
-    ]
-    for rid, (t, kwargs, note, limit) in enumerate(plans, 1):
-        try:
-            parser = create_parser_sync(family, tok, kwargs)
-        except ReasonspanError:
-            parser = create_parser_sync(family, tok)
-            kwargs = {}
-        prompt, _how = render_prompt(tok, messages_for(t), **kwargs)
-        text = output_text(parser, t, thinking=parser.thinking_enabled)
-        output = tok.encode(text)
-        if limit is not None:
-            output = output[:limit]
-        out.append(Request(rid, t.title, parser, prompt, output, kwargs, note))
-    return out
+    finish_reason: str | None = None
+    chunks: int = 0
 
 
 class Screen:
@@ -86,8 +60,8 @@ class Screen:
             return text
         return f"\033[2;3m{text}\033[0m" if lane == "reasoning" else f"\033[1m{text}\033[0m"
 
-    def emit(self, req: Request, lane: str, text: str, *, final: bool = False) -> None:
-        buf = req.lanes[lane] + text
+    def emit(self, case: Case, lane: str, text: str, *, final: bool = False) -> None:
+        buf = case.lanes[lane] + text
         while "\n" in buf or len(buf) >= 72 or (final and buf):
             cut = buf.find("\n")
             if cut < 0 or cut > 72:
@@ -96,79 +70,168 @@ class Screen:
             else:
                 line, buf = buf[:cut], buf[cut + 1 :]
             if line.strip():
-                tag = f"[{req.rid} {req.title[:12]:<12}] {lane:<9} │ "
+                rid = case.request.request_id
+                tag = f"[{rid:>2} {case.family[:11]:<11}] {lane:<9} │ "
                 print(tag + self.paint(line, lane))
-        req.lanes[lane] = buf
+        case.lanes[lane] = buf
+
+
+def build_cases(setups: list[tuple[str, LoadedTokenizer]], n: int = 12) -> list[Case]:
+    """``n`` requests cycling through the families and through the situations worth seeing."""
+    situations: list[tuple[str, dict[str, Any], dict[str, Any], float | None]] = [
+        # note, chat_template_kwargs, batch options, max_tokens as a fraction of the output
+        ("thinking on, multi-turn", {}, {}, None),
+        (
+            "thinking budget of 24 tokens",
+            {},
+            {"thinking_token_budget": 24, "budget_lead_in": " I should answer now."},
+            None,
+        ),
+        ("grammar waits for the answer", {}, {"structured_output": True}, None),
+        ("max_tokens hit inside reasoning", {}, {}, 0.3),
+        ("thinking switched off", {"enable_thinking": False, "thinking": False}, {}, None),
+        ("reasoning hidden (include_reasoning=False)", {}, {"include_reasoning": False}, None),
+    ]
+    cases: list[Case] = []
+    for i in range(n):
+        family, tok = setups[i % len(setups)]
+        note, kwargs, options, cut = situations[i % len(situations)]
+        try:
+            parser: ReasoningParser = create_parser_sync(family, tok, kwargs)
+        except ReasonspanError:
+            parser = create_parser_sync(family, tok)
+            kwargs = {}
+        t = ALL[i % len(ALL)]
+        prompt, _how = render_prompt(tok, messages_for(t), **kwargs)
+        output = tok.encode(scripted_output(parser, t.reasoning, t.answer, t.tool_call))
+        max_tokens = max(1, int(len(output) * cut)) if cut else None
+        req = SimRequest(
+            request_id=i + 1,
+            parser=parser,
+            prompt_ids=prompt,
+            output_ids=output,
+            arrival_step=i * 3,
+            max_tokens=max_tokens,
+            title=t.title,
+        )
+        cases.append(Case(req, family, note, options))
+    return cases
+
+
+async def consume(stream: RequestStream, case: Case, screen: Screen) -> None:
+    async for chunk in stream:
+        case.chunks += 1
+        choice = chunk.choices[0]
+        screen.emit(case, "reasoning", choice.delta.reasoning or "")
+        screen.emit(case, "content", choice.delta.content or "")
+        if choice.finish_reason:
+            case.finish_reason = choice.finish_reason
+            screen.emit(case, "reasoning", "", final=True)
+            screen.emit(case, "content", "", final=True)
+            if chunk.usage is not None:
+                case.reasoning_tokens = chunk.usage.completion_tokens_details.reasoning_tokens
+            if choice.finish_reason == "length":
+                rid = case.request.request_id
+                print(f"[{rid:>2}] finish_reason=length inside reasoning: no content was produced")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tokenizer", help="model folder or tokenizer.json (default: real Qwen3)")
-    p.add_argument("--parser", default=None, help="parser name (default: qwen3)")
-    p.add_argument("--seed", type=int, default=7, help="seed for tokens-per-step draws")
+    p.add_argument(
+        "--tokenizer", help="one model folder or tokenizer.json (default: several real ones)"
+    )
+    p.add_argument("--parser", default=None, help="parser name for --tokenizer (default: detected)")
+    p.add_argument("--requests", type=int, default=12)
+    p.add_argument(
+        "--tokens-per-step", type=int, default=2, help="k > 1 models speculative decoding"
+    )
     p.add_argument("--no-color", action="store_true")
+
+
+def _setups(args: argparse.Namespace) -> list[tuple[str, LoadedTokenizer]]:
+    if args.tokenizer:
+        tok = load_tokenizer_sync(args.tokenizer)
+        family = args.parser
+        if family is None:
+            from .tokenizer.detect import detect
+
+            found = detect(tok)
+            if found.parser is None:
+                raise NoTokenizerError(
+                    f"could not tell which parser fits {args.tokenizer}; pass --parser NAME "
+                    f"(candidates: {', '.join(c.parser for c in found.candidates[:4]) or 'none'})"
+                )
+            family = found.parser
+        return [(family, tok)]
+    out = []
+    for family, model in DEFAULT_FAMILIES:
+        out.append((family, load_tokenizer_sync(default_tokenizer_path(model))))
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        path = args.tokenizer or default_tokenizer_path()
-        tok = load_tokenizer_sync(path)
+        setups = _setups(args)
+        cases = build_cases(setups, args.requests)
     except (NoTokenizerError, ReasonspanError) as exc:
         print(f"reasonspan demo: {exc}", file=sys.stderr)
         return 2
-    family = args.parser or "qwen3"
-    try:
-        requests = build_requests(tok, family)
-    except ReasonspanError as exc:
-        print(f"reasonspan demo: {exc}", file=sys.stderr)
-        return 2
-    rng = random.Random(args.seed)
     screen = Screen(color=sys.stdout.isatty() and not args.no_color)
-    print(f"tokenizer: {tok.source}\nparser:    {family}\n")
-    for r in requests:
-        t0 = time.perf_counter_ns()
-        r.splitter = TextSplitter(r.parser, r.prompt)
-        r.seeded = r.splitter.is_reasoning
-        r.parse_ns += time.perf_counter_ns() - t0
-        old = [t for t in r.prompt if r.parser.machine.id_markers.get(t) is not None]
-        print(
-            f"request {r.rid}: {r.title} — {r.note}; prompt {len(r.prompt)} tokens "
-            f"({len(old)} marker tokens in it), "
-            f"starts {'inside' if r.seeded else 'outside'} reasoning"
-        )
+    for family, tok in setups:
+        print(f"{family:<12} tokenizer {tok.source}")
+    print("(a SIMULATED engine replays scripted outputs through the real runtime)\n")
+    by_id = {c.request.request_id: c for c in cases}
+    engine = SimulatedEngine(
+        [c.request for c in cases], max_batch=16, tokens_per_step=args.tokens_per_step
+    )
+    runtime = ReasoningRuntime(model="reasonspan-demo")
+
+    async def main() -> Any:
+        async with anyio.create_task_group() as tg:
+
+            def on_admit(r: SimRequest, stream: RequestStream) -> None:
+                case = by_id[r.request_id]
+                seeded = "inside" if runtime.batch.is_reasoning(r.request_id) else "outside"
+                print(
+                    f"step {engine.step_no:>3}: + request {r.request_id} "
+                    f"({case.family}, {r.title}): {case.note}; prompt {len(r.prompt_ids)} tokens, starts {seeded} reasoning"
+                )
+                tg.start_soon(consume, stream, case, screen)
+
+            def on_step(step: int, res: Any) -> None:
+                if step % 40 == 0 and len(res):
+                    print(
+                        f"step {step:>3}: {len(res)} requests in the batch, "
+                        f"{int(res.is_reasoning.sum())} reasoning, "
+                        f"{int(res.grammar_active.sum())} with grammar on, "
+                        f"{len(engine.pending)} waiting"
+                    )
+
+            return await drive(
+                engine,
+                runtime,
+                options=lambda r: by_id[r.request_id].options,
+                on_admit=on_admit,
+                on_step=on_step,
+            )
+
+    stats = anyio.run(main)
     print()
-    active = list(requests)
-    steps = 0
-    while active:
-        steps += 1
-        for r in list(active):
-            k = rng.randint(1, 3)
-            delta = r.output[r.pos : r.pos + k]
-            r.pos += len(delta)
-            assert r.splitter is not None
-            t0 = time.perf_counter_ns()
-            reasoning, content = r.splitter.feed(delta)
-            r.parse_ns += time.perf_counter_ns() - t0
-            screen.emit(r, "reasoning", reasoning)
-            screen.emit(r, "content", content)
-            if r.pos >= len(r.output):
-                reasoning, content = r.splitter.finish()
-                screen.emit(r, "reasoning", reasoning, final=True)
-                screen.emit(r, "content", content, final=True)
-                res = r.parser.parse(r.output, prompt_token_ids=r.prompt)
-                r.reasoning_tokens = res.reasoning_tokens
-                r.content_tokens = len(res.content_token_ids)
-                if not res.reasoning_ended:
-                    print(f"[{r.rid}] finished inside reasoning: content is empty (length)")
-                active.remove(r)
-    print()
-    print("| request | case | output tokens | reasoning | content | µs/token (split+text) |")
-    print("|---:|---|---:|---:|---:|---:|")
-    for r in requests:
-        n = max(1, len(r.output))
+    print("| request | family | case | output tokens | reasoning tokens | budget hit | finish |")
+    print("|---:|---|---|---:|---:|---|---|")
+    for c in cases:
+        r = c.request
+        hit = "yes" if r.forced_emitted else "—"
         print(
-            f"| {r.rid} | {r.note} | {len(r.output)} | {r.reasoning_tokens} | "
-            f"{r.content_tokens} | {r.parse_ns / n / 1e3:.2f} |"
+            f"| {r.request_id} | {c.family} | {c.note} | {len(r.emitted_ids)} | "
+            f"{c.reasoning_tokens} | {hit} | {c.finish_reason} |"
         )
-    total = sum(len(r.output) for r in requests)
-    print(f"\n{len(requests)} requests, {total} tokens, {steps} steps")
+    step_us = [ns / 1e3 for ns in stats.step_ns]
+    med = statistics.median(step_us) if step_us else 0.0
+    per_token = sum(stats.step_ns) / max(1, stats.tokens)
+    print(
+        f"\n{len(cases)} requests, {stats.tokens} tokens, "
+        f"{sum(c.reasoning_tokens for c in cases)} reasoning tokens, "
+        f"{stats.budget_hits} budget hits, {stats.steps} steps; "
+        f"parse time per step: median {med:.1f} µs ({per_token:.0f} ns per token, text included)"
+    )
     return 0

@@ -56,6 +56,8 @@ class _Record:
     created: int
     queue: deque[ChatCompletionChunk | BaseException] = field(default_factory=deque)
     wake: anyio.Event = field(default_factory=anyio.Event)
+    include_reasoning: bool = True
+    """False: reasoning is generated and counted, never sent (``include_reasoning``)."""
     hold_reasoning: bool = False
     """The family may return a reasoning-only output as content (nemotron_v3 with thinking
     off): reasoning text is held until content shows up or the request ends, so the stream
@@ -158,6 +160,7 @@ class ReasoningRuntime:
             prompt_tokens=len(prompt_token_ids),
             created=int(time.time()),
             hold_reasoning=parser.may_return_reasoning_as_content,
+            include_reasoning=bool(options.get("include_reasoning", True)),
         )
         self._records[rec.request_id] = rec
         self._push(rec, ChoiceDelta(role="assistant", content=""))
@@ -277,6 +280,8 @@ class ReasoningRuntime:
         )
 
     def _emit_text(self, rec: _Record, reasoning: str, content: str) -> None:
+        if not rec.include_reasoning and not rec.hold_reasoning:
+            reasoning = ""
         if rec.hold_reasoning:
             if not content:
                 if reasoning:
@@ -285,6 +290,8 @@ class ReasoningRuntime:
             reasoning = "".join(rec.held_reasoning) + reasoning
             rec.held_reasoning.clear()
             rec.hold_reasoning = False
+            if not rec.include_reasoning:
+                reasoning = ""
         if not reasoning and not content:
             return
         delta = ChoiceDelta(

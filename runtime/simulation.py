@@ -233,6 +233,7 @@ async def drive(
     *,
     options: Callable[[SimRequest], dict[str, Any]] | None = None,
     on_admit: Callable[[SimRequest, RequestStream], None] | None = None,
+    on_step: Callable[[int, BatchStepResult], None] | None = None,
 ) -> DriveStats:
     """Run the simulated engine to the end, stepping ``runtime`` once per engine step.
 
@@ -270,6 +271,8 @@ async def drive(
         stats.steps += 1
         stats.tokens += int(toks.shape[0])
         stats.finished += len(done)
+        if on_step is not None:
+            on_step(stats.steps, last)
         await anyio.sleep(0)
     stats.budget_hits = sum(1 for r in engine.finished if r.forced_emitted)
     stats.forced_tokens = sum(r.forced_emitted for r in engine.finished)

@@ -290,3 +290,18 @@ def test_memory_stays_flat_over_100k_requests() -> None:
     assert rid == 100_000
     assert len(runtime) == 0 and len(runtime.batch) == 0
     assert grown < 8 * 1024 * 1024, f"RSS grew by {grown / 1e6:.1f} MB over 90,000 requests"
+
+
+async def test_include_reasoning_false_sends_no_reasoning_but_counts_it() -> None:
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    runtime = ReasoningRuntime()
+    stream = runtime.add(3, parser, tok.encode("<|im_start|>assistant\n"), include_reasoning=False)
+    ids = tok.encode("<think>secret plan</think>The answer.")
+    for t in ids:
+        runtime.step(np.array([3]), np.array([t]), np.array([0, 1]))
+    runtime.finish(3)
+    c = Collected()
+    await collect(stream, c)
+    assert (c.reasoning, c.content) == ("", "The answer.")
+    assert c.reasoning_tokens == len(tok.encode("secret plan"))
