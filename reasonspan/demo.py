@@ -193,7 +193,8 @@ def run(args: argparse.Namespace) -> int:
                 seeded = "inside" if runtime.batch.is_reasoning(r.request_id) else "outside"
                 print(
                     f"step {engine.step_no:>3}: + request {r.request_id} "
-                    f"({case.family}, {r.title}): {case.note}; prompt {len(r.prompt_ids)} tokens, starts {seeded} reasoning"
+                    f"({case.family}, {r.title}): {case.note}; "
+                    f"prompt {len(r.prompt_ids)} tokens, starts {seeded} reasoning"
                 )
                 tg.start_soon(consume, stream, case, screen)
 
