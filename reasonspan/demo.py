@@ -158,7 +158,7 @@ def _setups(args: argparse.Namespace) -> list[tuple[str, LoadedTokenizer]]:
             if found.parser is None:
                 raise NoTokenizerError(
                     f"could not tell which parser fits {args.tokenizer}; pass --parser NAME "
-                    f"(candidates: {', '.join(c.parser for c in found.candidates[:4]) or 'none'})"
+                    f"(candidates: {', '.join(c.name for c in found.candidates[:4]) or 'none'})"
                 )
             family = found.parser
         return [(family, tok)]

@@ -80,3 +80,15 @@ def test_bench_stream_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     cases = {row["case"] for row in data["rows"]}
     assert any("baseline" in c for c in cases) and any("stream()" in c for c in cases)
     assert all(row["ns_per_token"] > 0 for row in data["rows"])
+
+
+def test_demo_detects_the_parser_of_a_given_tokenizer(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(DATA / "qwen-3.5" / "tokenizer.json.zip")
+    assert main(["demo", "--tokenizer", path, "--requests", "2", "--no-color"]) == 0
+    assert "| 1 | qwen3 |" in capsys.readouterr().out
+
+
+def test_demo_says_when_no_parser_fits(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(DATA / "qwen-2.5" / "tokenizer.json.zip")
+    assert main(["demo", "--tokenizer", path]) == 2
+    assert "pass --parser NAME" in capsys.readouterr().err
