@@ -347,22 +347,10 @@ class HarmonyMachine(Machine):
             k = codes[tail[j]]
             if k and k != _CHANNEL and k != _CONSTRAIN:
                 return tail_start + j
-        end = tail_start
-        chunk = 4096
-        while end > 0:
-            begin = max(0, end - chunk)
-            try:
-                part = np.asarray(prompt[begin:end], dtype=np.int64)
-            except (TypeError, ValueError, OverflowError):
-                self.validate(list(prompt[begin:end]), begin, "prompt_token_ids")
-                raise
-            if part.min() < 0 or part.max() >= self.vocab_size:
-                self.validate(part.tolist(), begin, "prompt_token_ids")
+        for begin, part in self.chunks_backward(prompt, tail_start):
             hits = np.flatnonzero(self._np_boundary[part])
             if hits.size:
                 return begin + int(hits[-1])
-            end = begin
-            chunk = min(chunk * 4, 1 << 20)
         return -1
 
 

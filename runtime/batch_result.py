@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import InvalidTokenError, ReasonspanError
-from .labels import CONTENT, REASONING, TOOL
+from .labels import split_labels
 
 if TYPE_CHECKING:
     from .batch import ReasoningBatch
@@ -154,20 +154,6 @@ class BatchFinish(msgspec.Struct, frozen=True):
 
     def __iter__(self) -> Iterator[list[int]]:
         return iter((self.reasoning_token_ids, self.content_token_ids))
-
-
-def split_labels(
-    ids: list[int], labels: bytes | bytearray, include_reasoning: bool
-) -> tuple[list[int], list[int]]:
-    """(reasoning ids, content ids); TOOL markers go to content, delimiters to neither."""
-    reasoning: list[int] = []
-    content: list[int] = []
-    for t, lab in zip(ids, labels, strict=True):
-        if lab == REASONING:
-            reasoning.append(t)
-        elif lab in (CONTENT, TOOL):
-            content.append(t)
-    return (reasoning if include_reasoning else []), content
 
 
 # ---------------------------------------------------------------------------- step result

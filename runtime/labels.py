@@ -30,3 +30,18 @@ REASONING = int(Label.REASONING)
 CONTENT = int(Label.CONTENT)
 DELIMITER = int(Label.DELIMITER)
 TOOL = int(Label.TOOL)
+
+
+def split_labels(
+    ids: list[int], labels: bytes | bytearray, include_reasoning: bool = True
+) -> tuple[list[int], list[int]]:
+    """``(reasoning ids, content ids)``: TOOL markers go to content, delimiters to neither.
+    With ``include_reasoning=False`` the reasoning list is empty (generated, never shown)."""
+    reasoning: list[int] = []
+    content: list[int] = []
+    for t, lab in zip(ids, labels, strict=True):
+        if lab == REASONING:
+            reasoning.append(t)
+        elif lab in (CONTENT, TOOL):
+            content.append(t)
+    return (reasoning if include_reasoning else []), content

@@ -15,10 +15,11 @@ deltas: that is what makes streaming and ``parse()`` agree.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from ..tokenizer.loader import LoadedTokenizer
 from .errors import InvalidTokenError, MissingMarkerError
@@ -317,7 +318,19 @@ class Machine:
                 decided = self._decide(k)
                 if decided is not None:
                     return decided
-        end = tail_start
+        for _begin, part in self.chunks_backward(prompt, tail_start):
+            flags = self.np_lut[part]
+            for j in np.flatnonzero(flags)[::-1]:
+                decided = self._decide(int(flags[j]))
+                if decided is not None:
+                    return decided
+        return self.turn_start_reasoning
+
+    def chunks_backward(
+        self, prompt: Sequence[int] | np.ndarray, end: int
+    ) -> Iterator[tuple[int, npt.NDArray[np.int64]]]:
+        """``prompt[:end]`` as validated int64 arrays, last chunk first, chunks growing
+        4x: a right-to-left scan that usually stops in the first chunk reads little."""
         chunk = 4096
         while end > 0:
             begin = max(0, end - chunk)
@@ -328,14 +341,9 @@ class Machine:
                 raise
             if part.min() < 0 or part.max() >= self.vocab_size:
                 self.validate(part.tolist(), begin, "prompt_token_ids")
-            flags = self.np_lut[part]
-            for j in np.flatnonzero(flags)[::-1]:
-                decided = self._decide(int(flags[j]))
-                if decided is not None:
-                    return decided
+            yield begin, part
             end = begin
             chunk = min(chunk * 4, 1 << 20)
-        return self.turn_start_reasoning
 
     def validate(self, ids: Sequence[object], offset: int, where: str) -> None:
         """Raise InvalidTokenError for the first id that is not an int in the vocabulary."""

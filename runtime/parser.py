@@ -16,7 +16,7 @@ import numpy as np
 from ..tokenizer.loader import LoadedTokenizer, as_loaded
 from .errors import InvalidOptionError, InvalidTokenError
 from .formatters import TextFormatterFactory, formatter_factory
-from .labels import CONTENT, REASONING, TOOL
+from .labels import CONTENT, REASONING, TOOL, split_labels
 from .machine import HOLD, Machine, Spill, compile_machine
 from .spec import ReasoningSpec
 
@@ -110,17 +110,6 @@ def _swap_requested(spec: ReasoningSpec, kwargs: Mapping[str, Any]) -> bool:
                 raise InvalidOptionError(key, got, "a bool")
             requested = requested or got is value
     return requested
-
-
-def _split(ids: list[int], labels: bytearray) -> tuple[list[int], list[int]]:
-    reasoning: list[int] = []
-    content: list[int] = []
-    for t, lab in zip(ids, labels, strict=True):
-        if lab == REASONING:
-            reasoning.append(t)
-        elif lab in (CONTENT, TOOL):
-            content.append(t)
-    return reasoning, content
 
 
 class ReasoningParser:
@@ -371,7 +360,7 @@ class ReasoningParser:
         spill: list[Spill] = []
         state = self._machine.run(toks, start, cursor, ids, labels, spill)
         state = self._machine.flush(state, cursor, ids, labels, spill)
-        reasoning_ids, content_ids = _split(ids, labels)
+        reasoning_ids, content_ids = split_labels(ids, labels)
         dec = LabelledDecoder(self)
         r1, c1 = dec.feed(ids, labels, spill)
         r2, c2 = dec.finish()
@@ -419,7 +408,7 @@ class ReasoningParser:
         elif labels.count(CONTENT) == n:
             reasoning, content = [], ids
         else:
-            reasoning, content = _split(ids, labels)
+            reasoning, content = split_labels(ids, labels)
         return ParsedReasoningDelta(
             ids,
             bytes(labels),
