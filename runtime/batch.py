@@ -86,10 +86,9 @@ from .batch_result import (
     RequestUsage,
     Spill,
     UnknownRequestError,
-    split_labels,
 )
 from .errors import InvalidOptionError
-from .labels import CONTENT, DELIMITER, REASONING
+from .labels import CONTENT, DELIMITER, REASONING, split_labels
 from .machine import Machine
 from .parser import ReasoningParser
 from .registry import create_parser_sync
