@@ -92,3 +92,30 @@ def test_demo_says_when_no_parser_fits(capsys: pytest.CaptureFixture[str]) -> No
     path = str(DATA / "qwen-2.5" / "tokenizer.json.zip")
     assert main(["demo", "--tokenizer", path]) == 2
     assert "pass --parser NAME" in capsys.readouterr().err
+
+
+def test_bench_batch_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from reasonspan.bench_batch import BASELINE, LOOP, PER_REQUEST, VECTORIZED
+
+    target = tmp_path / "batch.json"
+    argv = ["bench", "--suite", "batch", "--sizes", "1,8", "--repeats", "1", "--json", str(target)]
+    assert main(argv) == 0
+    assert "| path | batch |" in capsys.readouterr().out
+    data = json.loads(target.read_text())
+    assert "cores=" in data["machine"]
+    rows = data["rows"]
+    cells = {(r["batch"], r["k"]) for r in rows}
+    assert cells == {(1, 1), (8, 1), (1, 4), (8, 4)}
+    for n, k in cells:
+        here = {r["case"]: r for r in rows if (r["batch"], r["k"]) == (n, k)}
+        assert set(here) == {VECTORIZED, PER_REQUEST, LOOP, BASELINE}
+        # A note on these rows would mean the path is not the one its label names.
+        assert here[VECTORIZED]["note"] == "" and here[PER_REQUEST]["note"] == ""
+        assert here[BASELINE]["vs_baseline"] is None
+        for r in here.values():
+            assert r["tokens"] == n * k and r["steps"] >= 5
+            assert r["us_per_call"] > 0 and r["bytes_per_request"] > 0
+            assert r["ns_per_token"] == pytest.approx(r["us_per_call"] * 1e3 / (n * k))
+            if r is not here[BASELINE]:
+                expected = here[BASELINE]["us_per_call"] / r["us_per_call"]
+                assert r["vs_baseline"] == pytest.approx(expected)
