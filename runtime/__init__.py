@@ -34,6 +34,7 @@ from .registry import (
     list_parsers,
     register,
 )
+from .serving import ReasoningRuntime, RequestCancelledError, RequestStream
 from .spec import MarkerKind, ReasoningSpec, Trim
 from .text import LabelledDecoder, TextSplitter
 
@@ -57,10 +58,13 @@ __all__ = [
     "ParsedReasoningDelta",
     "ReasoningBatch",
     "ReasoningParser",
+    "ReasoningRuntime",
     "ReasoningSpec",
     "ReasonspanError",
+    "RequestCancelledError",
     "RequestFailedError",
     "RequestFinishedError",
+    "RequestStream",
     "RequestUsage",
     "TextFormatter",
     "TextSplitter",
