@@ -821,7 +821,6 @@ class ReasoningBatch:
         n = len(row_l)
         add_cnt = [0] * n
         add_delim = [0] * n
-        positions: list[int] = []
         out = bytearray()
         grammar: list[int] = []
         all_toks = toks.tolist() if 4 * n >= toks.shape[0] else None
@@ -830,7 +829,6 @@ class ReasoningBatch:
             slot, row, a, b = slot_l[i], row_l[i], start_l[i], end_l[i]
             if failed_l[i]:  # reported at every step until the request is removed
                 errors[int(rids[row])] = self._errors[slot]
-                positions.extend(range(a, b))
                 out += bytes([FAILED]) * (b - a)
                 continue
             if a == b:
@@ -841,6 +839,37 @@ class ReasoningBatch:
             struct = struct_l[i]
             budget = budget_l[i]
             budgeted = budget != NO_BUDGET
+            if not struct and not budgeted:
+                # The common lane: one stream() call, no per-token decisions to make.
+                held0 = held_l[i]
+                try:
+                    d = parser.stream(chunk, state_l[i])
+                except Exception as exc:  # isolate: only this request fails
+                    rid = int(rids[row])
+                    err = RequestFailedError(rid, parser.name, exc)
+                    self._failed[slot] = True
+                    self._errors[slot] = err
+                    errors[rid] = err
+                    out += bytes([FAILED]) * (b - a)
+                    continue
+                labs_b = d.labels
+                state_l[i] = d.is_still_reasoning
+                held_l[i] = d.held_token_count
+                if len(labs_b) == 1:
+                    lab = labs_b[0]
+                    add_cnt[i] = (b - a) * _TOTAL + (lab == REASONING)
+                    add_delim[i] = int(lab == DELIMITER)
+                else:
+                    add_cnt[i] = (b - a) * _TOTAL + labs_b.count(REASONING)
+                    add_delim[i] = labs_b.count(DELIMITER)
+                nd = max(0, len(labs_b) - held0)
+                out += labs_b[held0 : held0 + nd]
+                if b - a > nd:
+                    out += bytes([HELD]) * (b - a - nd)
+                res._decided[row] = (d.token_ids, labs_b)
+                if d.spill:
+                    res._spill[row] = d.spill
+                continue
             # With a grammar or a budget, decisions are per token: stream token by token
             # (the same labels: stream() does not depend on how tokens are split).
             pieces = [[t] for t in chunk] if (struct or budgeted) and len(chunk) > 1 else [chunk]
@@ -883,7 +912,6 @@ class ReasoningBatch:
                 self._failed[slot] = True
                 self._errors[slot] = err
                 errors[rid] = err
-                positions.extend(range(a, b))
                 out += bytes([FAILED]) * (b - a)
                 continue
             state_l[i] = state
@@ -894,7 +922,6 @@ class ReasoningBatch:
             add_delim[i] = labs.count(DELIMITER)
             # This step's tokens: those decided now (after the earlier held ones), then HELD.
             nd = max(0, len(ids) - held0)
-            positions.extend(range(a, b))
             out += labs[held0 : held0 + nd]
             out += bytes([HELD]) * (b - a - nd)
             if struct:
@@ -902,8 +929,12 @@ class ReasoningBatch:
             res._decided[row] = (ids, bytes(labs))
             if spill:
                 res._spill[row] = tuple(spill)
-        if positions:
-            labels[positions] = np.frombuffer(bytes(out), np.uint8)
+        # Every fallback row wrote exactly its own tokens' labels, in row order.
+        cnt = offs[frows + 1] - offs[frows]
+        total = int(cnt.sum())
+        if total:
+            first = offs[frows] - (np.cumsum(cnt) - cnt)
+            labels[np.repeat(first, cnt) + np.arange(total)] = np.frombuffer(bytes(out), np.uint8)
         if grammar and gmask is not None:
             gmask[grammar] = True
         self._row[fs] = (self._row[fs] & ~_REASONING_BIT) | np.where(state_l, _REASONING_BIT, 0)
