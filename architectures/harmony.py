@@ -136,6 +136,15 @@ class HarmonyMachine(Machine):
     def new_cursor(self) -> HarmonyCursor:
         return HarmonyCursor()
 
+    def route_one(self, token: int, reasoning: bool, cursor: Cursor) -> tuple[int, bool] | None:
+        """An ordinary token inside a message body: labelled like the body, as ``run``
+        would, without the general path's queue."""
+        cur = _harmony(cursor)
+        if cur.mode != _BODY or self.codes[token]:
+            return None
+        _sync(cur, reasoning)
+        return cur.body, cur.body == REASONING
+
     # ------------------------------------------------------------------ output routing
 
     def run(

@@ -104,6 +104,12 @@ class Machine:
     """True when every marker is one token and no family hook overrides routing, so the
     batch runtime may route this family with table lookups over the whole batch."""
 
+    def route_one(self, token: int, reasoning: bool, cursor: Cursor) -> tuple[int, bool] | None:
+        """A custom machine's 1-token fast path: ``(label, still_reasoning)`` for a token it
+        can decide at once (updating ``cursor`` as ``run`` would), or None to take the
+        general path. The base machine's own fast path lives in the parser."""
+        return None
+
     def new_cursor(self) -> Cursor:
         """Per-request matcher state; a custom machine returns its own Cursor subclass."""
         return Cursor()

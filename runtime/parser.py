@@ -129,6 +129,7 @@ class ReasoningParser:
         "_lut",
         "_machine",
         "_rfmt",
+        "_route_one",
         "_rows",
         "_seen",
         "_swap",
@@ -167,6 +168,9 @@ class ReasoningParser:
         self._seen = 0
         if self._swap:
             self._fast = False
+        # A custom machine may decide a lone ordinary token cheaply too (Machine.route_one).
+        custom = type(machine).route_one is not Machine.route_one
+        self._route_one = machine.route_one if custom and not self._swap else None
 
     # ------------------------------------------------------------------ construction
 
@@ -294,30 +298,47 @@ class ReasoningParser:
         """Label the new tokens of one request. Invalid input raises before any state changes.
 
         The returned lists may share one list object; treat them as read-only."""
-        if self._fast and type(delta_token_ids) is list and len(delta_token_ids) == 1:
-            # Plain decoding (one token per step) on a single-token-marker family: the
-            # common case in a server, kept to two table lookups and one Struct.
+        if type(delta_token_ids) is list and len(delta_token_ids) == 1:
+            # Plain decoding (one token per step): the common case in a server, kept to
+            # two table lookups and one Struct when the token cannot begin a marker.
             t = delta_token_ids[0]
-            if (
-                type(t) is int
-                and 0 <= t < self._vocab
-                and (k := self._lut[t]) < HOLD
-                and not self._cursor.held
-            ):
-                label, still, label_bytes = self._rows[1 if is_currently_reasoning else 0][k]
-                self._last = still
-                one = [t]
-                return ParsedReasoningDelta(
-                    one,
-                    label_bytes,
-                    one if label == REASONING else [],
-                    one if label in (CONTENT, TOOL) else [],
-                    still,
-                    0,
-                    (),
-                    self._rfmt,
-                    self._cfmt,
-                )
+            if type(t) is int and 0 <= t < self._vocab:
+                if self._fast:
+                    k = self._lut[t]
+                    if k < HOLD and not self._cursor.held:
+                        label, still, label_bytes = self._rows[1 if is_currently_reasoning else 0][
+                            k
+                        ]
+                        self._last = still
+                        one = [t]
+                        return ParsedReasoningDelta(
+                            one,
+                            label_bytes,
+                            one if label == REASONING else [],
+                            one if label in (CONTENT, TOOL) else [],
+                            still,
+                            0,
+                            (),
+                            self._rfmt,
+                            self._cfmt,
+                        )
+                elif self._route_one is not None:
+                    got = self._route_one(t, is_currently_reasoning, self._cursor)
+                    if got is not None:
+                        label, still = got
+                        self._last = still
+                        one = [t]
+                        return ParsedReasoningDelta(
+                            one,
+                            _LABEL_BYTES[label],
+                            one if label == REASONING else [],
+                            one if label in (CONTENT, TOOL) else [],
+                            still,
+                            0,
+                            (),
+                            self._rfmt,
+                            self._cfmt,
+                        )
         self._check(delta_token_ids, "delta_token_ids")
         ids: list[int] = []
         labels = bytearray()
