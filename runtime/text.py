@@ -6,6 +6,7 @@ multi-byte character split across tokens comes out whole in the channel it belon
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,33 @@ if TYPE_CHECKING:
     from .parser import ReasoningParser, TokenIds
 
 
+class ByteDecoder:
+    """Incremental detokenization from the per-token byte table, for tokenizers whose
+    decoder is plain ByteLevel (Qwen, DeepSeek, GLM, MiniMax, Llama 3 ...): the same text
+    as ``DecodeStream`` at about a third of the cost. A multi-byte character split across
+    tokens is held until it is complete; incomplete bytes at the very end are dropped, as
+    ``DecodeStream`` drops them."""
+
+    __slots__ = ("_dec", "_skip", "_table")
+
+    def __init__(self, table: list[bytes], skip: frozenset[int]) -> None:
+        self._table = table
+        self._skip = skip
+        self._dec = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def step(self, _tokenizer: object, token_id: int) -> str | None:
+        if token_id in self._skip:
+            return None
+        return self._dec.decode(self._table[token_id]) or None
+
+
+def _decoder(parser: ReasoningParser, skip_special_tokens: bool) -> ByteDecoder | DecodeStream:
+    tok = parser.tokenizer
+    if tok.byte_level:
+        return ByteDecoder(tok.token_bytes, tok.special_ids if skip_special_tokens else frozenset())
+    return DecodeStream(skip_special_tokens=skip_special_tokens)
+
+
 class LabelledDecoder:
     """Turns (token id, label) pairs into reasoning text and content text, incrementally."""
 
@@ -26,8 +54,8 @@ class LabelledDecoder:
     def __init__(self, parser: ReasoningParser, *, skip_special_tokens: bool = False) -> None:
         self._tok = parser.tokenizer.tokenizer
         self._skip = skip_special_tokens
-        self._rdec = DecodeStream(skip_special_tokens=skip_special_tokens)
-        self._cdec = DecodeStream(skip_special_tokens=skip_special_tokens)
+        self._rdec = _decoder(parser, skip_special_tokens)
+        self._cdec = _decoder(parser, skip_special_tokens)
         rf, cf = parser.text_formatters()
         self._rfmt: TextFormatter = rf() if rf else IdentityFormatter()
         self._cfmt: TextFormatter = cf() if cf else IdentityFormatter()
@@ -38,9 +66,18 @@ class LabelledDecoder:
         labels: bytes | bytearray,
         spill: Sequence[tuple[int, bytes, int, int]] = (),
     ) -> tuple[str, str]:
+        tok = self._tok
+        if len(token_ids) == 1 and not spill:
+            # One token per step: the common case, without the loop's lists.
+            lab = labels[0]
+            if lab == REASONING:
+                s = self._rdec.step(tok, token_ids[0])
+                return (self._rfmt.text(s) if s else ""), ""
+            if lab in (CONTENT, TOOL):
+                s = self._cdec.step(tok, token_ids[0])
+                return "", (self._cfmt.text(s) if s else "")
         r: list[str] = []
         c: list[str] = []
-        tok = self._tok
         rstep = self._rdec.step
         cstep = self._cdec.step
         rtext = self._rfmt.text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from fixtures import tokenizer
 
 import reasonspan
@@ -45,3 +46,33 @@ def test_prompt_seeds_the_splitter() -> None:
     assert split.is_reasoning is False
     r, c = split.feed(tok.encode("Hello"))
     assert (r, c) == ("", "Hello")
+
+
+@pytest.mark.parametrize("name", ["qwen-3", "deepseek-r1", "glm-4.7-flash", "minimax-m3"])
+def test_byte_decoder_matches_decode_stream(name: str) -> None:
+    """On plain ByteLevel tokenizers the byte-table decoder gives DecodeStream's text."""
+    from reasonspan.runtime.text import ByteDecoder
+    from tokenizers.decoders import DecodeStream
+
+    from reasonspan.transcripts import ALL
+
+    tok = tokenizer(name)
+    assert tok.byte_level
+    text = "".join(t.reasoning + "<think>思考 🙂</think>" + t.answer for t in ALL)
+    ids = tok.encode(text)
+    for skip in (False, True):
+        ours = ByteDecoder(tok.token_bytes, tok.special_ids if skip else frozenset())
+        theirs = DecodeStream(skip_special_tokens=skip)
+        a = "".join(ours.step(None, t) or "" for t in ids)
+        b = "".join(theirs.step(tok.tokenizer, t) or "" for t in ids)
+        assert a == b
+
+
+def test_metaspace_tokenizer_keeps_decode_stream() -> None:
+    from reasonspan.runtime.text import _decoder
+    from tokenizers.decoders import DecodeStream
+
+    tok = tokenizer("jiutian-139moe-chat")  # a Unigram/Metaspace vocabulary
+    assert not tok.byte_level
+    parser = reasonspan.create_parser_sync("minimax_m3", tok)
+    assert isinstance(_decoder(parser, False), DecodeStream)

@@ -45,6 +45,8 @@ class LoadedTokenizer:
         vocab = tokenizer.get_vocab(with_added_tokens=True)
         self.vocab_size: int = (max(vocab.values()) + 1) if vocab else 0
         self._token_bytes: list[bytes] | None = None
+        self._byte_level = False
+        self._special_ids: frozenset[int] = frozenset()
         self._lock = threading.Lock()
         self.cache: dict[object, object] = {}
 
@@ -59,9 +61,34 @@ class LoadedTokenizer:
 
             with self._lock:
                 if self._token_bytes is None:
-                    raw = self._raw_json if self._raw_json is not None else self.tokenizer.to_str()
-                    self._token_bytes = build_token_bytes(json.loads(raw), self.vocab_size)
+                    parsed = self._parsed()
+                    self._token_bytes = build_token_bytes(parsed, self.vocab_size)
+                    decoder = parsed.get("decoder")
+                    self._byte_level = isinstance(decoder, dict) and decoder.get("type") == (
+                        "ByteLevel"
+                    )
+                    self._special_ids = frozenset(
+                        int(a["id"]) for a in parsed.get("added_tokens") or [] if a.get("special")
+                    )
         return self._token_bytes
+
+    def _parsed(self) -> dict[str, Any]:
+        raw = self._raw_json if self._raw_json is not None else self.tokenizer.to_str()
+        data = json.loads(raw)
+        return data if isinstance(data, dict) else {}
+
+    @property
+    def byte_level(self) -> bool:
+        """True when decoding is exactly "concatenate each token's bytes, then UTF-8" (a
+        plain ByteLevel decoder): text can then be produced from ``token_bytes`` alone."""
+        _ = self.token_bytes
+        return self._byte_level
+
+    @property
+    def special_ids(self) -> frozenset[int]:
+        """Ids of added tokens marked special (skipped with ``skip_special_tokens``)."""
+        _ = self.token_bytes
+        return self._special_ids
 
     def single_token_id(self, text: str) -> int | None:
         """The id of ``text`` if it is exactly one token of this vocabulary, else None."""
