@@ -12,10 +12,6 @@ and stays in the content for the tool parser. It is several tokens (``<`` ``｜D
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from ..runtime.errors import InvalidOptionError
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import ReasoningSpec
@@ -36,15 +32,7 @@ class DeepSeekV4Parser(ReasoningParser):
         prompt_start=True,
         thinking_default=True,
         thinking_switches=("thinking", "enable_thinking"),
+        thinking_off_when=(("reasoning_effort", "none"),),
         notes='also off with reasoning_effort "none"; <｜DSML｜tool_calls> (multi-token) ends '
         "reasoning",
     )
-
-    @classmethod
-    def resolve_switches(cls, kwargs: Mapping[str, Any]) -> tuple[bool, bool]:
-        """``reasoning_effort: "none"`` turns thinking off like ``thinking: false``."""
-        thinking, prompt_start = super().resolve_switches(kwargs)
-        effort = kwargs.get("reasoning_effort")
-        if effort is not None and not isinstance(effort, str):
-            raise InvalidOptionError("reasoning_effort", effort, 'a string such as "none"')
-        return thinking and effort != "none", prompt_start

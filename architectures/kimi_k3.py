@@ -23,10 +23,6 @@ scopes it as well when a renderer leaves ``<|end_of_msg|>`` out. Either way a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from ..runtime.errors import InvalidOptionError
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import ReasoningSpec
@@ -57,16 +53,9 @@ class KimiK3Parser(ReasoningParser):
         thinking_default=True,
         # Later keys win: `thinking` over `enable_thinking`, as in vLLM.
         thinking_switches=("enable_thinking", "thinking"),
+        thinking_off_when=(("reasoning_effort", "none"),),
         start_in_content="enter",
         end_in_content="drop",
         notes="three-token markers matched on bytes; response wrapper stripped; "
         "scan scoped to the current assistant message",
     )
-
-    @classmethod
-    def resolve_switches(cls, kwargs: Mapping[str, Any]) -> tuple[bool, bool]:
-        thinking, prompt_start = super().resolve_switches(kwargs)
-        effort = kwargs.get("reasoning_effort")
-        if effort is not None and not isinstance(effort, str):
-            raise InvalidOptionError("reasoning_effort", effort, 'a string such as "none"')
-        return thinking and effort != "none", prompt_start

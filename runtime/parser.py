@@ -184,6 +184,12 @@ class ReasoningParser:
                 if not isinstance(value, bool):
                     raise InvalidOptionError(key, value, "a bool")
                 thinking = value
+        for key, off in cls.spec.thinking_off_when:
+            value = kwargs.get(key)
+            if value is not None and not isinstance(value, str):
+                raise InvalidOptionError(key, value, f'a string such as "{off}"')
+            if value == off:
+                thinking = False
         return thinking, cls.spec.prompt_start
 
     @classmethod

@@ -78,6 +78,9 @@ class ReasoningSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     thinking_default: bool = True
     thinking_switches: tuple[str, ...] = ()
     """chat_template_kwargs keys whose bool value turns thinking on or off."""
+    thinking_off_when: tuple[tuple[str, str], ...] = ()
+    """chat_template_kwargs ``(key, value)`` string settings that also turn thinking off,
+    such as ``("reasoning_effort", "none")``."""
     start_in_content: Literal["enter", "keep"] = "keep"
     """A start marker after content: re-enter reasoning, or keep it as content."""
     end_in_content: Literal["keep", "drop"] = "keep"
