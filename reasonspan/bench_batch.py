@@ -1,16 +1,19 @@
 """The ``batch`` suite of ``reasonspan bench``: one engine step over a whole continuous batch.
 
-Three ways to route a step's tokens, on the same tokenizer, the same sizes and the same
-kind of stream, so their rows compare directly:
+Ways to route a step's tokens, on the same tokenizer, the same sizes and the same kind of
+stream, so their rows compare directly:
 
 - ``vectorized``: :class:`ReasoningBatch` with qwen3, whose markers are single tokens, so a
   step is a few numpy gathers and scatters over the batch;
-- ``per-request``: :class:`ReasoningBatch` with minimax_m3, whose ``<mm:think>`` markers
-  are several tokens in Qwen3's vocabulary, so the batch routes every request through its
-  own ``parser.stream()`` (the path of hold-back families and custom machines);
+- ``hold-back``: :class:`ReasoningBatch` with minimax_m3, whose ``<mm:think>`` markers are
+  several tokens in Qwen3's vocabulary (matched on token bytes, with hold-back): the batch
+  routes its tokens by table like qwen3's and hands a request to its own
+  ``parser.stream()`` only from a token that may begin a marker (HOLD) until the held
+  tokens are decided, so the row shows what the text-marker families cost;
 - ``stream() loop``: the same minimax_m3 requests, each its own parser, stepped by a bare
-  Python loop over ``parser.stream()`` with no batch around it: the floor of the
-  per-request path, so the batch's own bookkeeping shows as the difference;
+  Python loop over ``parser.stream()`` with no batch around it: what routing every token
+  through its parser costs, i.e. the floor of the per-request path that custom machines
+  (harmony) and parsers still take in a batch;
 - ``text baseline``: one :class:`TextBaseline` per request (DecodeStream + string search),
   each fed its tokens every step, which is what servers do today.
 
@@ -49,7 +52,7 @@ WARMUP_STEPS = 2
 MEMORY_STEPS = 4
 
 VECTORIZED = "vectorized: ReasoningBatch.step, qwen3"
-PER_REQUEST = "per-request: ReasoningBatch.step, minimax_m3 (multi-token markers)"
+PER_REQUEST = "hold-back: ReasoningBatch.step, minimax_m3 (multi-token markers; table + stream())"
 LOOP = "per-request floor: Python loop of parser.stream(), minimax_m3"
 BASELINE = "text baseline: one TextBaseline per request"
 
@@ -229,7 +232,8 @@ def mm_transcript_ids(tok: LoadedTokenizer, ids: list[int]) -> list[int]:
 def run_batch_suite(
     tok: LoadedTokenizer, repeats: int, sizes: Sequence[int] = SIZES, ks: Sequence[int] = KS
 ) -> list[Row]:
-    """Rows for every size and k: vectorized, per-request, then the baseline they beat."""
+    """Rows for every size and k: vectorized, hold-back, the stream() loop, then the
+    baseline they are compared with."""
     qwen = create_parser_sync("qwen3", tok)
     mm = create_parser_sync("minimax_m3", tok)
     ids = transcript_ids(tok)

@@ -10,10 +10,10 @@ token counts, budget, forced position, ...), so a step over single-token-marker 
 is a handful of numpy gathers and scatters over the whole batch, with no Python loop over
 requests:
 
-- every vectorizable machine in the batch gets a slice of one flat lookup table
-  (token id -> marker kind) and 16 entries of flat transition tables. A slot's state is
-  stored as its row in those tables, ``16 * group + 8 * reasoning``, so one addition of
-  the token's kind indexes the label, the next row and the count increment; mixed
+- every table-routed machine in the batch gets a slice of one flat lookup table
+  (token id -> marker kind) and 32 entries of flat transition tables. A slot's state is
+  stored as its row in those tables, ``32 * group + 16 * aside + 8 * reasoning``, so one
+  addition of the token's kind indexes the label, the next row and the count increment; mixed
   families go through the same operations (a single family skips the per-slot lookup
   table offset). Everything stays int64 on the hot path: numpy is several times slower
   when it has to convert index dtypes;
@@ -22,9 +22,18 @@ requests:
 - with k tokens per request, position j of every request is processed at once, for j up
   to the largest k: exact, because each request's slot is touched once per position.
 
-Families that are not vectorizable (multi-token or text markers, custom machines or
-parsers) go through a per-request ``parser.stream()`` in the same step. Both paths give
-exactly what the per-request ``stream()`` gives for the same tokens (tests/test_batch.py).
+Hold-back families (text markers, matched on token bytes, on the base machine) take the
+same table path for every token it can decide: while a request holds nothing, a token
+without the HOLD flag is routed by ``trans[state][kind]``, exactly as the parser's own
+``stream()`` routes it (its 1-token fast path). From a request's first HOLD token in a
+step, and in later steps while it still holds tokens (the aside bit of its row), the table
+leaves its tokens alone and the rest of its tokens in that step go through its own
+``parser.stream()``, whose cursor therefore holds exactly what the parser has held. HOLD
+tokens are rare (0.2-7% of the tokens of the texts measured), so most steps of such a
+request cost what a vectorized one costs. Custom machines (harmony) or parsers, and
+hold-back requests whose parser must see every token (``may_return_reasoning_as_content``),
+go through ``parser.stream()`` for every token. All paths give exactly what the
+per-request ``stream()`` gives for the same tokens (tests/test_batch.py).
 
 Held-back tokens (hold-back families only) are labelled :data:`HELD` in the step that
 brings them and are reported, with their real label, by ``res.decided()`` / ``res.split()``
@@ -89,7 +98,7 @@ from .batch_result import (
 )
 from .errors import InvalidOptionError
 from .labels import CONTENT, DELIMITER, REASONING, split_labels
-from .machine import Machine
+from .machine import HOLD, Machine
 from .parser import ReasoningParser
 from .registry import create_parser_sync
 
@@ -99,17 +108,32 @@ _TOTAL = 1 << 32
 """Packed counts: ``total_tokens * _TOTAL + reasoning_tokens``."""
 _LOW = np.int64(_TOTAL - 1)
 _REASONING_BIT = np.int64(8)
-"""Bit of a slot's row (``16 * group + 8 * state``) that says it is reasoning."""
+"""Bit of a slot's row (``32 * group + 16 * aside + 8 * state``) that says it is reasoning."""
+_ASIDE_BIT = np.int64(16)
+"""Bit of a slot's row that sends every token to the request's own parser: a hold-back
+request with tokens held (or whose parser failed)."""
+_ASIDE = 7
+"""Table kind of a token the table leaves to the request's own parser (see _Tables)."""
+_FEW_ROWS = 32
+"""Up to this many per-request rows in a step, slot fields are read and written element by
+element rather than by numpy gathers (measured crossover on a 2-core machine: ~30)."""
 
 
 class _Tables:
-    """Lookup tables of every vectorizable machine this batch has seen, one group each.
+    """Lookup tables of every machine this batch routes by table, one group each.
 
-    ``lut[base[g] + token]`` is the marker kind. With ``row = 16 * g + 8 * state``,
+    ``lut[base[g] + token]`` is the marker kind. With ``row = 32 * g + 8 * state``,
     ``lab[row + kind]`` is the label, ``nxt[row + kind]`` the next row and
     ``inc[row + kind]`` the packed count increment (``1 << 32`` plus 1 for a reasoning
     token). Groups are keyed by the tables' contents, so machines compiled twice for the
     same tokenizer share a group.
+
+    Kind :data:`_ASIDE` (no marker kind uses it) is a token the table leaves alone: label
+    :data:`HELD`, same row, nothing counted. A hold-back machine (text markers, base
+    routing) has its HOLD tokens stored as that kind; a request with tokens held has the
+    :data:`_ASIDE_BIT` in its row, whose 16 entries all leave the token alone. The step
+    hands such requests to their own parser from that token on, so the label array tells
+    which requests left the table path, with no separate pass over the batch.
     """
 
     def __init__(self) -> None:
@@ -134,7 +158,8 @@ class _Tables:
         return g
 
     def _build(self, machine: Machine) -> int | None:
-        if not machine.vectorizable:
+        hold_back = _hold_back(machine)
+        if not (machine.vectorizable or hold_back):
             return None
         trans = machine.trans
         # The vectorized step knows two states and eight kinds; anything else is routed
@@ -145,19 +170,38 @@ class _Tables:
         if any(not (0 <= lab <= 3 and nxt in (0, 1)) for lab, nxt in flat):
             return None
         lut = machine.np_lut
-        if lut.size and int(lut.max()) >= 8:
+        # Marker kinds stay below _ASIDE; HOLD tokens (hold-back machines only) are exactly
+        # HOLD, since a single-token marker is never held.
+        top = int(lut.max()) if lut.size else 0
+        if top >= _ASIDE and (not hold_back or top > HOLD or bool((lut == _ASIDE).any())):
             return None
         key = (machine.lut, trans)
         g = self._by_key.get(key)
         if g is not None:
             return g
         g = len(self.base)
-        self.base.append(int(self.lut.size))
+        base = int(self.lut.size)
+        self.base.append(base)
         self.vocab.append(int(machine.vocab_size))
-        self.lut = np.concatenate([self.lut, lut])
+        flat_lut = np.empty(base + lut.size, np.uint8)
+        flat_lut[:base] = self.lut
+        if hold_back:  # HOLD (8, never with a kind) becomes _ASIDE, written in place
+            np.minimum(lut, np.uint8(_ASIDE), out=flat_lut[base:])
+            lut = flat_lut[base:]
+        else:
+            flat_lut[base:] = lut
+        self.lut = flat_lut
         glab = np.array([lab for lab, _ in flat], np.uint8)
-        gnxt = np.array([16 * g + 8 * nxt for _, nxt in flat], np.int64)
+        gnxt = np.array([32 * g + 8 * nxt for _, nxt in flat], np.int64)
         ginc = np.array([_TOTAL + (lab == REASONING) for lab, _ in flat], np.int64)
+        for state in (0, 1):  # the token is left to the request's parser
+            glab[8 * state + _ASIDE] = HELD
+            gnxt[8 * state + _ASIDE] = 32 * g + 8 * state
+            ginc[8 * state + _ASIDE] = 0
+        # Rows with the aside bit: every kind is left to the parser, the row stays.
+        glab = np.concatenate([glab, np.full(16, HELD, np.uint8)])
+        gnxt = np.concatenate([gnxt, 32 * g + 16 + 8 * (np.arange(16, dtype=np.int64) >= 8)])
+        ginc = np.concatenate([ginc, np.zeros(16, np.int64)])
         self.lab = np.concatenate([self.lab, glab])
         self.nxt = np.concatenate([self.nxt, gnxt])
         self.inc = np.concatenate([self.inc, ginc])
@@ -165,6 +209,13 @@ class _Tables:
         self.live.append(0)
         self._by_key[key] = g
         return g
+
+
+def _hold_back(machine: Machine) -> bool:
+    """A machine with text markers that routes with the base tables: its ``stream()`` decides
+    a token by ``trans[state][lut[t]]`` whenever nothing is held and the token has no HOLD
+    flag (the parser's own 1-token fast path), so the batch may do the same by table."""
+    return machine.has_byte_markers and type(machine).run is Machine.run
 
 
 def _int_array(x: object, where: str) -> IntArray:
@@ -217,6 +268,7 @@ class ReasoningBatch:
         ("_done", np.bool_, 0),
         ("_failed", np.bool_, 0),
         ("_vec", np.bool_, 0),
+        ("_tab", np.bool_, 0),
         ("_group", np.int64, -1),
         ("_lutb", np.int64, 0),
         ("_row", np.int64, 0),
@@ -239,11 +291,14 @@ class ReasoningBatch:
     _done: BoolArray
     _failed: BoolArray
     _vec: BoolArray
+    _tab: BoolArray
+    """The request has a table group (vectorized or hold-back); the others (custom machines
+    or parsers) go only through their own parser."""
     _group: IntArray
     _lutb: IntArray
     _row: IntArray
-    """``16 * group + 8 * reasoning``: the slot's row in the flat transition tables (hold-back
-    slots use only the reasoning bit)."""
+    """``32 * group + 16 * aside + 8 * reasoning``: the slot's row in the flat transition
+    tables (per-request slots use only the reasoning bit)."""
     _cnt: IntArray
     """Packed ``total << 32 | reasoning`` token counts."""
     _dcnt: IntArray
@@ -273,6 +328,9 @@ class ReasoningBatch:
         self._cache_ids = b""
         self._cache_slots: IntArray = np.zeros(0, np.int64)
         self._n_fallback = 0
+        """Requests routed only through their own parser (custom machines or parsers)."""
+        self._n_hybrid = 0
+        """Requests of hold-back families, routed by table until a token needs holding."""
         self._n_struct = 0
         self._n_budget = 0
         self._n_exclude = 0
@@ -394,8 +452,12 @@ class ReasoningBatch:
             if prompt_token_ids is not None
             else p.default_reasoning
         ) and p.thinking_enabled
-        group = self._vector_group(p)
-        owned = p if group is not None else type(p)(p.tokenizer, p.machine, p.chat_template_kwargs)
+        group, hybrid = self._vector_group(p)
+        owned = (
+            p
+            if group is not None and not hybrid
+            else type(p)(p.tokenizer, p.machine, p.chat_template_kwargs)
+        )
 
         # ---- validated: from here on the batch changes
         if not self._free:
@@ -410,10 +472,11 @@ class ReasoningBatch:
         self._gen[slot] += 1
         self._done[slot] = False
         self._failed[slot] = False
-        self._vec[slot] = group is not None
+        self._vec[slot] = group is not None and not hybrid
+        self._tab[slot] = group is not None
         self._group[slot] = -1 if group is None else group
         self._lutb[slot] = 0 if group is None else tables.base[group]
-        self._row[slot] = (0 if group is None else 16 * group) + (8 if reasoning else 0)
+        self._row[slot] = (0 if group is None else 32 * group) + (8 if reasoning else 0)
         self._vocab[slot] = p.machine.vocab_size
         self._cnt[slot] = 0
         self._dcnt[slot] = 0
@@ -433,6 +496,7 @@ class ReasoningBatch:
         self._sorted_ids = np.insert(self._sorted_ids, pos, rid)
         self._sorted_slots = np.insert(self._sorted_slots, pos, slot)
         self._n_fallback += group is None
+        self._n_hybrid += hybrid
         self._n_struct += structured
         self._n_budget += budget != NO_BUDGET
         self._n_exclude += not include
@@ -470,11 +534,21 @@ class ReasoningBatch:
             raise TypeError(f"add(): parser name {name!r} needs tokenizer=")
         return create_parser_sync(name, tokenizer, kwargs)
 
-    def _vector_group(self, p: ReasoningParser) -> int | None:
+    def _vector_group(self, p: ReasoningParser) -> tuple[int | None, bool]:
+        """The request's table group (None: only its own parser routes it), and whether it
+        is a hold-back family that drops to its parser for the tokens a table cannot
+        decide. A parser that records what it saw for ``finish()``
+        (``may_return_reasoning_as_content`` with text markers) sees every token."""
         cls = type(p)
         if cls.stream is not ReasoningParser.stream or cls.finish is not ReasoningParser.finish:
-            return None
-        return self._tables.group(p.machine)
+            return None, False
+        machine = p.machine
+        if machine.vectorizable:
+            return self._tables.group(machine), False
+        if not _hold_back(machine) or p.may_return_reasoning_as_content:
+            return None, False
+        g = self._tables.group(machine)
+        return g, g is not None
 
     def remove(self, request_id: int) -> None:
         """Free the request's slot at once (finished, cancelled or failed alike)."""
@@ -488,6 +562,8 @@ class ReasoningBatch:
         if group >= 0:
             self._tables.live[group] -= 1
         self._n_fallback -= group < 0
+        self._n_hybrid -= bool(self._tab[slot]) and not self._vec[slot]
+        self._tab[slot] = False
         self._n_struct -= bool(self._struct[slot])
         self._n_budget -= int(self._budget[slot]) != NO_BUDGET
         self._n_exclude -= not self._incl[slot]
@@ -506,8 +582,9 @@ class ReasoningBatch:
     # ------------------------------------------------------------------ queries
 
     def is_vectorized(self, request_id: int) -> bool:
-        """Whether the request is routed by table lookups over the batch (single-token
-        markers) rather than through its own parser (hold-back families, custom machines)."""
+        """Whether every token of the request is routed by table lookups over the batch
+        (single-token markers). False for hold-back families, whose tokens go by table
+        only while nothing is held (see the module docs), and for custom machines."""
         return bool(self._vec[self._slot(request_id, "is_vectorized()")])
 
     def _reasoning(self, slot: int) -> bool:
@@ -705,18 +782,32 @@ class ReasoningBatch:
         gmask: BoolArray | None = None
         vrows: IntArray | None = None
         frows: IntArray | None = None
-        if self._n_fallback:
-            isvec = self._vec[slots]
-            if not isvec.all():
-                vrows = np.flatnonzero(isvec)
-                frows = np.flatnonzero(~isvec)
-        if uniform and vrows is None:
-            if m:
-                labels, before = self._advance(slots, toks)
-                if self._n_struct:
-                    gmask = self._struct[slots] & ((before & _REASONING_BIT) == 0)
-            else:
-                labels = np.zeros(0, np.uint8)
+        if self._n_fallback:  # custom machines or parsers: only their own parser
+            table = self._tab[slots]
+            if not table.all():
+                vrows = np.flatnonzero(table)
+                frows = np.flatnonzero(~table)
+        # Hold-back rows left aside by the table (a HOLD token, or tokens held): (rows,
+        # index of their first token left aside). Their parser takes it from there.
+        drops: list[tuple[IntArray, IntArray]] = []
+        if uniform and vrows is None and m:
+            labels, before, aside = self._advance(slots, toks)
+            if self._n_struct:
+                gmask = self._struct[slots] & ((before & _REASONING_BIT) == 0)
+            if aside is not None:
+                drops.append((aside, aside))
+        elif uniform:  # one token per request: a single table pass over some of them
+            labels = np.empty(m, np.uint8)
+            if self._n_struct:
+                gmask = np.zeros(m, np.bool_)
+            if vrows is not None and vrows.shape[0]:
+                vs = slots[vrows]
+                lab, before, aside = self._advance(vs, toks[vrows])
+                labels[vrows] = lab
+                if gmask is not None:
+                    gmask[vrows] = self._struct[vs] & ((before & _REASONING_BIT) == 0)
+                if aside is not None:
+                    drops.append((vrows[aside], vrows[aside]))
         else:
             labels = np.empty(m, np.uint8)
             if self._n_struct:
@@ -731,23 +822,54 @@ class ReasoningBatch:
             kmin = int(vcnt.min()) if vcnt.shape[0] else 0
             kmax = int(vcnt.max()) if vcnt.shape[0] else 0
             for j in range(kmax):
+                w: IntArray | None = None
                 if j < kmin:
                     sj, pj = vs, vstart + j
                 else:
                     w = np.flatnonzero(vcnt > j)
+                    if not w.shape[0]:  # the rest were left aside
+                        break
                     sj, pj = vs[w], vstart[w] + j
-                lab, before = self._advance(sj, toks[pj])
+                lab, before, aside = self._advance(sj, toks[pj])
                 labels[pj] = lab
                 if gmask is not None:
                     gmask[pj] = self._struct[sj] & ((before & _REASONING_BIT) == 0)
-            if frows is not None:
-                self._step_fallback(res, frows, slots, rids, toks, offs, labels, gmask, errors)
+                if aside is not None:
+                    # These rows leave the table path at position j for this step.
+                    at = aside if w is None else w[aside]
+                    if not drops:
+                        vcnt = vcnt.copy()
+                    vcnt[at] = j
+                    kmin = min(kmin, j)
+                    drops.append((at if vrows is None else vrows[at], pj[aside]))
+        if drops and gmask is not None:
+            for _, pos in drops:  # the parser's part: it sets the grammar mask itself
+                gmask[pos] = False
+        if self._errors:  # failed requests are reported at every step until removed
+            for row in np.flatnonzero(self._failed[slots]).tolist():
+                errors[int(rids[row])] = self._errors[int(slots[row])]
+        if frows is not None or drops:
+            # Per-request rows from their first token, then hold-back rows from the
+            # token that needed holding (their earlier tokens are decided above).
+            parts = [(frows, offs[frows])] if frows is not None else []
+            parts += drops
+            if len(parts) == 1:
+                frows, fstart = parts[0]
+            else:
+                frows = np.concatenate([r for r, _ in parts])
+                fstart = np.concatenate([p for _, p in parts])
+            self._step_fallback(res, frows, fstart, slots, rids, toks, offs, labels, gmask, errors)
         self._finish_result(res, rids, toks, offs, slots, labels, gmask, errors)
         return res
 
-    def _advance(self, s: IntArray, t: IntArray) -> tuple[LabelArray, IntArray]:
-        """One token for each of the (distinct, non-empty) slots ``s``: labels, and the
-        rows before (their reasoning bit is the state the token was generated in)."""
+    def _advance(self, s: IntArray, t: IntArray) -> tuple[LabelArray, IntArray, IntArray | None]:
+        """One token for each of the (distinct, non-empty) slots ``s``: labels, the rows
+        before (their reasoning bit is the state the token was generated in), and which
+        entries were left aside (None: none).
+
+        A token that a hold-back request cannot route by table (a HOLD token, or the
+        request has tokens held) is left aside: label HELD, state and counts unchanged,
+        and the caller hands that request to its own parser from that token on."""
         row = self._row[s]
         g = self._single
         tables = self._tables
@@ -757,12 +879,22 @@ class ReasoningBatch:
         new = tables.nxt[idx]
         self._row[s] = new
         self._cnt[s] += tables.inc[idx]
-        if lab.max() >= 2:  # markers are rare: count delimiters aside
-            w = np.flatnonzero(lab >= 2)
-            self._dcnt[s[w]] += lab[w] == DELIMITER
+        aside: IntArray | None = None
+        top = int(lab.max())
+        if top >= DELIMITER:  # markers and tokens left aside are rare: handled aside
+            if top == HELD:
+                aside = np.flatnonzero(lab == HELD)
+            w = np.flatnonzero(lab == DELIMITER)
+            if w.shape[0]:
+                self._dcnt[s[w]] += 1
         if self._n_budget:
-            self._budget_step(s, t, (new & _REASONING_BIT) != 0)
-        return lab, row
+            reasoning = (new & _REASONING_BIT) != 0
+            if aside is None:
+                self._budget_step(s, t, reasoning)
+            else:  # a token left aside is the parser's to count and to force on
+                on = np.flatnonzero(lab != HELD)
+                self._budget_step(s[on], t[on], reasoning[on])
+        return lab, row, aside
 
     def _budget_step(self, s: IntArray, t: IntArray, reasoning: BoolArray) -> None:
         """Advance the forced position on forced tokens; start forcing when the budget is
@@ -794,6 +926,7 @@ class ReasoningBatch:
         self,
         res: BatchStepResult,
         frows: IntArray,
+        fstart: IntArray,
         slots: IntArray,
         rids: IntArray,
         toks: IntArray,
@@ -802,32 +935,81 @@ class ReasoningBatch:
         gmask: BoolArray | None,
         errors: dict[int, RequestFailedError],
     ) -> None:
-        """The requests that go through their own parser (hold-back families, custom
-        machines). Their slot fields are read and written back in one gather / scatter
-        each; the loop itself is plain Python around ``parser.stream()``."""
-        fs = slots[frows]
-        slot_l = fs.tolist()
+        """The requests that go through their own parser (custom machines, and hold-back
+        families from the token that needs holding or while tokens are held), from token
+        ``fstart`` of each row to its end: a hold-back row's earlier tokens were decided by
+        table in this step, with nothing held, so its parser's cursor is still empty and
+        its state is the one the table left. The loop itself is plain Python around
+        ``parser.stream()``; slot fields are read and written back in one gather / scatter
+        each, or, for the few rows of a step where hold-back requests meet a HOLD token,
+        element by element (a numpy call on a tiny array costs more than the element).
+
+        Only what this batch uses is read (budgets, grammars)."""
         row_l = frows.tolist()
-        start_l = offs[frows].tolist()
-        end_l = offs[frows + 1].tolist()
-        state_l = ((self._row[fs] & _REASONING_BIT) != 0).tolist()
-        held_l = self._held[fs].tolist()
-        fpos_l = self._fpos[fs].tolist()
-        hit_l = self._hit[fs].tolist()
-        budget_l = self._budget[fs].tolist()
-        struct_l = self._struct[fs].tolist()
-        failed_l = self._failed[fs].tolist()
-        reasoning_l = (self._cnt[fs] & _LOW).tolist()
+        start_l = fstart.tolist()
         n = len(row_l)
+        fs: IntArray | None = None
+        if n <= _FEW_ROWS:
+            slot_l = [slots.item(r) for r in row_l]
+            first_l = [offs.item(r) for r in row_l]
+            end_l = [offs.item(r + 1) for r in row_l]
+
+            def get(a: np.ndarray[Any, Any]) -> list[Any]:
+                return [a.item(x) for x in slot_l]
+
+        else:
+            fs = slots[frows]
+            slot_l = fs.tolist()
+            first_l = offs[frows].tolist()
+            end_l = offs[frows + 1].tolist()
+
+            def get(a: np.ndarray[Any, Any]) -> list[Any]:
+                got: list[Any] = a[fs].tolist()
+                return got
+
+        if fs is None:
+            rows0 = get(self._row)
+            state_l = [bool(r & 8) for r in rows0]
+        else:
+            state_l = ((self._row[fs] & _REASONING_BIT) != 0).tolist()
+        held_l: list[int] = get(self._held)
+        budgeted_any = bool(self._n_budget)
+        if budgeted_any:
+            fpos_l = get(self._fpos)
+            hit_l = get(self._hit)
+            budget_l = get(self._budget)
+            reasoning_l = [c & (_TOTAL - 1) for c in get(self._cnt)]
+        else:
+            fpos_l, hit_l, budget_l, reasoning_l = [-1] * n, [False] * n, [NO_BUDGET] * n, [0] * n
+        struct_l = get(self._struct) if self._n_struct else [False] * n
+        failed = self._errors  # the failed slots
         add_cnt = [0] * n
         add_delim = [0] * n
         out = bytearray()
         grammar: list[int] = []
         all_toks = toks.tolist() if 4 * n >= toks.shape[0] else None
         parsers = self._parsers
+        failed_heads: list[tuple[int, int]] = []
+
+        def fail(i: int, exc: Exception) -> None:
+            """Freeze the request; like every token of its step, the ones decided by table
+            before it are FAILED, uncounted and outside the grammar."""
+            slot, row, a0, a = slot_l[i], row_l[i], first_l[i], start_l[i]
+            parser = parsers[slot]
+            rid = int(rids[row])
+            err = RequestFailedError(rid, parser.name if parser is not None else "?", exc)
+            self._failed[slot] = True
+            self._errors[slot] = err
+            errors[rid] = err
+            if a0 != a:
+                head = labels[a0:a].tobytes()
+                add_cnt[i] = -((a - a0) * _TOTAL + head.count(REASONING))
+                add_delim[i] = -head.count(DELIMITER)
+                failed_heads.append((a0, a))
+
         for i in range(n):
             slot, row, a, b = slot_l[i], row_l[i], start_l[i], end_l[i]
-            if failed_l[i]:  # reported at every step until the request is removed
+            if slot in failed:  # reported at every step until the request is removed
                 errors[int(rids[row])] = self._errors[slot]
                 out += bytes([FAILED]) * (b - a)
                 continue
@@ -845,11 +1027,7 @@ class ReasoningBatch:
                 try:
                     d = parser.stream(chunk, state_l[i])
                 except Exception as exc:  # isolate: only this request fails
-                    rid = int(rids[row])
-                    err = RequestFailedError(rid, parser.name, exc)
-                    self._failed[slot] = True
-                    self._errors[slot] = err
-                    errors[rid] = err
+                    fail(i, exc)
                     out += bytes([FAILED]) * (b - a)
                     continue
                 labs_b = d.labels
@@ -866,9 +1044,17 @@ class ReasoningBatch:
                 out += labs_b[held0 : held0 + nd]
                 if b - a > nd:
                     out += bytes([HELD]) * (b - a - nd)
-                res._decided[row] = (d.token_ids, labs_b)
-                if d.spill:
-                    res._spill[row] = d.spill
+                a0 = first_l[i]
+                if a0 == a:
+                    res._decided[row] = (d.token_ids, labs_b)
+                    if d.spill:
+                        res._spill[row] = d.spill
+                else:  # this step's table-decided tokens come first
+                    head = all_toks[a0:a] if all_toks is not None else toks[a0:a].tolist()
+                    res._decided[row] = (head + d.token_ids, labels[a0:a].tobytes() + labs_b)
+                    if d.spill:
+                        h = a - a0
+                        res._spill[row] = tuple((h + j, *rest) for j, *rest in d.spill)
                 continue
             # With a grammar or a budget, decisions are per token: stream token by token
             # (the same labels: stream() does not depend on how tokens are split).
@@ -907,11 +1093,7 @@ class ReasoningBatch:
                         elif fp >= len(seq):
                             fp = int(self._lead[slot])
             except Exception as exc:  # isolate: only this request fails
-                rid = int(rids[row])
-                err = RequestFailedError(rid, parser.name, exc)
-                self._failed[slot] = True
-                self._errors[slot] = err
-                errors[rid] = err
+                fail(i, exc)
                 out += bytes([FAILED]) * (b - a)
                 continue
             state_l[i] = state
@@ -926,23 +1108,64 @@ class ReasoningBatch:
             out += bytes([HELD]) * (b - a - nd)
             if struct:
                 grammar.extend(a + j for j, on in enumerate(gm) if on)
-            res._decided[row] = (ids, bytes(labs))
+            a0 = first_l[i]
+            if a0 == a:
+                res._decided[row] = (ids, bytes(labs))
+            else:  # this step's table-decided tokens come first
+                head = all_toks[a0:a] if all_toks is not None else toks[a0:a].tolist()
+                res._decided[row] = (head + ids, labels[a0:a].tobytes() + labs)
+                spill = [(a - a0 + j, data, ch, after) for j, data, ch, after in spill]
             if spill:
                 res._spill[row] = tuple(spill)
         # Every fallback row wrote exactly its own tokens' labels, in row order.
-        cnt = offs[frows + 1] - offs[frows]
-        total = int(cnt.sum())
-        if total:
-            first = offs[frows] - (np.cumsum(cnt) - cnt)
-            labels[np.repeat(first, cnt) + np.arange(total)] = np.frombuffer(bytes(out), np.uint8)
+        if fs is None:  # few rows: element by element
+            decided = bytes(out)
+            o = 0
+            row_a, held_a, cnt_a, dcnt_a = self._row, self._held, self._cnt, self._dcnt
+            fpos_a, hit_a = self._fpos, self._hit
+            for i, x in enumerate(slot_l):
+                a, b = start_l[i], end_l[i]
+                if b - a == 1:
+                    labels[a] = decided[o]
+                elif b > a:
+                    labels[a:b] = np.frombuffer(decided, np.uint8, b - a, o)
+                o += b - a
+                # Tokens held (or a failed parser): the table leaves its tokens aside.
+                side = 16 if held_l[i] or x in failed else 0
+                row_a[x] = (rows0[i] & ~24) | (8 if state_l[i] else 0) | side
+                held_a[x] = held_l[i]
+                cnt_a[x] = cnt_a.item(x) + add_cnt[i]
+                if add_delim[i]:
+                    dcnt_a[x] = dcnt_a.item(x) + add_delim[i]
+                if budgeted_any:
+                    fpos_a[x] = fpos_l[i]
+                    hit_a[x] = hit_l[i]
+        else:
+            if out:
+                cnt = offs[frows + 1] - fstart
+                first = fstart - (np.cumsum(cnt) - cnt)
+                labels[np.repeat(first, cnt) + np.arange(len(out))] = np.frombuffer(
+                    bytes(out), np.uint8
+                )
+            held_now = np.array(held_l, np.int64)
+            sides = (held_now > 0) | self._failed[fs]
+            self._row[fs] = (
+                (self._row[fs] & ~(_REASONING_BIT | _ASIDE_BIT))
+                | np.array(state_l, np.int64) * _REASONING_BIT
+                | sides * _ASIDE_BIT
+            )
+            self._held[fs] = held_now
+            if budgeted_any:
+                self._fpos[fs] = fpos_l
+                self._hit[fs] = hit_l
+            self._cnt[fs] += np.array(add_cnt, np.int64)
+            self._dcnt[fs] += np.array(add_delim, np.int64)
         if grammar and gmask is not None:
             gmask[grammar] = True
-        self._row[fs] = (self._row[fs] & ~_REASONING_BIT) | np.where(state_l, _REASONING_BIT, 0)
-        self._held[fs] = held_l
-        self._fpos[fs] = fpos_l
-        self._hit[fs] = hit_l
-        self._cnt[fs] += np.array(add_cnt, np.int64)
-        self._dcnt[fs] += np.array(add_delim, np.int64)
+        for a0, a in failed_heads:
+            labels[a0:a] = FAILED
+            if gmask is not None:
+                gmask[a0:a] = False
 
     def _finish_result(
         self,
@@ -970,7 +1193,7 @@ class ReasoningBatch:
         res.grammar_active = (
             self._struct[slots] & ~is_reasoning if self._n_struct else self._const("false", n)
         )
-        held = self._held[slots] if self._n_fallback else self._const("zero", n)
+        held = self._held[slots] if self._n_fallback or self._n_hybrid else self._const("zero", n)
         res.held_tokens = held
         res._include = self._incl[slots] if self._n_exclude else None
         res._forced_pos = None

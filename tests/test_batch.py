@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -22,6 +23,7 @@ import pytest
 from fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, tokenizer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reasonspan.architectures.minimax import MiniMaxM3Parser
 from reasonspan.architectures.qwen3 import Qwen3Parser
 from reasonspan.runtime import (
     FAILED,
@@ -34,7 +36,7 @@ from reasonspan.runtime import (
     RequestFinishedError,
     UnknownRequestError,
 )
-from reasonspan.runtime.machine import Cursor, Machine, Spill
+from reasonspan.runtime.machine import HOLD, Cursor, Machine, Spill
 from reasonspan.tokenizer import LoadedTokenizer
 from strategies import FILLER, marker_texts, outputs
 
@@ -328,6 +330,79 @@ def test_single_token_families_take_the_vectorized_path() -> None:
     batch.add(3, parser("minimax_m3", "minimax"), [])  # text markers: held back
     batch.add(4, parser("openai_gptoss", FAMILY_TOKENIZERS["openai_gptoss"]), [])  # custom
     assert [batch.is_vectorized(r) for r in (1, 2, 3, 4)] == [True, True, False, False]
+
+
+def _hold_back(p: ReasoningParser) -> bool:
+    """Text markers on the base machine, and a parser that need not see every token."""
+    m = p.machine
+    return (
+        m.has_byte_markers and type(m).run is Machine.run and not p.may_return_reasoning_as_content
+    )
+
+
+HOLD_BACK_CASES = [c for c in CASES if _hold_back(parser(*c))]
+PROSE = ["hello", " world", " The answer is 42.", "Let me think.", "思考一下", " ok", " so", "."]
+
+
+def prose_output(rng: random.Random, p: ReasoningParser, pieces: int) -> list[int]:
+    """Mostly prose, with the tricky filler (``" <"``, ``"</"``, ``" Here"``, newlines: tokens
+    that may begin a text marker) and a few markers: HOLD and plain tokens mixed."""
+    markers = marker_texts(p)
+    text = ""
+    for _ in range(pieces):
+        u = rng.random()
+        if u < 0.04 and markers:
+            text += rng.choice(markers)
+        elif u < 0.14:
+            text += rng.choice(FILLER)
+        else:
+            text += rng.choice(PROSE)
+    return p.tokenizer.encode(text)
+
+
+@pytest.mark.parametrize("kmax", [1, 2, 3, 4])
+def test_hold_back_families_go_by_table_between_held_tokens(
+    kmax: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hold-back families take the table path for every token they can decide and their own
+    stream() only from a HOLD token on (or while tokens are held): every step still equals
+    each request's own stream(), and every finished request parse(), with budgets and
+    grammars on; and the batch calls stream() for a small part of the tokens only."""
+    families = {family for family, _, _ in HOLD_BACK_CASES}
+    assert {"minimax_m3", "kimi_k3", "olmo3", "deepseek_v4", "hunyuan_a13b"} <= families
+    batch_calls: list[int] = []  # tokens per stream() call made by the batch
+    original = ReasoningParser.stream
+
+    def counting(self: ReasoningParser, delta: Any, reasoning: bool = True) -> Any:
+        if sys._getframe(1).f_code.co_name == "_step_fallback":
+            batch_calls.append(len(delta))
+        return original(self, delta, reasoning)
+
+    monkeypatch.setattr(ReasoningParser, "stream", counting)
+    rng = random.Random(kmax)
+    reqs: list[Req] = []
+    admit: list[int] = []
+    for i in range(8 * len(HOLD_BACK_CASES)):
+        p = parser(*HOLD_BACK_CASES[i % len(HOLD_BACK_CASES)])
+        reqs.append(
+            Req(
+                rid=i,
+                template=p,
+                prompt=prose_output(rng, p, rng.randrange(0, 6)),
+                output=prose_output(rng, p, rng.randrange(40, 80)),
+                structured=i % 3 == 0,
+                budget=[None, 0, 5, 40][i % 4],
+            )
+        )
+        admit.append(rng.randrange(0, 10))
+    simulate(reqs, admit, rng, kmax)
+    tokens = sum(r.pos for r in reqs)
+    holds = sum(r.template.machine.lut[t] & HOLD != 0 for r in reqs for t in r.output[: r.pos])
+    # HOLD tokens came, went through stream() (with the tokens held after them), and the
+    # plain ones around them did not.
+    assert holds >= 10
+    assert holds <= sum(batch_calls) < tokens / 4
+    assert len(batch_calls) < tokens / 4
 
 
 # ---------------------------------------------------------------------------- budgets
@@ -756,6 +831,77 @@ def test_a_failing_parser_fails_its_request_alone() -> None:
     (res,) = one(batch, [(2, text)])
     assert res.labels.tobytes() == qwen.parse(text, []).labels
     assert not res.errors
+
+
+class ExplodingDrainMachine(Machine):
+    """Base routing (so: a hold-back family on the table path) whose byte matcher fails on
+    one token."""
+
+    boom = 0
+
+    def _drain(self, queue: list[int], *args: Any) -> int:
+        if self.boom in queue:
+            raise RuntimeError(f"cannot match token {self.boom}")
+        return super()._drain(queue, *args)
+
+
+class ExplodingMiniMaxM3(MiniMaxM3Parser):
+    """Not registered: minimax_m3 (text markers on Qwen3's vocabulary), exploding."""
+
+    @classmethod
+    def compile(cls, tokenizer: LoadedTokenizer, kwargs: Mapping[str, Any]) -> Machine:
+        base = super().compile(tokenizer, kwargs)
+        machine = ExplodingDrainMachine(
+            base.spec,
+            tokenizer,
+            thinking=base.thinking,
+            prompt_start=base.spec.prompt_start,
+            id_markers=base.id_markers,
+            byte_markers=base.byte_markers,
+        )
+        machine.boom = tokenizer.encode(" <")[0]
+        return machine
+
+
+def test_a_failing_hold_back_parser_fails_its_whole_step() -> None:
+    """The tokens a hold-back request routed by table before its parser raised are FAILED
+    too, uncounted and outside the grammar, as if the parser had seen the whole step."""
+    good = parser("minimax_m3", "qwen-3", {"thinking_mode": "enabled"})
+    bad = ExplodingMiniMaxM3.create(good.tokenizer, {"thinking_mode": "enabled"})
+    enc = good.tokenizer.encode
+    boom = bad.machine.boom
+    assert enc(" <") == [boom] and bad.machine.lut[boom] & HOLD
+    prompt = enc("<mm:think>Hmm.</mm:think>")  # the answer comes next, under the grammar
+    plain = enc(" The answer is 42")
+    batch = ReasoningBatch()
+    for rid, p in ((1, good), (2, bad)):
+        batch.add(rid, p, prompt, structured_output=True, thinking_token_budget=3)
+        assert not batch.is_vectorized(rid) and not batch.is_reasoning(rid)
+    res = batch.step([1, 2], plain[:2] + plain[:2], [0, 2, 4])
+    assert not res.errors and res.labels.tolist() == [C] * 4
+    assert res.grammar_mask.tolist() == [True] * 4
+    before = batch.usage(2)
+    out = [*plain[2:4], boom, *plain[4:]]  # two plain tokens by table, then the HOLD token
+    res = batch.step([1, 2], out + out, [0, len(out), 2 * len(out)])
+    assert set(res.errors) == {2}
+    assert isinstance(res.errors[2].__cause__, RuntimeError)
+    n = len(out)
+    assert res.labels[n:].tolist() == [FAILED] * n
+    assert not res.grammar_mask[n:].any()
+    assert batch.usage(2) == before
+    # The other request goes on exactly as its own stream() says.
+    ref = fresh(good)
+    expected = ref.stream(plain[:2], False)
+    expected = ref.stream(out, expected.is_still_reasoning)
+    assert res.decided(1) == (expected.token_ids, expected.labels)
+    # Still reported, with no tokens and with tokens, until removed.
+    res = batch.step([1, 2], plain[:1], [0, 1, 1])
+    assert set(res.errors) == {2}
+    res = batch.step([2, 1], plain[:2], [0, 1, 2])
+    assert set(res.errors) == {2} and res.labels[0] == FAILED
+    with pytest.raises(RequestFailedError):
+        batch.finish(2)
+    batch.remove(2)
 
 
 # ---------------------------------------------------------------------------- slots, usage
