@@ -255,8 +255,9 @@ BATCH_NOTE = (
     "steps, at least 5). Peak bytes/request: tracemalloc peak of creating the batch, "
     "admitting every request and 4 steps, over the batch size, in a separate untimed pass "
     "(Python and numpy memory; the Rust-side DecodeStream state of the baseline is not "
-    "seen by tracemalloc). The per-request rows read the same transcript with minimax_m3's "
-    "markers (<mm:think>, </mm:think>: 5 tokens each in Qwen3's vocabulary). "
+    "seen by tracemalloc). The hold-back and stream()-loop rows read the same transcript with "
+    "minimax_m3's markers (<mm:think>, </mm:think>: 5 tokens each in Qwen3's vocabulary); "
+    "the stream() loop is what custom machines (harmony) still cost per request. "
     "× faster: the baseline's µs/step over the row's, at the same batch size and k."
 )
 
