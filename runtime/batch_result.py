@@ -261,6 +261,23 @@ class BatchStepResult:
         a, b = int(self.offsets[i]), int(self.offsets[i + 1])
         return self.token_ids[a:b].tolist(), self.labels[a:b].tobytes()
 
+    def all_decided(self) -> Iterator[tuple[int, list[int], bytes, tuple[Spill, ...]]]:
+        """``(request_id, token_ids, labels, spill)`` for every request of the step, as
+        :meth:`decided` and :meth:`spill` give them, converting the arrays once (the
+        async runtime turns every request's tokens into text each step)."""
+        toks = self.token_ids.tolist()
+        labels = self.labels.tobytes()
+        offs = self.offsets.tolist()
+        decided = self._decided
+        spill = self._spill
+        for i, rid in enumerate(self.request_ids.tolist()):
+            got = decided.get(i) if decided else None
+            if got is not None:
+                yield rid, got[0], got[1], spill.get(i, ())
+            else:
+                a, b = offs[i], offs[i + 1]
+                yield rid, toks[a:b], labels[a:b], ()
+
     def spill(self, request_id: int) -> tuple[Spill, ...]:
         """Text of this step's decided tokens that a text marker covers only in part
         (indices into :meth:`decided`), for ``LabelledDecoder.feed``; empty except for

@@ -65,7 +65,6 @@ class _Record:
     held_reasoning: list[str] = field(default_factory=list)
     closed: bool = False
     cancelled: bool = False
-    completion_tokens: int = 0
     coalesced: int = 0
 
 
@@ -221,18 +220,16 @@ class ReasoningRuntime:
             failed = self._records.get(int(rid))
             if failed is not None:
                 self._fail(failed, err)
-        counts = np.diff(res.offsets)
-        for i, rid in enumerate(res.request_ids.tolist()):
-            got = self._records.get(rid)
-            if got is None or got.closed or rid in res.errors:
+        records = self._records
+        errors = res.errors
+        for rid, ids, labels, spill in res.all_decided():
+            got = records.get(rid)
+            if got is None or got.closed or (errors and rid in errors):
                 continue
-            rec = got
-            rec.completion_tokens += int(counts[i])
-            ids, labels = res.decided(rid)
-            if not ids:
-                continue
-            r_text, c_text = rec.decoder.feed(ids, labels, res.spill(rid))
-            self._emit_text(rec, r_text, c_text)
+            if ids:
+                r_text, c_text = got.decoder.feed(ids, labels, spill)
+                if r_text or c_text:
+                    self._emit_text(got, r_text, c_text)
         self.step_ns.append(time.perf_counter_ns() - t0)
         return res
 
