@@ -356,7 +356,7 @@ class HarmonyMachine(Machine):
             k = codes[tail[j]]
             if k and k != _CHANNEL and k != _CONSTRAIN:
                 return tail_start + j
-        for begin, part in self.chunks_backward(prompt, tail_start):
+        for begin, part, _top in self.chunks_backward(prompt, tail_start):
             hits = np.flatnonzero(self._np_boundary[part])
             if hits.size:
                 return begin + int(hits[-1])

@@ -80,6 +80,7 @@ class Machine:
         self.vocab_size = tokenizer.vocab_size
         self.id_markers = id_markers
         self.byte_markers = byte_markers
+        self._lowest_marker = min(id_markers) if id_markers else self.vocab_size
         self.turn_ids = frozenset(t for t, k in id_markers.items() if k == MarkerKind.TURN)
         # Longest first, so that a match is always the longest marker at its position.
         self._by_length = sorted(byte_markers, key=len, reverse=True)
@@ -324,7 +325,10 @@ class Machine:
                 decided = self._decide(k)
                 if decided is not None:
                     return decided
-        for _begin, part in self.chunks_backward(prompt, tail_start):
+        lowest = self._lowest_marker
+        for _begin, part, top in self.chunks_backward(prompt, tail_start):
+            if top < lowest:
+                continue  # no marker id can be in this chunk (markers are mostly high ids)
             flags = self.np_lut[part]
             for j in np.flatnonzero(flags)[::-1]:
                 decided = self._decide(int(flags[j]))
@@ -334,9 +338,10 @@ class Machine:
 
     def chunks_backward(
         self, prompt: Sequence[int] | np.ndarray, end: int
-    ) -> Iterator[tuple[int, npt.NDArray[np.int64]]]:
-        """``prompt[:end]`` as validated int64 arrays, last chunk first, chunks growing
-        4x: a right-to-left scan that usually stops in the first chunk reads little."""
+    ) -> Iterator[tuple[int, npt.NDArray[np.int64], int]]:
+        """``(begin, ids, max id)`` for ``prompt[:end]`` as validated int64 arrays, last
+        chunk first, chunks growing 4x: a right-to-left scan that usually stops in the
+        first chunk reads little."""
         chunk = 4096
         while end > 0:
             begin = max(0, end - chunk)
@@ -345,9 +350,10 @@ class Machine:
             except (TypeError, ValueError, OverflowError):
                 self.validate(list(prompt[begin:end]), begin, "prompt_token_ids")
                 raise
-            if part.min() < 0 or part.max() >= self.vocab_size:
+            top = int(part.max())
+            if top >= self.vocab_size or part.min() < 0:
                 self.validate(part.tolist(), begin, "prompt_token_ids")
-            yield begin, part
+            yield begin, part, top
             end = begin
             chunk = min(chunk * 4, 1 << 20)
 
