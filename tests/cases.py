@@ -7,20 +7,15 @@ from typing import Any
 from fixtures import tokenizer
 
 import reasonspan
-from reasonspan import ParseResult
+from reasonspan import ParseResult, ReasoningParser
 
 
-def split_both_ways(
-    family: str,
-    tok_name: str,
-    output: str,
-    *,
-    prompt: str | None = None,
-    kwargs: dict[str, Any] | None = None,
+def split_with_parser(
+    parser: ReasoningParser, output: str, *, prompt: str | None = None
 ) -> ParseResult:
-    """parse() the output, check 1-token streaming gives the same text, return parse()."""
-    tok = tokenizer(tok_name)
-    parser = reasonspan.create_parser_sync(family, tok, kwargs)
+    """parse() the output, check that 1-token streaming presents the same text (after the
+    stream's finish signal, e.g. nemotron's reasoning-as-content) and return parse()."""
+    tok = parser.tokenizer
     ids = tok.encode(output)
     pids = tok.encode(prompt) if prompt is not None else None
     res = parser.parse(ids, prompt_token_ids=pids)
@@ -33,6 +28,22 @@ def split_both_ways(
     a, b = split.finish()
     r += a
     c += b
+    assert split.reasoning_as_content == res.reasoning_as_content
+    if split.reasoning_as_content:
+        r, c = "", r + c
     assert (r or None, c or None) == (res.reasoning or None, res.content or None)
     assert split.is_reasoning == (not res.reasoning_ended)
     return res
+
+
+def split_both_ways(
+    family: str,
+    tok_name: str,
+    output: str,
+    *,
+    prompt: str | None = None,
+    kwargs: dict[str, Any] | None = None,
+) -> ParseResult:
+    """As :func:`split_with_parser`, for a family on a fixture tokenizer by name."""
+    parser = reasonspan.create_parser_sync(family, tokenizer(tok_name), kwargs)
+    return split_with_parser(parser, output, prompt=prompt)

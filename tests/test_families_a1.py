@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from cases import split_with_parser
 from fixtures import DATA, FAMILY_TOKENIZERS, tokenizer
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
@@ -44,24 +45,7 @@ def split(
     kwargs: dict[str, Any] | None = None,
 ) -> ParseResult:
     """parse() the output; check that 1-token streaming presents the same text; return it."""
-    parser = parser_for(family, kwargs)
-    tok = parser.tokenizer
-    ids = tok.encode(output)
-    pids = tok.encode(prompt) if prompt is not None else None
-    res = parser.parse(ids, prompt_token_ids=pids)
-    splitter = reasonspan.TextSplitter(parser, pids)
-    r = c = ""
-    for t in ids:
-        a, b = splitter.feed([t])
-        r, c = r + a, c + b
-    a, b = splitter.finish()
-    r, c = r + a, c + b
-    assert splitter.reasoning_as_content == res.reasoning_as_content
-    if splitter.reasoning_as_content:
-        r, c = "", r + c
-    assert (r or None, c or None) == (res.reasoning or None, res.content or None)
-    assert splitter.is_reasoning == (not res.reasoning_ended)
-    return res
+    return split_with_parser(parser_for(family, kwargs), output, prompt=prompt)
 
 
 def texts(res: ParseResult) -> tuple[str | None, str | None]:
