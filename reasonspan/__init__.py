@@ -6,6 +6,8 @@ reasoning = parser.is_prompt_in_reasoning(prompt_ids)
 d = parser.stream(new_ids, is_currently_reasoning=reasoning)
 """
 
+from . import architectures  # noqa: F401  (importing it registers the built-in families)
+from .detection import Detection, detect
 from .runtime import (
     BatchFinish,
     BatchStepResult,
@@ -35,7 +37,7 @@ from .runtime import (
     list_parsers,
     register,
 )
-from .tokenizer import Detection, LoadedTokenizer, detect, load_tokenizer, load_tokenizer_sync
+from .tokenizer import LoadedTokenizer, load_tokenizer, load_tokenizer_sync
 
 __version__ = "0.1.0"
 

@@ -22,10 +22,11 @@ import anyio
 from .demo_data import NoTokenizerError, default_tokenizer_path
 from .prompts import messages_for, render_prompt
 from .runtime import ReasoningParser, ReasonspanError, create_parser_sync
-from .runtime.serving import ReasoningRuntime, RequestStream
-from .runtime.simulation import SimRequest, SimulatedEngine, drive, scripted_output
+from .runtime.simulation import SimRequest, SimulatedEngine, drive
+from .runtime.streams import ReasoningRuntime, RequestStream
 from .tokenizer import LoadedTokenizer, load_tokenizer_sync
 from .transcripts import ALL
+from .workload import scripted_output
 
 DEFAULT_FAMILIES = (
     ("qwen3", "qwen-3"),
@@ -152,7 +153,7 @@ def _setups(args: argparse.Namespace) -> list[tuple[str, LoadedTokenizer]]:
         tok = load_tokenizer_sync(args.tokenizer)
         family = args.parser
         if family is None:
-            from .tokenizer.detect import detect
+            from .detection import detect
 
             found = detect(tok)
             if found.parser is None:

@@ -11,8 +11,8 @@ import sys
 
 import msgspec
 
+from .detection import describe, detect
 from .runtime.errors import ReasonspanError
-from .tokenizer.detect import describe, detect
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

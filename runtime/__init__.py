@@ -14,6 +14,7 @@ from .batch_result import (
     RequestUsage,
     UnknownRequestError,
 )
+from .decoding import LabelledDecoder
 from .errors import (
     InvalidOptionError,
     InvalidTokenError,
@@ -34,9 +35,9 @@ from .registry import (
     list_parsers,
     register,
 )
-from .serving import ReasoningRuntime, RequestCancelledError, RequestStream
 from .spec import MarkerKind, ReasoningSpec, Trim
-from .text import LabelledDecoder, TextSplitter
+from .streams import ReasoningRuntime, RequestCancelledError, RequestStream
+from .text import TextSplitter
 
 __all__ = [
     "FAILED",

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..tokenizer.errors import ReasonspanError, TokenizerLoadError
 
-class ReasonspanError(Exception):
-    """Base class of every error raised by reasonspan."""
+__all__ = [
+    "InvalidOptionError",
+    "InvalidTokenError",
+    "MissingMarkerError",
+    "ReasonspanError",
+    "TokenizerLoadError",
+    "UnknownParserError",
+]
 
 
 class UnknownParserError(ReasonspanError, KeyError):
@@ -21,15 +28,6 @@ class UnknownParserError(ReasonspanError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0])
-
-
-class TokenizerLoadError(ReasonspanError, OSError):
-    """A tokenizer file or model folder that could not be read or understood."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        self.path = path
-        self.reason = reason
-        super().__init__(f"cannot load tokenizer from {path!r}: {reason}")
 
 
 class MissingMarkerError(ReasonspanError, ValueError):

@@ -14,6 +14,7 @@ import msgspec
 import numpy as np
 
 from ..tokenizer.loader import LoadedTokenizer, as_loaded
+from .decoding import LabelledDecoder
 from .errors import InvalidOptionError, InvalidTokenError
 from .formatters import TextFormatterFactory, formatter_factory
 from .labels import CONTENT, REASONING, TOOL, split_labels
@@ -265,6 +266,12 @@ class ReasoningParser:
         """The state at the start of an assistant turn when no prompt is available."""
         return self._machine.turn_start_reasoning
 
+    def decoder(self, *, skip_special_tokens: bool = False) -> LabelledDecoder:
+        """A fresh text decoder for this parser's tokenizer and text formatters."""
+        return LabelledDecoder(
+            self.tokenizer, self.text_formatters(), skip_special_tokens=skip_special_tokens
+        )
+
     def text_formatters(self) -> tuple[TextFormatterFactory | None, TextFormatterFactory | None]:
         return self._rfmt, self._cfmt
 
@@ -368,8 +375,6 @@ class ReasoningParser:
         self, output_token_ids: TokenIds, prompt_token_ids: TokenIds | None = None
     ) -> ParseResult:
         """Non-streaming: the same labels as any streaming of the same tokens, plus text."""
-        from .text import LabelledDecoder
-
         self._check(output_token_ids, "output_token_ids")
         start = (
             self.is_prompt_in_reasoning(prompt_token_ids)
@@ -388,7 +393,7 @@ class ReasoningParser:
         state = self._machine.run(toks, start, cursor, ids, labels, spill)
         state = self._machine.flush(state, cursor, ids, labels, spill)
         reasoning_ids, content_ids = split_labels(ids, labels)
-        dec = LabelledDecoder(self)
+        dec = self.decoder()
         r1, c1 = dec.feed(ids, labels, spill)
         r2, c2 = dec.finish()
         r_text, c_text = r1 + r2, c1 + c2

@@ -3,11 +3,13 @@
 Third-party packages add families through the entry-point group
 ``reasonspan.architectures``; each entry point names a parser class (or a module that
 registers its classes with :func:`register` on import).
+
+The built-in families register themselves when ``reasonspan.architectures`` is imported,
+which the ``reasonspan`` package does on import: this layer never reaches up to them.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from importlib.metadata import entry_points
@@ -48,7 +50,6 @@ def _ensure_loaded() -> None:
     if _loaded:
         return
     _loaded = True
-    importlib.import_module("reasonspan.architectures")
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         obj = ep.load()
         if isinstance(obj, type) and issubclass(obj, ReasoningParser):

@@ -1,6 +1,8 @@
 """A SIMULATED engine: continuous batching over scripted outputs, for demos, tests and
 benchmarks. It is not a model: it replays real-tokenizer transcripts token by token.
 
+The engine takes its scripts as input (:class:`SimRequest`); the demo's transcripts and
+prompts live with the demo (``reasonspan.workload``), so the runtime ships only machinery.
 It admits requests over time, emits 1 or k tokens per request per step (k models
 speculative decoding), honours forced tokens (thinking budgets) and stops a request at the
 end of its script or at its ``max_tokens``. Each step it hands out what a real engine
@@ -18,23 +20,10 @@ from typing import Any
 import anyio
 import numpy as np
 
-from ..tokenizer.loader import LoadedTokenizer
 from .batch_result import BatchStepResult
 from .errors import ReasonspanError
 from .parser import ReasoningParser
-from .serving import ReasoningRuntime, RequestStream
-
-
-def scripted_output(parser: ReasoningParser, reasoning: str, answer: str, tool_call: str) -> str:
-    """What a model of this family writes: its markers around reasoning, then the answer
-    and, where the family has a tool marker, a tool call."""
-    spec = parser.spec
-    if tool_call and spec.tool:
-        answer = f"{answer}\n{spec.tool[0]}\n{tool_call}\n"
-    if not parser.thinking_enabled or not spec.end:
-        return answer
-    start = spec.start[0] if spec.start else ""
-    return f"{start}\n{reasoning}\n{spec.end[0]}\n\n{answer}"
+from .streams import ReasoningRuntime, RequestStream
 
 
 @dataclass
@@ -164,53 +153,6 @@ class SimulatedEngine:
             np.asarray(offsets, dtype=np.int64),
             done,
         )
-
-
-def workload(
-    parsers: Sequence[tuple[ReasoningParser, LoadedTokenizer]],
-    n_requests: int,
-    *,
-    seed: int = 0,
-    arrival_rate: float = 2.0,
-    truncate_fraction: float = 0.1,
-) -> list[SimRequest]:
-    """Realistic requests of mixed families: multi-turn prompts, reasoning, answers, tool
-    calls, some cut by ``max_tokens`` inside reasoning; arrivals spread over steps."""
-    from ..prompts import messages_for, render_prompt
-    from ..transcripts import ALL
-
-    rng = random.Random(seed)
-    out: list[SimRequest] = []
-    cache: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
-    step = 0.0
-    for i in range(n_requests):
-        pi = rng.randrange(len(parsers))
-        parser, tok = parsers[pi]
-        ti = rng.randrange(len(ALL))
-        key = (pi, ti)
-        if key not in cache:
-            t = ALL[ti]
-            prompt, _ = render_prompt(tok, messages_for(t))
-            text = scripted_output(parser, t.reasoning, t.answer, t.tool_call)
-            cache[key] = (prompt, tok.encode(text))
-        prompt, output = cache[key]
-        max_tokens = None
-        if rng.random() < truncate_fraction:
-            max_tokens = max(1, int(len(output) * rng.uniform(0.2, 0.6)))
-        out.append(
-            SimRequest(
-                request_id=i,
-                # One parser per request (they share the compiled machine).
-                parser=type(parser)(tok, parser.machine, parser.chat_template_kwargs),
-                prompt_ids=prompt,
-                output_ids=output,
-                arrival_step=int(step),
-                max_tokens=max_tokens,
-                title=ALL[ti].title,
-            )
-        )
-        step += rng.expovariate(arrival_rate)
-    return out
 
 
 @dataclass

@@ -1,127 +1,8 @@
-"""Text on top of token labels: separate incremental decoders for reasoning and content.
-
-This is the only place reasonspan detokenizes, and it does so after the split, so a
-multi-byte character split across tokens comes out whole in the channel it belongs to.
-"""
+"""Text on top of the parser: feed token deltas, get reasoning and content text deltas."""
 
 from __future__ import annotations
 
-import codecs
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-from tokenizers.decoders import DecodeStream
-
-from .formatters import IdentityFormatter, TextFormatter
-from .labels import CONTENT, DELIMITER, REASONING, TOOL
-
-if TYPE_CHECKING:
-    from .parser import ReasoningParser, TokenIds
-
-
-class ByteDecoder:
-    """Incremental detokenization from the per-token byte table, for tokenizers whose
-    decoder is plain ByteLevel (Qwen, DeepSeek, GLM, MiniMax, Llama 3 ...): the same text
-    as ``DecodeStream`` at about a third of the cost. A multi-byte character split across
-    tokens is held until it is complete; incomplete bytes at the very end are dropped, as
-    ``DecodeStream`` drops them."""
-
-    __slots__ = ("_dec", "_skip", "_table")
-
-    def __init__(self, table: list[bytes], skip: frozenset[int]) -> None:
-        self._table = table
-        self._skip = skip
-        self._dec = codecs.getincrementaldecoder("utf-8")("replace")
-
-    def step(self, _tokenizer: object, token_id: int) -> str | None:
-        if token_id in self._skip:
-            return None
-        return self._dec.decode(self._table[token_id]) or None
-
-
-def _decoder(parser: ReasoningParser, skip_special_tokens: bool) -> ByteDecoder | DecodeStream:
-    tok = parser.tokenizer
-    if tok.byte_level:
-        return ByteDecoder(tok.token_bytes, tok.special_ids if skip_special_tokens else frozenset())
-    return DecodeStream(skip_special_tokens=skip_special_tokens)
-
-
-class LabelledDecoder:
-    """Turns (token id, label) pairs into reasoning text and content text, incrementally."""
-
-    __slots__ = ("_cdec", "_cfmt", "_rdec", "_rfmt", "_skip", "_tok")
-
-    def __init__(self, parser: ReasoningParser, *, skip_special_tokens: bool = False) -> None:
-        self._tok = parser.tokenizer.tokenizer
-        self._skip = skip_special_tokens
-        self._rdec = _decoder(parser, skip_special_tokens)
-        self._cdec = _decoder(parser, skip_special_tokens)
-        rf, cf = parser.text_formatters()
-        self._rfmt: TextFormatter = rf() if rf else IdentityFormatter()
-        self._cfmt: TextFormatter = cf() if cf else IdentityFormatter()
-
-    def feed(
-        self,
-        token_ids: list[int],
-        labels: bytes | bytearray,
-        spill: Sequence[tuple[int, bytes, int, int]] = (),
-    ) -> tuple[str, str]:
-        tok = self._tok
-        if len(token_ids) == 1 and not spill:
-            # One token per step: the common case, without the loop's lists.
-            lab = labels[0]
-            if lab == REASONING:
-                s = self._rdec.step(tok, token_ids[0])
-                return (self._rfmt.text(s) if s else ""), ""
-            if lab in (CONTENT, TOOL):
-                s = self._cdec.step(tok, token_ids[0])
-                return "", (self._cfmt.text(s) if s else "")
-        r: list[str] = []
-        c: list[str] = []
-        rstep = self._rdec.step
-        cstep = self._cdec.step
-        rtext = self._rfmt.text
-        ctext = self._cfmt.text
-        spill_at: dict[int, list[tuple[bytes, int, int]]] = {}
-        for idx, data, channel, after in spill:
-            spill_at.setdefault(idx, []).append((data, channel, after))
-        for i, t in enumerate(token_ids):
-            lab = labels[i]
-            if spill_at and i in spill_at:
-                self._spill(spill_at[i], lab, r, c)
-            elif lab == REASONING:
-                s = rstep(tok, t)
-                if s:
-                    r.append(rtext(s))
-            elif lab in (CONTENT, TOOL):
-                s = cstep(tok, t)
-                if s:
-                    c.append(ctext(s))
-            elif lab == DELIMITER:
-                r.append(self._rfmt.marker())
-                c.append(self._cfmt.marker())
-        return "".join(r), "".join(c)
-
-    def _spill(
-        self, parts: list[tuple[bytes, int, int]], lab: int, r: list[str], c: list[str]
-    ) -> None:
-        """A token only partly covered by a marker: the text before the marker, the marker
-        itself (a delimiter), then the text after it."""
-        for after in (0, 1):
-            if after and lab == DELIMITER:
-                r.append(self._rfmt.marker())
-                c.append(self._cfmt.marker())
-            for data, channel, is_after in parts:
-                if is_after != after:
-                    continue
-                text = data.decode("utf-8", errors="replace")
-                if channel == REASONING:
-                    r.append(self._rfmt.text(text))
-                else:
-                    c.append(self._cfmt.text(text))
-
-    def finish(self) -> tuple[str, str]:
-        return self._rfmt.finish(), self._cfmt.finish()
+from .parser import ReasoningParser, TokenIds
 
 
 class TextSplitter:
@@ -145,7 +26,7 @@ class TextSplitter:
             if prompt_token_ids is not None
             else parser.default_reasoning
         )
-        self._decoder = LabelledDecoder(parser, skip_special_tokens=skip_special_tokens)
+        self._decoder = parser.decoder(skip_special_tokens=skip_special_tokens)
         self.reasoning_as_content = False
         """Set by :meth:`finish` when the reasoning is to be shown as the content because no
         content came (nemotron_v3's switches): the text already returned as reasoning is the

@@ -95,7 +95,7 @@ def test_demo_says_when_no_parser_fits(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_bench_batch_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from reasonspan.bench_batch import BASELINE, LOOP, PER_REQUEST, VECTORIZED
+    from reasonspan.bench.batch import BASELINE, LOOP, PER_REQUEST, VECTORIZED
 
     target = tmp_path / "batch.json"
     argv = ["bench", "--suite", "batch", "--sizes", "1,8", "--repeats", "1", "--json", str(target)]

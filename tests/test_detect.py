@@ -17,11 +17,12 @@ import msgspec
 import pytest
 from fixtures import folder, tokenizer
 from reasonspan.runtime import registry
-from reasonspan.tokenizer.detect import Detection, _Template, describe, detect
 
 import reasonspan
 from reasonspan import LoadedTokenizer, ReasoningParser, ReasoningSpec
 from reasonspan.cli import main as cli_main
+from reasonspan.detection import Detection, describe, detect
+from reasonspan.detection.template_text import TemplateText
 
 REAL = {
     "deepseek-r1": "deepseek_r1",
@@ -316,7 +317,7 @@ def test_a_family_registered_later_is_detected() -> None:
 
 
 def test_template_reader() -> None:
-    t = _Template(
+    t = TemplateText(
         "{%- set think_open = '<think>' -%}{%- set nl = '\\n' -%}"
         "{%- if not thinking is defined %}{% set thinking = false %}{% endif %}"
         "{% for message in messages %}{% if message.tool is defined %}x{% endif %}"
@@ -334,7 +335,7 @@ def test_template_reader() -> None:
     tail = t.pieces(gen)
     assert "<think>" in tail and "<|im_start|>assistant" in tail
     assert "<think>\n\n</think>" in tail
-    assert _Template("{{ x | default(true) }}{% if x %}{% endif %}").bool_default("x") is True
+    assert TemplateText("{{ x | default(true) }}{% if x %}{% endif %}").bool_default("x") is True
 
 
 # ---------------------------------------------------------------------- CLI

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from reasonspan.runtime import docs
+from reasonspan.runtime import switches
 
 import reasonspan
+from reasonspan import docs
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -65,8 +66,8 @@ def test_switches_read_by_hooks_are_documented() -> None:
 
 def test_switch_probe_finds_hook_keys() -> None:
     m3 = reasonspan.get_parser_class("minimax_m3")
-    assert "thinking_mode" in docs.kwargs_read(m3)
-    effects = {(e.key, e.value): e for e in docs.switch_effects(m3)}
+    assert "thinking_mode" in switches.kwargs_read(m3)
+    effects = {(e.key, e.value): e for e in switches.switch_effects(m3)}
     assert effects[("thinking_mode", "enabled")].prompt_start is True
     assert ("thinking_mode", "disabled") not in effects  # same as the default: not listed
 

@@ -14,10 +14,11 @@ import pytest
 from fixtures import FAMILY_TOKENIZERS, tokenizer
 from reasonspan.runtime.batch_result import RequestFailedError
 from reasonspan.runtime.openai import ChatCompletionChunk, encode
-from reasonspan.runtime.serving import ReasoningRuntime, RequestStream
-from reasonspan.runtime.simulation import SimRequest, SimulatedEngine, drive, workload
+from reasonspan.runtime.simulation import SimRequest, SimulatedEngine, drive
+from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
 
 import reasonspan
+from reasonspan.workload import workload
 
 FAMILIES = ["qwen3", "deepseek_r1", "glm47", "minimax_m2", "minimax_m3", "kimi_k3", "openai_gptoss"]
 

@@ -51,7 +51,7 @@ def test_prompt_seeds_the_splitter() -> None:
 @pytest.mark.parametrize("name", ["qwen-3", "deepseek-r1", "glm-4.7-flash", "minimax-m3"])
 def test_byte_decoder_matches_decode_stream(name: str) -> None:
     """On plain ByteLevel tokenizers the byte-table decoder gives DecodeStream's text."""
-    from reasonspan.runtime.text import ByteDecoder
+    from reasonspan.runtime.decoding import ByteDecoder
     from tokenizers.decoders import DecodeStream
 
     from reasonspan.transcripts import ALL
@@ -69,10 +69,10 @@ def test_byte_decoder_matches_decode_stream(name: str) -> None:
 
 
 def test_metaspace_tokenizer_keeps_decode_stream() -> None:
-    from reasonspan.runtime.text import _decoder
+    from reasonspan.runtime.decoding import _decoder
     from tokenizers.decoders import DecodeStream
 
     tok = tokenizer("jiutian-139moe-chat")  # a Unigram/Metaspace vocabulary
     assert not tok.byte_level
     parser = reasonspan.create_parser_sync("minimax_m3", tok)
-    assert isinstance(_decoder(parser, False), DecodeStream)
+    assert isinstance(_decoder(parser.tokenizer, False), DecodeStream)

@@ -1,14 +1,16 @@
-"""Tokenizer loading and the per-token byte table used for text and multi-token markers."""
+"""Tokenizer loading and the per-token byte table used for text and multi-token markers.
 
-from .detect import Detection, detect, detect_tokenizer
+This layer knows nothing of reasoning: no family, spec or parser is imported here.
+"""
+
+from .errors import ReasonspanError, TokenizerLoadError
 from .loader import LoadedTokenizer, as_loaded, load_tokenizer, load_tokenizer_sync
 
 __all__ = [
-    "Detection",
     "LoadedTokenizer",
+    "ReasonspanError",
+    "TokenizerLoadError",
     "as_loaded",
-    "detect",
-    "detect_tokenizer",
     "load_tokenizer",
     "load_tokenizer_sync",
 ]

@@ -15,7 +15,7 @@ from typing import Any
 import anyio.to_thread
 from tokenizers import Tokenizer
 
-from ..runtime.errors import TokenizerLoadError
+from .errors import TokenizerLoadError
 
 
 class LoadedTokenizer:

@@ -5,7 +5,7 @@ hook actually does with chat_template_kwargs (probed, not hard-coded), so a fami
 hook reads ``thinking_mode`` or ``reasoning_effort`` is documented as faithfully as one that
 only lists ``thinking_switches``. Regenerate the README's copy with::
 
-    python -m reasonspan.runtime.docs --write README.md
+    python -m reasonspan.docs --write README.md
 
 and check it (as tests/test_docs.py does) with ``--check README.md``.
 """
@@ -16,112 +16,16 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-import msgspec
-
-from .errors import ReasonspanError
-from .parser import ReasoningParser
-from .registry import families
+from .runtime.parser import ReasoningParser
+from .runtime.registry import families
+from .runtime.switches import PROBE_VALUES, SwitchEffect, defaults, switch_effects
 
 BEGIN = "<!-- families:start -->"
 END = "<!-- families:end -->"
-REGENERATE = "python -m reasonspan.runtime.docs --write README.md"
-
-PROBE_VALUES: tuple[bool | str, ...] = (
-    False,
-    True,
-    "none",
-    "disabled",
-    "enabled",
-    "adaptive",
-    "no_think",
-    "low",
-    "medium",
-    "high",
-)
-"""Values tried for every chat_template_kwargs key a family reads: the bools of on/off
-switches and the strings that effort/mode switches use across families."""
-
-
-class SwitchEffect(msgspec.Struct, frozen=True):
-    """One chat_template_kwargs entry that changes how a family starts a turn."""
-
-    key: str
-    value: bool | str
-    thinking: bool
-    prompt_start: bool
-
-    @property
-    def kwarg(self) -> str:
-        """``key: value`` as a user writes it in JSON."""
-        return f"{self.key}: {json.dumps(self.value)}"
-
-
-class _RecordingKwargs(Mapping[str, Any]):
-    """An empty mapping that remembers which keys were asked for.
-
-    Passing it to ``resolve_switches`` reveals every kwarg a family's hook reads, including
-    ones it reads in code rather than through ``spec.thinking_switches``.
-    """
-
-    def __init__(self) -> None:
-        self.asked: list[str] = []
-
-    def _note(self, key: object) -> None:
-        if isinstance(key, str) and key not in self.asked:
-            self.asked.append(key)
-
-    def __getitem__(self, key: str) -> Any:
-        self._note(key)
-        raise KeyError(key)
-
-    def __contains__(self, key: object) -> bool:
-        self._note(key)
-        return False
-
-    def get(self, key: str, default: Any = None) -> Any:
-        self._note(key)
-        return default
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
-
-
-def kwargs_read(cls: type[ReasoningParser]) -> tuple[str, ...]:
-    """The chat_template_kwargs keys the family's ``resolve_switches`` looks at, in order."""
-    rec = _RecordingKwargs()
-    cls.resolve_switches(rec)
-    keys = [*cls.spec.thinking_switches, *rec.asked]
-    return tuple(dict.fromkeys(keys))
-
-
-def defaults(cls: type[ReasoningParser]) -> tuple[bool, bool]:
-    """``(thinking, prompt_start)`` with no chat_template_kwargs."""
-    return cls.resolve_switches({})
-
-
-def switch_effects(cls: type[ReasoningParser]) -> tuple[SwitchEffect, ...]:
-    """Every probed ``key: value`` that changes thinking or the turn start from the default.
-
-    A value the hook rejects (InvalidOptionError) is simply not a value of that switch.
-    """
-    base = defaults(cls)
-    out: list[SwitchEffect] = []
-    for key in kwargs_read(cls):
-        for value in PROBE_VALUES:
-            try:
-                got = cls.resolve_switches({key: value})
-            except (ReasonspanError, TypeError, ValueError):
-                continue
-            if got != base:
-                out.append(SwitchEffect(key, value, got[0], got[1]))
-    return tuple(out)
+REGENERATE = "python -m reasonspan.docs --write README.md"
 
 
 def builtin_families() -> list[type[ReasoningParser]]:
@@ -250,7 +154,7 @@ def replace_section(readme: str, table: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m reasonspan.runtime.docs",
+        prog="python -m reasonspan.docs",
         description="Print the supported-families table, or write/check a README's copy.",
     )
     group = ap.add_mutually_exclusive_group()

@@ -31,147 +31,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 
-from .loader import LoadedTokenizer, load_tokenizer_sync
-
-if TYPE_CHECKING:
-    from ..runtime.parser import ReasoningParser
-    from ..runtime.spec import ReasoningSpec
-
-# The runtime (registry, docs) is imported inside functions: the runtime imports this
-# package's loader, so a module-level import here would be circular.
-
-# ---------------------------------------------------------------------- results
-
-
-class Candidate(msgspec.Struct, frozen=True):
-    """One family's score for this folder, with the reasons (signed points) behind it."""
-
-    name: str
-    score: float
-    reasons: tuple[str, ...]
-    thinking_default: bool
-    thinking_off: dict[str, bool | str] = {}
-    """chat_template_kwargs that turn thinking off for this parser (keys the template
-    reads first); empty when thinking is off by default or cannot be switched."""
-    thinking_on: dict[str, bool | str] = {}
-    """chat_template_kwargs that turn thinking on, for families where it is off by default."""
-
-
-class TemplateEvidence(msgspec.Struct, frozen=True):
-    """What the chat template says, read as text."""
-
-    source: str
-    """The file the template came from (chat_template.jinja or tokenizer_config.json)."""
-    prefills_start: tuple[str, ...]
-    """Start markers the generation prompt opens (the turn begins inside reasoning)."""
-    prefills_end: tuple[str, ...]
-    """End markers the generation prompt writes (the thinking-off form, e.g. an empty
-    ``<think>\\n\\n</think>`` block)."""
-    kwargs: tuple[str, ...]
-    """chat_template_kwargs the template reads (tested with ``is defined``, or a name some
-    registered family uses as a thinking switch)."""
-    kwarg_defaults: dict[str, bool]
-    """The value a boolean kwarg takes when the request does not set it, where the template
-    makes it plain (``{% set thinking = false %}``, ``x is defined and x is false``)."""
-    thinking_default: bool | None
-    """Whether the template thinks by default, when it can be told."""
-    markers: tuple[str, ...]
-    """Registered markers the template spells out."""
-
-
-class Evidence(msgspec.Struct, frozen=True):
-    """Everything detection looked at."""
-
-    source: str
-    single_tokens: tuple[str, ...]
-    """Registered markers that are single tokens in this vocabulary."""
-    composed: tuple[str, ...]
-    """Registered markers that are several tokens, at least one of them a special token of
-    this vocabulary (e.g. ``<|open|>think<|sep|>``): the vocabulary was built for them."""
-    template: TemplateEvidence | None
-    model_type: str | None
-    architectures: tuple[str, ...]
-
-
-class Detection(msgspec.Struct, frozen=True):
-    """The answer: a parser name (or None) and what it rests on.
-
-    ``parser`` is None when no family's markers are in this folder (not a reasoning model,
-    as far as reasonspan can tell) or when the best candidates are too close to call; then
-    ``ambiguous`` is True and ``tied`` names them.
-    """
-
-    parser: str | None
-    candidates: tuple[Candidate, ...]
-    evidence: Evidence
-    ambiguous: bool
-    tied: tuple[str, ...] = ()
-
-    @property
-    def best(self) -> Candidate | None:
-        """The chosen candidate (None when nothing fits or the evidence ties)."""
-        if self.parser is None:
-            return None
-        return next(c for c in self.candidates if c.name == self.parser)
-
-
-# ---------------------------------------------------------------------- knowledge table
-
-
-class Hint(NamedTuple):
-    """What a family's specs cannot say about which models it serves."""
-
-    model_types: tuple[str, ...] = ()
-    """config.json ``model_type`` values of this family's models (registered names and
-    aliases count too; ``architectures`` are matched by the same names)."""
-    tokens: tuple[str, ...] = ()
-    """Single tokens that (among the families here) only this family's models ship."""
-    absent: tuple[str, ...] = ()
-    """Tokens its models do not have (a later model's additions): their presence counts
-    against it."""
-    prefills_start: bool | None = None
-    """Whether this family's chat templates prefill the start marker, where that is what
-    tells two families with the same markers apart."""
-    plain_text_markers: bool = False
-    """Its models write the markers as ordinary text: a vocabulary with special tokens for
-    them belongs to another family."""
-    needs_evidence: bool = False
-    """It shares its markers with a more common family, so it ranks below that one unless
-    config.json names its model type or the vocabulary has one of its ``tokens``."""
-
-
-HINTS: dict[str, Hint] = {
-    # R1 and V3/V3.1 checkpoints share model_type "deepseek_v3"; the template decides.
-    "deepseek_r1": Hint(model_types=("deepseek_v3",)),
-    # V3.2 introduced the DSML tool-call tokens; V4 keeps them and adds more.
-    "deepseek_v3": Hint(
-        model_types=("deepseek_v3", "deepseek_v32"),
-        tokens=("｜DSML｜",),
-        absent=("<｜latest_reminder｜>",),
-    ),
-    "deepseek_v4": Hint(
-        model_types=("deepseek_v4",), tokens=("<｜latest_reminder｜>",), needs_evidence=True
-    ),
-    "holo2": Hint(needs_evidence=True),  # a Qwen3-VL fine-tune with Qwen's tokens
-    "qwen3": Hint(model_types=("qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_moe")),
-    # GLM-4.5/4.6 let the model open <think>; GLM-4.7 templates prefill it.
-    "glm45": Hint(model_types=("glm4_moe", "glm4v_moe"), prefills_start=False),
-    "glm47": Hint(model_types=("glm4_moe", "glm4_moe_lite"), prefills_start=True),
-    "minimax_m2": Hint(model_types=("minimax_m2",)),
-    "kimi_k2": Hint(model_types=("kimi_k2",)),
-    "nemotron_v3": Hint(model_types=("nemotron_h",), needs_evidence=True),
-    "ernie45": Hint(model_types=("ernie4_5", "ernie4_5_moe"), needs_evidence=True),
-    "step3": Hint(tokens=("<|BOT|>",), needs_evidence=True),
-    "step3p5": Hint(tokens=("<|BOT|>",), needs_evidence=True),
-    "hunyuan_a13b": Hint(model_types=("hunyuan_v1_moe",)),
-    "olmo3": Hint(model_types=("olmo3",), plain_text_markers=True),
-    "granite": Hint(model_types=("granite",), plain_text_markers=True),
-    "cohere_command3": Hint(model_types=("cohere2",)),
-}
+from ..runtime.errors import ReasonspanError
+from ..runtime.parser import ReasoningParser
+from ..runtime.registry import families
+from ..runtime.spec import ReasoningSpec
+from ..runtime.switches import defaults, kwargs_read, switch_effects
+from ..tokenizer.loader import LoadedTokenizer, load_tokenizer_sync
+from .hints import HINTS, Hint
+from .results import Candidate, Detection, Evidence, TemplateEvidence
+from .template_text import TemplateText
 
 # Points for each kind of evidence (see module doc). A gap below TIE_MARGIN is a tie.
 W_MARKERS = 4.0  # all start/end markers present (scaled by the fraction present)
@@ -190,155 +62,6 @@ W_PLAIN_TEXT = -3.0
 W_VARIANT = -2.0  # ``needs_evidence`` and none found
 TIE_MARGIN = 1.0
 
-# Names every template uses that are never thinking switches.
-_STANDARD_NAMES = frozenset(
-    {
-        "add_generation_prompt",
-        "add_vision_id",
-        "bos_token",
-        "builtin_tools",
-        "continue_final_message",
-        "custom_tools",
-        "date_string",
-        "documents",
-        "eos_token",
-        "messages",
-        "pad_token",
-        "tool_choice",
-        "tools",
-        "tools_in_user_message",
-        "unk_token",
-    }
-)
-
-
-# ---------------------------------------------------------------------- template reading
-
-_TAG = re.compile(r"\{#.*?#\}|\{%-?(.*?)-?%\}|\{\{-?(.*?)-?\}\}", re.S)
-_STR = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"", re.S)
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"'}
-_SET = re.compile(r"^\s*set\s+(\w+)\s*=\s*(.+?)\s*$", re.S)
-_DEFINED = re.compile(r"(?<![\w.\]'\"])([A-Za-z_]\w*)\s+is\s+(?:not\s+)?(?:defined|undefined)\b")
-_LOOP_VARS = re.compile(r"\bfor\s+([\w\s,]+?)\s+in\b")
-_MACRO = re.compile(r"\bmacro\s+\w+\s*\(([^)]*)\)")
-
-
-def _unescape(s: str) -> str:
-    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(0)), s)
-
-
-class _Template:
-    """A template split into raw text and code, with its string literals resolved."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        # (position, kind, content): kind "text" (raw output) or "code"
-        self.parts: list[tuple[int, str, str]] = []
-        pos = 0
-        for m in _TAG.finditer(text):
-            if m.start() > pos:
-                self.parts.append((pos, "text", text[pos : m.start()]))
-            code = m.group(1) if m.group(1) is not None else m.group(2)
-            if code is not None:
-                self.parts.append((m.start(), "code", code))
-            pos = m.end()
-        if pos < len(text):
-            self.parts.append((pos, "text", text[pos:]))
-        self.variables: dict[str, str] = {}
-        for _, kind, code in self.parts:
-            assignment = _SET.match(code) if kind == "code" else None
-            if assignment:
-                value = self._evaluate(assignment.group(2))
-                if value is not None:
-                    self.variables[assignment.group(1)] = value
-        self.code = "\n".join(c for _, k, c in self.parts if k == "code")
-        self.bare_code = _STR.sub("''", self.code)
-
-    def _evaluate(self, expr: str) -> str | None:
-        """A ``~``/``+`` concatenation of literals and known variables, else None."""
-        out: list[str] = []
-        for operand in re.split(r"\s*[~+]\s*", expr.strip()):
-            m = _STR.fullmatch(operand)
-            if m:
-                out.append(_unescape(m.group(1) if m.group(1) is not None else m.group(2)))
-            elif operand in self.variables:
-                out.append(self.variables[operand])
-            else:
-                return None
-        return "".join(out)
-
-    def pieces(self, start: int = 0) -> list[str]:
-        """Text the template can output from ``start`` on: raw text, each string literal,
-        each referenced string variable, and each code block's literals joined (so that
-        ``'<|open|>' ~ 'think'`` is seen whole)."""
-        out: list[str] = []
-        for pos, kind, content in self.parts:
-            if pos < start:
-                continue
-            if kind == "text":
-                out.append(content)
-                continue
-            lits: list[str] = []
-            for m in _STR.finditer(content):
-                lits.append(_unescape(m.group(1) if m.group(1) is not None else m.group(2)))
-            bare = _STR.sub("''", content)
-            for name in re.findall(r"(?<![\w.])([A-Za-z_]\w*)", bare):
-                if name in self.variables:
-                    lits.append(self.variables[name])
-            out.extend(lits)
-            if len(lits) > 1:
-                out.append("".join(lits))
-        return out
-
-    def generation_prompt_start(self) -> int | None:
-        """Where the last ``add_generation_prompt`` test is: what follows is the prompt tail."""
-        last: int | None = None
-        for pos, kind, content in self.parts:
-            if kind == "code" and "add_generation_prompt" in content:
-                last = pos
-        return last
-
-    def names_read(self) -> set[str]:
-        """Free names tested with ``is defined`` (loop variables and macro params excluded)."""
-        names = set(_DEFINED.findall(self.bare_code))
-        for m in _LOOP_VARS.finditer(self.bare_code):
-            names -= {n.strip() for n in m.group(1).split(",")}
-        for m in _MACRO.finditer(self.bare_code):
-            names -= {p.split("=")[0].strip() for p in m.group(1).split(",")}
-        return names - _STANDARD_NAMES
-
-    def mentions(self, name: str) -> bool:
-        """``name`` is used as a free variable somewhere in the code."""
-        return re.search(rf"(?<![\w.'\"]){re.escape(name)}\b", self.bare_code) is not None
-
-    def bool_default(self, name: str) -> bool | None:
-        """The value of a boolean kwarg when unset, if the template makes it plain."""
-        n = re.escape(name)
-        v = rf"(?<![\w.]){n}\b"
-        found: set[bool] = set()
-        for m in re.finditer(rf"\bset\s+{n}\s*=\s*(true|false)\b", self.bare_code, re.I):
-            found.add(m.group(1).lower() == "true")
-        for m in re.finditer(rf"{v}\s*\|\s*default\(\s*(true|false)\s*\)", self.bare_code, re.I):
-            found.add(m.group(1).lower() == "true")
-        off_test = rf"(?:not\s+{v}(?!\s*is\s)|{v}\s*(?:is\s+false|==\s*false|is\s+sameas\s+false))"
-        on_test = (
-            rf"(?:{v}\s*(?:is\s+true|==\s*true|is\s+sameas\s+true)|{v}(?!\s*(?:is|==|!=|\.|\[|\|)))"
-        )
-        if re.search(rf"{v}\s+is\s+defined\s+and\s+{off_test}", self.bare_code, re.I):
-            found.add(True)
-        if re.search(rf"{v}\s+is\s+defined\s+and\s+{on_test}", self.bare_code, re.I):
-            found.add(False)
-        if re.search(
-            rf"(?:{v}\s+is\s+not\s+defined|not\s+{v}\s+is\s+defined)\s+or\s+{on_test}",
-            self.bare_code,
-            re.I,
-        ):
-            found.add(True)
-        return found.pop() if len(found) == 1 else None
-
-
-# ---------------------------------------------------------------------- detection
-
 
 class _Registry(NamedTuple):
     """Every family with its spec resolved for this tokenizer, and marker statistics."""
@@ -354,8 +77,6 @@ class _Registry(NamedTuple):
 
 
 def _registry(tok: LoadedTokenizer) -> _Registry:
-    from ..runtime.errors import ReasonspanError
-    from ..runtime.registry import families
 
     specs: list[tuple[type[ReasoningParser], ReasoningSpec | None]] = []
     starts: list[str] = []
@@ -393,7 +114,6 @@ _READS: dict[type[ReasoningParser], tuple[str, ...]] = {}
 
 def _reads(cls: type[ReasoningParser]) -> tuple[str, ...]:
     """The chat_template_kwargs a family reads (probed once per class)."""
-    from ..runtime.docs import kwargs_read
 
     if cls not in _READS:
         _READS[cls] = kwargs_read(cls)
@@ -462,7 +182,7 @@ def _template_text(tok: LoadedTokenizer, folder: Path) -> tuple[str | None, str]
 
 
 def _read_template(text: str, source: str, reg: _Registry) -> TemplateEvidence:
-    tpl = _Template(text)
+    tpl = TemplateText(text)
     every = tpl.pieces()
     mentioned = tuple(m for m in reg.markers if any(m in p for p in every))
     opened: list[str] = []
@@ -506,7 +226,6 @@ def _switch_dicts(
     cls: type[ReasoningParser], prefer: Sequence[str]
 ) -> tuple[dict[str, bool | str], dict[str, bool | str]]:
     """The kwargs that turn thinking off and on, preferring keys the template reads."""
-    from ..runtime.docs import defaults, switch_effects
 
     thinking, _ = defaults(cls)
     off: dict[str, bool | str] = {}

@@ -29,6 +29,7 @@ import numpy as np
 
 from .batch import ReasoningBatch
 from .batch_result import BatchStepResult, RequestFailedError
+from .decoding import LabelledDecoder
 from .errors import ReasonspanError
 from .openai import (
     ChatCompletionChunk,
@@ -38,7 +39,6 @@ from .openai import (
     usage_for,
 )
 from .parser import ReasoningParser
-from .text import LabelledDecoder
 
 
 class RequestCancelledError(ReasonspanError, RuntimeError):
@@ -155,7 +155,7 @@ class ReasoningRuntime:
         rec = _Record(
             request_id=int(request_id),
             parser=parser,
-            decoder=LabelledDecoder(parser, skip_special_tokens=self.skip_special_tokens),
+            decoder=parser.decoder(skip_special_tokens=self.skip_special_tokens),
             prompt_tokens=len(prompt_token_ids),
             created=int(time.time()),
             hold_reasoning=parser.may_return_reasoning_as_content,

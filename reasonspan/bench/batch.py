@@ -35,10 +35,10 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from .baseline import TextBaseline
-from .bench import Row, transcript_ids
-from .runtime import ReasoningBatch, ReasoningParser, create_parser_sync
-from .tokenizer import LoadedTokenizer
+from ..baseline import TextBaseline
+from ..runtime import ReasoningBatch, ReasoningParser, create_parser_sync
+from ..tokenizer import LoadedTokenizer
+from .common import Row, transcript_ids
 
 IntArray = npt.NDArray[np.int64]
 

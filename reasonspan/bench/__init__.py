@@ -1,0 +1,131 @@
+"""``reasonspan bench``: what reasonspan costs per token and per step, beside the text-based
+approach (incremental detokenization + string search) measured in the same run.
+
+Figures are medians over repeats on a real tokenizer and a real transcript. Nothing here
+asserts a time: the numbers are for BENCHMARKS.md and for the reader.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import msgspec
+
+from ..demo_data import NoTokenizerError, default_tokenizer_path
+from ..tokenizer import LoadedTokenizer, load_tokenizer_sync
+from .batch import SIZES, run_batch_suite
+from .common import Row, machine_line
+from .stream import bench_prompt, bench_stream
+
+
+def bench_batch(tok: LoadedTokenizer, repeats: int, sizes: Sequence[int] = ()) -> list[Row]:
+    """One engine step over batches of 1 to 4,096 requests (see :mod:`.batch`)."""
+    return run_batch_suite(tok, repeats, sizes or SIZES)
+
+
+SUITES: dict[str, Callable[[LoadedTokenizer, int], list[Row]]] = {
+    "stream": bench_stream,
+    "prompt": bench_prompt,
+    "batch": bench_batch,
+}
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected sizes like 1,64,256, got {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"batch sizes must be >= 1, got {text!r}")
+    return sizes
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tokenizer", help="model folder or tokenizer.json (default: real Qwen3)")
+    p.add_argument("--suite", action="append", choices=[*SUITES, "all"], help="default: all")
+    p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    # Batch sizes of the batch suite (default 1,64,256,1024,4096); the tests use small ones.
+    p.add_argument("--sizes", type=_sizes, help=argparse.SUPPRESS)
+
+
+def _ratio(r: Row) -> str:
+    return f"{r.vs_baseline:,.1f}×" if r.vs_baseline else "—"
+
+
+def render(rows: list[Row]) -> str:
+    """Markdown tables: per-call suites, then the batch suite (one row per path and size)."""
+    tables: list[str] = []
+    calls = [r for r in rows if r.suite != "batch"]
+    if calls:
+        lines = [
+            "| suite | case | ns/token | µs/call | tokens | × faster than baseline |",
+            "|---|---|---:|---:|---:|---:|",
+        ]
+        for r in calls:
+            lines.append(
+                f"| {r.suite} | {r.case} | {r.ns_per_token:,.1f} | {r.us_per_call:,.2f} | "
+                f"{r.tokens:,} | {_ratio(r)} |"
+            )
+        tables.append("\n".join(lines))
+    steps = [r for r in rows if r.suite == "batch"]
+    if steps:
+        lines = [
+            "| path | batch | tokens/request/step | µs/step (median) | ns/token | "
+            "peak bytes/request | steps timed | × faster than baseline |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in steps:
+            case = f"{r.case} ({r.note})" if r.note else r.case
+            mem = f"{r.bytes_per_request:,.0f}" if r.bytes_per_request is not None else "—"
+            lines.append(
+                f"| {case} | {r.batch:,} | {r.k} | {r.us_per_call:,.1f} | "
+                f"{r.ns_per_token:,.1f} | {mem} | {r.steps} | {_ratio(r)} |"
+            )
+        lines.append(BATCH_NOTE)
+        tables.append("\n".join(lines))
+    return "\n\n".join(tables)
+
+
+BATCH_NOTE = (
+    "\nBatch suite: every request reads the 1,000-token transcript from its own offset "
+    "(cycling), seeded from the tokens before it, so a step mixes reasoning and content "
+    "and crosses </think>. µs/step is the median of single steps (big batches: fewer "
+    "steps, at least 5). Peak bytes/request: tracemalloc peak of creating the batch, "
+    "admitting every request and 4 steps, over the batch size, in a separate untimed pass "
+    "(Python and numpy memory; the Rust-side DecodeStream state of the baseline is not "
+    "seen by tracemalloc). The hold-back and stream()-loop rows read the same transcript with "
+    "minimax_m3's markers (<mm:think>, </mm:think>: 5 tokens each in Qwen3's vocabulary); "
+    "the stream() loop is what custom machines (harmony) still cost per request. "
+    "× faster: the baseline's µs/step over the row's, at the same batch size and k."
+)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        path = args.tokenizer or default_tokenizer_path()
+    except NoTokenizerError as exc:
+        print(f"reasonspan bench: {exc}")
+        return 2
+    tok = load_tokenizer_sync(path)
+    suites = args.suite or ["all"]
+    names = list(SUITES) if "all" in suites else suites
+    print(f"machine: {machine_line()}")
+    print(f"tokenizer: {tok.source}\n")
+    rows: list[Row] = []
+    for name in names:
+        if name == "batch" and args.sizes:
+            rows += bench_batch(tok, args.repeats, args.sizes)
+        else:
+            rows += SUITES[name](tok, args.repeats)
+    print(render(rows))
+    if args.json:
+        Path(args.json).write_bytes(
+            msgspec.json.format(
+                msgspec.json.encode({"machine": machine_line(), "rows": rows}), indent=2
+            )
+        )
+        print(f"\nwrote {args.json}")
+    return 0

@@ -1,0 +1,20 @@
+"""Which reasoning parser fits a model folder, and why.
+
+Detection sits above the families: it scores every registered family (built-in or
+plugin) against what a folder says about itself. ``scoring`` holds the rules,
+``hints`` the facts the specs cannot say, ``template_text`` the reading of a chat template
+as text, ``results`` the returned Structs.
+"""
+
+from .results import Candidate, Detection, Evidence, TemplateEvidence
+from .scoring import describe, detect, detect_tokenizer
+
+__all__ = [
+    "Candidate",
+    "Detection",
+    "Evidence",
+    "TemplateEvidence",
+    "describe",
+    "detect",
+    "detect_tokenizer",
+]

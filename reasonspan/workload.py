@@ -1,0 +1,72 @@
+"""Scripted requests for the simulated engine: the demo's transcripts in each family's format.
+
+The demo, the benchmarks and the tests build their workloads here, on top of the runtime's
+:mod:`~reasonspan.runtime.simulation` machinery, which knows no transcript.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from .prompts import messages_for, render_prompt
+from .runtime.parser import ReasoningParser
+from .runtime.simulation import SimRequest
+from .tokenizer import LoadedTokenizer
+from .transcripts import ALL
+
+
+def scripted_output(parser: ReasoningParser, reasoning: str, answer: str, tool_call: str) -> str:
+    """What a model of this family writes: its markers around reasoning, then the answer
+    and, where the family has a tool marker, a tool call."""
+    spec = parser.spec
+    if tool_call and spec.tool:
+        answer = f"{answer}\n{spec.tool[0]}\n{tool_call}\n"
+    if not parser.thinking_enabled or not spec.end:
+        return answer
+    start = spec.start[0] if spec.start else ""
+    return f"{start}\n{reasoning}\n{spec.end[0]}\n\n{answer}"
+
+
+def workload(
+    parsers: Sequence[tuple[ReasoningParser, LoadedTokenizer]],
+    n_requests: int,
+    *,
+    seed: int = 0,
+    arrival_rate: float = 2.0,
+    truncate_fraction: float = 0.1,
+) -> list[SimRequest]:
+    """Realistic requests of mixed families: multi-turn prompts, reasoning, answers, tool
+    calls, some cut by ``max_tokens`` inside reasoning; arrivals spread over steps."""
+    rng = random.Random(seed)
+    out: list[SimRequest] = []
+    cache: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
+    step = 0.0
+    for i in range(n_requests):
+        pi = rng.randrange(len(parsers))
+        parser, tok = parsers[pi]
+        ti = rng.randrange(len(ALL))
+        key = (pi, ti)
+        if key not in cache:
+            t = ALL[ti]
+            prompt, _ = render_prompt(tok, messages_for(t))
+            text = scripted_output(parser, t.reasoning, t.answer, t.tool_call)
+            cache[key] = (prompt, tok.encode(text))
+        prompt, output = cache[key]
+        max_tokens = None
+        if rng.random() < truncate_fraction:
+            max_tokens = max(1, int(len(output) * rng.uniform(0.2, 0.6)))
+        out.append(
+            SimRequest(
+                request_id=i,
+                # One parser per request (they share the compiled machine).
+                parser=type(parser)(tok, parser.machine, parser.chat_template_kwargs),
+                prompt_ids=prompt,
+                output_ids=output,
+                arrival_step=int(step),
+                max_tokens=max_tokens,
+                title=ALL[ti].title,
+            )
+        )
+        step += rng.expovariate(arrival_rate)
+    return out

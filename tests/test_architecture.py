@@ -1,0 +1,148 @@
+"""The layering of ARCHITECTURE.md, checked on the source: each module imports only its own
+layer or the layers below, and no two modules import each other (directly or round a
+loop), counting imports inside functions and under TYPE_CHECKING too.
+
+The imports are read with ``ast``, so a lazy import cannot hide an upward dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# Source folder -> the package it is installed as (pyproject's package-dir mapping).
+FOLDERS = {
+    "tokenizer": "reasonspan.tokenizer",
+    "runtime": "reasonspan.runtime",
+    "architectures": "reasonspan.architectures",
+    "reasonspan": "reasonspan",
+}
+# Lowest first; a module may import modules of its own rank or lower.
+LAYERS = ("reasonspan.tokenizer", "reasonspan.runtime", "reasonspan.architectures", "reasonspan")
+
+
+def _modules() -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for folder, package in FOLDERS.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT / folder).with_suffix("").parts
+            parts = rel[:-1] if rel[-1] == "__init__" else rel
+            out[".".join((package, *parts))] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _layer(module: str) -> int:
+    """The rank of the lower package a module is in; anything else in reasonspan.* is top."""
+    for rank, pkg in enumerate(LAYERS[:-1]):
+        if module == pkg or module.startswith(pkg + "."):
+            return rank
+    assert module == "reasonspan" or module.startswith("reasonspan."), module
+    return len(LAYERS) - 1
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    """Every reasonspan module this file imports, anywhere in it."""
+    return _imports_of_source(module, path, path.read_text(encoding="utf-8"))
+
+
+def _imports_of_source(module: str, path: Path, source: str) -> set[str]:
+    is_package = path.name == "__init__.py"
+    package = module if is_package else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            # `from pkg import sub` imports the submodule pkg.sub when there is one
+            subs = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in MODULES]
+            names = subs if subs and len(subs) == len(node.names) else [target, *subs]
+        else:
+            continue
+        for name in names:
+            while name and name not in MODULES:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                found.add(name)
+    return found
+
+
+GRAPH = {m: _imports(m, p) for m, p in MODULES.items()}
+
+
+def test_every_source_module_is_read() -> None:
+    assert "reasonspan.runtime.parser" in MODULES
+    assert "reasonspan.tokenizer.loader" in MODULES
+    assert GRAPH["reasonspan.runtime.parser"], "the import reader found nothing"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_import_from_a_higher_layer(module: str) -> None:
+    mine = _layer(module)
+    upward = sorted(t for t in GRAPH[module] if _layer(t) > mine)
+    assert not upward, f"{module} ({LAYERS[mine]} layer) imports a layer above it: {upward}"
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp: list[str] = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycles() -> None:
+    # Package __init__ files re-export their submodules; a submodule importing its own
+    # package's __init__ would make a loop with it, so those edges count like any other.
+    assert _cycles(GRAPH) == []
+
+
+def test_the_checks_can_fail() -> None:
+    """The layer and cycle checks see a planted violation."""
+    lazy = "def f():\n    from ..runtime.parser import ReasoningParser\n"
+    fake = ROOT / "tokenizer" / "loader.py"
+    tree_imports = _imports_of_source("reasonspan.tokenizer.loader", fake, lazy)
+    assert "reasonspan.runtime.parser" in tree_imports
+    assert _layer("reasonspan.runtime.parser") > _layer("reasonspan.tokenizer.loader")
+    planted = {k: set(v) for k, v in GRAPH.items()}
+    planted["reasonspan.runtime.labels"].add("reasonspan.runtime.parser")
+    assert any("reasonspan.runtime.labels" in c for c in _cycles(planted))
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
