@@ -1,0 +1,191 @@
+"""Rendering a conversation with the model's own chat template (jinja2, optional extra).
+
+A server must render exactly what the model was trained on, so this renders the folder's
+template the way Hugging Face's ``apply_chat_template`` does: a sandboxed jinja2
+environment with ``trim_blocks``/``lstrip_blocks`` and loop controls, the helpers templates
+call (``raise_exception``, ``tojson``, ``strftime_now``), the special tokens of
+``tokenizer_config.json`` (``bos_token``, ``eos_token``, ...) and any
+``chat_template_kwargs`` passed through. Assistant turns may carry their old reasoning as
+``reasoning`` or ``reasoning_content``; both names are filled, since templates read
+either.
+
+A folder without a template is an error (:class:`ChatTemplateError`), never a silent
+ChatML guess: a wrong rendering moves the model's start state and puts answers in the
+wrong field. ``fallback="chatml"`` opts in to a plain ChatML rendering, and says so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from ..runtime.errors import ReasonspanError
+from ..tokenizer import LoadedTokenizer
+
+Fallback = Literal["chatml"] | None
+
+
+class ChatTemplateError(ReasonspanError, ValueError):
+    """The chat template is missing, cannot be rendered, or jinja2 is not installed."""
+
+
+def chat_template_of(tok: LoadedTokenizer, name: str = "default") -> str | None:
+    """The template text of a loaded folder: ``chat_template.jinja``, else
+    ``tokenizer_config.json``'s ``chat_template`` (a string, or a list of named templates,
+    of which ``name`` is taken)."""
+    if tok.chat_template:
+        return tok.chat_template
+    raw = tok.config.get("chat_template")
+    if isinstance(raw, list):
+        named = {
+            t.get("name"): t.get("template")
+            for t in raw
+            if isinstance(t, dict) and isinstance(t.get("template"), str)
+        }
+        found = named.get(name)
+        return found if isinstance(found, str) else None
+    return None
+
+
+def _special_token(value: object) -> str:
+    """tokenizer_config.json writes special tokens as strings or AddedToken dicts."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and isinstance(value.get("content"), str):
+        return str(value["content"])
+    return ""
+
+
+def _raise_exception(message: str) -> None:
+    from jinja2.exceptions import TemplateError
+
+    raise TemplateError(message)
+
+
+def _tojson(
+    value: Any,
+    ensure_ascii: bool = False,
+    indent: int | None = None,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
+) -> str:
+    # HF's tojson: no HTML escaping (jinja2's built-in escapes <, > and &).
+    return json.dumps(
+        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+    )
+
+
+def _strftime_now(fmt: str) -> str:
+    return datetime.now().strftime(fmt)
+
+
+_ENVS: dict[str, Any] = {}
+
+
+def _compile(template: str) -> Any:
+    """Compiled templates are cached by text: a server renders one template per request."""
+    compiled = _ENVS.get(template)
+    if compiled is not None:
+        return compiled
+    try:
+        from jinja2.ext import loopcontrols
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+    except ImportError as exc:
+        raise ChatTemplateError(
+            "rendering a chat template needs jinja2: pip install 'reasonspan[server]' "
+            "(or any extra that carries jinja2)"
+        ) from exc
+    env = ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols]
+    )
+    env.filters["tojson"] = _tojson
+    env.globals["raise_exception"] = _raise_exception
+    env.globals["strftime_now"] = _strftime_now
+    try:
+        compiled = env.from_string(template)
+    except Exception as exc:  # jinja2.TemplateSyntaxError and friends
+        raise ChatTemplateError(f"the chat template does not compile: {exc}") from exc
+    _ENVS[template] = compiled
+    return compiled
+
+
+def _normalise(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping):
+            raise ChatTemplateError(f"messages[{i}] is a {type(m).__name__}, not an object")
+        d = dict(m)
+        if d.get("role") == "assistant":
+            old = d.get("reasoning_content") or d.get("reasoning")
+            if old:
+                d.setdefault("reasoning_content", old)
+                d.setdefault("reasoning", old)
+        out.append(d)
+    return out
+
+
+def _chatml(messages: Sequence[Mapping[str, Any]], add_generation_prompt: bool) -> str:
+    parts = []
+    for m in messages:
+        content = m.get("content") or ""
+        old = m.get("reasoning_content") or m.get("reasoning")
+        if m.get("role") == "assistant" and old:
+            content = f"<think>\n{old}\n</think>\n\n{content}"
+        parts.append(f"<|im_start|>{m.get('role')}\n{content}<|im_end|>\n")
+    if add_generation_prompt:
+        parts.append("<|im_start|>assistant\n")
+    return "".join(parts)
+
+
+def render_chat(
+    tok: LoadedTokenizer,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    add_generation_prompt: bool = True,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    chat_template: str | None = None,
+    chat_template_kwargs: Mapping[str, Any] | None = None,
+    fallback: Fallback = None,
+) -> str:
+    """The prompt text for ``messages``, rendered with the model's own chat template.
+
+    ``chat_template`` overrides the folder's template. ``chat_template_kwargs`` are passed
+    to the template as variables (``enable_thinking``, ``thinking``, ``reasoning_effort``,
+    ...). Raises :class:`ChatTemplateError` when there is no template (unless
+    ``fallback="chatml"``), when jinja2 is missing, or when the template raises.
+    """
+    template = chat_template if chat_template is not None else chat_template_of(tok)
+    msgs = _normalise(messages)
+    if not template:
+        if fallback == "chatml":
+            return _chatml(msgs, add_generation_prompt)
+        raise ChatTemplateError(
+            f"the tokenizer loaded from {tok.source!r} has no chat template (no "
+            "chat_template.jinja beside it and no chat_template in tokenizer_config.json); "
+            "pass chat_template=..., or fallback='chatml' to render plain ChatML on purpose"
+        )
+    compiled = _compile(template)
+    variables: dict[str, Any] = {
+        key: _special_token(tok.config.get(key))
+        for key in ("bos_token", "eos_token", "unk_token", "pad_token")
+    }
+    variables.update(chat_template_kwargs or {})
+    variables.update(messages=msgs, add_generation_prompt=add_generation_prompt)
+    if tools is not None:
+        variables["tools"] = [dict(t) for t in tools]
+    try:
+        return str(compiled.render(**variables))
+    except Exception as exc:  # raise_exception(), undefined names, type errors in the template
+        raise ChatTemplateError(f"the chat template raised while rendering: {exc}") from exc
+
+
+def render_prompt_ids(
+    tok: LoadedTokenizer,
+    messages: Sequence[Mapping[str, Any]],
+    **kwargs: Any,
+) -> list[int]:
+    """:func:`render_chat`, then token ids (special tokens in the text are recognised; a
+    template that writes ``bos_token`` itself gets no second one)."""
+    return tok.encode(render_chat(tok, messages, **kwargs))
