@@ -45,7 +45,9 @@ class MiniMaxM3Parser(ReasoningParser):
         end=(_MM_END,),
         tool=("<tool_call>",),
         turn=("]~b]",),
-        text_markers=(_MM_START, _MM_END),
+        # The turn marker too: on a vocabulary where the markers are several tokens, the
+        # prompt scan still stops at the current turn (matched on bytes).
+        text_markers=(_MM_START, _MM_END, "]~b]"),
         prompt_start=False,
         start_in_content="enter",
         end_in_content="drop",

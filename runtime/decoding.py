@@ -37,10 +37,12 @@ class ByteDecoder:
         return self._dec.decode(self._table[token_id]) or None
 
 
-def _decoder(tok: LoadedTokenizer, skip_special_tokens: bool) -> ByteDecoder | DecodeStream:
+def _decoder(tok: LoadedTokenizer) -> ByteDecoder | DecodeStream:
+    """One channel's incremental decoder. Skipping is decided by :class:`LabelledDecoder`
+    (it knows the labels: a TOOL-labelled token is never skipped), so neither skips."""
     if tok.byte_level:
-        return ByteDecoder(tok.token_bytes, tok.special_ids if skip_special_tokens else frozenset())
-    return DecodeStream(skip_special_tokens=skip_special_tokens)
+        return ByteDecoder(tok.token_bytes, frozenset())
+    return DecodeStream(skip_special_tokens=False)
 
 
 class LabelledDecoder:
@@ -58,12 +60,15 @@ class LabelledDecoder:
         tokenizer: LoadedTokenizer,
         formatters: tuple[TextFormatterFactory | None, TextFormatterFactory | None] = (None, None),
         *,
-        skip_special_tokens: bool = False,
+        skip_ids: frozenset[int] = frozenset(),
     ) -> None:
+        """``skip_ids``: tokens left out of the text (a server's ``skip_special_tokens``;
+        :meth:`ReasoningParser.skipped_token_ids` leaves the family's markers out of it).
+        A token labelled TOOL is kept even if listed: the tool parser needs it."""
         self._tok = tokenizer.tokenizer
-        self._skip = skip_special_tokens
-        self._rdec = _decoder(tokenizer, skip_special_tokens)
-        self._cdec = _decoder(tokenizer, skip_special_tokens)
+        self._skip = skip_ids
+        self._rdec = _decoder(tokenizer)
+        self._cdec = _decoder(tokenizer)
         rf, cf = formatters
         self._rfmt: TextFormatter = rf() if rf else IdentityFormatter()
         self._cfmt: TextFormatter = cf() if cf else IdentityFormatter()
@@ -75,9 +80,12 @@ class LabelledDecoder:
         spill: Sequence[tuple[int, bytes, int, int]] = (),
     ) -> tuple[str, str]:
         tok = self._tok
+        skip = self._skip
         if len(token_ids) == 1 and not spill:
             # One token per step: the common case, without the loop's lists.
             lab = labels[0]
+            if skip and lab in (REASONING, CONTENT) and token_ids[0] in skip:
+                return "", ""
             if lab == REASONING:
                 s = self._rdec.step(tok, token_ids[0])
                 return (self._rfmt.text(s) if s else ""), ""
@@ -95,6 +103,8 @@ class LabelledDecoder:
             spill_at.setdefault(idx, []).append((data, channel, after))
         for i, t in enumerate(token_ids):
             lab = labels[i]
+            if skip and t in skip and lab in (REASONING, CONTENT):
+                continue
             if spill_at and i in spill_at:
                 self._spill(spill_at[i], lab, r, c)
             elif lab == REASONING:

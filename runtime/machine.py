@@ -450,6 +450,21 @@ def resolve_markers(
             )
         if text in spec.text_markers:
             byte_markers.setdefault(text.encode("utf-8"), kind)
+    if spec.turn and not any(
+        k == MarkerKind.TURN for k in (*id_markers.values(), *byte_markers.values())
+    ):
+        # Without a turn marker the right-to-left prompt scan cannot stop at the current
+        # turn, so an old end marker in the history would decide it: a wrong tokenizer for
+        # this family is an error here, not a silent misreading of every multi-turn prompt.
+        raise MissingMarkerError(
+            spec.name,
+            spec.turn[0],
+            tokenizer.source,
+            "it is this family's assistant-turn marker"
+            + (f" (or one of {', '.join(map(repr, spec.turn[1:]))})" if spec.turn[1:] else "")
+            + ", which bounds the prompt scan to the current turn; is this the family's"
+            " tokenizer?",
+        )
     return id_markers, byte_markers
 
 

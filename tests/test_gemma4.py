@@ -100,7 +100,7 @@ def test_routing_and_label(output: str, reasoning: str | None, content: str) -> 
 def test_tool_call_ends_reasoning_and_stays_in_content() -> None:
     call = '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>'
     ids = TOK.encode(f"<|channel>thought\nI need the weather.{call}")
-    res = OFF.parse(ids)
+    res = OFF.parse(ids, skip_special_tokens=False)  # the tool parser reads the whole call
     assert res.reasoning == "I need the weather."
     assert res.content == call
     assert res.labels[len(TOK.encode("<|channel>thought\nI need the weather."))] == T
@@ -182,7 +182,7 @@ def test_thinking_seeded_turn_start() -> None:
     assert (res.reasoning, res.content) == ("Add.", "4")
     # A direct tool call still ends reasoning.
     call = "<|tool_call>call:calc{}<tool_call|>"
-    res = ON.parse(TOK.encode(call), prompt_token_ids=prompt)
+    res = ON.parse(TOK.encode(call), prompt_token_ids=prompt, skip_special_tokens=False)
     assert (res.reasoning, res.content) == (None, call)
     # A skipped channel cannot be told from the tool-response case above on one bool:
     # it is reasoning until the channel closes.
