@@ -39,6 +39,10 @@ _COMMAND3 = ReasoningSpec(
     prompt_start=True,
     start_in_content="enter",
     end_in_content="drop",
+    start_source=(
+        "documented: Command A Reasoning thinks by default and writes `<|START_THINKING|>` itself "
+        "(consumed in reasoning)"
+    ),
     notes="<|START_RESPONSE|> … <|END_RESPONSE|> stripped (the opener also ends reasoning); "
     "<|START_ACTION|> ends reasoning",
 )

@@ -110,6 +110,11 @@ class Gemma4Parser(ReasoningParser):
         start_in_content="enter",
         end_in_content="drop",
         reasoning_trim=Trim(label="thought\n"),
+        start_source=(
+            "documented: Gemma 4 thinks only when `<|think|>` is in the system turn "
+            "(`enable_thinking`); after a tool response the template ends with "
+            "`<|channel>thought\\n`"
+        ),
         notes="label thought\\n stripped; thinking (or <|think|> in the system turn) seeds a "
         "turn start; the channel is routed even with thinking off",
     )

@@ -1,7 +1,8 @@
 """GLM-4.5 / 4.6 / 4.7 (and GLM-4.5V).
 
-The model opens ``<think>`` itself (or the template prefills it); without it the response
-is content. A ``<think>`` after content re-enters reasoning. ``<tool_call>`` ends reasoning.
+GLM-4.5/4.6: the model opens ``<think>`` itself; without it the response is content.
+GLM-4.7 and GLM-5: the template prefills ``<think>``, so a turn starts in reasoning.
+A ``<think>`` after content re-enters reasoning. ``<tool_call>`` ends reasoning.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ _GLM = ReasoningSpec(
     thinking_default=True,
     thinking_switches=("thinking", "enable_thinking"),
     start_in_content="enter",
+    start_source=(
+        "template: GLM-4.5V's and GLM-4.6V's chat_template.jinja end with `<|assistant|>\\n` (the "
+        "model opens `<think>`)"
+    ),
     notes="a <think> after content re-enters reasoning",
 )
 
@@ -35,4 +40,14 @@ class Glm45Parser(ReasoningParser):
 
 @register
 class Glm47Parser(ReasoningParser):
-    spec = msgspec.structs.replace(_GLM, name="glm47", aliases=("glm5",))
+    spec = msgspec.structs.replace(
+        _GLM,
+        name="glm47",
+        aliases=("glm5",),
+        # GLM-4.7-Flash's and GLM-5/5.1/5.2's chat_template.jinja end the generation prompt
+        # with "<|assistant|><think>" (thinking off: "<|assistant|></think>"), so the model
+        # never writes the start marker: a turn starts in reasoning (GLM-4.5/4.6 differ).
+        prompt_start=True,
+        start_source="template: GLM-4.7-Flash's and GLM-5/5.1/5.2's chat_template.jinja end "
+        "with `<|assistant|><think>` (thinking off: `<|assistant|></think>`)",
+    )

@@ -47,6 +47,10 @@ class GraniteParser(ReasoningParser):
         thinking_default=False,
         thinking_switches=("thinking",),
         start_in_content="enter",
+        start_source=(
+            "documented: Granite 3.2/3.3 reason only with `thinking: true`, and write the start "
+            "phrase themselves"
+        ),
         notes="plain-text phrases (also Here's) matched on token bytes with hold-back",
     )
 

@@ -36,5 +36,8 @@ class InklingParser(ReasoningParser):
         required=(CONTENT_THINKING, END_MESSAGE),
         prompt_start=False,
         start_in_content="enter",
+        start_source=(
+            "documented: Inkling's model message opens its own `<|content_thinking|>` block"
+        ),
         notes="a thinking block may follow a closed one; text and tool blocks end reasoning",
     )

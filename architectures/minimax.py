@@ -29,6 +29,7 @@ class MiniMaxM2Parser(ReasoningParser):
         turn=("]~b]",),
         required=("</think>",),
         prompt_start=True,
+        start_source="template: MiniMax-M2's chat_template.jinja ends with `]~b]ai\\n<think>\\n`",
         notes="the model never emits the start marker; the turn starts in reasoning",
     )
 
@@ -52,6 +53,10 @@ class MiniMaxM3Parser(ReasoningParser):
         start_in_content="enter",
         end_in_content="drop",
         thinking_switches=(),
+        start_source=(
+            "template: MiniMax-M3's chat_template.jinja ends with `]~b]ai\\n`, and "
+            '`<mm:think>` only with thinking_mode "enabled"'
+        ),
         notes='turn starts in reasoning only with thinking_mode "enabled"; markers may be '
         "multi-token",
     )

@@ -28,5 +28,10 @@ class Qwen3Parser(ReasoningParser):
         thinking_default=True,
         thinking_switches=("enable_thinking",),
         end_in_content="drop",
+        start_source=(
+            "template: Qwen3.5's and Qwen3.6's chat_template.jinja end with `<think>\\n` "
+            "(Qwen3-2504's ends with `assistant\\n` and the model writes `<think>`, consumed in "
+            "reasoning)"
+        ),
         notes="unpaired <tool_call> ends reasoning; repeated </think> in content dropped",
     )

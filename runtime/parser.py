@@ -113,7 +113,9 @@ def _swap_requested(spec: ReasoningSpec, kwargs: Mapping[str, Any]) -> bool:
     return requested
 
 
-StartStateSource = Callable[[type["ReasoningParser"], LoadedTokenizer, Mapping[str, Any]], bool | None]
+StartStateSource = Callable[
+    [type["ReasoningParser"], LoadedTokenizer, Mapping[str, Any]], bool | None
+]
 """``(parser class, tokenizer, chat_template_kwargs) -> start state or None``: where a parser
 built without an explicit ``default_reasoning`` learns its start state from the model's own
 chat template (None: no template here, use the family's documented default)."""

@@ -458,7 +458,7 @@ def test_hy_v3_suffix_from_config_preview_and_ambiguity() -> None:
     preview = parser_for("hy_v3", {"reasoning_effort": "high"}, tok=preview_tok)
     assert preview.machine.spec.start == ("<think>",)
     # Without any turn marker the scan cannot be bounded: the wrong tokenizer is an error.
-    with pytest.raises(MissingMarkerError, match="<｜hy_Assistant｜>.*assistant-turn marker"):
+    with pytest.raises(MissingMarkerError, match=r"<｜hy_Assistant｜>.*assistant-turn marker"):
         parser_for("hy_v3", {"reasoning_effort": "high"}, tok=tokenizer("qwen-3"))
     # Two suffixed pairs and no token_suffix: refuse to guess.
     tiny = Tokenizer(WordLevel({"a": 0, "[UNK]": 1}, unk_token="[UNK]"))
