@@ -19,7 +19,7 @@ from .errors import InvalidOptionError, InvalidTokenError
 from .formatters import TextFormatterFactory, formatter_factory
 from .labels import CONTENT, REASONING, TOOL, split_labels
 from .machine import HOLD, Machine, Spill, compile_machine
-from .spec import ReasoningSpec
+from .spec import MarkerKind, ReasoningSpec
 
 TokenIds = Sequence[int] | np.ndarray
 
@@ -321,10 +321,11 @@ class ReasoningParser:
 
     def skipped_token_ids(self) -> frozenset[int]:
         """Token ids left out of the text with ``skip_special_tokens``: the tokenizer's
-        special tokens (end of sequence, ``<|im_end|>``, a turn marker), except the pieces
-        of this family's multi-token markers, so a marker kept in content never loses half
-        of itself (``<|close|>think<|sep|>`` must not become ``think``). A token labelled
-        TOOL is never left out, whatever it is: the tool parser needs it."""
+        special tokens (end of sequence, ``<|im_end|>``, a turn marker), except the family's
+        tool markers, which it keeps in content for the tool parser (after reasoning ended
+        they are labelled CONTENT), and the pieces of its multi-token markers, so a marker
+        kept in content never loses half of itself (``<|close|>think<|sep|>`` must not
+        become ``think``). A token labelled TOOL is never left out, whatever it is."""
         if self._skip is None:
             tok = self.tokenizer
             pieces = {
@@ -332,7 +333,8 @@ class ReasoningParser:
                 for marker in self._machine.byte_markers
                 for tid in tok.encode(marker.decode("utf-8", "replace"))
             }
-            self._skip = tok.special_ids - pieces
+            kept = {t for t, k in self._machine.id_markers.items() if k == MarkerKind.TOOL}
+            self._skip = tok.special_ids - pieces - kept
         return self._skip
 
     def decoder(self, *, skip_special_tokens: bool = True) -> LabelledDecoder:

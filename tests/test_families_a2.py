@@ -261,7 +261,9 @@ def test_inkling_thinking_then_text_block() -> None:
     split = reasonspan.TextSplitter(make("inkling", INKLING), skip_special_tokens=True)
     r, c = split.feed(tokenizer(INKLING).encode(out))
     r2, c2 = split.finish()
-    assert (r + r2, c + c2) == ("2+2=4", "It is 4.")
+    # Skipping drops the framing special tokens, but <|content_text|> is one of inkling's
+    # implicit ends, which the family keeps in content like every tool marker.
+    assert (r + r2, c + c2) == ("2+2=4", "<|content_text|>It is 4.")
 
 
 def test_inkling_second_thinking_block_after_a_close() -> None:
