@@ -9,7 +9,7 @@ for, so a scheduler that only needs the arrays never pays for per-request Python
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import msgspec
 import numpy as np
@@ -18,8 +18,15 @@ import numpy.typing as npt
 from .errors import InvalidTokenError, ReasonspanError
 from .labels import split_labels
 
-if TYPE_CHECKING:
-    from .batch import ReasoningBatch
+
+class _ForcedSource(Protocol):
+    """What a step result reads back from its batch (a ReasoningBatch); a protocol, so this
+    module does not import the batch that imports it."""
+
+    def slot_generation(self, slot: int) -> int: ...
+
+    def forced_sequence(self, slot: int) -> list[int]: ...
+
 
 HELD = 255
 """Label of a new token that is not decided yet: it may begin a multi-token marker, so it
@@ -232,7 +239,7 @@ class BatchStepResult:
     _forced_pos: IntArray | None
     _gen: IntArray | None
 
-    def __init__(self, batch: ReasoningBatch) -> None:
+    def __init__(self, batch: _ForcedSource) -> None:
         self._batch = batch
         self._rows: dict[int, int] | None = None
         self._decided: dict[int, tuple[list[int], bytes]] = {}
