@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fixtures import DATA, real_folder, synthetic_folder, tokenizer
+from fixtures import DATA, FAMILY_TOKENIZERS, real_folder, synthetic_folder, tokenizer
 from reasonspan.runtime import LabelledDecoder
 
 import reasonspan
@@ -416,3 +416,25 @@ def test_detect_says_when_there_is_no_template(capsys: pytest.CaptureFixture[str
     assert main(["detect", str(folder)]) == 0
     out = capsys.readouterr().out
     assert "no chat template" in out and "documented default applies" in out
+
+
+# ------------------------------------------------------------------ no marker leaks at the start
+
+
+@pytest.mark.parametrize("family", sorted(FAMILY_TOKENIZERS))
+def test_default_start_leaks_no_marker_into_content(family: str) -> None:
+    """With no prompt and no template, a typical output splits without marker text in the
+    content: a family that starts in reasoning gets `r</think>a`, one that starts in
+    content gets `<think>r</think>a` (the model opens the block itself)."""
+    tok = bare(tokenizer(FAMILY_TOKENIZERS[family]))
+    parser = reasonspan.create_parser_sync(family, tok)
+    if not parser.thinking_enabled:
+        pytest.skip("thinking is off by default: everything is content by design")
+    spec = parser.machine.spec
+    start, end = spec.start[0], spec.end[0]
+    output = ("" if parser.default_reasoning else start) + "Let me think." + end + "It is 4."
+    res = parser.parse(tok.encode(output))
+    assert res.reasoning_ended and res.content is not None
+    for marker in (*spec.start, *spec.end):
+        assert marker.strip() not in res.content, (marker, res.content)
+    assert "Let me think." in (res.reasoning or "") and "It is 4." in res.content

@@ -235,15 +235,9 @@ def template_start_state(
     return start
 
 
-def _source(
-    cls: type[ReasoningParser], tok: LoadedTokenizer, kwargs: Mapping[str, Any]
-) -> bool | None:
-    return template_start_state(cls, tok, kwargs)
-
-
 def install() -> None:
     """Make the template profile the runtime's source of default start states."""
-    set_start_state_source(_source)
+    set_start_state_source(template_start_state)
 
 
 @lru_cache(maxsize=64)
