@@ -81,8 +81,19 @@ class SimulatedEngine:
     def done(self) -> bool:
         return not self.pending and not self.active
 
+    def submit(self, request: SimRequest) -> None:
+        """A request that arrives now (a server's admission), behind those already waiting."""
+        request.arrival_step = min(request.arrival_step, self.step_no)
+        self.pending.append(request)
+
     def abort(self, request_id: int) -> None:
-        """The client went away: stop generating for this request."""
+        """The client went away: stop generating for this request (waiting or running)."""
+        for r in self.pending:
+            if r.request_id == request_id:
+                r.finish_reason = "abort"
+                self.pending.remove(r)
+                self.finished.append(r)
+                return
         for r in self.active:
             if r.request_id == request_id:
                 r.finish_reason = "abort"
