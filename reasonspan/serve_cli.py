@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from .serving.app import Server, ServedModel
+        from .serving.app import ServedModel, Server
         from .serving.engine import SimulatedServingEngine
     except ImportError as exc:
         print(

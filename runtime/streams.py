@@ -272,9 +272,7 @@ class ReasoningRuntime:
                 f"add(): parser must be a created ReasoningParser, not {type(parser).__name__}"
             )
         if isinstance(request_id, bool) or not isinstance(request_id, (str, int, np.integer)):
-            raise TypeError(
-                f"add(): request ids are str or int, not {type(request_id).__name__}"
-            )
+            raise TypeError(f"add(): request ids are str or int, not {type(request_id).__name__}")
         key: RequestKey = request_id if isinstance(request_id, str) else int(request_id)
         if key in self._records:
             raise DuplicateRequestIdError(key)

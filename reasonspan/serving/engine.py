@@ -88,12 +88,17 @@ class SimulatedServingEngine:
         self.threaded = threaded
         self._inbox: deque[SimRequest] = deque()
         self._forced: dict[int, list[int]] = {}
+        self._budget: dict[int, int] = {}
+        """Thinking budget left per request (requests with a budget only)."""
         self._kick = anyio.Event()
         self._thread_kick = threading.Event()
         self.steps = 0
 
     def submit(self, request: EngineRequest) -> None:
         limit = request.request.token_limit
+        budget = request.request.thinking_token_budget
+        if budget is not None:
+            self._budget[request.engine_id] = budget
         self._inbox.append(
             SimRequest(
                 request_id=request.engine_id,
@@ -114,6 +119,7 @@ class SimulatedServingEngine:
         for eid in aborted:
             sim.abort(eid)
             self._forced.pop(eid, None)
+            self._budget.pop(eid, None)
         while self._inbox:
             sim.submit(self._inbox.popleft())
         sim.admit()
@@ -121,7 +127,8 @@ class SimulatedServingEngine:
         if not sim.active:
             return None
         forced = self._forced
-        return sim.step(lambda rid: forced.get(rid, ()))
+        budget = self._budget
+        return sim.step(lambda rid: forced.get(rid, ()), budget.get)
 
     def _commit(
         self, runtime: ReasoningRuntime, step: tuple[Any, Any, Any, list[SimRequest]]
@@ -131,7 +138,13 @@ class SimulatedServingEngine:
         rids, toks, offs, done = step
         res = runtime.step(rids, toks, offs)
         self._forced = _forced_tokens(res)
+        if self._budget:
+            left = res.budget_remaining.tolist()
+            for row, rid in enumerate(res.request_ids.tolist()):
+                if left[row] >= 0:
+                    self._budget[rid] = left[row]
         for r in done:
+            self._budget.pop(r.request_id, None)
             runtime.finish(r.request_id, "length" if r.finish_reason == "length" else "stop")
         self.steps += 1
         return runtime.take_aborted()

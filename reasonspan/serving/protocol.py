@@ -183,8 +183,7 @@ def parse_request(body: bytes) -> ChatCompletionRequest:
     fmt = req.response_format
     if fmt is not None and fmt.type == "json_schema" and not fmt.json_schema:
         raise RequestError(
-            "response_format.json_schema is required when response_format.type is "
-            "'json_schema'",
+            "response_format.json_schema is required when response_format.type is 'json_schema'",
             param="response_format.json_schema",
         )
     if req.thinking_budget_lead_in is not None and req.thinking_token_budget is None:
