@@ -280,3 +280,15 @@ async def test_collect_returns_the_chat_completion() -> None:
     assert (done.id, done.model, done.choices[0].finish_reason) == ("c1", "qwen", "stop")
     assert done.usage.completion_tokens == len(out)
     assert done.usage.completion_tokens_details.reasoning_tokens == len(tok.encode("why"))
+
+
+def test_importing_reasonspan_pulls_in_no_asgi_stack() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, reasonspan, reasonspan.serving, reasonspan.serving.engine; "
+        "print(sorted(m for m in ('starlette', 'uvicorn') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

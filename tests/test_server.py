@@ -415,3 +415,36 @@ def test_a_thread_driven_engine_serves_too() -> None:
         msg = resp.choices[0].message
         assert (extra(msg, "reasoning"), msg.content) == (reasoning, content)
         r.wait_idle()
+
+
+def test_the_example_engine_serves_behind_the_reference_server() -> None:
+    """examples/own_engine.py: one's own (thread-driven) engine behind the server."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "examples" / "own_engine.py"
+    spec = importlib.util.spec_from_file_location("own_engine", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["own_engine"] = mod  # dataclasses look their module up while defining
+    spec.loader.exec_module(mod)
+    tok = tokenizer(FAMILY_TOKENIZERS["qwen3"])
+    server = Server([ServedModel("echo", tok, "qwen3")], mod.EchoEngine())
+    with Running(server) as r:
+        client = openai.OpenAI(base_url=r.base_url, api_key="unused", max_retries=0, timeout=30)
+        messages = [{"role": "user", "content": "hello there"}]
+        resp = client.chat.completions.create(model="echo", messages=messages)  # type: ignore[arg-type]
+        msg = resp.choices[0].message
+        assert (extra(msg, "reasoning"), msg.content) == (
+            "\nThe user said: hello there\n",
+            "\n\nYou said: hello there",
+        )
+        got = stream_text(
+            client,
+            model="echo",
+            messages=messages,
+            extra_body={"thinking_token_budget": 2, "thinking_budget_lead_in": " Enough."},
+        )
+        assert got[0].endswith("Enough.") and got[1] and got[2] == "stop"
+        r.wait_idle()
