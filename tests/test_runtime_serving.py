@@ -292,3 +292,27 @@ def test_importing_reasonspan_pulls_in_no_asgi_stack() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_readme_runtime_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """README item: the runtime example runs as written (only the model path changes)."""
+    import re
+    from pathlib import Path
+
+    from fixtures import folder
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"<!-- example: runtime -->\n```python\n(.*?)```", readme, re.S)
+    assert m is not None, "the README lost its runtime example"
+    code = m.group(1).replace('"path/to/model"', repr(str(folder("qwen-3"))))
+    exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
+    out = capsys.readouterr().out
+    events = [e for e in out.split("\n\n") if e]
+    assert events[-1] == "data: [DONE]"
+    import json
+
+    chunks = [json.loads(e.removeprefix("data: ")) for e in events[:-1]]
+    deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    assert "".join(d.get("reasoning", "") for d in deltas) == "Two and two."
+    assert "".join(d.get("content", "") for d in deltas) == "4"
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["reasoning_ended"] is True
