@@ -179,6 +179,18 @@ class RequestStream:
             raise item
         return item
 
+    def ready(self) -> list[ChatCompletionChunk]:
+        """Every chunk delivered so far, without waiting (for a writer that polls after
+        each step instead of awaiting each stream); raises the request's error, if any."""
+        rec = self._rec
+        out: list[ChatCompletionChunk] = []
+        while rec.queue:
+            item = rec.queue.popleft()
+            if isinstance(item, BaseException):
+                raise item
+            out.append(item)
+        return out
+
     async def collect(self) -> ChatCompletion:
         """Read the whole stream into the non-streaming ``chat.completion``:
         ``message.reasoning``, ``message.content``, ``finish_reason`` and usage."""

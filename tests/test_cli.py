@@ -119,3 +119,20 @@ def test_bench_batch_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
             if r is not here[BASELINE]:
                 expected = here[BASELINE]["us_per_call"] / r["us_per_call"]
                 assert r["vs_baseline"] == pytest.approx(expected)
+
+
+def test_bench_serve_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "serve.json"
+    argv = ["bench", "--suite", "serve", "--sizes", "1,4", "--repeats", "1", "--json", str(target)]
+    assert main(argv) == 0
+    rows = json.loads(target.read_text())["rows"]
+    assert {(r["batch"], "baseline" in r["case"]) for r in rows} == {
+        (1, True),
+        (1, False),
+        (4, True),
+        (4, False),
+    }
+    for r in rows:
+        assert r["suite"] == "serve" and r["tokens"] == r["batch"] * r["steps"]
+        assert r["ns_per_token"] == pytest.approx(r["us_per_call"] * 1e3 * r["steps"] / r["tokens"])
+        assert (r["vs_baseline"] is None) == ("baseline" in r["case"])
