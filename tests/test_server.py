@@ -101,11 +101,20 @@ class Running:
     def wait_idle(self, timeout: float = 10.0) -> None:
         """Until every request has left the runtime (aborts are processed on the loop)."""
         runtime = self.server.runtime
+        engine = self.server.engine
+        sim = engine.sim if isinstance(engine, SimulatedServingEngine) else None
+
+        def busy() -> bool:
+            if sim is not None and (sim.active or sim.pending):
+                return True
+            return bool(len(runtime) or len(runtime.batch))
+
         deadline = time.monotonic() + timeout
-        while len(runtime) or len(runtime.batch):
+        while busy():
             if time.monotonic() > deadline:
                 raise AssertionError(
                     f"{len(runtime)} requests and {len(runtime.batch)} slots left behind"
+                    + (f", {len(sim.active)} still generating" if sim is not None else "")
                 )
             time.sleep(0.01)
 
