@@ -457,3 +457,24 @@ def test_the_example_engine_serves_behind_the_reference_server() -> None:
         )
         assert got[0].endswith("Enough.") and got[1] and got[2] == "stop"
         r.wait_idle()
+
+
+def test_a_client_that_goes_away_aborts_its_request(running: Running) -> None:
+    """Streaming (hang up after two chunks) and non-streaming (client timeout): the engine
+    is told to stop, long before the 20,000-token script would end."""
+    engine = running.server.engine
+    assert isinstance(engine, SimulatedServingEngine)
+    before = engine.aborted
+    body = {
+        "model": "qwen3",
+        "messages": HISTORY,
+        "simulated_output": "<think>" + " and then" * 20_000,
+    }
+    url = f"{running.base_url}/chat/completions"
+    with httpx.stream("POST", url, json={**body, "stream": True}, timeout=30) as resp:
+        lines = resp.iter_lines()
+        assert next(lines).startswith("data: ")
+    with pytest.raises(httpx.TimeoutException):
+        httpx.post(url, json=body, timeout=0.3)
+    running.wait_idle()
+    assert engine.aborted == before + 2

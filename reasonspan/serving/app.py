@@ -6,9 +6,9 @@ default; see ``examples/own_engine.py`` for one's own). Per request: validate
 (:mod:`.protocol`), render the prompt with the model's own chat template
 (:mod:`.templates`), create the parser with the request's switches, admit it into the
 runtime, hand it to the engine, then answer with SSE (:mod:`.sse`) or the collected
-``chat.completion``. A client that disconnects mid-stream aborts its request (slot freed,
-engine told). Any bad request gets an OpenAI error body naming the field, and the server
-keeps serving.
+``chat.completion``. A client that disconnects aborts its request at once (slot freed,
+engine told), streaming or not. Any bad request gets an OpenAI error body naming the
+field, and the server keeps serving.
 
 starlette and uvicorn are imported here only, so ``import reasonspan`` never pulls in an
 ASGI stack.
@@ -17,7 +17,7 @@ ASGI stack.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,12 +27,18 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive
 
 from ..runtime.errors import InvalidOptionError, ReasonspanError, UnknownParserError
-from ..runtime.openai import encode
+from ..runtime.openai import ChatCompletion, encode
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import create_parser_sync
-from ..runtime.streams import ReasoningRuntime, RuntimeClosedError
+from ..runtime.streams import (
+    ReasoningRuntime,
+    RequestCancelledError,
+    RequestStream,
+    RuntimeClosedError,
+)
 from ..tokenizer import LoadedTokenizer
 from .engine import Engine, EngineRequest, SimulatedServingEngine
 from .protocol import ChatCompletionRequest, RequestError, parse_request
@@ -136,16 +142,20 @@ class Server:
                 try:
                     async for event in sse_stream(stream, include_usage=req.include_usage):
                         yield event
-                finally:  # the client went away (or the stream ended): free the slot now
+                finally:  # the stream ended, or its task was cancelled: free the slot now
                     self.runtime.abort(key)
 
-            return StreamingResponse(body(), media_type="text/event-stream")
+            return _SSEResponse(body(), lambda: self.runtime.abort(key))
         try:
-            completion = await stream.collect()
+            completion = await _collect_unless_gone(
+                request, stream, lambda: self.runtime.abort(key)
+            )
         except ReasonspanError as exc:
             return _error(RequestError(str(exc), status=500, type="server_error"))
         finally:
             self.runtime.abort(key)
+        if completion is None:  # the client went away; nobody reads this
+            return Response(status_code=499)
         return Response(encode(completion), media_type="application/json")
 
     def prepare(
@@ -184,6 +194,49 @@ def create_app(
 ) -> Starlette:
     """The reference server as an ASGI app (run it with uvicorn, or any ASGI server)."""
     return Server(models, engine, runtime=runtime).app
+
+
+class _SSEResponse(StreamingResponse):
+    """SSE with the request aborted the moment the client disconnects.
+
+    The abort is called directly rather than left to cancelling the streaming task: a
+    stream whose chunks are always ready never suspends, so a cancellation would only land
+    once the engine had generated everything."""
+
+    def __init__(self, content: AsyncIterator[bytes], on_disconnect: Callable[[], object]):
+        super().__init__(content, media_type="text/event-stream")
+        self._on_disconnect = on_disconnect
+
+    async def listen_for_disconnect(self, receive: Receive) -> None:
+        await super().listen_for_disconnect(receive)
+        self._on_disconnect()
+
+
+async def _collect_unless_gone(
+    request: Request, stream: RequestStream, abort: Callable[[], object]
+) -> ChatCompletion | None:
+    """``stream.collect()``, or None when the client disconnects first (then the request
+    is aborted at once)."""
+    gone = False
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            nonlocal gone
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+            gone = True
+            abort()
+
+        tg.start_soon(watch)
+        try:
+            result = await stream.collect()
+        except RequestCancelledError:
+            if not gone:
+                raise
+            return None
+        finally:
+            tg.cancel_scope.cancel()
+    return result
 
 
 def _json(obj: Any) -> Response:

@@ -93,6 +93,8 @@ class SimulatedServingEngine:
         self._kick = anyio.Event()
         self._thread_kick = threading.Event()
         self.steps = 0
+        self.aborted = 0
+        """Requests stopped because the runtime aborted them (client gone)."""
 
     def submit(self, request: EngineRequest) -> None:
         limit = request.request.token_limit
@@ -117,6 +119,7 @@ class SimulatedServingEngine:
         """The model's part of a step (no runtime call): aborts, admission, new tokens."""
         sim = self.sim
         for eid in aborted:
+            self.aborted += 1
             sim.abort(eid)
             self._forced.pop(eid, None)
             self._budget.pop(eid, None)
