@@ -483,14 +483,37 @@ class ReasoningRuntime:
                 self._fail(failed, exc)
         records = self._by_engine
         errors = res.errors
+        alias = self.alias
+        room = self.buffer_size
         for rid, ids, labels, spill in res.all_decided():
             got = records.get(rid)
-            if got is None or got.closed or (errors and rid in errors):
+            if got is None or got.closed or (errors and rid in errors) or not ids:
                 continue
-            if ids:
-                r_text, c_text = got.decoder.feed(ids, labels, spill)
-                if r_text or c_text:
-                    self._emit_text(got, r_text, c_text)
+            r_text, c_text = got.decoder.feed(ids, labels, spill)
+            if not (r_text or c_text):
+                continue
+            if got.include_reasoning and not got.hold_reasoning and len(got.queue) < room:
+                # The common case, inlined (it runs once per request-token): a new chunk.
+                got.queue.append(
+                    ChatCompletionChunk(
+                        id=got.completion_id,
+                        created=got.created,
+                        model=got.model,
+                        choices=[
+                            ChunkChoice(
+                                0,
+                                ChoiceDelta(
+                                    content=c_text or None,
+                                    reasoning=r_text or None,
+                                    reasoning_content=(r_text or None) if alias else None,
+                                ),
+                            )
+                        ],
+                    )
+                )
+                got.wake.set()
+            else:
+                self._emit_text(got, r_text, c_text)
         self.steps += 1
         self.step_ns.append(time.perf_counter_ns() - t0)
         return res
