@@ -316,3 +316,41 @@ def test_the_readme_runtime_example_runs(capsys: pytest.CaptureFixture[str]) -> 
     assert "".join(d.get("reasoning", "") for d in deltas) == "Two and two."
     assert "".join(d.get("content", "") for d in deltas) == "4"
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["reasoning_ended"] is True
+
+
+async def test_each_step_from_a_thread_is_delivered_before_the_next() -> None:
+    """A handshake: the engine thread waits for the consumer to receive each step's text
+    before it steps again. Were delivery to wait for something else to wake the event
+    loop, the first wait would time out."""
+    tok, parser = qwen()
+    runtime = ReasoningRuntime()
+    out = tok.encode("<think>one two three four</think> five six")
+    stream = runtime.add("hs", parser, tok.encode(PROMPT))
+    eid = stream.engine_id
+    seen = threading.Event()
+    timeouts: list[int] = []
+    # Which steps release text: tokens labelled reasoning or content (markers do not).
+    labels = parser.parse(out, prompt_token_ids=tok.encode(PROMPT)).labels
+    texts_at = [lab in (reasonspan.Label.REASONING, reasonspan.Label.CONTENT) for lab in labels]
+
+    def engine(link: reasonspan.runtime.streams.RuntimeFromThread) -> None:
+        for i, t in enumerate(out):
+            seen.clear()
+            link.step(np.array([eid]), np.array([t]), np.array([0, 1]))
+            if texts_at[i] and not seen.wait(5):
+                timeouts.append(i)
+        link.finish(eid, "stop")
+
+    text: list[str] = []
+    with anyio.fail_after(20):
+        async with runtime.from_thread() as link:
+            thread = threading.Thread(target=engine, args=(link,))
+            thread.start()
+            async for chunk in stream:
+                d = chunk.choices[0].delta
+                if d.reasoning or d.content:
+                    text.append((d.reasoning or "") + (d.content or ""))
+                seen.set()
+            await anyio.to_thread.run_sync(thread.join)
+    assert timeouts == []
+    assert "".join(text) == "one two three four five six"
