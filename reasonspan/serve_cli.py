@@ -41,6 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--step-interval", type=float, default=0.01, metavar="SECONDS", help="pause per step"
     )
     parser.add_argument(
+        "--reasoning-content",
+        action="store_true",
+        help="also fill reasoning_content (the older field name) beside reasoning",
+    )
+    parser.add_argument(
         "--chatml-fallback",
         action="store_true",
         help="render plain ChatML for a folder without a chat template (otherwise an error)",
@@ -69,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from .detection import describe, detect
     from .runtime.errors import ReasonspanError
+    from .runtime.streams import ReasoningRuntime
     from .serving.templates import chat_template_of
     from .tokenizer import load_tokenizer_sync
 
@@ -115,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
         step_interval=args.step_interval,
         threaded=args.threaded,
     )
-    server = Server(models, engine)
+    runtime = ReasoningRuntime(model=models[0].name, reasoning_content_alias=args.reasoning_content)
+    server = Server(models, engine, runtime=runtime)
     print(
         f"serving at http://{args.host}:{args.port}/v1 (SIMULATED engine: replays scripted "
         "outputs, does not model the prompt)",

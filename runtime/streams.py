@@ -124,6 +124,7 @@ class _Record:
     finish_reason: FinishReason | None = None
     usage: Usage | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    response_format: Any = None
 
 
 class RequestStream:
@@ -157,6 +158,11 @@ class RequestStream:
     def options(self) -> dict[str, Any]:
         """The batch options the request was added with (budget, grammar, ...)."""
         return self._rec.options
+
+    @property
+    def response_format(self) -> Any:
+        """The request's ``response_format``, kept for a grammar engine (None: none)."""
+        return self._rec.response_format
 
     def __aiter__(self) -> Self:
         return self
@@ -267,13 +273,15 @@ class ReasoningRuntime:
         model: str | None = None,
         completion_id: str | None = None,
         skip_special_tokens: bool | None = None,
+        response_format: Any = None,
         **options: Any,
     ) -> RequestStream:
         """Admit a request (``options`` as :meth:`ReasoningBatch.add`) and return its stream.
 
         ``model`` and ``completion_id`` go into every chunk (default: the runtime's model,
-        the id itself for a string id, ``chatcmpl-<id>`` for an int). Nothing is kept when
-        this raises.
+        the id itself for a string id, ``chatcmpl-<id>`` for an int). ``response_format``
+        is kept on the stream for a grammar engine (pass ``structured_output=True`` too,
+        so the batch gates it on the end of reasoning). Nothing is kept when this raises.
         """
         if self._closed is not None:
             raise RuntimeClosedError("the runtime is closed; no request can be added") from (
@@ -317,6 +325,7 @@ class ReasoningRuntime:
             hold_reasoning=parser.may_return_reasoning_as_content,
             include_reasoning=bool(options.get("include_reasoning", True)),
             options=options,
+            response_format=response_format,
         )
         self._records[key] = rec
         self._by_engine[engine_id] = rec

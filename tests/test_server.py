@@ -259,6 +259,32 @@ def test_thinking_off(client: openai.OpenAI, model: str) -> None:
     assert resp.usage.completion_tokens_details.reasoning_tokens == 0
 
 
+def test_response_format_is_kept_for_the_grammar_engine(running: Running) -> None:
+    """Validated and handed on: the runtime's stream keeps it and gates the grammar."""
+    seen: list[Any] = []
+    runtime = running.server.runtime
+    add = runtime.add
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        stream = add(*args, **kwargs)
+        seen.append((stream.response_format, stream.options["structured_output"]))
+        return stream
+
+    runtime.add = spy  # type: ignore[method-assign]
+    try:
+        schema = {"name": "answer", "schema": {"type": "object"}}
+        client = openai.OpenAI(base_url=running.base_url, api_key="unused", max_retries=0)
+        client.chat.completions.create(
+            model="qwen3",
+            messages=HISTORY,
+            response_format={"type": "json_schema", "json_schema": schema},  # type: ignore[typeddict-item]
+        )
+    finally:
+        del runtime.add
+    ((fmt, structured),) = seen
+    assert (fmt.type, fmt.json_schema, structured) == ("json_schema", schema, True)
+
+
 def test_include_reasoning_false(client: openai.OpenAI) -> None:
     out = script("deepseek_r1")
     _reasoning, content, reasoning_tokens, _ = expected("deepseek_r1", HISTORY, out)

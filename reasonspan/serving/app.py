@@ -128,6 +128,7 @@ class Server:
                 thinking_token_budget=req.thinking_token_budget,
                 budget_lead_in=req.thinking_budget_lead_in,
                 structured_output=req.structured_output,
+                response_format=req.response_format,
             )
         except RequestError as exc:
             return Response(exc.body(), exc.status, media_type="application/json")
