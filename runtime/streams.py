@@ -268,7 +268,7 @@ class ReasoningRuntime:
         self,
         request_id: RequestKey,
         parser: ReasoningParser,
-        prompt_token_ids: Sequence[int] | np.ndarray[Any, Any],
+        prompt_token_ids: Sequence[int] | np.ndarray[Any, Any] | None,
         *,
         model: str | None = None,
         completion_id: str | None = None,
@@ -297,20 +297,13 @@ class ReasoningRuntime:
         if key in self._records:
             raise DuplicateRequestIdError(key)
         engine_id = self._engine_id_for(key)
-        if isinstance(key, int):
-            # The id now belongs to the new request: no more dropping its tokens, and no
-            # abort of the old one still pending (a server reuses an int id only after its
-            # engine stopped the old request; string ids need no such care).
-            self._gone.pop(engine_id, None)
-            if engine_id in self._aborted:
-                self._aborted = [a for a in self._aborted if a != engine_id]
         skip = self.skip_special_tokens if skip_special_tokens is None else skip_special_tokens
         decoder = LabelledDecoder(
             parser.tokenizer,
             parser.text_formatters(),
             skip_ids=self._skip_set(parser) if skip else frozenset(),
         )
-        self.batch.add(engine_id, parser, prompt_token_ids, **options)
+        prompt_tokens = 0 if prompt_token_ids is None else len(prompt_token_ids)
         rec = _Record(
             key=key,
             engine_id=engine_id,
@@ -320,13 +313,22 @@ class ReasoningRuntime:
             model=model if model is not None else self.model,
             parser=parser,
             decoder=decoder,
-            prompt_tokens=len(prompt_token_ids),
+            prompt_tokens=prompt_tokens,
             created=int(time.time()),
             hold_reasoning=parser.may_return_reasoning_as_content,
             include_reasoning=bool(options.get("include_reasoning", True)),
             options=options,
             response_format=response_format,
         )
+        # Everything that can fail is above or in batch.add(), which validates first.
+        self.batch.add(engine_id, parser, prompt_token_ids, **options)
+        if isinstance(key, int):
+            # The id now belongs to the new request: no more dropping its tokens, and no
+            # abort of the old one still pending (a server reuses an int id only after its
+            # engine stopped the old request; string ids need no such care).
+            self._gone.pop(engine_id, None)
+            if engine_id in self._aborted:
+                self._aborted = [a for a in self._aborted if a != engine_id]
         self._records[key] = rec
         self._by_engine[engine_id] = rec
         self._push(rec, ChoiceDelta(role="assistant", content=""))

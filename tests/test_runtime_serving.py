@@ -150,7 +150,16 @@ def test_add_with_a_bad_parser_leaves_nothing_behind() -> None:
         runtime.add(5, None, tok.encode(PROMPT))  # type: ignore[arg-type]
     with pytest.raises(reasonspan.InvalidOptionError, match="thinking_token_budget"):
         runtime.add(5, parser, tok.encode(PROMPT), thinking_token_budget=-1)
+    with pytest.raises(reasonspan.InvalidTokenError, match="prompt"):
+        runtime.add("s", parser, ["<think>"])  # type: ignore[list-item]
+    with pytest.raises(TypeError):
+        runtime.add("t", parser, 42)  # type: ignore[arg-type]
     assert len(runtime) == 0 and len(runtime.batch) == 0
+    # No prompt at all is allowed: the family's default start state, 0 prompt tokens.
+    none = runtime.add(6, parser, None)
+    feed(runtime, [6], tok.encode("<think>a</think>b"))
+    runtime.finish(6)
+    assert none.usage is not None and none.usage.prompt_tokens == 0
     runtime.add(5, parser, tok.encode(PROMPT))
     with pytest.raises(DuplicateRequestIdError, match="still open"):
         runtime.add(5, parser, tok.encode(PROMPT))
