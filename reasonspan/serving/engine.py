@@ -10,7 +10,9 @@ sequence ("stop") or ``max_tokens`` ("length").
 :class:`SimulatedServingEngine` is the SIMULATED engine over real tokenizers: it replays a
 script per request and does not model the prompt. The script is the request's
 ``simulated_output`` text when given (tests use this), else one of the demo transcripts in
-the family's format, chosen deterministically by a hash of the prompt. With
+the family's format, chosen deterministically by a hash of the prompt. It honours
+``max_tokens`` and thinking budgets and ignores sampling fields (temperature, stop, ...),
+which mean nothing to a script. With
 ``threaded=True`` its loop runs on a thread of its own and reaches the runtime through
 :meth:`ReasoningRuntime.from_thread`, as an engine around GPU kernels would.
 """
