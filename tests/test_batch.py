@@ -11,11 +11,13 @@
 
 from __future__ import annotations
 
+import ast
 import random
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -374,7 +376,7 @@ def test_hold_back_families_go_by_table_between_held_tokens(
     original = ReasoningParser.stream
 
     def counting(self: ReasoningParser, delta: Any, reasoning: bool = True) -> Any:
-        if sys._getframe(1).f_code.co_name == "_step_fallback":
+        if sys._getframe(1).f_code.co_name == "step_fallback":
             batch_calls.append(len(delta))
         return original(self, delta, reasoning)
 
@@ -978,3 +980,29 @@ def test_add_by_name_and_with_chat_template_kwargs() -> None:
     batch.add(3, name="qwen3", tokenizer=qwen.tokenizer, prompt_token_ids=prompt)
     batch.add(4, qwen)  # no prompt: the family's default (a turn starts in reasoning)
     assert [batch.is_reasoning(r) for r in (1, 2, 3, 4)] == [True, False, True, True]
+
+
+# ---------------------------------------------------------------------------- layout
+
+
+def test_batch_modules_import_one_another_in_one_direction() -> None:
+    """No import cycle runs through a batch module: every relative import counts, at module
+    level, under TYPE_CHECKING or inside a function."""
+    root = Path(reasonspan.runtime.__file__).parent
+    graph: dict[str, set[str]] = {}
+    for path in root.glob("*.py"):
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                deps |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+        graph[path.stem] = deps - {"__init__", path.stem}
+    assert {"batch", "batch_result", "batch_slots", "batch_fallback"} <= set(graph)
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for d in graph.get(start, ()):
+            if d == goal or (d not in seen and reaches(d, goal, seen | {d})):
+                return True
+        return False
+
+    cyclic = sorted(m for m in graph if m.startswith("batch") and reaches(m, m, {m}))
+    assert cyclic == []
