@@ -28,7 +28,8 @@ import anyio
 import numpy as np
 
 from .batch import ReasoningBatch
-from .batch_result import BatchStepResult, RequestFailedError
+from .batch_errors import RequestFailedError
+from .batch_result import BatchStepResult
 from .decoding import LabelledDecoder
 from .errors import ReasonspanError
 from .openai import (
