@@ -42,7 +42,8 @@ import numpy as np
 from anyio.from_thread import BlockingPortal
 
 from .batch import ReasoningBatch
-from .batch_result import BatchStepResult, RequestFailedError, UnknownRequestError
+from .batch_errors import RequestFailedError, UnknownRequestError
+from .batch_result import BatchStepResult
 from .decoding import LabelledDecoder
 from .errors import ReasonspanError
 from .machine import Machine

@@ -12,7 +12,7 @@ import msgspec
 import numpy as np
 import pytest
 from fixtures import FAMILY_TOKENIZERS, tokenizer
-from reasonspan.runtime.batch_result import RequestFailedError
+from reasonspan.runtime.batch_errors import RequestFailedError
 from reasonspan.runtime.openai import ChatCompletionChunk, encode
 from reasonspan.runtime.simulation import SimRequest, SimulatedEngine, drive
 from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
