@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 from collections.abc import Sequence
 
+from tokenizers import Tokenizer
 from tokenizers.decoders import DecodeStream
 
 from ..tokenizer.loader import LoadedTokenizer
@@ -36,13 +37,43 @@ class ByteDecoder:
             return None
         return self._dec.decode(self._table[token_id]) or None
 
+    def step_kept(self, _tokenizer: object, token_id: int) -> str | None:
+        """A token the family keeps in the text (a tool marker), special or not."""
+        return self._dec.decode(self._table[token_id]) or None
 
-def _decoder(tok: LoadedTokenizer) -> ByteDecoder | DecodeStream:
-    """One channel's incremental decoder. Skipping is decided by :class:`LabelledDecoder`
-    (it knows the labels: a TOOL-labelled token is never skipped), so neither skips."""
+
+class SkippingDecodeStream:
+    """``DecodeStream`` that skips a chosen set of ids (not all special tokens): servers
+    skip special tokens but keep the ones a family leaves in the content (tool markers)."""
+
+    __slots__ = ("_dec", "_skip")
+
+    def __init__(self, skip: frozenset[int]) -> None:
+        self._dec = DecodeStream(skip_special_tokens=False)
+        self._skip = skip
+
+    def step(self, tokenizer: Tokenizer, token_id: int) -> str | None:
+        if token_id in self._skip:
+            return None
+        out: str | None = self._dec.step(tokenizer, token_id)
+        return out
+
+    def step_kept(self, tokenizer: Tokenizer, token_id: int) -> str | None:
+        """A token the family keeps in the text (a tool marker), special or not."""
+        out: str | None = self._dec.step(tokenizer, token_id)
+        return out
+
+
+def _decoder(
+    tok: LoadedTokenizer, skip_special_tokens: bool, skip_ids: frozenset[int] | None = None
+) -> ByteDecoder | DecodeStream | SkippingDecodeStream:
+    if skip_ids is not None:
+        if tok.byte_level:
+            return ByteDecoder(tok.token_bytes, skip_ids)
+        return SkippingDecodeStream(skip_ids)
     if tok.byte_level:
-        return ByteDecoder(tok.token_bytes, frozenset())
-    return DecodeStream(skip_special_tokens=False)
+        return ByteDecoder(tok.token_bytes, tok.special_ids if skip_special_tokens else frozenset())
+    return DecodeStream(skip_special_tokens=skip_special_tokens)
 
 
 class LabelledDecoder:
@@ -53,22 +84,24 @@ class LabelledDecoder:
     (:meth:`ReasoningParser.decoder` is the usual way to get one).
     """
 
-    __slots__ = ("_cdec", "_cfmt", "_rdec", "_rfmt", "_skip", "_tok")
+    __slots__ = ("_cdec", "_cfmt", "_ckept", "_rdec", "_rfmt", "_skip", "_tok")
 
     def __init__(
         self,
         tokenizer: LoadedTokenizer,
         formatters: tuple[TextFormatterFactory | None, TextFormatterFactory | None] = (None, None),
         *,
-        skip_ids: frozenset[int] = frozenset(),
+        skip_special_tokens: bool = False,
+        skip_ids: frozenset[int] | None = None,
     ) -> None:
-        """``skip_ids``: tokens left out of the text (a server's ``skip_special_tokens``;
-        :meth:`ReasoningParser.skipped_token_ids` leaves the family's markers out of it).
-        A token labelled TOOL is kept even if listed: the tool parser needs it."""
+        """``skip_ids``, when given, are the ids left out of the text (instead of every
+        special token under ``skip_special_tokens``)."""
         self._tok = tokenizer.tokenizer
-        self._skip = skip_ids
-        self._rdec = _decoder(tokenizer)
-        self._cdec = _decoder(tokenizer)
+        self._skip = skip_special_tokens
+        self._rdec = _decoder(tokenizer, skip_special_tokens, skip_ids)
+        self._cdec = _decoder(tokenizer, skip_special_tokens, skip_ids)
+        # TOOL-labelled tokens are markers the family keeps in the content: never skipped.
+        self._ckept = getattr(self._cdec, "step_kept", self._cdec.step)
         rf, cf = formatters
         self._rfmt: TextFormatter = rf() if rf else IdentityFormatter()
         self._cfmt: TextFormatter = cf() if cf else IdentityFormatter()
@@ -80,17 +113,17 @@ class LabelledDecoder:
         spill: Sequence[tuple[int, bytes, int, int]] = (),
     ) -> tuple[str, str]:
         tok = self._tok
-        skip = self._skip
         if len(token_ids) == 1 and not spill:
             # One token per step: the common case, without the loop's lists.
             lab = labels[0]
-            if skip and lab in (REASONING, CONTENT) and token_ids[0] in skip:
-                return "", ""
             if lab == REASONING:
                 s = self._rdec.step(tok, token_ids[0])
                 return (self._rfmt.text(s) if s else ""), ""
-            if lab in (CONTENT, TOOL):
+            if lab == CONTENT:
                 s = self._cdec.step(tok, token_ids[0])
+                return "", (self._cfmt.text(s) if s else "")
+            if lab == TOOL:
+                s = self._ckept(tok, token_ids[0])
                 return "", (self._cfmt.text(s) if s else "")
         r: list[str] = []
         c: list[str] = []
@@ -103,16 +136,18 @@ class LabelledDecoder:
             spill_at.setdefault(idx, []).append((data, channel, after))
         for i, t in enumerate(token_ids):
             lab = labels[i]
-            if skip and t in skip and lab in (REASONING, CONTENT):
-                continue
             if spill_at and i in spill_at:
                 self._spill(spill_at[i], lab, r, c)
             elif lab == REASONING:
                 s = rstep(tok, t)
                 if s:
                     r.append(rtext(s))
-            elif lab in (CONTENT, TOOL):
+            elif lab == CONTENT:
                 s = cstep(tok, t)
+                if s:
+                    c.append(ctext(s))
+            elif lab == TOOL:
+                s = self._ckept(tok, t)
                 if s:
                     c.append(ctext(s))
             elif lab == DELIMITER:

@@ -100,6 +100,8 @@ class Machine:
         self.has_byte_markers = bool(byte_markers)
         self.vectorizable = not byte_markers and type(self).run is Machine.run
         self.trans = _transitions(spec, thinking)
+        self.skipped_ids: frozenset[int] | None = None
+        """Special tokens text leaves out (``ReasoningParser.skipped_token_ids``), once."""
 
     vectorizable: bool = True
     """True when every marker is one token and no family hook overrides routing, so the

@@ -157,7 +157,6 @@ class ReasoningParser:
         "_route_one",
         "_rows",
         "_seen",
-        "_skip",
         "_swap",
         "_vocab",
         "chat_template_kwargs",
@@ -181,7 +180,6 @@ class ReasoningParser:
             else bool(default_reasoning) and machine.thinking
         )
         self._last = self._default
-        self._skip: frozenset[int] | None = None
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         # The 1-token fast path serves any machine that routes with the base tables;
         # tokens that may begin a multi-token marker (HOLD) take the general path.
@@ -326,16 +324,18 @@ class ReasoningParser:
         they are labelled CONTENT), and the pieces of its multi-token markers, so a marker
         kept in content never loses half of itself (``<|close|>think<|sep|>`` must not
         become ``think``). A token labelled TOOL is never left out, whatever it is."""
-        if self._skip is None:
+        machine = self._machine
+        got = machine.skipped_ids
+        if got is None:  # once per machine, shared by every parser and request on it
             tok = self.tokenizer
             pieces = {
                 tid
-                for marker in self._machine.byte_markers
+                for marker in machine.byte_markers
                 for tid in tok.encode(marker.decode("utf-8", "replace"))
             }
-            kept = {t for t, k in self._machine.id_markers.items() if k == MarkerKind.TOOL}
-            self._skip = tok.special_ids - pieces - kept
-        return self._skip
+            kept = {t for t, k in machine.id_markers.items() if k == MarkerKind.TOOL}
+            got = machine.skipped_ids = tok.special_ids - pieces - kept
+        return got
 
     def decoder(self, *, skip_special_tokens: bool = True) -> LabelledDecoder:
         """A fresh text decoder for this parser's tokenizer and text formatters.

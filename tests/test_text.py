@@ -75,4 +75,4 @@ def test_metaspace_tokenizer_keeps_decode_stream() -> None:
     tok = tokenizer("jiutian-139moe-chat")  # a Unigram/Metaspace vocabulary
     assert not tok.byte_level
     parser = reasonspan.create_parser_sync("minimax_m3", tok)
-    assert isinstance(_decoder(parser.tokenizer), DecodeStream)
+    assert isinstance(_decoder(parser.tokenizer, False), DecodeStream)
