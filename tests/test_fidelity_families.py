@@ -97,3 +97,77 @@ def test_nemotron_splitter_holds_what_the_swap_may_move(
     """TextSplitter, fed any split, returns parse()'s text: reasoning that becomes the
     content is never returned as reasoning first."""
     check_split(data, "nemotron_v3", output, reasoning, content, prompt=prompt, kwargs=kwargs)
+
+
+# ---------------------------------------------------------------- newlines around markers
+
+QWEN_Q = "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n"
+
+
+@pytest.mark.parametrize(
+    ("family", "prompt", "output", "reasoning", "content"),
+    [
+        # The template's own split: newlines next to the markers are layout.
+        ("qwen3", QWEN_Q, "<think>\nhm\n\n</think>\n\nIt is 4.", "hm", "It is 4."),
+        ("qwen3", QWEN_Q + "<think>\n", "a\n\nb\n</think>\n\nc\n", "a\n\nb", "c\n"),
+        # An empty block has no reasoning text (its newline tokens are still reasoning).
+        ("qwen3", QWEN_Q, "<think>\n\n</think>\n\nHi", None, "Hi"),
+        # Truncated: no end marker, so nothing is trimmed at the end.
+        ("qwen3", QWEN_Q + "<think>\n", "still\n\n", "still\n\n", None),
+        ("mimo", QWEN_Q + "<think>\n", "<think>\nx\n</think>\n\ny", "x", "y"),
+        ("glm47", None, "<think>\nx\n</think>\ny", "x", "y"),
+        ("glm45", None, "<think>\n\n</think>\n\ny", None, "y"),
+        ("minimax_m2", None, "plan\n\n</think>\n\nanswer", "plan", "answer"),
+    ],
+)
+@SETTINGS
+@given(data=st.data())
+def test_newlines_next_to_markers_are_not_text(
+    data: st.DataObject,
+    family: str,
+    prompt: str | None,
+    output: str,
+    reasoning: str | None,
+    content: str | None,
+) -> None:
+    kwargs = {"enable_thinking": True} if family == "mimo" else None
+    res = check_split(data, family, output, reasoning, content, prompt=prompt, kwargs=kwargs)
+    # Token labels stay honest: every newline token is still reasoning or content.
+    tok = tokenizer(FAMILY_TOKENIZERS[family])
+    assert res.reasoning_tokens + len(res.content_token_ids) + res.delimiter_tokens == len(
+        tok.encode(output)
+    )
+    if "\n\n</think>" in output or output.endswith("\n\n"):
+        assert any("\n" in tok.decode([t]) for t in res.reasoning_token_ids)
+
+
+def test_empty_think_block_counts_its_newline_tokens_as_reasoning() -> None:
+    parser = parser_for("qwen3")
+    tok = parser.tokenizer
+    res = parser.parse(tok.encode("<think>\n\n</think>\n\nHi"), tok.encode(QWEN_Q))
+    assert res.reasoning in ("", None) and res.content == "Hi"
+    assert res.reasoning_tokens == len(tok.encode("\n\n")) and res.reasoning_tokens > 0
+
+
+# ---------------------------------------------------------------- mimo
+
+
+def test_mimo_thinks_only_when_asked() -> None:
+    off = parser_for("mimo")
+    on = parser_for("mimo", {"enable_thinking": True})
+    assert off.spec.name == "mimo" and reasonspan.get_parser_class("mimo") is not type(
+        parser_for("qwen3")
+    )
+    tok = off.tokenizer
+    prompt = tok.encode(QWEN_Q)
+    assert not off.default_reasoning and on.default_reasoning
+    assert not off.is_prompt_in_reasoning(prompt) and on.is_prompt_in_reasoning(prompt)
+    # Off: the answer is content...
+    res = off.parse(tok.encode("Hello."), prompt)
+    assert (res.reasoning, res.content) == (None, "Hello.")
+    # ...and a block the model writes anyway is split off; no marker leaks into content.
+    res = off.parse(tok.encode("<think>\nhm\n</think>\n\nHello."), prompt)
+    assert (res.reasoning, res.content) == ("hm", "Hello.")
+    # On: the template prefills <think>, so the output starts inside reasoning.
+    res = on.parse(tok.encode("hm\n</think>\n\nHello."), tok.encode(QWEN_Q + "<think>\n"))
+    assert (res.reasoning, res.content) == ("hm", "Hello.")

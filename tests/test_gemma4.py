@@ -152,7 +152,7 @@ TOOL_TURN = (
         # ...and an old open channel before the tool response is not this turn's.
         (
             "<|turn>system\n<|think|>\nBe brief.<turn|>\n<|turn>model\n<|channel>thought\n"
-            '<|tool_call>call:w{}<tool_call|><|tool_response>response:w{}<tool_response|>',
+            "<|tool_call>call:w{}<tool_call|><|tool_response>response:w{}<tool_response|>",
             False,
         ),
     ],
