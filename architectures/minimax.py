@@ -3,10 +3,12 @@
 M2's template prefills ``<think>`` and the model never emits it, so a turn starts in
 reasoning; ``<minimax:tool_call>`` ends reasoning. Its template writes ``<think>\\n`` …
 ``\\n</think>\\n\\n`` and reads a turn back with ``strip('\\n')`` on both sides of each
-marker, so those newlines are trimmed from the text (not from the token labels). M3's markers are single tokens in its
-own vocabulary and several tokens elsewhere (matched on token bytes); its template only
-prefills the start with ``thinking_mode: "enabled"``, otherwise the model may open a block
-itself. A leading ``</mm:think>`` after content is dropped.
+marker, so those newlines are trimmed from the text (not from the token labels).
+
+M3's markers are single tokens in its own vocabulary and several tokens elsewhere
+(matched on token bytes); its template only prefills the start with
+``thinking_mode: "enabled"``, otherwise the model may open a block itself.
+A leading ``</mm:think>`` after content is dropped.
 """
 
 from __future__ import annotations

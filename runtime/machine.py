@@ -427,7 +427,7 @@ def _transitions(spec: ReasoningSpec, thinking: bool) -> _Trans:
                 row[_END] = (DELIMITER, 0) if spec.end_in_content == "drop" else (CONTENT, 0)
                 row[_TOOL] = (CONTENT, 0)
         row[_STRIP] = (DELIMITER, state)
-        row[_TURN] = ordinary[state]
+        row[_TURN] = (DELIMITER, state) if spec.turn_in_output == "drop" else ordinary[state]
         rows.append(tuple(row))
     return tuple(rows)
 

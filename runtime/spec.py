@@ -97,6 +97,10 @@ class ReasoningSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A start marker after content: re-enter reasoning, or keep it as content."""
     end_in_content: Literal["keep", "drop"] = "keep"
     """An end marker after content (a repeated ``</think>``): keep it as content or drop it."""
+    turn_in_output: Literal["keep", "drop"] = "keep"
+    """A turn marker in the output: text of the channel it falls in, or structure that is
+    dropped (a family whose model writes message framing tokens, such as inkling's
+    ``<|message_model|>``). The prompt scan treats it as a turn start either way."""
     reasoning_trim: Trim = Trim()
     content_trim: Trim = Trim()
     reasoning_as_content_if: tuple[tuple[str, bool], ...] = ()

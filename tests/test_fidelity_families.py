@@ -171,3 +171,88 @@ def test_mimo_thinks_only_when_asked() -> None:
     # On: the template prefills <think>, so the output starts inside reasoning.
     res = on.parse(tok.encode("hm\n</think>\n\nHello."), tok.encode(QWEN_Q + "<think>\n"))
     assert (res.reasoning, res.content) == ("hm", "Hello.")
+
+
+# ---------------------------------------------------------------- cohere, inkling, granite
+
+COHERE_Q = "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>q<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|>"
+INK = "<|message_model|>"
+GRANITE_START, GRANITE_END = "Here is my thought process:", "Here is my response:"
+
+
+@pytest.mark.parametrize(
+    ("family", "prompt", "output", "reasoning", "content"),
+    [
+        # cohere: whitespace after the thinking (and response) opener is trimmed.
+        (
+            "cohere_command3",
+            COHERE_Q + "<|CHATBOT_TOKEN|>",
+            "<|START_THINKING|>\n  plan<|END_THINKING|><|START_RESPONSE|> Hi<|END_RESPONSE|>",
+            "plan",
+            "Hi",
+        ),
+        (
+            "cohere_command4",
+            COHERE_Q + "<|CHATBOT_TOKEN|><|START_THINKING|>",
+            "plan <|END_THINKING|>\n<|START_TEXT|>\nHi<|END_TEXT|>",
+            "plan ",
+            "Hi",
+        ),
+        # inkling: framing tokens are structure; no marker text reaches the content.
+        (
+            "inkling",
+            INK,
+            "<|content_thinking|>t<|end_message|><|message_model|><|content_text|>Hi"
+            "<|end_message|>",
+            "t",
+            "Hi",
+        ),
+        ("inkling", INK, "<|content_text|>Hi<|content_model_end_sampling|>", None, "Hi"),
+        # granite: the phrases are parsed by default.
+        ("granite", None, f"{GRANITE_START} x {GRANITE_END} y", " x ", " y"),
+        ("granite", None, "no phrases here", None, "no phrases here"),
+    ],
+)
+@SETTINGS
+@given(data=st.data())
+def test_family_text(
+    data: st.DataObject,
+    family: str,
+    prompt: str | None,
+    output: str,
+    reasoning: str | None,
+    content: str | None,
+) -> None:
+    check_split(data, family, output, reasoning, content, prompt=prompt)
+
+
+@pytest.mark.parametrize(
+    ("family", "kwargs", "output", "leak"),
+    [
+        ("qwen3", {}, "<think>a</think>b</think>c", "</think>"),
+        ("mimo", {}, "<think>a</think>b</think>c", "</think>"),
+        ("mimo", {"enable_thinking": True}, "a</think>b</think>c", "</think>"),
+        (
+            "gemma4",
+            {"enable_thinking": True},
+            "<|channel>thought\na<channel|>b<channel|>",
+            "channel",
+        ),
+        (
+            "inkling",
+            {},
+            "<|content_thinking|>a<|end_message|><|message_model|><|content_text|>b<|end_message|>",
+            "<|",
+        ),
+        ("cohere_command3", {}, "<|START_THINKING|>a<|END_THINKING|>b<|END_THINKING|>", "<|"),
+        ("granite", {}, f"{GRANITE_START}a{GRANITE_END}b", "Here is my"),
+    ],
+)
+def test_no_marker_text_leaks_into_content(
+    family: str, kwargs: dict[str, Any], output: str, leak: str
+) -> None:
+    """A marker in the content is a defect unless the family documents it as content."""
+    parser = parser_for(family, kwargs)
+    res = parser.parse(parser.tokenizer.encode(output))
+    assert res.content and leak not in res.content
+    assert res.reasoning and leak not in res.reasoning
