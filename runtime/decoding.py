@@ -114,13 +114,17 @@ class LabelledDecoder:
         self, parts: list[tuple[bytes, int, int]], lab: int, r: list[str], c: list[str]
     ) -> None:
         """A token only partly covered by a marker: the text before the marker, the marker
-        itself (a delimiter), then the text after it."""
-        for after in (0, 1):
+        itself (a delimiter), then the text after it; a token that ends one marker and
+        begins the next has a stage per marker (``after`` counts the markers before)."""
+        stages = max(after for _, _, after in parts)
+        if lab == DELIMITER:
+            stages = max(stages, 1)
+        for after in range(stages + 1):
             if after and lab == DELIMITER:
                 r.append(self._rfmt.marker())
                 c.append(self._cfmt.marker())
             for data, channel, is_after in parts:
-                if is_after != after:
+                if is_after != after or not data:
                     continue
                 text = data.decode("utf-8", errors="replace")
                 if channel == REASONING:

@@ -256,3 +256,58 @@ def test_no_marker_text_leaks_into_content(
     res = parser.parse(parser.tokenizer.encode(output))
     assert res.content and leak not in res.content
     assert res.reasoning and leak not in res.reasoning
+
+
+# ---------------------------------------------------------------- adjacent text markers
+
+
+@pytest.mark.parametrize(
+    ("family", "prompt", "output", "reasoning", "content"),
+    [
+        # Qwen2.5's vocabulary merges "></": one token ends <think> and begins </think>.
+        ("olmo3", None, "<think></think>No thoughts here.", None, "No thoughts here."),
+        ("olmo3", None, "<think>a</think><think>", "a", "<think>"),
+        ("olmo3", None, "<think>\n</think>\nHi", "\n", "\nHi"),
+        (
+            "kimi_k3",
+            None,
+            "<|open|>think<|sep|><|close|>think<|sep|><|open|>response<|sep|>Hi"
+            "<|close|>response<|sep|><|close|>message<|sep|>",
+            None,
+            "Hi",
+        ),
+        ("minimax_m3", None, "<mm:think></mm:think>Hi", None, "Hi"),
+    ],
+)
+@SETTINGS
+@given(data=st.data())
+def test_back_to_back_text_markers_both_match(
+    data: st.DataObject,
+    family: str,
+    prompt: str | None,
+    output: str,
+    reasoning: str | None,
+    content: str | None,
+) -> None:
+    check_split(data, family, output, reasoning, content, prompt=prompt)
+
+
+def test_the_merged_token_ends_one_marker_and_begins_the_next() -> None:
+    parser = parser_for("olmo3")
+    tok = parser.tokenizer
+    ids = tok.encode("<think></think>No")
+    assert b"></" in [tok.token_bytes[t] for t in ids]  # the fixture really merges them
+    res = parser.parse(ids)
+    # Every token of both markers is consumed; ">No" ends the second and spills "No".
+    assert res.delimiter_tokens == len(ids) and res.content == "No"
+    assert res.reasoning_ended
+    # The prompt scan reads the same pair: a pre-closed block means content.
+    assert not parser.is_prompt_in_reasoning(tok.encode("<|im_start|>assistant\n<think></think>"))
+    assert parser.is_prompt_in_reasoning(tok.encode("<|im_start|>assistant\n</think><think>"))
+
+
+def test_magistral_2506_plain_text_markers_back_to_back() -> None:
+    tok = tokenizer("qwen-2.5_base_with_magistral_2506_special_tokens")
+    parser = reasonspan.create_parser_sync("mistral", tok)
+    res = parser.parse(tok.encode("<think></think>Answer."))
+    assert (res.reasoning or None, res.content) == (None, "Answer.")
