@@ -14,7 +14,7 @@ from tokenizers.decoders import DecodeStream
 
 from ..tokenizer.loader import LoadedTokenizer
 from .formatters import IdentityFormatter, TextFormatter, TextFormatterFactory
-from .labels import CONTENT, DELIMITER, REASONING, TOOL
+from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL
 
 
 class ByteDecoder:
@@ -51,7 +51,7 @@ class LabelledDecoder:
     (:meth:`ReasoningParser.decoder` is the usual way to get one).
     """
 
-    __slots__ = ("_cdec", "_cfmt", "_rdec", "_rfmt", "_skip", "_tok")
+    __slots__ = ("_cdec", "_cfmt", "_rdec", "_rfmt", "_skip", "_tdec", "_tok", "_tok_l", "_tool")
 
     def __init__(
         self,
@@ -61,7 +61,10 @@ class LabelledDecoder:
         skip_special_tokens: bool = False,
     ) -> None:
         self._tok = tokenizer.tokenizer
+        self._tok_l = tokenizer
         self._skip = skip_special_tokens
+        self._tdec: ByteDecoder | DecodeStream | None = None
+        self._tool: list[str] = []
         self._rdec = _decoder(tokenizer, skip_special_tokens)
         self._cdec = _decoder(tokenizer, skip_special_tokens)
         rf, cf = formatters
@@ -108,7 +111,23 @@ class LabelledDecoder:
             elif lab == DELIMITER:
                 r.append(self._rfmt.marker())
                 c.append(self._cfmt.marker())
+            elif lab == TOOL_CALL:
+                self._tool_call(t)
         return "".join(r), "".join(c)
+
+    def _tool_call(self, t: int) -> None:
+        """A TOOL_CALL token: its own decoder, so the call's text is never content text."""
+        if self._tdec is None:
+            self._tdec = _decoder(self._tok_l, self._skip)
+        s = self._tdec.step(self._tok, t)
+        if s:
+            self._tool.append(s)
+
+    def take_tool_calls(self) -> str:
+        """Text of TOOL_CALL tokens decoded since the last call (for the tool parser)."""
+        out = "".join(self._tool)
+        self._tool.clear()
+        return out
 
     def _spill(
         self, parts: list[tuple[bytes, int, int]], lab: int, r: list[str], c: list[str]

@@ -62,6 +62,11 @@ class TextSplitter:
                 return "", r + c
         return r, c
 
+    def take_tool_calls(self) -> str:
+        """Text of tool-call messages (TOOL_CALL tokens, harmony's ``to=functions.X``)
+        decided since the last call: never part of the reasoning or content text."""
+        return self._decoder.take_tool_calls()
+
     def _held_text(self, r: str, c: str) -> tuple[str, str]:
         if not c:
             if r:
