@@ -1,19 +1,16 @@
 """The contract, the state machine, text splitting and the registry."""
 
 from .batch import NO_BUDGET, ReasoningBatch
-from .batch_result import (
-    FAILED,
-    HELD,
-    BatchFinish,
-    BatchStepResult,
+from .batch_errors import (
     BatchTokenError,
     DuplicateRequestError,
     InvalidStepError,
     RequestFailedError,
     RequestFinishedError,
-    RequestUsage,
     UnknownRequestError,
 )
+from .batch_result import BatchStepResult
+from .batch_types import FAILED, HELD, BatchFinish, RequestUsage
 from .decoding import LabelledDecoder
 from .errors import (
     InvalidOptionError,

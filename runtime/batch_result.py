@@ -1,163 +1,36 @@
-"""What the batch runtime hands back: one step's result, a request's final tail and usage,
-and the errors a caller can act on.
+"""What one batch step hands back: :class:`BatchStepResult`.
 
 A step result holds arrays over the whole batch (cheap: a few gathers per step). Anything
 per request and list-shaped (``split()``, ``forced_token_ids()``) is built only when asked
 for, so a scheduler that only needs the arrays never pays for per-request Python objects.
+
+Owns the result's fields and its per-request lookups. It must not know the batch that
+fills it: the batch writes the fields, and all the result asks of it later is a slot's
+forced sequence and generation (:class:`ForcedSource`), so this module imports no batch
+module but the shared types and errors.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-import msgspec
-import numpy as np
-import numpy.typing as npt
-
-from .errors import InvalidTokenError, ReasonspanError
+from .batch_errors import RequestFailedError, UnknownRequestError
+from .batch_types import BoolArray, IntArray, LabelArray, Spill
 from .labels import split_labels
 
-if TYPE_CHECKING:
-    from .batch import ReasoningBatch
 
-HELD = 255
-"""Label of a new token that is not decided yet: it may begin a multi-token marker, so it
-is held back (families with text markers only). Its real label arrives in the step that
-decides it (:meth:`BatchStepResult.decided`) or in :meth:`ReasoningBatch.finish`."""
+class ForcedSource(Protocol):
+    """What a step result needs from the batch that made it, for
+    :meth:`BatchStepResult.forced_token_ids`."""
 
-FAILED = 254
-"""Label of every new token of a request whose parser raised (see
-:class:`RequestFailedError`); the request is frozen and must be removed."""
+    def forced_sequence(self, slot: int) -> list[int]:
+        """The whole forced sequence of a slot: lead-in ids, then the end marker ids."""
+        ...
 
-Spill = tuple[int, bytes, int, int]
-"""``(index, bytes, channel label, after)``: text of a token only partly covered by a text
-marker (see :data:`reasonspan.runtime.machine.Spill`); ``index`` counts decided tokens."""
-
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
-LabelArray = npt.NDArray[np.uint8]
-
-
-# ---------------------------------------------------------------------------- errors
-
-
-class UnknownRequestError(ReasonspanError, KeyError):
-    """A request id that is not in the batch (never added, or already removed)."""
-
-    def __init__(self, request_id: int, where: str) -> None:
-        self.request_id = request_id
-        super().__init__(f"{where}: request {request_id} is not in the batch")
-
-    def __str__(self) -> str:  # KeyError would repr() the message
-        return str(self.args[0])
-
-
-class DuplicateRequestError(ReasonspanError, ValueError):
-    """``add()`` of a request id that is already in the batch."""
-
-    def __init__(self, request_id: int) -> None:
-        self.request_id = request_id
-        super().__init__(
-            f"request {request_id} is already in the batch; remove() it before adding it again"
-        )
-
-
-class InvalidStepError(ReasonspanError, ValueError):
-    """A ``step()`` whose arrays do not fit together (offsets, shapes, repeated ids)."""
-
-
-class RequestFinishedError(ReasonspanError, ValueError):
-    """A step or ``finish()`` for a request that ``finish()`` already ended."""
-
-    def __init__(self, request_id: int, where: str) -> None:
-        self.request_id = request_id
-        super().__init__(f"{where}: request {request_id} is already finished; remove() it")
-
-
-class RequestFailedError(ReasonspanError, RuntimeError):
-    """The per-request parser of one request raised. Only that request is affected: it is
-    frozen (its later tokens are labelled FAILED), ``finish()`` raises this error again, and
-    ``remove()`` frees it. The original exception is ``__cause__``."""
-
-    def __init__(self, request_id: int, parser: str, cause: BaseException) -> None:
-        self.request_id = request_id
-        self.parser = parser
-        super().__init__(
-            f"request {request_id}: parser {parser!r} raised {type(cause).__name__}: {cause}"
-        )
-        self.__cause__ = cause
-
-
-class BatchTokenError(InvalidTokenError):
-    """A token id outside the vocabulary of the request it was given for."""
-
-    def __init__(
-        self, value: object, position: int, vocab_size: int, request_id: int, parser: str
-    ) -> None:
-        super().__init__(value, position, vocab_size, "token_ids")
-        self.request_id = request_id
-        self.parser = parser
-        self.args = (f"{self.args[0]} of request {request_id} (parser {parser!r})",)
-
-
-# ---------------------------------------------------------------------------- records
-
-
-class RequestUsage(msgspec.Struct, frozen=True, gc=False):
-    """Token counts of one request, all derived from the labels.
-
-    Every generated token (forced ones included) is counted exactly once:
-    ``completion_tokens == reasoning_tokens + content_tokens + delimiter_tokens +
-    held_tokens``. Consumed markers (``<think>``, ``</think>``, stripped wrappers) are
-    ``delimiter_tokens``: billed as completion tokens, counted in neither reasoning nor
-    content (OpenAI's ``completion_tokens_details.reasoning_tokens`` is
-    ``reasoning_tokens``). TOOL markers and TOOL_CALL messages count as content here (not
-    reasoning; the tool parser receives them).
-    """
-
-    completion_tokens: int
-    reasoning_tokens: int
-    content_tokens: int
-    delimiter_tokens: int
-    held_tokens: int
-    """Tokens not decided yet (hold-back families); always 0 after ``finish()``."""
-    reasoning_ended: bool
-    """False while (or, after ``finish()``, because) the request is still inside reasoning:
-    with finish_reason "length" that means the model never reached its answer."""
-    budget_exhausted: bool
-    """The thinking budget ran out at some point and the end of reasoning was forced."""
-
-
-class BatchFinish(msgspec.Struct, frozen=True):
-    """The tail of a finished request: the held-back tokens, decided now, and final usage.
-
-    Unpacks as ``reasoning_ids, content_ids = batch.finish(rid)``.
-    """
-
-    reasoning_token_ids: list[int]
-    content_token_ids: list[int]
-    token_ids: list[int]
-    labels: bytes
-    usage: RequestUsage
-    reasoning_as_content: bool = False
-    """For a family that returns its reasoning as content when no content came
-    (``reasoning_as_content_if``, e.g. nemotron_v3 with ``enable_thinking: false``): present
-    everything this request streamed as reasoning as its content instead. The tail here
-    and ``usage`` already count it as content, as ``parse()`` does."""
-
-    spill: tuple[Spill, ...] = ()
-    """Text of tail tokens only partly covered by a text marker, for the text decoder."""
-
-    @property
-    def reasoning_ended(self) -> bool:
-        return self.usage.reasoning_ended
-
-    def __iter__(self) -> Iterator[list[int]]:
-        return iter((self.reasoning_token_ids, self.content_token_ids))
-
-
-# ---------------------------------------------------------------------------- step result
+    def slot_generation(self, slot: int) -> int:
+        """Bumped each time a slot is given to a new request (guards stale lookups)."""
+        ...
 
 
 class BatchStepResult:
@@ -233,7 +106,7 @@ class BatchStepResult:
     _forced_pos: IntArray | None
     _gen: IntArray | None
 
-    def __init__(self, batch: ReasoningBatch) -> None:
+    def __init__(self, batch: ForcedSource) -> None:
         self._batch = batch
         self._rows: dict[int, int] | None = None
         self._decided: dict[int, tuple[list[int], bytes]] = {}

@@ -376,7 +376,7 @@ def test_hold_back_families_go_by_table_between_held_tokens(
     original = ReasoningParser.stream
 
     def counting(self: ReasoningParser, delta: Any, reasoning: bool = True) -> Any:
-        if sys._getframe(1).f_code.co_name == "_step_fallback":
+        if sys._getframe(1).f_code.co_name == "step_fallback":
             batch_calls.append(len(delta))
         return original(self, delta, reasoning)
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import io
+import shutil
+import zipfile
+from pathlib import Path
+
 import pytest
 from fixtures import DATA, folder, tokenizer
 
@@ -55,3 +60,43 @@ async def test_from_tokenizer_is_async_and_cached() -> None:
     b = await DeepSeekR1Parser.from_tokenizer(tok)
     assert a is not b  # one parser per request ...
     assert a.machine is b.machine  # ... sharing one compiled machine
+
+
+def test_oversized_tokenizer_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    big = tmp_path / "tokenizer.json"
+    with big.open("wb") as fh:  # sparse: 300 MB on paper, nothing written
+        fh.truncate(300 * 1024 * 1024)
+    with pytest.raises(reasonspan.TokenizerLoadError, match="over the 134,217,728-byte limit"):
+        reasonspan.load_tokenizer_sync(big)
+
+
+def test_zip_member_over_the_limit_is_refused(tmp_path: Path) -> None:
+    bomb = tmp_path / "tokenizer.json.zip"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("tokenizer.json", b" " * 5_000_000)  # compresses to a few KB
+    assert bomb.stat().st_size < 100_000
+    with pytest.raises(reasonspan.TokenizerLoadError, match="unpacks to 5,000,000 bytes"):
+        reasonspan.load_tokenizer_sync(bomb, max_bytes=1_000_000)
+
+
+def test_zip_with_two_tokenizers_is_an_error(tmp_path: Path) -> None:
+    real = (DATA / "qwen-3" / "tokenizer.json.zip").read_bytes()
+    with zipfile.ZipFile(io.BytesIO(real)) as zf:
+        text = zf.read(next(n for n in zf.namelist() if n.endswith("tokenizer.json")))
+    two = tmp_path / "two.zip"
+    with zipfile.ZipFile(two, "w") as zf:
+        zf.writestr("a/tokenizer.json", text)
+        zf.writestr("b/tokenizer.json", text)
+    with pytest.raises(
+        reasonspan.TokenizerLoadError,
+        match=r"2 tokenizer.json files \(a/tokenizer.json, b/tokenizer.json\)",
+    ):
+        reasonspan.load_tokenizer_sync(two)
+
+
+def test_non_utf8_chat_template_names_the_file(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    shutil.copytree(folder("qwen-3"), model)
+    (model / "chat_template.jinja").write_bytes(b"{{ messages }}\xff\xfe")
+    with pytest.raises(reasonspan.TokenizerLoadError, match=r"chat_template\.jinja.*not UTF-8"):
+        reasonspan.load_tokenizer_sync(model)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import zipfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -108,32 +109,94 @@ class LoadedTokenizer:
         return str(self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens))
 
 
-def _read_json_file(path: Path) -> dict[str, Any] | None:
+MAX_TOKENIZER_BYTES = 128 * 1024 * 1024
+"""The largest tokenizer.json read (uncompressed). Real ones are 2-35 MB; the cap stops a
+wrong file or a zip bomb before it is read into memory. ``load_tokenizer(max_bytes=...)``
+raises it for an unusual vocabulary."""
+
+MAX_SIDE_FILE_BYTES = 16 * 1024 * 1024
+"""The largest tokenizer_config.json, config.json or chat_template.jinja read."""
+
+
+def _read_limited(path: Path, limit: int) -> bytes:
+    """The file's bytes, refusing (before reading) anything larger than ``limit``."""
+    size = path.stat().st_size
+    if size > limit:
+        raise TokenizerLoadError(
+            str(path), f"the file is {size:,} bytes, over the {limit:,}-byte limit"
+        )
+    return path.read_bytes()
+
+
+def _read_text_file(path: Path) -> str | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        return _read_limited(path, MAX_SIDE_FILE_BYTES).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TokenizerLoadError(str(path), f"not UTF-8 text: {exc}") from exc
+    except OSError as exc:
+        raise TokenizerLoadError(str(path), str(exc)) from exc
+
+
+def _read_json_file(path: Path) -> dict[str, Any] | None:
+    text = _read_text_file(path)
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
         raise TokenizerLoadError(str(path), f"not valid JSON: {exc}") from exc
     return data if isinstance(data, dict) else None
 
 
-def _read_tokenizer_text(path: Path) -> str:
+def _read_zip_member(path: Path, limit: int) -> bytes:
+    with zipfile.ZipFile(path) as zf:
+        members = [i for i in zf.infolist() if i.filename.endswith("tokenizer.json")]
+        if not members:
+            raise TokenizerLoadError(str(path), "zip archive holds no tokenizer.json")
+        if len(members) > 1:
+            names = ", ".join(i.filename for i in members)
+            raise TokenizerLoadError(
+                str(path),
+                f"zip archive holds {len(members)} tokenizer.json files ({names}); "
+                "expected exactly one",
+            )
+        info = members[0]
+        if info.file_size > limit:
+            raise TokenizerLoadError(
+                str(path),
+                f"{info.filename} unpacks to {info.file_size:,} bytes, over the "
+                f"{limit:,}-byte limit",
+            )
+        # The header's size can lie: read at most limit + 1 bytes and check again.
+        with zf.open(info) as fh:
+            data = fh.read(limit + 1)
+        if len(data) > limit:
+            raise TokenizerLoadError(
+                str(path), f"{info.filename} unpacks to over the {limit:,}-byte limit"
+            )
+        return data
+
+
+def _read_tokenizer_text(path: Path, limit: int = MAX_TOKENIZER_BYTES) -> str:
     try:
         if path.suffix == ".zip":
-            with zipfile.ZipFile(path) as zf:
-                names = [n for n in zf.namelist() if n.endswith("tokenizer.json")]
-                if not names:
-                    raise TokenizerLoadError(str(path), "zip archive holds no tokenizer.json")
-                return zf.read(names[0]).decode("utf-8")
-        return path.read_text(encoding="utf-8")
+            data = _read_zip_member(path, limit)
+        else:
+            data = _read_limited(path, limit)
+        return data.decode("utf-8")
     except TokenizerLoadError:
         raise
-    except (OSError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
+    except UnicodeDecodeError as exc:
+        raise TokenizerLoadError(str(path), f"not UTF-8 text: {exc}") from exc
+    except (OSError, zipfile.BadZipFile) as exc:
         raise TokenizerLoadError(str(path), str(exc)) from exc
 
 
-def load_tokenizer_sync(path: str | Path) -> LoadedTokenizer:
+def load_tokenizer_sync(
+    path: str | Path, *, max_bytes: int = MAX_TOKENIZER_BYTES
+) -> LoadedTokenizer:
     """Blocking form of :func:`load_tokenizer`."""
     p = Path(path)
     if not p.exists():
@@ -152,7 +215,7 @@ def load_tokenizer_sync(path: str | Path) -> LoadedTokenizer:
             )
     else:
         file = p
-    text = _read_tokenizer_text(file)
+    text = _read_tokenizer_text(file, max_bytes)
     try:
         parsed = json.loads(text)
     except ValueError as exc:
@@ -164,8 +227,7 @@ def load_tokenizer_sync(path: str | Path) -> LoadedTokenizer:
     except Exception as exc:  # tokenizers raises plain Exception subclasses
         raise TokenizerLoadError(str(file), f"tokenizers could not read it: {exc}") from exc
     config = _read_json_file(folder / "tokenizer_config.json")
-    template_file = folder / "chat_template.jinja"
-    template = template_file.read_text(encoding="utf-8") if template_file.is_file() else None
+    template = _read_text_file(folder / "chat_template.jinja")
     model_config = _read_json_file(folder / "config.json")
     return LoadedTokenizer(
         tok,
@@ -177,11 +239,15 @@ def load_tokenizer_sync(path: str | Path) -> LoadedTokenizer:
     )
 
 
-async def load_tokenizer(path: str | Path | Tokenizer | LoadedTokenizer) -> LoadedTokenizer:
+async def load_tokenizer(
+    path: str | Path | Tokenizer | LoadedTokenizer, *, max_bytes: int = MAX_TOKENIZER_BYTES
+) -> LoadedTokenizer:
     """Load a tokenizer.json (or .zip), or a model folder holding one.
 
     A folder's tokenizer_config.json (chat template, special tokens), chat_template.jinja
-    and config.json are read too, for prompt rules and auto-detection.
+    and config.json are read too, for prompt rules and auto-detection. Files over
+    ``max_bytes`` (tokenizer.json, uncompressed) or 16 MiB (the others) are refused before
+    they are read.
     """
     if isinstance(path, LoadedTokenizer):
         return path
@@ -192,7 +258,7 @@ async def load_tokenizer(path: str | Path | Tokenizer | LoadedTokenizer) -> Load
             f"load_tokenizer() takes a path, a tokenizers.Tokenizer or a LoadedTokenizer, "
             f"not {type(path).__name__}"
         )
-    return await anyio.to_thread.run_sync(load_tokenizer_sync, path)
+    return await anyio.to_thread.run_sync(partial(load_tokenizer_sync, path, max_bytes=max_bytes))
 
 
 def as_loaded(tokenizer: LoadedTokenizer | Tokenizer) -> LoadedTokenizer:

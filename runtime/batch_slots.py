@@ -1,0 +1,435 @@
+"""The slot store of the batch runtime: every per-request fact as one entry of a numpy
+array, and the checks that map a step's request ids and token ids onto slots.
+
+Requests live in slots: state, token counts, budget, forced position, ... are entries of
+arrays indexed by slot, so a step works on the whole batch with numpy gathers and
+scatters and no Python loop over requests. Slots are allocated by doubling and reused
+first when freed; a slot's generation is bumped each time it is given to a new request.
+The store also keeps what the live requests need (how many are structured, budgeted,
+routed per request, ...), so a step skips whatever no request in it uses.
+
+Owns the arrays, their growth, the request id -> slot map, the validation of a step's
+ids and tokens (all before any state changes), and reading slots back: a request's usage
+and forced sequence, a step result's per-request arrays. It must not know how tokens are
+routed or what a budget does: it keeps each request's row and counts in the encoding of
+``batch_tables`` and its parser, and never looks a token up in the one nor streams it
+through the other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .batch_errors import (
+    BatchTokenError,
+    InvalidStepError,
+    RequestFailedError,
+    RequestFinishedError,
+    UnknownRequestError,
+)
+from .batch_result import BatchStepResult
+from .batch_tables import LOW, REASONING_BIT, TOTAL
+from .batch_types import NO_BUDGET, BoolArray, IntArray, LabelArray, RequestUsage
+from .errors import InvalidOptionError
+from .parser import ReasoningParser
+
+_I64_MIN = int(np.iinfo(np.int64).min)
+_I64_MAX = int(np.iinfo(np.int64).max)
+
+
+def int_array(x: object, where: str) -> IntArray:
+    """A 1-D int64 array owned by the batch (a copy), or a clear error."""
+    a = np.asarray(x)
+    if a.ndim != 1:
+        raise InvalidStepError(f"{where} must be a 1-D array, got {a.ndim} dimensions")
+    if a.dtype.kind not in "iu" and a.size:
+        raise InvalidStepError(f"{where} must hold integers, got dtype {a.dtype}")
+    return a.astype(np.int64)
+
+
+def as_request_id(x: object, where: str) -> int:
+    """A request id as an int (ints and numpy integers that fit in int64), or a clear error."""
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+        raise TypeError(f"{where}: request ids are ints, not {type(x).__name__}")
+    v = int(x)
+    if not _I64_MIN <= v <= _I64_MAX:
+        raise ValueError(f"{where}: request id {v} does not fit in int64")
+    return v
+
+
+def check_bool(key: str, value: object) -> bool:
+    """An option that must be a bool, or a clear error."""
+    if not isinstance(value, bool):
+        raise InvalidOptionError(key, value, "a bool")
+    return value
+
+
+class Slots:
+    """The per-request arrays of one batch, indexed by slot (see the module docs)."""
+
+    ARRAYS: tuple[tuple[str, type[np.generic], int], ...] = (
+        ("rid", np.int64, 0),
+        ("gen", np.int64, 0),
+        ("done", np.bool_, 0),
+        ("failed", np.bool_, 0),
+        ("vec", np.bool_, 0),
+        ("tab", np.bool_, 0),
+        ("group", np.int64, -1),
+        ("lutb", np.int64, 0),
+        ("row", np.int64, 0),
+        ("cnt", np.int64, 0),
+        ("dcnt", np.int64, 0),
+        ("vocab", np.int64, 0),
+        ("held", np.int64, 0),
+        ("budget", np.int64, NO_BUDGET),
+        ("fpos", np.int64, -1),
+        ("flen", np.int64, 0),
+        ("lead", np.int64, 0),
+        ("struct", np.bool_, 0),
+        ("incl", np.bool_, 1),
+        ("hit", np.bool_, 0),
+        ("mark", np.int64, 0),
+    )
+
+    rid: IntArray
+    gen: IntArray
+    done: BoolArray
+    failed: BoolArray
+    vec: BoolArray
+    """Every token of the request goes by table (single-token markers)."""
+    tab: BoolArray
+    """The request has a table group (vectorized or hold-back); the others (custom machines
+    or parsers) go only through their own parser."""
+    group: IntArray
+    lutb: IntArray
+    """Offset of the request's group in the flat lookup table."""
+    row: IntArray
+    """``32 * group + 16 * aside + 8 * reasoning``: the slot's row in the flat transition
+    tables (per-request slots use only the reasoning bit)."""
+    cnt: IntArray
+    """Packed ``total << 32 | reasoning`` token counts."""
+    dcnt: IntArray
+    """Delimiter tokens (TOOL markers count as content: total - reasoning - delimiters)."""
+    vocab: IntArray
+    held: IntArray
+    budget: IntArray
+    fpos: IntArray
+    """Position in the forced sequence of the next forced token (-1: nothing forced)."""
+    flen: IntArray
+    lead: IntArray
+    """Length of the lead-in part of the forced sequence."""
+    struct: BoolArray
+    incl: BoolArray
+    hit: BoolArray
+    """The budget ran out at some point (``RequestUsage.budget_exhausted``)."""
+    mark: IntArray
+    """Scratch space of :meth:`lookup` (repeated ids)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.cap = 0
+        self.slot_of: dict[int, int] = {}
+        self.free: list[int] = []
+        self.parsers: list[ReasoningParser | None] = []
+        self.failures: dict[int, RequestFailedError] = {}
+        """The error of each failed slot, reported at every step until it is removed."""
+        self.sorted_ids: IntArray = np.zeros(0, np.int64)
+        self.sorted_slots: IntArray = np.zeros(0, np.int64)
+        self.version = 0
+        """Bumped whenever a step's ids may map differently (add, remove, finish)."""
+        self._cache_version = -1
+        self._cache_ids = b""
+        self._cache_slots: IntArray = np.zeros(0, np.int64)
+        self.n_fallback = 0
+        """Requests routed only through their own parser (custom machines or parsers)."""
+        self.n_hybrid = 0
+        """Requests of hold-back families, routed by table until a token needs holding."""
+        self.n_struct = 0
+        self.n_budget = 0
+        self.n_exclude = 0
+        self.n_done = 0
+        self.vmin: int | None = None
+        self.forced: IntArray = np.zeros((0, 1), np.int64)
+        """Forced sequence of each slot (lead-in ids, then the end marker's), zero-padded."""
+        self._consts: dict[str, np.ndarray[Any, Any]] = {}
+        self.grow(max(1, int(capacity)))
+
+    def grow(self, cap: int) -> None:
+        old = self.cap
+        for name, dtype, fill in self.ARRAYS:
+            arr = np.full(cap, fill, dtype)
+            if old:
+                arr[:old] = getattr(self, name)
+            setattr(self, name, arr)
+        forced = np.zeros((cap, self.forced.shape[1]), np.int64)
+        forced[:old] = self.forced
+        self.forced = forced
+        self.parsers.extend([None] * (cap - old))
+        self.free.extend(range(cap - 1, old - 1, -1))
+        self.cap = cap
+
+    def slot(self, request_id: object, where: str) -> int:
+        rid = as_request_id(request_id, where)
+        slot = self.slot_of.get(rid)
+        if slot is None:
+            raise UnknownRequestError(rid, where)
+        return slot
+
+    # ------------------------------------------------------------------ admit / release
+
+    def occupy(
+        self,
+        rid: int,
+        parser: ReasoningParser,
+        group: int | None,
+        lutb: int,
+        hybrid: bool,
+        reasoning: bool,
+        budget: int,
+        seq: list[int],
+        lead_len: int,
+        structured: bool,
+        include: bool,
+    ) -> int:
+        """Give a validated request a slot (growing the store when none is free)."""
+        if not self.free:
+            self.grow(self.cap * 2)
+        slot = self.free.pop()
+        if len(seq) > self.forced.shape[1]:
+            wider = np.zeros((self.cap, len(seq)), np.int64)
+            wider[:, : self.forced.shape[1]] = self.forced
+            self.forced = wider
+        self.rid[slot] = rid
+        self.gen[slot] += 1
+        self.done[slot] = False
+        self.failed[slot] = False
+        self.vec[slot] = group is not None and not hybrid
+        self.tab[slot] = group is not None
+        self.group[slot] = -1 if group is None else group
+        self.lutb[slot] = lutb
+        self.row[slot] = (0 if group is None else 32 * group) + (8 if reasoning else 0)
+        self.vocab[slot] = parser.machine.vocab_size
+        self.cnt[slot] = 0
+        self.dcnt[slot] = 0
+        self.held[slot] = 0
+        self.budget[slot] = budget
+        self.flen[slot] = len(seq)
+        self.lead[slot] = lead_len
+        self.forced[slot, : len(seq)] = seq
+        start = reasoning and budget <= 0
+        self.fpos[slot] = 0 if start else -1
+        self.hit[slot] = start
+        self.struct[slot] = structured
+        self.incl[slot] = include
+        self.parsers[slot] = parser
+        self.slot_of[rid] = slot
+        pos = int(np.searchsorted(self.sorted_ids, rid))
+        self.sorted_ids = np.insert(self.sorted_ids, pos, rid)
+        self.sorted_slots = np.insert(self.sorted_slots, pos, slot)
+        self.n_fallback += group is None
+        self.n_hybrid += hybrid
+        self.n_struct += structured
+        self.n_budget += budget != NO_BUDGET
+        self.n_exclude += not include
+        vocab = int(parser.machine.vocab_size)
+        self.vmin = None if self.vmin is None else min(self.vmin, vocab)
+        self.version += 1
+        return slot
+
+    def release(self, slot: int) -> None:
+        """Free a slot at once (finished, cancelled or failed alike)."""
+        rid = int(self.rid[slot])
+        del self.slot_of[rid]
+        pos = int(np.searchsorted(self.sorted_ids, rid))
+        self.sorted_ids = np.delete(self.sorted_ids, pos)
+        self.sorted_slots = np.delete(self.sorted_slots, pos)
+        self.n_fallback -= int(self.group[slot]) < 0
+        self.n_hybrid -= bool(self.tab[slot]) and not self.vec[slot]
+        self.tab[slot] = False
+        self.n_struct -= bool(self.struct[slot])
+        self.n_budget -= int(self.budget[slot]) != NO_BUDGET
+        self.n_exclude -= not self.incl[slot]
+        self.n_done -= bool(self.done[slot])
+        self.done[slot] = False
+        self.struct[slot] = False
+        self.budget[slot] = NO_BUDGET
+        self.incl[slot] = True
+        self.parsers[slot] = None
+        self.failures.pop(slot, None)
+        self.free.append(slot)
+        if int(self.vocab[slot]) == self.vmin:
+            self.vmin = None
+        self.version += 1
+
+    def mark_finished(self, slot: int) -> None:
+        """``finish()`` ended the request: nothing is forced and later steps refuse it."""
+        self.done[slot] = True
+        self.fpos[slot] = -1
+        self.n_done += 1
+        self.version += 1
+
+    # ------------------------------------------------------------------ reading a slot
+
+    def reasoning(self, slot: int) -> bool:
+        return bool(self.row[slot] & REASONING_BIT)
+
+    def set_reasoning(self, slot: int, reasoning: bool) -> None:
+        self.row[slot] = (int(self.row[slot]) & ~8) | (8 if reasoning else 0)
+
+    def usage(self, slot: int) -> RequestUsage:
+        total, reasoning = divmod(int(self.cnt[slot]), TOTAL)
+        held = int(self.held[slot])
+        delimiters = int(self.dcnt[slot])
+        return RequestUsage(
+            completion_tokens=total,
+            reasoning_tokens=reasoning,
+            content_tokens=total - reasoning - delimiters - held,
+            delimiter_tokens=delimiters,
+            held_tokens=held,
+            reasoning_ended=not self.reasoning(slot),
+            budget_exhausted=bool(self.hit[slot]),
+        )
+
+    def forced_sequence(self, slot: int) -> list[int]:
+        """The whole forced sequence of a slot: lead-in ids, then the end marker ids."""
+        seq: list[int] = self.forced[slot, : int(self.flen[slot])].tolist()
+        return seq
+
+    def slot_generation(self, slot: int) -> int:
+        """Bumped each time a slot is given to a new request (guards stale lookups)."""
+        return int(self.gen[slot])
+
+    # ------------------------------------------------------------------ a step's input
+
+    def const(self, kind: str, size: int) -> np.ndarray[Any, Any]:
+        """Shared read-only filler arrays (all False / all -1 / all 0) for results whose
+        batch has no structured, budgeted or hold-back requests."""
+        arr = self._consts.get(kind)
+        if arr is None or arr.shape[0] < size:
+            n = max(size, 2 * self.cap, 64)
+            if kind == "false":
+                arr = np.zeros(n, np.bool_)
+            else:
+                arr = np.full(n, -1 if kind == "minus1" else 0, np.int64)
+            arr.setflags(write=False)
+            self._consts[kind] = arr
+        return arr[:size]
+
+    def arange(self, n: int) -> IntArray:
+        ar = self._consts.get("arange")
+        if ar is None or ar.shape[0] < n:
+            ar = np.arange(max(n, 2 * self.cap, 64), dtype=np.int64)
+            ar.setflags(write=False)
+            self._consts["arange"] = ar
+        return ar[:n]
+
+    def lookup(self, rids: IntArray) -> IntArray:
+        """Slots of the step's requests; all checks happen before any state changes."""
+        n = rids.shape[0]
+        # Most steps repeat the previous step's requests: compare raw bytes (one memcmp;
+        # np.array_equal costs more than the whole table lookup for small batches).
+        key = rids.tobytes()
+        if self._cache_version == self.version and key == self._cache_ids:
+            return self._cache_slots
+        if not n:
+            return np.zeros(0, np.int64)
+        sorted_ids = self.sorted_ids
+        if not sorted_ids.shape[0]:
+            raise UnknownRequestError(int(rids[0]), "step()")
+        pos = np.searchsorted(sorted_ids, rids)
+        np.minimum(pos, sorted_ids.shape[0] - 1, out=pos)
+        found = sorted_ids[pos] == rids
+        if not found.all():
+            raise UnknownRequestError(int(rids[int(np.argmin(found))]), "step()")
+        slots = self.sorted_slots[pos]
+        ar = self.arange(n)
+        mark = self.mark
+        mark[slots] = ar
+        back = mark[slots]
+        if not np.array_equal(back, ar):
+            i = int(np.argmax(back != ar))
+            raise InvalidStepError(f"request {int(rids[i])} appears more than once in request_ids")
+        if self.n_done:
+            done = self.done[slots]
+            if done.any():
+                raise RequestFinishedError(int(rids[int(np.argmax(done))]), "step()")
+        self._cache_ids = key
+        self._cache_slots = slots
+        self._cache_version = self.version
+        return slots
+
+    def vocab_floor(self) -> int:
+        if self.vmin is None:
+            self.vmin = int(self.vocab[self.sorted_slots].min()) if self.slot_of else 0
+        return self.vmin
+
+    def check_tokens(
+        self,
+        toks: IntArray,
+        slots: IntArray,
+        counts: IntArray | None,
+        offs: IntArray,
+        rids: IntArray,
+    ) -> None:
+        """Every token id is inside the vocabulary of the request it was given for."""
+        # One reduction: as unsigned, a negative id is larger than any vocabulary.
+        if int(toks.view(np.uint64).max()) < self.vocab_floor():
+            return
+        tok_slots = slots if counts is None else np.repeat(slots, counts)
+        bad = (toks < 0) | (toks >= self.vocab[tok_slots])
+        if not bad.any():
+            return
+        pos = int(np.argmax(bad))
+        row = int(np.searchsorted(offs, pos, side="right")) - 1
+        slot = int(tok_slots[pos])
+        parser = self.parsers[slot]
+        raise BatchTokenError(
+            int(toks[pos]),
+            pos,
+            int(self.vocab[slot]),
+            int(rids[row]),
+            parser.name if parser is not None else "?",
+        )
+
+    # ------------------------------------------------------------------ a step's result
+
+    def fill_result(
+        self,
+        res: BatchStepResult,
+        rids: IntArray,
+        toks: IntArray,
+        offs: IntArray,
+        slots: IntArray,
+        labels: LabelArray,
+        gmask: BoolArray | None,
+        errors: dict[int, RequestFailedError],
+    ) -> IntArray:
+        """Everything of a step's result but its budget fields, read from the slots after
+        the step (those are ``batch_budget.fill_forcing``'s when the batch has budgeted
+        requests; nothing forced otherwise). Returns the reasoning token counts."""
+        n = rids.shape[0]
+        res.request_ids = rids
+        res.token_ids = toks
+        res.offsets = offs
+        res.labels = labels
+        res.errors = errors
+        res._slots = slots
+        is_reasoning = (self.row[slots] & REASONING_BIT) != 0
+        res.is_reasoning = is_reasoning
+        reasoning_tokens = self.cnt[slots] & LOW
+        res.reasoning_tokens = reasoning_tokens
+        res.grammar_mask = gmask if gmask is not None else self.const("false", toks.shape[0])
+        res.grammar_active = (
+            self.struct[slots] & ~is_reasoning if self.n_struct else self.const("false", n)
+        )
+        held = self.held[slots] if self.n_fallback or self.n_hybrid else self.const("zero", n)
+        res.held_tokens = held
+        res._include = self.incl[slots] if self.n_exclude else None
+        res._forced_pos = None
+        res._gen = None
+        res.next_forced_token = self.const("minus1", n)
+        if not self.n_budget:
+            res.forcing = self.const("false", n)
+            res.budget_remaining = self.const("minus1", n)
+        return reasoning_tokens

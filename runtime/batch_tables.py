@@ -1,0 +1,141 @@
+"""The lookup tables of the batch's vectorized path, and the encoding of a slot's row and
+counts that they define.
+
+Every table-routed machine in the batch gets a slice of one flat lookup table (token id ->
+marker kind) and 32 entries of flat transition tables. A slot's state is stored as its row
+in those tables, ``32 * group + 16 * aside + 8 * reasoning``, so one addition of the
+token's kind indexes the label, the next row and the count increment; mixed families go
+through the same operations (a single family skips the per-slot lookup table offset).
+Everything stays int64 on the hot path: numpy is several times slower when it has to
+convert index dtypes. Counts are packed (``total << 32 | reasoning``) so one scatter-add
+keeps both; the rare delimiter tokens are counted on a side path.
+
+Hold-back families (text markers, matched on token bytes, on the base machine) get tables
+too: while a request holds nothing, a token without the HOLD flag is routed by
+``trans[state][kind]``, exactly as the parser's own ``stream()`` routes it (its 1-token
+fast path). Their HOLD tokens, and every token of a row with the aside bit, are left to
+the request's own parser (``batch_fallback``).
+
+Owns the tables and the row / count encoding. It must not know requests, slots or
+parsers: it sees compiled machines only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from .batch_types import HELD, IntArray
+from .labels import REASONING
+from .machine import HOLD, Machine
+
+TOTAL = 1 << 32
+"""Packed counts: ``total_tokens * TOTAL + reasoning_tokens``."""
+LOW = np.int64(TOTAL - 1)
+"""Mask of the reasoning half of a packed count."""
+REASONING_BIT = np.int64(8)
+"""Bit of a slot's row (``32 * group + 16 * aside + 8 * state``) that says it is reasoning."""
+ASIDE_BIT = np.int64(16)
+"""Bit of a slot's row that sends every token to the request's own parser: a hold-back
+request with tokens held (or whose parser failed)."""
+ASIDE = 7
+"""Table kind of a token the table leaves to the request's own parser (see Tables)."""
+
+
+class Tables:
+    """Lookup tables of every machine this batch routes by table, one group each.
+
+    ``lut[base[g] + token]`` is the marker kind. With ``row = 32 * g + 8 * state``,
+    ``lab[row + kind]`` is the label, ``nxt[row + kind]`` the next row and
+    ``inc[row + kind]`` the packed count increment (``1 << 32`` plus 1 for a reasoning
+    token). Groups are keyed by the tables' contents, so machines compiled twice for the
+    same tokenizer share a group.
+
+    Kind :data:`ASIDE` (no marker kind uses it) is a token the table leaves alone: label
+    :data:`HELD`, same row, nothing counted. A hold-back machine (text markers, base
+    routing) has its HOLD tokens stored as that kind; a request with tokens held has the
+    :data:`ASIDE_BIT` in its row, whose 16 entries all leave the token alone. The step
+    hands such requests to their own parser from that token on, so the label array tells
+    which requests left the table path, with no separate pass over the batch.
+    """
+
+    def __init__(self) -> None:
+        self.lut: npt.NDArray[np.uint8] = np.zeros(0, np.uint8)
+        self.lab: npt.NDArray[np.uint8] = np.zeros(0, np.uint8)
+        self.nxt: IntArray = np.zeros(0, np.int64)
+        self.inc: IntArray = np.zeros(0, np.int64)
+        self.base: list[int] = []
+        self.vocab: list[int] = []
+        self.luts: list[npt.NDArray[np.uint8]] = []
+        self.live: list[int] = []
+        self._by_key: dict[tuple[bytes, object], int] = {}
+        self._by_id: dict[int, tuple[Machine, int | None]] = {}
+
+    def group(self, machine: Machine) -> int | None:
+        """The group of a machine, or None when the batch must route it per request."""
+        hit = self._by_id.get(id(machine))
+        if hit is not None and hit[0] is machine:
+            return hit[1]
+        g = self._build(machine)
+        self._by_id[id(machine)] = (machine, g)
+        return g
+
+    def _build(self, machine: Machine) -> int | None:
+        hold_back = is_hold_back(machine)
+        if not (machine.vectorizable or hold_back):
+            return None
+        trans = machine.trans
+        # The vectorized step knows two states and eight kinds; anything else is routed
+        # per request rather than guessed at.
+        if len(trans) != 2 or any(len(row) != 8 for row in trans):
+            return None
+        flat = [cell for row in trans for cell in row]
+        if any(not (0 <= lab <= 3 and nxt in (0, 1)) for lab, nxt in flat):
+            return None
+        lut = machine.np_lut
+        # Marker kinds stay below ASIDE; HOLD tokens (hold-back machines only) are exactly
+        # HOLD, since a single-token marker is never held.
+        top = int(lut.max()) if lut.size else 0
+        if top >= ASIDE and (not hold_back or top > HOLD or bool((lut == ASIDE).any())):
+            return None
+        key = (machine.lut, trans)
+        g = self._by_key.get(key)
+        if g is not None:
+            return g
+        g = len(self.base)
+        base = int(self.lut.size)
+        self.base.append(base)
+        self.vocab.append(int(machine.vocab_size))
+        flat_lut = np.empty(base + lut.size, np.uint8)
+        flat_lut[:base] = self.lut
+        if hold_back:  # HOLD (8, never with a kind) becomes ASIDE, written in place
+            np.minimum(lut, np.uint8(ASIDE), out=flat_lut[base:])
+            lut = flat_lut[base:]
+        else:
+            flat_lut[base:] = lut
+        self.lut = flat_lut
+        glab = np.array([lab for lab, _ in flat], np.uint8)
+        gnxt = np.array([32 * g + 8 * nxt for _, nxt in flat], np.int64)
+        ginc = np.array([TOTAL + (lab == REASONING) for lab, _ in flat], np.int64)
+        for state in (0, 1):  # the token is left to the request's parser
+            glab[8 * state + ASIDE] = HELD
+            gnxt[8 * state + ASIDE] = 32 * g + 8 * state
+            ginc[8 * state + ASIDE] = 0
+        # Rows with the aside bit: every kind is left to the parser, the row stays.
+        glab = np.concatenate([glab, np.full(16, HELD, np.uint8)])
+        gnxt = np.concatenate([gnxt, 32 * g + 16 + 8 * (np.arange(16, dtype=np.int64) >= 8)])
+        ginc = np.concatenate([ginc, np.zeros(16, np.int64)])
+        self.lab = np.concatenate([self.lab, glab])
+        self.nxt = np.concatenate([self.nxt, gnxt])
+        self.inc = np.concatenate([self.inc, ginc])
+        self.luts.append(lut)
+        self.live.append(0)
+        self._by_key[key] = g
+        return g
+
+
+def is_hold_back(machine: Machine) -> bool:
+    """A machine with text markers that routes with the base tables: its ``stream()`` decides
+    a token by ``trans[state][lut[t]]`` whenever nothing is held and the token has no HOLD
+    flag (the parser's own 1-token fast path), so the batch may do the same by table."""
+    return machine.has_byte_markers and type(machine).run is Machine.run
