@@ -443,3 +443,16 @@ def test_default_start_leaks_no_marker_into_content(family: str) -> None:
     for marker in (*spec.start, *spec.end):
         assert marker.strip() not in res.content, (marker, res.content)
     assert "Let me think." in (res.reasoning or "") and "It is 4." in res.content
+
+
+def test_start_state_cache_is_bounded() -> None:
+    """Requests may carry any chat_template_kwargs: the per-tokenizer cache keeps a bounded
+    number of rendered start states, and the newest answer stays right."""
+    from reasonspan.detection import profile
+
+    tok = tokenizer("qwen-3.5")
+    cls = reasonspan.get_parser_class("qwen3")
+    for i in range(profile.START_CACHE_SIZE + 50):
+        assert profile.template_start_state(cls, tok, {"unrelated_key": i}) is True
+    assert len(tok.cache["template_start"]) == profile.START_CACHE_SIZE
+    assert profile.template_start_state(cls, tok, {"enable_thinking": False}) is False
