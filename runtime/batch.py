@@ -63,7 +63,7 @@ from .batch_errors import (
 )
 from .batch_fallback import step_fallback
 from .batch_result import BatchStepResult
-from .batch_slots import Slots, as_request_id, check_bool, int_array
+from .batch_slots import Slots, as_request_id, check_bool, int_array, token_array
 from .batch_tables import LOW, REASONING_BIT, Tables, is_hold_back
 from .batch_types import (
     HELD,
@@ -231,9 +231,15 @@ class ReasoningBatch:
         sl = self._slots
         slot = sl.slot(request_id, "remove()")
         group = int(sl.group[slot])
-        if group >= 0:
-            self._tables.live[group] -= 1
         sl.release(slot)
+        if group >= 0:
+            tables = self._tables
+            tables.live[group] -= 1
+            if not tables.live[group] and tables.release(group):
+                # The flat lookup table was repacked: move the live slots' offsets.
+                live = sl.sorted_slots[sl.group[sl.sorted_slots] >= 0]
+                base = np.asarray(tables.base, np.int64)
+                sl.lutb[live] = base[sl.group[live]]
         self._recount()
 
     # ------------------------------------------------------------------ queries
@@ -294,7 +300,7 @@ class ReasoningBatch:
         """
         sl = self._slots
         rids = int_array(request_ids, "request_ids")
-        toks = int_array(token_ids, "token_ids")
+        toks, bad = token_array(token_ids)
         offs = int_array(offsets, "offsets")
         n = rids.shape[0]
         m = toks.shape[0]
@@ -319,6 +325,8 @@ class ReasoningBatch:
                     f"< offsets[{i}] = {int(offs[i])}"
                 )
         slots = sl.lookup(rids)
+        if bad is not None:
+            raise sl.token_error(bad, slots, offs, rids)
         if m:
             sl.check_tokens(toks, slots, counts, offs, rids)
 
