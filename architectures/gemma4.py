@@ -89,9 +89,28 @@ class Gemma4Machine(Machine):
         if super().prompt_in_reasoning(prompt):
             return True
         on = self._thinking_on
-        if on is None or self.think_id not in prompt[:THINK_WINDOW]:
+        if on is None or not self._think_in_system_turn(prompt):
             return False
         return on.prompt_in_reasoning(prompt)
+
+    def _think_in_system_turn(self, prompt: Sequence[int] | np.ndarray) -> bool:
+        """``<|think|>`` right after ``<|turn>system\\n`` in the first tokens: the only
+        place the template (and Google's guidance for a hand-written system prompt) puts
+        it. A ``<|think|>`` in a user turn is text a user typed, never the switch."""
+        head = prompt[:THINK_WINDOW]
+        head = head.tolist() if isinstance(head, np.ndarray) else list(head)
+        self.validate(head, 0, "prompt_token_ids")
+        opener = self.tokenizer.single_token_id(TURN)
+        for i, t in enumerate(head):
+            if t != self.think_id:
+                continue
+            before = head[:i]
+            if opener not in before:
+                continue
+            j = len(before) - 1 - before[::-1].index(opener)
+            if self.tokenizer.decode(head[j + 1 : i]) == "system\n":
+                return True
+        return False
 
 
 @register

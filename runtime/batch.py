@@ -331,6 +331,9 @@ class ReasoningBatch:
             sl.check_tokens(toks, slots, counts, offs, rids)
 
         # ---- validated: from here on the batch changes
+        # A parser may raise a BaseException (KeyboardInterrupt, CancelledError) that is not
+        # its request's failure: the whole step is then undone, so keep what it changes.
+        undo = self._undo_fields(slots) if (sl.n_fallback or sl.n_hybrid) else None
         res = BatchStepResult(sl)
         errors: dict[int, RequestFailedError] = {}
         gmask: BoolArray | None = None
@@ -400,11 +403,23 @@ class ReasoningBatch:
             for row in np.flatnonzero(sl.failed[slots]).tolist():
                 errors[int(rids[row])] = sl.failures[int(slots[row])]
         if frows is not None or drops:
-            step_fallback(sl, res, frows, drops, slots, rids, toks, offs, labels, gmask, errors)
+            try:
+                step_fallback(sl, res, frows, drops, slots, rids, toks, offs, labels, gmask, errors)
+            except BaseException:
+                if undo is not None:
+                    for name, before in undo.items():
+                        getattr(sl, name)[slots] = before
+                raise
         reasoning_tokens = sl.fill_result(res, rids, toks, offs, slots, labels, gmask, errors)
         if sl.n_budget:
             fill_forcing(sl, res, slots, reasoning_tokens)
         return res
+
+    def _undo_fields(self, slots: IntArray) -> dict[str, np.ndarray[Any, Any]]:
+        """The slot fields a step writes, for these slots (gathers are copies)."""
+        sl = self._slots
+        names = ("row", "cnt", "dcnt", "fpos", "hit") if sl.n_budget else ("row", "cnt", "dcnt")
+        return {name: getattr(sl, name)[slots] for name in names}
 
     def _advance(
         self, sl: Slots, s: IntArray, t: IntArray
