@@ -22,6 +22,8 @@ parsers: it sees compiled machines only.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import numpy.typing as npt
 
@@ -69,7 +71,11 @@ class Tables:
         self.luts: list[npt.NDArray[np.uint8]] = []
         self.live: list[int] = []
         self._by_key: dict[tuple[bytes, object], int] = {}
-        self._by_id: dict[int, tuple[Machine, int | None]] = {}
+        self._by_machine: weakref.WeakKeyDictionary[Machine, int | None] = (
+            weakref.WeakKeyDictionary()
+        )
+        """Group of each machine seen (weak: a machine, and its tokenizer, dies with the
+        last parser that uses it, even while its group lives on for an equal machine)."""
         self._view: list[bool] = []
         """Per group: its ``luts`` entry is a view of the flat table (hold-back groups)."""
         self._free: list[int] = []
@@ -77,11 +83,10 @@ class Tables:
 
     def group(self, machine: Machine) -> int | None:
         """The group of a machine, or None when the batch must route it per request."""
-        hit = self._by_id.get(id(machine))
-        if hit is not None and hit[0] is machine:
-            return hit[1]
+        if machine in self._by_machine:
+            return self._by_machine[machine]
         g = self._build(machine)
-        self._by_id[id(machine)] = (machine, g)
+        self._by_machine[machine] = g
         return g
 
     def _build(self, machine: Machine) -> int | None:
@@ -158,9 +163,9 @@ class Tables:
         for key, got in list(self._by_key.items()):
             if got == g:
                 del self._by_key[key]
-        for mid, (_, got_g) in list(self._by_id.items()):
+        for m, got_g in list(self._by_machine.items()):
             if got_g == g:
-                del self._by_id[mid]
+                del self._by_machine[m]
         self._free.append(g)
         live = [x for x in range(len(self.base)) if x not in self._free]
         parts: list[npt.NDArray[np.uint8]] = []

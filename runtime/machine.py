@@ -311,18 +311,20 @@ class Machine:
         128k-token prompt costs what its last turn costs; the tokens before that point
         cannot change the answer and are not read, so not validated either (checking a
         128k-token list costs ~3.5 ms, a thousand times the scan: see README)."""
-        if not self.thinking:
-            return False
-        if self.has_byte_markers:
-            return self._prompt_bytes(prompt)
         n = len(prompt)
-        lut = self.lut
         # Most prompts end a few tokens after their last marker or turn start: look at
-        # the tail in Python first, then fall back to numpy over growing chunks.
+        # the tail in Python first, then fall back to numpy over growing chunks. The tail
+        # is validated even when nothing is scanned (thinking off), so that a bad prompt
+        # is refused whatever the switches say.
         tail_start = max(0, n - 64)
         tail = prompt[tail_start:]
         tail = tail.tolist() if isinstance(tail, np.ndarray) else list(tail)
         self.validate(tail, tail_start, "prompt_token_ids")
+        if not self.thinking:
+            return False
+        if self.has_byte_markers:
+            return self._prompt_bytes(prompt)
+        lut = self.lut
         for i in range(len(tail) - 1, -1, -1):
             k = lut[tail[i]]
             if k:
