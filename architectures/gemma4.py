@@ -101,6 +101,8 @@ class Gemma4Machine(Machine):
         head = head.tolist() if isinstance(head, np.ndarray) else list(head)
         self.validate(head, 0, "prompt_token_ids")
         opener = self.tokenizer.single_token_id(TURN)
+        if opener is None:
+            return False
         for i, t in enumerate(head):
             if t != self.think_id:
                 continue
