@@ -10,11 +10,12 @@ from __future__ import annotations
 import codecs
 from collections.abc import Sequence
 
+from tokenizers import Tokenizer
 from tokenizers.decoders import DecodeStream
 
 from ..tokenizer.loader import LoadedTokenizer
 from .formatters import IdentityFormatter, TextFormatter, TextFormatterFactory
-from .labels import CONTENT, DELIMITER, REASONING, TOOL
+from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL
 
 
 class ByteDecoder:
@@ -36,8 +37,40 @@ class ByteDecoder:
             return None
         return self._dec.decode(self._table[token_id]) or None
 
+    def step_kept(self, _tokenizer: object, token_id: int) -> str | None:
+        """A token the family keeps in the text (a tool marker), special or not."""
+        return self._dec.decode(self._table[token_id]) or None
 
-def _decoder(tok: LoadedTokenizer, skip_special_tokens: bool) -> ByteDecoder | DecodeStream:
+
+class SkippingDecodeStream:
+    """``DecodeStream`` that skips a chosen set of ids (not all special tokens): servers
+    skip special tokens but keep the ones a family leaves in the content (tool markers)."""
+
+    __slots__ = ("_dec", "_skip")
+
+    def __init__(self, skip: frozenset[int]) -> None:
+        self._dec = DecodeStream(skip_special_tokens=False)
+        self._skip = skip
+
+    def step(self, tokenizer: Tokenizer, token_id: int) -> str | None:
+        if token_id in self._skip:
+            return None
+        out: str | None = self._dec.step(tokenizer, token_id)
+        return out
+
+    def step_kept(self, tokenizer: Tokenizer, token_id: int) -> str | None:
+        """A token the family keeps in the text (a tool marker), special or not."""
+        out: str | None = self._dec.step(tokenizer, token_id)
+        return out
+
+
+def _decoder(
+    tok: LoadedTokenizer, skip_special_tokens: bool, skip_ids: frozenset[int] | None = None
+) -> ByteDecoder | DecodeStream | SkippingDecodeStream:
+    if skip_ids is not None:
+        if tok.byte_level:
+            return ByteDecoder(tok.token_bytes, skip_ids)
+        return SkippingDecodeStream(skip_ids)
     if tok.byte_level:
         return ByteDecoder(tok.token_bytes, tok.special_ids if skip_special_tokens else frozenset())
     return DecodeStream(skip_special_tokens=skip_special_tokens)
@@ -51,7 +84,18 @@ class LabelledDecoder:
     (:meth:`ReasoningParser.decoder` is the usual way to get one).
     """
 
-    __slots__ = ("_cdec", "_cfmt", "_rdec", "_rfmt", "_skip", "_tok")
+    __slots__ = (
+        "_cdec",
+        "_cfmt",
+        "_ckept",
+        "_rdec",
+        "_rfmt",
+        "_skip",
+        "_tdec",
+        "_tok",
+        "_tok_l",
+        "_tool",
+    )
 
     def __init__(
         self,
@@ -59,11 +103,19 @@ class LabelledDecoder:
         formatters: tuple[TextFormatterFactory | None, TextFormatterFactory | None] = (None, None),
         *,
         skip_special_tokens: bool = False,
+        skip_ids: frozenset[int] | None = None,
     ) -> None:
+        """``skip_ids``, when given, are the ids left out of the text (instead of every
+        special token under ``skip_special_tokens``)."""
         self._tok = tokenizer.tokenizer
+        self._tok_l = tokenizer
         self._skip = skip_special_tokens
-        self._rdec = _decoder(tokenizer, skip_special_tokens)
-        self._cdec = _decoder(tokenizer, skip_special_tokens)
+        self._tdec: ByteDecoder | DecodeStream | SkippingDecodeStream | None = None
+        self._tool: list[str] = []
+        self._rdec = _decoder(tokenizer, skip_special_tokens, skip_ids)
+        self._cdec = _decoder(tokenizer, skip_special_tokens, skip_ids)
+        # TOOL-labelled tokens are markers the family keeps in the content: never skipped.
+        self._ckept = getattr(self._cdec, "step_kept", self._cdec.step)
         rf, cf = formatters
         self._rfmt: TextFormatter = rf() if rf else IdentityFormatter()
         self._cfmt: TextFormatter = cf() if cf else IdentityFormatter()
@@ -81,8 +133,11 @@ class LabelledDecoder:
             if lab == REASONING:
                 s = self._rdec.step(tok, token_ids[0])
                 return (self._rfmt.text(s) if s else ""), ""
-            if lab in (CONTENT, TOOL):
+            if lab == CONTENT:
                 s = self._cdec.step(tok, token_ids[0])
+                return "", (self._cfmt.text(s) if s else "")
+            if lab == TOOL:
+                s = self._ckept(tok, token_ids[0])
                 return "", (self._cfmt.text(s) if s else "")
         r: list[str] = []
         c: list[str] = []
@@ -101,26 +156,51 @@ class LabelledDecoder:
                 s = rstep(tok, t)
                 if s:
                     r.append(rtext(s))
-            elif lab in (CONTENT, TOOL):
+            elif lab == CONTENT:
                 s = cstep(tok, t)
+                if s:
+                    c.append(ctext(s))
+            elif lab == TOOL:
+                s = self._ckept(tok, t)
                 if s:
                     c.append(ctext(s))
             elif lab == DELIMITER:
                 r.append(self._rfmt.marker())
                 c.append(self._cfmt.marker())
+            elif lab == TOOL_CALL:
+                self._tool_call(t)
         return "".join(r), "".join(c)
+
+    def _tool_call(self, t: int) -> None:
+        """A TOOL_CALL token: its own decoder, never skipping (the tool parser reads the
+        whole message, structural tokens included), so the call is never content text."""
+        if self._tdec is None:
+            self._tdec = _decoder(self._tok_l, False)
+        s = self._tdec.step(self._tok, t)
+        if s:
+            self._tool.append(s)
+
+    def take_tool_calls(self) -> str:
+        """Text of TOOL_CALL tokens decoded since the last call (for the tool parser)."""
+        out = "".join(self._tool)
+        self._tool.clear()
+        return out
 
     def _spill(
         self, parts: list[tuple[bytes, int, int]], lab: int, r: list[str], c: list[str]
     ) -> None:
         """A token only partly covered by a marker: the text before the marker, the marker
-        itself (a delimiter), then the text after it."""
-        for after in (0, 1):
+        itself (a delimiter), then the text after it; a token that ends one marker and
+        begins the next has a stage per marker (``after`` counts the markers before)."""
+        stages = max(after for _, _, after in parts)
+        if lab == DELIMITER:
+            stages = max(stages, 1)
+        for after in range(stages + 1):
             if after and lab == DELIMITER:
                 r.append(self._rfmt.marker())
                 c.append(self._cfmt.marker())
             for data, channel, is_after in parts:
-                if is_after != after:
+                if is_after != after or not data:
                     continue
                 text = data.decode("utf-8", errors="replace")
                 if channel == REASONING:

@@ -56,6 +56,7 @@ class SimRequest:
 
 
 ForcedFn = Callable[[int], Sequence[int]]
+CapFn = Callable[[int], int | None]
 
 
 class SimulatedEngine:
@@ -81,8 +82,19 @@ class SimulatedEngine:
     def done(self) -> bool:
         return not self.pending and not self.active
 
+    def submit(self, request: SimRequest) -> None:
+        """A request that arrives now (a server's admission), behind those already waiting."""
+        request.arrival_step = min(request.arrival_step, self.step_no)
+        self.pending.append(request)
+
     def abort(self, request_id: int) -> None:
-        """The client went away: stop generating for this request."""
+        """The client went away: stop generating for this request (waiting or running)."""
+        for r in self.pending:
+            if r.request_id == request_id:
+                r.finish_reason = "abort"
+                self.pending.remove(r)
+                self.finished.append(r)
+                return
         for r in self.active:
             if r.request_id == request_id:
                 r.finish_reason = "abort"
@@ -104,9 +116,13 @@ class SimulatedEngine:
         return admitted
 
     def step(
-        self, forced: ForcedFn | None = None
+        self, forced: ForcedFn | None = None, cap: CapFn | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[SimRequest]]:
         """Emit the next tokens of every active request.
+
+        ``cap(request_id)`` bounds a request's new tokens this step (None: no bound), as a
+        speculative engine caps its proposals at the thinking budget left
+        (``budget_remaining``), so no reasoning token is spent past the budget.
 
         Returns ``(request_ids, token_ids, offsets, finished)`` as int64 arrays (``offsets``
         has ``len(request_ids) + 1`` entries) and the requests that ended this step.
@@ -122,6 +138,9 @@ class SimulatedEngine:
                 want = min(want, r.max_tokens - r.emitted)
             out: list[int] = []
             force = list(forced(r.request_id)) if forced is not None else []
+            limit = cap(r.request_id) if cap is not None and not force else None
+            if limit is not None and limit > 0:
+                want = min(want, limit)
             if force:
                 out = force[:want]
                 r.forced_emitted += len(out)

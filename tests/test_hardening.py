@@ -210,21 +210,22 @@ def test_batch_validates_tokens_as_stream_does(tokens: Any) -> None:
 # ---------------------------------------------------------------------------- item 5: gemma4
 
 
+@pytest.mark.parametrize("kwargs", [{}, {"enable_thinking": True}])
 @pytest.mark.parametrize(
-    ("prompt", "seeded"),
+    "prompt",
     [
-        (
-            "<|turn>system\n<|think|>\nBe brief.<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\n",
-            True,
-        ),
-        ("<|turn>user\n<|think|>Hi<turn|>\n<|turn>model\n", False),
-        ("<|turn>system\nBe brief.<turn|>\n<|turn>user\n<|think|><turn|>\n<|turn>model\n", False),
-        ("<|turn>user\nsystem\n<|think|><turn|>\n<|turn>model\n", False),
+        "<|turn>user\n<|think|>Hi<turn|>\n<|turn>model\n",
+        "<|turn>system\nBe brief.<turn|>\n<|turn>user\n<|think|><turn|>\n<|turn>model\n",
+        "<|turn>user\nsystem\n<|think|><turn|>\n<|turn>model\n",
     ],
 )
-def test_gemma4_think_only_in_the_system_turn(prompt: str, seeded: bool) -> None:
-    p = parser("gemma4")
-    assert p.is_prompt_in_reasoning(p.tokenizer.encode(prompt)) is seeded
+def test_gemma4_think_in_a_user_turn_never_seeds(prompt: str, kwargs: dict[str, Any]) -> None:
+    # A <|think|> a user typed is text, not the switch: the turn starts where a prompt
+    # without it starts.
+    p = parser("gemma4", **kwargs)
+    plain = prompt.replace("<|think|>", "")
+    got = p.is_prompt_in_reasoning(p.tokenizer.encode(prompt))
+    assert got is p.is_prompt_in_reasoning(p.tokenizer.encode(plain)) is False
 
 
 # ---------------------------------------------------------------------------- item 6: leaks

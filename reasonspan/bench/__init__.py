@@ -19,6 +19,7 @@ from ..demo_data import NoTokenizerError, default_tokenizer_path
 from ..tokenizer import LoadedTokenizer, load_tokenizer_sync
 from .batch import SIZES, run_batch_suite
 from .common import Row, machine_line
+from .serve import bench_serve
 from .stream import bench_prompt, bench_stream
 
 
@@ -31,6 +32,7 @@ SUITES: dict[str, Callable[[LoadedTokenizer, int], list[Row]]] = {
     "stream": bench_stream,
     "prompt": bench_prompt,
     "batch": bench_batch,
+    "serve": bench_serve,
 }
 
 
@@ -49,7 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", action="append", choices=[*SUITES, "all"], help="default: all")
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
-    # Batch sizes of the batch suite (default 1,64,256,1024,4096); the tests use small ones.
+    # Batch sizes of the batch suite (default 1,64,256,1024,4096) and concurrency of the
+    # serve suite (default 1,64,256); the tests use small ones.
     p.add_argument("--sizes", type=_sizes, help=argparse.SUPPRESS)
 
 
@@ -137,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
     for name in names:
         if name == "batch" and args.sizes:
             rows += bench_batch(tok, args.repeats, args.sizes)
+        elif name == "serve" and args.sizes:
+            rows += bench_serve(tok, args.repeats, args.sizes)
         else:
             rows += SUITES[name](tok, args.repeats)
     print(render(rows))
