@@ -173,6 +173,10 @@ class ReasoningBatch:
         structured = check_bool("structured_output", structured_output)
         grammar = compile_grammar(response_format, p.tokenizer) if response_format else None
         structured = structured or grammar is not None
+        gate = getattr(p, "grammar_gate_token", None)
+        if grammar is not None and gate is not None:
+            wait = gate(prompt_token_ids if prompt_token_ids is not None else [])
+            grammar.wait_for = -1 if wait is None else int(wait)
         budget, seq, lead_len = budget_options(p, thinking_token_budget, budget_lead_in)
         reasoning = (
             p.is_prompt_in_reasoning(prompt_token_ids)
@@ -267,7 +271,7 @@ class ReasoningBatch:
         """Sample the next token under the request's grammar (before the first step too)."""
         sl = self._slots
         slot = sl.slot(request_id, "grammar_active()")
-        return bool(sl.struct[slot]) and not sl.reasoning(slot)
+        return bool(sl.struct[slot]) and not sl.reasoning(slot) and not self._grammars.waiting(slot)
 
     def grammar_stopped(self, request_id: int) -> bool:
         """The request's ``response_format`` grammar is complete: the engine ends the

@@ -8,6 +8,11 @@ alone (:class:`GrammarRejectedError` in ``res.errors``, that token and the rest 
 labelled FAILED and uncounted), and the batch goes on. While a request reasons its matcher
 sees nothing and it gets no mask.
 
+A family whose turn opens with a header that is neither reasoning nor answer (harmony at
+``<|start|>assistant``) names, through its parser's ``grammar_gate_token(prompt)``, the
+token that ends it: the grammar waits for it (no mask, nothing fed), then the gate
+decides as for every family.
+
 A TOOL marker that ends reasoning (``<tool_call>`` after ``</think>``-less reasoning in
 qwen3-like families, harmony's tool-call channel) starts a tool call, not the response:
 the response grammar is released for the rest of the request (no mask, its matcher sees
@@ -60,6 +65,11 @@ class Grammars:
     def get(self, slot: int) -> Grammar | None:
         return self.by_slot.get(slot)
 
+    def waiting(self, slot: int) -> bool:
+        """The request's grammar waits for the end of a header (see ``Grammar.wait_for``)."""
+        g = self.by_slot.get(slot)
+        return g is not None and g.wait_for >= 0
+
     def put(self, slot: int, grammar: Grammar | None) -> None:
         if grammar is None:
             self.by_slot.pop(slot, None)
@@ -91,6 +101,14 @@ class Grammars:
             if g is None or sl.failed[slot]:
                 continue
             a, b = int(offs[i]), int(offs[i + 1])
+            if a != b and g.wait_for >= 0:  # the header the model writes first
+                hit = np.flatnonzero(toks[a:b] == g.wait_for)
+                if not hit.shape[0]:
+                    gmask[a:b] = False
+                    res.grammar_active[i] = False
+                    continue
+                gmask[a : a + int(hit[0]) + 1] = False
+                g.wait_for = -1
             if a != b:
                 m = gmask[a:b]
                 tool = np.flatnonzero((labels[a:b] == TOOL) & ~m)
@@ -176,7 +194,7 @@ class Grammars:
             active &= ~sl.failed[slots] & ~sl.done[slots]
             for i in np.flatnonzero(active).tolist():
                 g = by_slot.get(int(slots[i]))
-                if g is not None:
+                if g is not None and g.wait_for < 0:
                     rows.append((g, i))
                     masked[i] = True
         free = np.flatnonzero(~masked)

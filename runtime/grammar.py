@@ -141,13 +141,16 @@ def grammar_source(fmt: object) -> str | None:
 class Grammar:
     """One request's matcher: it sees exactly the tokens generated under its grammar."""
 
-    __slots__ = ("error", "kind", "matcher", "vocab_size")
+    __slots__ = ("error", "kind", "matcher", "vocab_size", "wait_for")
 
     def __init__(self, matcher: llguidance.LLMatcher, kind: str, vocab_size: int) -> None:
         self.matcher = matcher
         self.kind = kind
         self.vocab_size = vocab_size
         self.error: str | None = None
+        self.wait_for = -1
+        """A token that must be generated before the grammar may apply (-1: none); set
+        from the parser's ``grammar_gate_token`` (harmony: the end of the first header)."""
 
     def consume(self, token_ids: Sequence[int]) -> int:
         """Feed tokens in order; the index of the first one rejected, or -1 (all taken)."""
