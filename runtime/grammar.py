@@ -25,6 +25,7 @@ rows, and reads back whether a grammar rejected a token or is complete.
 
 from __future__ import annotations
 
+import importlib
 import json
 import threading
 from collections.abc import Mapping, Sequence
@@ -37,8 +38,10 @@ from ..tokenizer.loader import LoadedTokenizer
 from .errors import InvalidOptionError, ReasonspanError
 
 if TYPE_CHECKING:
-    import llguidance
     import numpy.typing as npt
+
+# llguidance objects are typed Any here: the package is optional, and type checking an
+# install without it must not depend on its stubs.
 
 __all__ = [
     "Grammar",
@@ -68,15 +71,16 @@ class GrammarError(ReasonspanError, ValueError):
     that the request's grammar rejected (then it is the cause of the request's failure)."""
 
 
-def _llguidance() -> Any:
+def _llguidance(module: str = "llguidance") -> Any:
+    """The optional package (or one of its modules), imported on first use; by name, so
+    type checking an install without it needs no stubs."""
     try:
-        import llguidance
+        return importlib.import_module(module)
     except ImportError:
         raise GrammarUnavailableError() from None
-    return llguidance
 
 
-def _lltokenizer(tok: LoadedTokenizer) -> llguidance.LLTokenizer:
+def _lltokenizer(tok: LoadedTokenizer) -> Any:
     """The llguidance tokenizer of ``tok``, built once per loaded tokenizer (1-3 s)."""
     got = tok.cache.get(_CACHE_KEY)
     if got is None:
@@ -87,8 +91,7 @@ def _lltokenizer(tok: LoadedTokenizer) -> llguidance.LLTokenizer:
                 raw = tok._raw_json if tok._raw_json is not None else tok.tokenizer.to_str()
                 got = llg.LLTokenizer(raw, n_vocab=tok.vocab_size)
                 tok.cache[_CACHE_KEY] = got
-    lltok: llguidance.LLTokenizer = got  # type: ignore[assignment]
-    return lltok
+    return got
 
 
 def _as_mapping(fmt: object) -> dict[str, Any]:
@@ -143,7 +146,7 @@ class Grammar:
 
     __slots__ = ("error", "kind", "matcher", "vocab_size", "wait_for")
 
-    def __init__(self, matcher: llguidance.LLMatcher, kind: str, vocab_size: int) -> None:
+    def __init__(self, matcher: Any, kind: str, vocab_size: int) -> None:
         self.matcher = matcher
         self.kind = kind
         self.vocab_size = vocab_size
@@ -210,8 +213,7 @@ def fill_bitmasks(rows: Sequence[tuple[Grammar, int]], out: npt.NDArray[np.int32
     if not rows:
         return
     llg = _llguidance()
-    from llguidance.numpy import fill_next_token_bitmask_par
-
+    fill_next_token_bitmask_par = _llguidance("llguidance.numpy").fill_next_token_bitmask_par
     if _executor is None:
         _executor = llg.LLExecutor()
     width = out.shape[1]
