@@ -1,4 +1,4 @@
-"""The ``reasonspan`` command: demo, split, detect, bench.
+"""The ``reasonspan`` command: demo, split, detect, bench, serve.
 
 Each subcommand lives in its own module and is imported only when used, so ``reasonspan
 split`` does not pay for the benchmark's imports.
@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "split": ("reasonspan.split", "split one output into reasoning and content (JSON)"),
     "detect": ("reasonspan.detect_cli", "tell which parser fits a model folder"),
     "bench": ("reasonspan.bench", "measure per-token and per-step cost against a text baseline"),
+    "serve": ("reasonspan.serve_cli", "an OpenAI-compatible server (simulated engine)"),
 }
 
 

@@ -71,6 +71,7 @@ class SimRequest:
 
 
 ForcedFn = Callable[[int], Sequence[int]]
+CapFn = Callable[[int], int | None]
 
 CLOSERS = ('"', "}", "]", "0", ",", ":")
 """The engine's preference when the scripted token is masked out (see the module docs)."""
@@ -108,8 +109,19 @@ class SimulatedEngine:
                 self.finished.append(r)
                 return
 
+    def submit(self, request: SimRequest) -> None:
+        """A request that arrives now (a server's admission), behind those already waiting."""
+        request.arrival_step = min(request.arrival_step, self.step_no)
+        self.pending.append(request)
+
     def abort(self, request_id: int) -> None:
-        """The client went away: stop generating for this request."""
+        """The client went away: stop generating for this request (waiting or running)."""
+        for r in self.pending:
+            if r.request_id == request_id:
+                r.finish_reason = "abort"
+                self.pending.remove(r)
+                self.finished.append(r)
+                return
         for r in self.active:
             if r.request_id == request_id:
                 r.finish_reason = "abort"
@@ -133,11 +145,15 @@ class SimulatedEngine:
     def step(
         self,
         forced: ForcedFn | None = None,
+        cap: CapFn | None = None,
         *,
         masks: Mapping[int, np.ndarray[Any, Any]] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[SimRequest]]:
         """Emit the next tokens of every active request.
 
+        ``cap(request_id)`` bounds a request's new tokens this step (None: no bound), as a
+        speculative engine caps its proposals at the thinking budget left
+        (``budget_remaining``), so no reasoning token is spent past the budget.
         ``masks[request_id]`` is the request's next-token bitmask row (llguidance layout)
         when its grammar is active: it gets one token, sampled under it (module docs).
 
@@ -155,6 +171,9 @@ class SimulatedEngine:
                 want = min(want, r.max_tokens - r.emitted)
             out: list[int] = []
             force = list(forced(r.request_id)) if forced is not None else []
+            limit = cap(r.request_id) if cap is not None and not force else None
+            if limit is not None and limit > 0:
+                want = min(want, limit)
             if force:
                 out = force[:want]
                 r.forced_emitted += len(out)

@@ -2,55 +2,110 @@
 of OpenAI ``chat.completion.chunk`` objects.
 
 The engine loop calls :meth:`ReasoningRuntime.step` once per engine step (synchronous and
-cheap: one batched ``ReasoningBatch.step``, then text for the requests that got tokens).
-Consumers read their own :class:`RequestStream` at their own pace.
+cheap: one batched ``ReasoningBatch.step``, then text for the requests that got tokens)
+and :meth:`ReasoningRuntime.finish` when a request ends, with the engine's own finish
+reason. Consumers read their own :class:`RequestStream` at their own pace.
+
+Request ids: a server's own ids (``"chatcmpl-…"``, UUIDs, ints). An int id is also the
+engine's id; a string id gets a fresh int64 *engine id* (``stream.engine_id``) for the
+step arrays, so a string id can be reused at once after an abort. Chunk ``id`` and
+``model`` come from the request.
+
+Threads: every method runs on the event loop's thread. An engine loop on another thread
+goes through :meth:`ReasoningRuntime.from_thread` (an anyio blocking portal), so its steps
+wake the consumers at once.
 
 Buffer policy (a slow consumer never stalls the step loop): each request holds at most
 ``buffer_size`` undelivered text chunks (plus its final chunk); when it is full, new text
 is coalesced into the last undelivered chunk instead of queueing another one. Nothing is
 dropped and the step loop never waits; memory per request is bounded by its own output.
 
-Cancellation: a consumer that stops reading (``aclose()``, leaving ``async with``, or its
-task being cancelled) marks its request cancelled; the next ``step()`` frees the slot and
-ignores that request's tokens, and :meth:`ReasoningRuntime.take_aborted` tells the engine
-which requests to abort. A request whose parser raises gets that error and ends alone.
+Ending early: a consumer that stops reading (``aclose()``, leaving ``async with``, its task
+cancelled) or :meth:`ReasoningRuntime.abort` frees the request's slot at once;
+:meth:`ReasoningRuntime.take_aborted` tells the engine which engine ids to stop, and tokens
+for them still in flight are dropped quietly. A request whose parser raises gets that
+error and ends alone. :meth:`ReasoningRuntime.fail` (the engine loop died) and
+:meth:`ReasoningRuntime.close` end every open stream with an error.
 """
 
 from __future__ import annotations
 
 import time
-from collections import deque
-from collections.abc import Sequence
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import anyio
 import numpy as np
+from anyio.from_thread import BlockingPortal
 
 from .batch import ReasoningBatch
-from .batch_errors import RequestFailedError
+from .batch_errors import RequestFailedError, UnknownRequestError
 from .batch_result import BatchStepResult
 from .decoding import LabelledDecoder
 from .errors import ReasonspanError
+from .machine import Machine
 from .openai import (
+    ChatCompletion,
     ChatCompletionChunk,
     ChoiceDelta,
     ChunkChoice,
+    CompletionBuilder,
     FinishReason,
+    Usage,
     usage_for,
 )
 from .parser import ReasoningParser
+from .spec import MarkerKind
+
+RequestKey = str | int
+"""A server's request id: a string (``"chatcmpl-…"``) or an int64."""
+
+T = TypeVar("T")
+
+_STRING_IDS_FROM = 1 << 62
+"""Engine ids of string-keyed requests are drawn from here up (an int key that lands in
+this range is skipped over, never shared)."""
+
+_GONE_MEMORY = 65_536
+"""How many ended-early engine ids are remembered so their late tokens are dropped quietly
+(a bounded memory: an engine that sends tokens for an id this long after its abort has a
+bug worth an error)."""
+
+STEP_HISTORY = 1024
+"""Step timings kept in :attr:`ReasoningRuntime.step_ns` (the most recent ones)."""
 
 
 class RequestCancelledError(ReasonspanError, RuntimeError):
-    """Raised to a consumer that reads a stream after cancelling it."""
+    """Raised to a consumer whose request was cancelled or aborted."""
+
+
+class RuntimeClosedError(ReasonspanError, RuntimeError):
+    """The runtime was closed, or its engine failed: open streams end with this error
+    (the engine's exception is its ``__cause__``), and no request can be added."""
+
+
+class DuplicateRequestIdError(ReasonspanError, ValueError):
+    """``add()`` of an id whose request is still open in this runtime."""
+
+    def __init__(self, key: RequestKey) -> None:
+        self.request_id = key
+        super().__init__(
+            f"request {key!r} is still open in this runtime; finish() or abort() it before "
+            "adding the id again"
+        )
 
 
 @dataclass
 class _Record:
     """Everything the runtime keeps for one request besides its batch slot."""
 
-    request_id: int
+    key: RequestKey
+    engine_id: int
+    completion_id: str
+    model: str
     parser: ReasoningParser
     decoder: LabelledDecoder
     prompt_tokens: int
@@ -67,6 +122,10 @@ class _Record:
     closed: bool = False
     cancelled: bool = False
     coalesced: int = 0
+    finish_reason: FinishReason | None = None
+    usage: Usage | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    response_format: Any = None
 
 
 class RequestStream:
@@ -77,18 +136,44 @@ class RequestStream:
         self._rec = record
 
     @property
-    def request_id(self) -> int:
-        return self._rec.request_id
+    def request_id(self) -> RequestKey:
+        """The id the request was added with."""
+        return self._rec.key
+
+    @property
+    def engine_id(self) -> int:
+        """The int64 id of this request in the step arrays (the id itself for int ids)."""
+        return self._rec.engine_id
+
+    @property
+    def finish_reason(self) -> FinishReason | None:
+        """The engine's finish reason, once the engine finished the request."""
+        return self._rec.finish_reason
+
+    @property
+    def usage(self) -> Usage | None:
+        """Final usage (with ``reasoning_ended``), once the engine finished the request."""
+        return self._rec.usage
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The batch options the request was added with (budget, grammar, ...)."""
+        return self._rec.options
+
+    @property
+    def response_format(self) -> Any:
+        """The request's ``response_format``, kept for a grammar engine (None: none)."""
+        return self._rec.response_format
 
     def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> ChatCompletionChunk:
         rec = self._rec
-        if rec.cancelled:
-            raise RequestCancelledError(f"request {rec.request_id} was cancelled")
         try:
             while not rec.queue:
+                if rec.cancelled:
+                    raise RequestCancelledError(f"request {rec.key!r} was cancelled")
                 if rec.closed:
                     raise StopAsyncIteration
                 await rec.wake.wait()
@@ -101,8 +186,29 @@ class RequestStream:
             raise item
         return item
 
+    def ready(self) -> list[ChatCompletionChunk]:
+        """Every chunk delivered so far, without waiting (for a writer that polls after
+        each step instead of awaiting each stream); raises the request's error, if any."""
+        rec = self._rec
+        out: list[ChatCompletionChunk] = []
+        while rec.queue:
+            item = rec.queue.popleft()
+            if isinstance(item, BaseException):
+                raise item
+            out.append(item)
+        return out
+
+    async def collect(self) -> ChatCompletion:
+        """Read the whole stream into the non-streaming ``chat.completion``:
+        ``message.reasoning``, ``message.content``, ``finish_reason`` and usage."""
+        builder = CompletionBuilder()
+        async with self:
+            async for chunk in self:
+                builder.add(chunk)
+        return builder.build(reasoning_content_alias=self._runtime.alias)
+
     async def aclose(self) -> None:
-        """Stop reading: the request is cancelled and its slot freed at the next step."""
+        """Stop reading: the request is cancelled and its slot freed now."""
         if not (self._rec.closed and not self._rec.queue):
             self._runtime._cancel(self._rec)
 
@@ -114,7 +220,13 @@ class RequestStream:
 
 
 class ReasoningRuntime:
-    """Owns a :class:`ReasoningBatch` and turns its step results into OpenAI chunks."""
+    """Owns a :class:`ReasoningBatch` and turns its step results into OpenAI chunks.
+
+    ``skip_special_tokens`` (default True, as servers do): special tokens are left out of
+    the text, except the markers the family keeps in the content (tool markers); a request
+    may override it. ``reasoning_content_alias`` also fills ``reasoning_content`` for
+    older clients.
+    """
 
     def __init__(
         self,
@@ -122,7 +234,7 @@ class ReasoningRuntime:
         model: str = "reasonspan",
         buffer_size: int = 32,
         reasoning_content_alias: bool = False,
-        skip_special_tokens: bool = False,
+        skip_special_tokens: bool = True,
         batch: ReasoningBatch | None = None,
     ) -> None:
         if buffer_size < 1:
@@ -132,115 +244,327 @@ class ReasoningRuntime:
         self.alias = reasoning_content_alias
         self.skip_special_tokens = skip_special_tokens
         self.batch = batch if batch is not None else ReasoningBatch()
-        self._records: dict[int, _Record] = {}
+        self._records: dict[RequestKey, _Record] = {}
+        self._by_engine: dict[int, _Record] = {}
         self._aborted: list[int] = []
-        self._gone: set[int] = set()
-        """Ended by the runtime (cancelled or failed) while the engine may still send
-        tokens for them; such tokens are dropped, not an error."""
-        self.step_ns: list[int] = []
+        self._gone: OrderedDict[int, None] = OrderedDict()
+        """Engine ids ended by the runtime (aborted, cancelled, failed) while the engine may
+        still send tokens for them; such tokens are dropped, not an error."""
+        self._next_engine_id = _STRING_IDS_FROM
+        self._skip_ids: dict[Machine, frozenset[int]] = {}
+        self._closed: BaseException | None = None
+        self.step_ns: deque[int] = deque(maxlen=STEP_HISTORY)
+        """Wall time of the most recent steps (bounded; see :attr:`steps` for the count)."""
+        self.steps = 0
 
     def __len__(self) -> int:
         return len(self._records)
+
+    def __contains__(self, request_id: object) -> bool:
+        return request_id in self._records
 
     # ------------------------------------------------------------------ requests
 
     def add(
         self,
-        request_id: int,
+        request_id: RequestKey,
         parser: ReasoningParser,
-        prompt_token_ids: Sequence[int] | np.ndarray[Any, Any],
+        prompt_token_ids: Sequence[int] | np.ndarray[Any, Any] | None,
+        *,
+        model: str | None = None,
+        completion_id: str | None = None,
+        skip_special_tokens: bool | None = None,
+        response_format: Any = None,
         **options: Any,
     ) -> RequestStream:
-        """Admit a request (options as :meth:`ReasoningBatch.add`) and return its stream."""
-        self.batch.add(request_id, parser, prompt_token_ids, **options)
+        """Admit a request (``options`` as :meth:`ReasoningBatch.add`) and return its stream.
+
+        ``model`` and ``completion_id`` go into every chunk (default: the runtime's model,
+        the id itself for a string id, ``chatcmpl-<id>`` for an int). ``response_format``
+        is kept on the stream for a grammar engine (pass ``structured_output=True`` too,
+        so the batch gates it on the end of reasoning). Nothing is kept when this raises.
+        """
+        if self._closed is not None:
+            raise RuntimeClosedError("the runtime is closed; no request can be added") from (
+                self._closed
+            )
+        if not isinstance(parser, ReasoningParser):
+            raise TypeError(
+                f"add(): parser must be a created ReasoningParser, not {type(parser).__name__}"
+            )
+        if isinstance(request_id, bool) or not isinstance(request_id, (str, int, np.integer)):
+            raise TypeError(f"add(): request ids are str or int, not {type(request_id).__name__}")
+        key: RequestKey = request_id if isinstance(request_id, str) else int(request_id)
+        if key in self._records:
+            raise DuplicateRequestIdError(key)
+        engine_id = self._engine_id_for(key)
+        skip = self.skip_special_tokens if skip_special_tokens is None else skip_special_tokens
+        decoder = LabelledDecoder(
+            parser.tokenizer,
+            parser.text_formatters(),
+            skip_ids=self._skip_set(parser) if skip else frozenset(),
+        )
+        prompt_tokens = 0 if prompt_token_ids is None else len(prompt_token_ids)
         rec = _Record(
-            request_id=int(request_id),
+            key=key,
+            engine_id=engine_id,
+            completion_id=completion_id
+            if completion_id is not None
+            else (key if isinstance(key, str) else f"chatcmpl-{key}"),
+            model=model if model is not None else self.model,
             parser=parser,
-            decoder=parser.decoder(skip_special_tokens=self.skip_special_tokens),
-            prompt_tokens=len(prompt_token_ids),
+            decoder=decoder,
+            prompt_tokens=prompt_tokens,
             created=int(time.time()),
             hold_reasoning=parser.may_return_reasoning_as_content,
             include_reasoning=bool(options.get("include_reasoning", True)),
+            options=options,
+            response_format=response_format,
         )
-        self._records[rec.request_id] = rec
+        # Everything that can fail is above or in batch.add(), which validates first.
+        self.batch.add(engine_id, parser, prompt_token_ids, **options)
+        if isinstance(key, int):
+            # The id now belongs to the new request: no more dropping its tokens, and no
+            # abort of the old one still pending (a server reuses an int id only after its
+            # engine stopped the old request; string ids need no such care).
+            self._gone.pop(engine_id, None)
+            if engine_id in self._aborted:
+                self._aborted = [a for a in self._aborted if a != engine_id]
+        self._records[key] = rec
+        self._by_engine[engine_id] = rec
         self._push(rec, ChoiceDelta(role="assistant", content=""))
         return RequestStream(self, rec)
 
+    def _engine_id_for(self, key: RequestKey) -> int:
+        if isinstance(key, int):
+            if key in self._by_engine:  # a string request holds this engine id
+                raise DuplicateRequestIdError(key)
+            return key
+        eid = self._next_engine_id
+        while eid in self._by_engine or eid in self._gone:
+            eid += 1
+        self._next_engine_id = eid + 1
+        return eid
+
+    def _skip_set(self, parser: ReasoningParser) -> frozenset[int]:
+        """Special tokens left out of the text: all but the markers kept in content."""
+        machine = parser.machine
+        got = self._skip_ids.get(machine)
+        if got is None:
+            kept = {t for t, kind in machine.id_markers.items() if kind == MarkerKind.TOOL}
+            for text, kind in machine.byte_markers.items():
+                if kind == MarkerKind.TOOL:  # a tool marker of several tokens
+                    kept.update(parser.tokenizer.encode(text.decode("utf-8")))
+            got = frozenset(parser.tokenizer.special_ids) - kept
+            self._skip_ids[machine] = got
+        return got
+
+    def _record(self, request_id: object) -> _Record | None:
+        if isinstance(request_id, str):
+            return self._records.get(request_id)
+        if isinstance(request_id, (int, np.integer)) and not isinstance(request_id, bool):
+            return self._by_engine.get(int(request_id))
+        return None
+
+    def stream_of(self, request_id: RequestKey) -> RequestStream | None:
+        """A handle on an open request (by its id or engine id), or None."""
+        rec = self._record(request_id)
+        return None if rec is None else RequestStream(self, rec)
+
     def take_aborted(self) -> list[int]:
-        """Requests the engine should stop generating for, since the last call: their
-        consumer went away, or their parser failed. Tokens for them that are already in
-        flight are ignored by the next ``step()``."""
+        """Engine ids the engine should stop generating for, since the last call: their
+        consumer went away, they were aborted, or their parser failed. Tokens for them that
+        are already in flight are dropped by ``step()``."""
         out, self._aborted = self._aborted, []
         return out
 
+    def abort(self, request_id: RequestKey) -> bool:
+        """End an open request now (client gone, server timeout): its slot is freed at
+        once, a reader still waiting gets :class:`RequestCancelledError`, and the engine
+        hears of it from :meth:`take_aborted`. False when the request is not open."""
+        rec = self._record(request_id)
+        if rec is None:
+            return False
+        self._end_early(rec, RequestCancelledError(f"request {rec.key!r} was aborted"))
+        return True
+
+    def remove(self, request_id: RequestKey) -> bool:
+        """The batch's name for :meth:`abort`: forget the request now, freeing its slot."""
+        return self.abort(request_id)
+
     def _cancel(self, rec: _Record) -> None:
-        if rec.cancelled or rec.closed:
+        """The consumer went away (its iteration was cancelled or closed)."""
+        if rec.closed:
             rec.cancelled = True
+            rec.queue.clear()
+            return
+        self._end_early(rec, None)
+
+    def _end_early(self, rec: _Record, err: BaseException | None) -> None:
+        if rec.closed:
             return
         rec.cancelled = True
+        rec.closed = True
         rec.queue.clear()
-        self._aborted.append(rec.request_id)
+        if err is not None:
+            rec.queue.append(err)
+        rec.wake.set()
+        self._drop(rec)
+        self._forget_engine_id(rec.engine_id)
+        self._aborted.append(rec.engine_id)
+
+    def _forget_engine_id(self, engine_id: int) -> None:
+        self._gone[engine_id] = None
+        if len(self._gone) > _GONE_MEMORY:
+            self._gone.popitem(last=False)
 
     def _drop(self, rec: _Record) -> None:
-        self._records.pop(rec.request_id, None)
-        if rec.request_id in self.batch:
-            self.batch.remove(rec.request_id)
+        if self._records.get(rec.key) is rec:
+            del self._records[rec.key]
+        if self._by_engine.get(rec.engine_id) is rec:
+            del self._by_engine[rec.engine_id]
+        if rec.engine_id in self.batch:
+            self.batch.remove(rec.engine_id)
+
+    def fail(self, exc: BaseException) -> None:
+        """The engine loop died: every open stream ends with :class:`RuntimeClosedError`
+        (``exc`` as its cause), every slot is freed, and no request can be added."""
+        err = RuntimeClosedError(f"the engine failed: {exc!r}")
+        err.__cause__ = exc
+        self._close_all(err)
+
+    def close(self) -> None:
+        """Shut down: every open stream ends with :class:`RuntimeClosedError`."""
+        self._close_all(RuntimeClosedError("the runtime was closed"))
+
+    def _close_all(self, err: RuntimeClosedError) -> None:
+        if self._closed is None:
+            self._closed = err
+        for rec in list(self._records.values()):
+            rec.queue.append(err)
+            rec.closed = True
+            rec.wake.set()
+            self._drop(rec)
+        self._aborted.clear()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    # ------------------------------------------------------------------ threads
+
+    @asynccontextmanager
+    async def from_thread(self) -> AsyncIterator[RuntimeFromThread]:
+        """A handle for an engine loop on another thread, open while the block runs::
+
+            async with runtime.from_thread() as link:
+                threading.Thread(target=engine_loop, args=(link,)).start()
+                ...  # serve; the engine thread calls link.step(...), link.finish(...)
+
+        Every call hops onto the event loop through an anyio ``BlockingPortal`` and wakes
+        the consumers at once. ``link.call(fn)`` runs several runtime calls in one hop.
+        """
+        async with BlockingPortal() as portal:
+            yield RuntimeFromThread(self, portal)
 
     # ------------------------------------------------------------------ the step
 
     def step(
         self,
-        request_ids: np.ndarray[Any, Any],
-        token_ids: np.ndarray[Any, Any],
-        offsets: np.ndarray[Any, Any],
+        request_ids: np.ndarray[Any, Any] | Sequence[int],
+        token_ids: np.ndarray[Any, Any] | Sequence[int],
+        offsets: np.ndarray[Any, Any] | Sequence[int],
     ) -> BatchStepResult:
-        """One engine step for the whole batch; pushes text to each request's stream."""
+        """One engine step for the whole batch (engine ids); pushes text to each stream.
+
+        Tokens of requests that ended early (aborted, cancelled, failed) are dropped
+        quietly; any other invalid input raises before any request changes."""
+        if self._closed is not None:
+            raise RuntimeClosedError("step() on a closed runtime") from self._closed
         t0 = time.perf_counter_ns()
-        rids = np.asarray(request_ids, dtype=np.int64)
-        toks = np.asarray(token_ids, dtype=np.int64)
-        offs = np.asarray(offsets, dtype=np.int64)
-        for rec in [r for r in self._records.values() if r.cancelled]:
-            self._drop(rec)
-            self._gone.add(rec.request_id)
-        if self._gone:
-            in_flight = np.isin(rids, list(self._gone))
-            self._gone.intersection_update(rids[in_flight].tolist())
-            keep = ~in_flight
-            if not keep.all():
-                counts = np.diff(offs)[keep]
-                starts = offs[:-1][keep]
-                toks = (
-                    np.concatenate([toks[s : s + c] for s, c in zip(starts, counts, strict=True)])
-                    if counts.size
-                    else toks[:0]
-                )
-                rids = rids[keep]
-                offs = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        res = self.batch.step(rids, toks, offs)
-        for rid, err in res.errors.items():
-            failed = self._records.get(int(rid))
+        try:
+            res = self.batch.step(request_ids, token_ids, offsets)
+        except UnknownRequestError as err:
+            rids, toks, offs = self._without_gone(request_ids, token_ids, offsets)
+            if rids is None:
+                raise err from None
+            res = self.batch.step(rids, toks, offs)
+        for rid, exc in res.errors.items():
+            failed = self._by_engine.get(int(rid))
             if failed is not None:
-                self._fail(failed, err)
-        records = self._records
+                self._fail(failed, exc)
+        records = self._by_engine
         errors = res.errors
+        alias = self.alias
+        room = self.buffer_size
         for rid, ids, labels, spill in res.all_decided():
             got = records.get(rid)
-            if got is None or got.closed or (errors and rid in errors):
+            if got is None or got.closed or (errors and rid in errors) or not ids:
                 continue
-            if ids:
-                r_text, c_text = got.decoder.feed(ids, labels, spill)
-                if r_text or c_text:
-                    self._emit_text(got, r_text, c_text)
+            r_text, c_text = got.decoder.feed(ids, labels, spill)
+            if not (r_text or c_text):
+                continue
+            if got.include_reasoning and not got.hold_reasoning and len(got.queue) < room:
+                # The common case, inlined (it runs once per request-token): a new chunk.
+                got.queue.append(
+                    ChatCompletionChunk(
+                        id=got.completion_id,
+                        created=got.created,
+                        model=got.model,
+                        choices=[
+                            ChunkChoice(
+                                0,
+                                ChoiceDelta(
+                                    content=c_text or None,
+                                    reasoning=r_text or None,
+                                    reasoning_content=(r_text or None) if alias else None,
+                                ),
+                            )
+                        ],
+                    )
+                )
+                got.wake.set()
+            else:
+                self._emit_text(got, r_text, c_text)
+        self.steps += 1
         self.step_ns.append(time.perf_counter_ns() - t0)
         return res
 
-    def finish(self, request_id: int, finish_reason: FinishReason = "stop") -> None:
-        """The engine ended the request: flush held tokens, send the final chunk and usage."""
-        rec = self._records.get(int(request_id))
+    def _without_gone(
+        self, request_ids: Any, token_ids: Any, offsets: Any
+    ) -> tuple[np.ndarray[Any, Any] | None, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """The step without the rows of ended-early requests (None: there are none, so
+        the unknown id is a real error)."""
+        rids = np.asarray(request_ids, dtype=np.int64)
+        toks = np.asarray(token_ids, dtype=np.int64)
+        offs = np.asarray(offsets, dtype=np.int64)
+        if not self._gone or offs.shape[0] != rids.shape[0] + 1:
+            return None, toks, offs
+        gone = np.isin(rids, np.fromiter(self._gone, np.int64, len(self._gone)))
+        if not gone.any():
+            return None, toks, offs
+        keep = ~gone
+        counts = np.diff(offs)[keep]
+        starts = offs[:-1][keep]
+        toks = (
+            np.concatenate([toks[s : s + c] for s, c in zip(starts, counts, strict=True)])
+            if counts.size
+            else toks[:0]
+        )
+        offs = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        return rids[keep], toks, offs
+
+    def finish(self, request_id: RequestKey, finish_reason: FinishReason = "stop") -> None:
+        """The engine ended the request: flush held tokens, send the final chunk and usage.
+
+        ``finish_reason`` is the engine's and is kept as given ("stop" when the model
+        emitted its end of sequence, "length" at ``max_tokens``); whether the output ended
+        inside reasoning is reported apart, as ``usage.reasoning_ended``."""
+        rec = self._record(request_id)
         if rec is None or rec.closed:
             return
         try:
-            tail = self.batch.finish(request_id)
+            tail = self.batch.finish(rec.engine_id)
         except RequestFailedError as err:
             self._fail(rec, err)
             return
@@ -255,11 +579,13 @@ class ReasoningRuntime:
         else:
             rec.hold_reasoning = False
             self._emit_text(rec, r1 + r2, c1 + c2)
-        usage = tail.usage
-        if not usage.reasoning_ended and finish_reason == "stop":
-            finish_reason = "length"
+        u = tail.usage
+        rec.finish_reason = finish_reason
+        rec.usage = usage_for(
+            rec.prompt_tokens, u.completion_tokens, u.reasoning_tokens, u.reasoning_ended
+        )
         chunk = self._chunk(rec, ChoiceDelta(), finish_reason)
-        chunk.usage = usage_for(rec.prompt_tokens, usage.completion_tokens, usage.reasoning_tokens)
+        chunk.usage = rec.usage
         self._queue(rec, chunk)
         rec.closed = True
         rec.wake.set()
@@ -271,9 +597,9 @@ class ReasoningRuntime:
         self, rec: _Record, delta: ChoiceDelta, finish: FinishReason | None = None
     ) -> ChatCompletionChunk:
         return ChatCompletionChunk(
-            id=f"chatcmpl-{rec.request_id}",
+            id=rec.completion_id,
             created=rec.created,
-            model=self.model,
+            model=rec.model,
             choices=[ChunkChoice(index=0, delta=delta, finish_reason=finish)],
         )
 
@@ -329,5 +655,39 @@ class ReasoningRuntime:
         rec.closed = True
         rec.wake.set()
         self._drop(rec)
-        self._gone.add(rec.request_id)
-        self._aborted.append(rec.request_id)
+        self._forget_engine_id(rec.engine_id)
+        self._aborted.append(rec.engine_id)
+
+
+class RuntimeFromThread:
+    """The engine-side calls of a :class:`ReasoningRuntime`, for an engine loop on another
+    thread: each call runs on the event loop (see :meth:`ReasoningRuntime.from_thread`)."""
+
+    def __init__(self, runtime: ReasoningRuntime, portal: BlockingPortal) -> None:
+        self.runtime = runtime
+        self._portal = portal
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the event loop and return its result (one hop for several calls:
+        step, finish, take_aborted together)."""
+        return self._portal.call(fn)
+
+    def step(
+        self,
+        request_ids: np.ndarray[Any, Any],
+        token_ids: np.ndarray[Any, Any],
+        offsets: np.ndarray[Any, Any],
+    ) -> BatchStepResult:
+        return self._portal.call(self.runtime.step, request_ids, token_ids, offsets)
+
+    def finish(self, request_id: RequestKey, finish_reason: FinishReason = "stop") -> None:
+        self._portal.call(self.runtime.finish, request_id, finish_reason)
+
+    def take_aborted(self) -> list[int]:
+        return self._portal.call(self.runtime.take_aborted)
+
+    def abort(self, request_id: RequestKey) -> bool:
+        return self._portal.call(self.runtime.abort, request_id)
+
+    def fail(self, exc: BaseException) -> None:
+        self._portal.call(self.runtime.fail, exc)

@@ -119,3 +119,75 @@ def test_bench_batch_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
             if r is not here[BASELINE]:
                 expected = here[BASELINE]["us_per_call"] / r["us_per_call"]
                 assert r["vs_baseline"] == pytest.approx(expected)
+
+
+def test_bench_serve_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "serve.json"
+    argv = ["bench", "--suite", "serve", "--sizes", "1,4", "--repeats", "1", "--json", str(target)]
+    assert main(argv) == 0
+    rows = json.loads(target.read_text())["rows"]
+    assert {(r["batch"], "baseline" in r["case"]) for r in rows} == {
+        (1, True),
+        (1, False),
+        (4, True),
+        (4, False),
+    }
+    for r in rows:
+        assert r["suite"] == "serve" and r["tokens"] == r["batch"] * r["steps"]
+        assert r["ns_per_token"] == pytest.approx(r["us_per_call"] * 1e3 * r["steps"] / r["tokens"])
+        assert (r["vs_baseline"] is None) == ("baseline" in r["case"])
+
+
+def test_serve_needs_an_engine_and_a_template(capsys: pytest.CaptureFixture[str]) -> None:
+    from fixtures import folder
+
+    assert main(["serve", "--model", str(folder("qwen-3"))]) == 2
+    assert "pass --simulated" in capsys.readouterr().err
+    bare = folder("qwen-3_base_with_openai_gptoss_special_tokens")  # no chat template
+    assert main(["serve", "--simulated", "--model", str(bare), "--parser", "openai_gptoss"]) == 2
+    assert "has no chat template" in capsys.readouterr().err
+    assert main(["serve", "--simulated", "--model", str(folder("qwen-2.5"))]) == 2
+    assert "no parser detected" in capsys.readouterr().err
+
+
+def test_serve_starts_a_server_an_openai_client_can_use() -> None:
+    """`reasonspan serve --simulated --model PATH` in a subprocess, on a loopback port."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import openai
+    from fixtures import folder
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [sys.executable, "-m", "reasonspan", "serve", "--simulated", "--port", str(port)]
+    argv += ["--model", str(folder("qwen-3.5")), "--step-interval", "0"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(2)]
+        assert "parser qwen3" in lines[0]
+        url = f"http://127.0.0.1:{port}/v1"
+        assert url in lines[1] and "SIMULATED" in lines[1]
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=10)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                models = [m.id for m in client.models.list()]
+                break
+            except openai.APIConnectionError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(0.05)
+        assert models == ["qwen-3.5"]
+        resp = client.chat.completions.create(
+            model="qwen-3.5", messages=[{"role": "user", "content": "hi"}]
+        )
+        msg = resp.choices[0].message
+        assert msg.content and getattr(msg, "reasoning", None)  # the template opened <think>
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -18,6 +18,7 @@ from ..tokenizer import LoadedTokenizer, load_tokenizer_sync
 from .batch import SIZES, run_batch_suite
 from .common import Row, machine_line
 from .grammar import run_grammar_suite
+from .serve import bench_serve
 from .stream import bench_prompt, bench_stream
 
 
@@ -36,6 +37,7 @@ SUITES: dict[str, Callable[[LoadedTokenizer, int], list[Row]]] = {
     "prompt": bench_prompt,
     "batch": bench_batch,
     "grammar": bench_grammar,
+    "serve": bench_serve,
 }
 
 
@@ -54,7 +56,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", action="append", choices=[*SUITES, "all"], help="default: all")
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
-    # Batch sizes of the batch suite (default 1,64,256,1024,4096); the tests use small ones.
+    # Batch sizes of the batch suite (default 1,64,256,1024,4096) and concurrency of the
+    # serve suite (default 1,64,256); the tests use small ones.
     p.add_argument("--sizes", type=_sizes, help=argparse.SUPPRESS)
 
 
@@ -139,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
             rows += bench_batch(tok, args.repeats, args.sizes)
         elif name == "grammar" and args.sizes:
             rows += bench_grammar(tok, args.repeats, args.sizes)
+        elif name == "serve" and args.sizes:
+            rows += bench_serve(tok, args.repeats, args.sizes)
         else:
             rows += SUITES[name](tok, args.repeats)
     print(render(rows))

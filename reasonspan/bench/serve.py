@@ -1,0 +1,156 @@
+"""The ``serve`` suite: what a server pays per generated token, token ids to SSE bytes.
+
+One engine step for N concurrent requests (1 new token each), then every request's
+output as the bytes a server writes: reasonspan's runtime (batched labels, text per
+channel, ``chat.completion.chunk`` Structs) with its chunks encoded by
+:func:`reasonspan.serving.sse.chunk_events`; beside it the text baseline (one
+``DecodeStream`` + string search per request) with the same chunk Structs and the same
+encoding, in the same run. Figures are medians over repeated runs of ``STEPS`` steps,
+the two sides timed alternately so both see the same machine load. Both include what
+each request costs (admission, the first and the final chunk); the runtime is created
+once, as a server does; the HTTP write is left out of both.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..baseline import TextBaseline
+from ..runtime import create_parser_sync
+from ..runtime.openai import ChatCompletionChunk, ChoiceDelta, ChunkChoice, FinishReason
+from ..runtime.streams import ReasoningRuntime
+from ..serving.sse import chunk_events
+from ..tokenizer import LoadedTokenizer
+from .common import Row, transcript_ids
+
+SIZES = (1, 64, 256)
+STEPS = 200
+
+
+def _schedule(ids: list[int], n: int) -> np.ndarray:
+    """Token of request i at step s: the transcript read from request i's own offset."""
+    arr = np.asarray(ids, dtype=np.int64)
+    starts = (np.arange(n) * 37) % len(ids)
+    pos = (starts[None, :] + np.arange(STEPS)[:, None]) % len(ids)
+    out: np.ndarray = arr[pos]
+    return out
+
+
+def _ours(tok: LoadedTokenizer, tokens: np.ndarray) -> Callable[[], int]:
+    parser = create_parser_sync("qwen3", tok)
+    prompt = tok.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
+    n = tokens.shape[1]
+    offsets = np.arange(n + 1, dtype=np.int64)
+    runtime = ReasoningRuntime(model="bench")  # one per server: not a per-request cost
+    runs = iter(range(1 << 62))
+
+    def run() -> int:
+        r = next(runs)
+        streams = [runtime.add(f"chatcmpl-{r}-{i}", parser, prompt) for i in range(n)]
+        eids = np.asarray([s.engine_id for s in streams], dtype=np.int64)
+        sent = 0
+        for step in tokens:
+            runtime.step(eids, step, offsets)
+            for s in streams:
+                for chunk in s.ready():
+                    sent += len(chunk_events(chunk, include_usage=False))
+        for s in streams:
+            runtime.finish(s.engine_id, "length")
+            for chunk in s.ready():
+                sent += len(chunk_events(chunk, include_usage=False))
+        return sent
+
+    return run
+
+
+def _baseline(tok: LoadedTokenizer, tokens: np.ndarray) -> Callable[[], int]:
+    n = tokens.shape[1]
+    rows = tokens.tolist()
+    created = int(time.time())
+
+    def chunk(rid: str, delta: ChoiceDelta, finish: FinishReason | None = None) -> bytes:
+        c = ChatCompletionChunk(
+            id=rid,
+            created=created,
+            model="bench",
+            choices=[ChunkChoice(index=0, delta=delta, finish_reason=finish)],
+        )
+        return chunk_events(c, include_usage=False)
+
+    def run() -> int:
+        splitters = [TextBaseline(tok.tokenizer, in_reasoning=True) for _ in range(n)]
+        ids = [f"chatcmpl-{i}" for i in range(n)]
+        sent = sum(len(chunk(rid, ChoiceDelta(role="assistant", content=""))) for rid in ids)
+        for step in rows:
+            for i, t in enumerate(step):
+                r, c = splitters[i].feed([t])
+                if r or c:
+                    sent += len(chunk(ids[i], ChoiceDelta(content=c or None, reasoning=r or None)))
+        for rid in ids:
+            sent += len(chunk(rid, ChoiceDelta(), "length"))
+        return sent
+
+    return run
+
+
+def _paired_median_ns(
+    a: Callable[[], int], b: Callable[[], int], repeats: int
+) -> tuple[float, float]:
+    """Medians of ``a`` and ``b`` timed alternately, so both see the same machine load."""
+    a(), b()  # warm-up
+    ta: list[int] = []
+    tb: list[int] = []
+    for _ in range(repeats):
+        t0 = time.perf_counter_ns()
+        a()
+        t1 = time.perf_counter_ns()
+        b()
+        t2 = time.perf_counter_ns()
+        ta.append(t1 - t0)
+        tb.append(t2 - t1)
+    return float(statistics.median(ta)), float(statistics.median(tb))
+
+
+def bench_serve(tok: LoadedTokenizer, repeats: int, sizes: Sequence[int] = SIZES) -> list[Row]:
+    """Token ids to SSE bytes per request-token, at each concurrency, beside the baseline."""
+    ids = transcript_ids(tok)
+    rows: list[Row] = []
+    runs = max(3, repeats // 3)
+    for n in sizes:
+        tokens = _schedule(ids, n)
+        total = n * STEPS
+        base, ours = _paired_median_ns(_baseline(tok, tokens), _ours(tok, tokens), runs)
+        note = f"{n} concurrent, {STEPS} steps; µs/call = one step"
+        rows.append(
+            Row(
+                "serve",
+                f"text baseline + chunk encoding, {n} concurrent",
+                base / total,
+                base / STEPS / 1e3,
+                total,
+                None,
+                note,
+                batch=n,
+                k=1,
+                steps=STEPS,
+            )
+        )
+        rows.append(
+            Row(
+                "serve",
+                f"ReasoningRuntime + SSE encoding, {n} concurrent",
+                ours / total,
+                ours / STEPS / 1e3,
+                total,
+                base / ours,
+                note,
+                batch=n,
+                k=1,
+                steps=STEPS,
+            )
+        )
+    return rows

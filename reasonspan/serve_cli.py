@@ -1,0 +1,132 @@
+"""``reasonspan serve --simulated --model PATH``: the reference OpenAI-compatible server.
+
+Prints the URL to point any OpenAI client at. The model folder's own chat template
+renders the prompts and its family is detected (``reasonspan detect``) unless
+``--parser`` names it. Only the SIMULATED engine ships (it replays scripted outputs in the
+family's format and does not model the prompt); for a real engine, put it behind
+``reasonspan.serving.app.Server`` as ``examples/own_engine.py`` shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--simulated",
+        action="store_true",
+        help="use the SIMULATED engine (scripted outputs over the real tokenizer)",
+    )
+    parser.add_argument(
+        "--model",
+        action="append",
+        required=True,
+        metavar="PATH",
+        help="a model folder (tokenizer.json + chat template); repeat to serve several",
+    )
+    parser.add_argument("--parser", help="reasoning parser name (default: detected per folder)")
+    parser.add_argument(
+        "--served-model-name", help="the name clients send as `model` (default: folder name)"
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument(
+        "--threaded", action="store_true", help="run the engine loop on its own thread"
+    )
+    parser.add_argument("--tokens-per-step", type=int, default=1, metavar="K")
+    parser.add_argument(
+        "--step-interval", type=float, default=0.01, metavar="SECONDS", help="pause per step"
+    )
+    parser.add_argument(
+        "--reasoning-content",
+        action="store_true",
+        help="also fill reasoning_content (the older field name) beside reasoning",
+    )
+    parser.add_argument(
+        "--chatml-fallback",
+        action="store_true",
+        help="render plain ChatML for a folder without a chat template (otherwise an error)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.simulated:
+        print(
+            "reasonspan serve: only the SIMULATED engine ships; pass --simulated, or put your "
+            "own engine behind reasonspan.serving.app.Server (see examples/own_engine.py)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        import uvicorn
+
+        from .serving.app import ServedModel, Server
+        from .serving.engine import SimulatedServingEngine
+    except ImportError as exc:
+        print(
+            f"reasonspan serve needs the server extra ({exc.name} is missing): "
+            "pip install 'reasonspan[server]'",
+            file=sys.stderr,
+        )
+        return 2
+    from .detection import describe, detect
+    from .runtime.errors import ReasonspanError
+    from .runtime.streams import ReasoningRuntime
+    from .serving.templates import chat_template_of
+    from .tokenizer import load_tokenizer_sync
+
+    if args.served_model_name and len(args.model) > 1:
+        print("reasonspan serve: --served-model-name takes one --model", file=sys.stderr)
+        return 2
+    models: list[ServedModel] = []
+    for path in args.model:
+        try:
+            tok = load_tokenizer_sync(path)
+        except (ReasonspanError, OSError) as exc:
+            print(f"reasonspan serve: {exc}", file=sys.stderr)
+            return 2
+        name = args.parser
+        if name is None:
+            found = detect(tok)
+            if found.parser is None:
+                print(
+                    f"reasonspan serve: no parser detected for {path}; pass --parser NAME\n"
+                    + describe(found),
+                    file=sys.stderr,
+                )
+                return 2
+            name = found.parser
+        if not chat_template_of(tok) and not args.chatml_fallback:
+            print(
+                f"reasonspan serve: {path} has no chat template (chat_template.jinja or "
+                "tokenizer_config.json); add one, or pass --chatml-fallback to render ChatML",
+                file=sys.stderr,
+            )
+            return 2
+        served = args.served_model_name or Path(path).resolve().name
+        models.append(
+            ServedModel(
+                served,
+                tok,
+                name,
+                fallback="chatml" if args.chatml_fallback else None,
+            )
+        )
+        print(f"model {served!r}: parser {name}, tokenizer {tok.source}")
+    engine = SimulatedServingEngine(
+        tokens_per_step=args.tokens_per_step,
+        step_interval=args.step_interval,
+        threaded=args.threaded,
+    )
+    runtime = ReasoningRuntime(model=models[0].name, reasoning_content_alias=args.reasoning_content)
+    server = Server(models, engine, runtime=runtime)
+    print(
+        f"serving at http://{args.host}:{args.port}/v1 (SIMULATED engine: replays scripted "
+        "outputs, does not model the prompt)",
+        flush=True,
+    )
+    uvicorn.run(server.app, host=args.host, port=args.port, log_level="warning")
+    return 0

