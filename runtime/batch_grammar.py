@@ -35,7 +35,7 @@ from .batch_result import BatchStepResult
 from .batch_slots import Slots
 from .batch_tables import ASIDE_BIT, REASONING_BIT, TOTAL
 from .batch_types import FAILED, BoolArray, IntArray, LabelArray
-from .grammar import Grammar, GrammarError, bitmask_width, fill_bitmasks
+from .grammar import Grammar, GrammarError, bitmask_width, consume_each, fill_bitmasks
 from .labels import DELIMITER, REASONING, TOOL
 
 
@@ -58,6 +58,8 @@ class Grammars:
 
     def __init__(self) -> None:
         self.by_slot: dict[int, Grammar] = {}
+        self.has: BoolArray = np.zeros(0, np.bool_)
+        """By slot: the request has a matcher (for the one-token-per-request fast path)."""
 
     def __len__(self) -> int:
         return len(self.by_slot)
@@ -71,10 +73,15 @@ class Grammars:
         return g is not None and g.wait_for >= 0
 
     def put(self, slot: int, grammar: Grammar | None) -> None:
+        if slot >= self.has.shape[0]:
+            has = np.zeros(max(2 * self.has.shape[0], slot + 1, 64), np.bool_)
+            has[: self.has.shape[0]] = self.has
+            self.has = has
         if grammar is None:
             self.by_slot.pop(slot, None)
         else:
             self.by_slot[slot] = grammar
+        self.has[slot] = grammar is not None
 
     def feed(
         self,
@@ -94,6 +101,11 @@ class Grammars:
         stopped = np.zeros(rids.shape[0], np.bool_)
         res.grammar_stopped = stopped
         if gmask is None:
+            return
+        n = rids.shape[0]
+        if toks.shape[0] == n and self._feed_one_each(
+            sl, res, slots, rids, toks, labels, gmask, errors, stopped
+        ):
             return
         slot_l = slots.tolist()
         for i, slot in enumerate(slot_l):
@@ -140,6 +152,61 @@ class Grammars:
                         )
                         continue
             stopped[i] = g.stopped
+
+    def _feed_one_each(
+        self,
+        sl: Slots,
+        res: BatchStepResult,
+        slots: IntArray,
+        rids: IntArray,
+        toks: IntArray,
+        labels: LabelArray,
+        gmask: BoolArray,
+        errors: dict[int, RequestFailedError],
+        stopped: BoolArray,
+    ) -> bool:
+        """The common step, one token per request: the masked tokens go to their matchers
+        in one parallel llguidance call. False (nothing done) when the step is not that
+        shape, or a request meets a TOOL marker or waits for a header (the general loop)."""
+        if int(np.diff(res.offsets).max(initial=1)) != 1 or int(res.offsets[-1]) != toks.shape[0]:
+            return False
+        rows = np.flatnonzero(self.has[slots] & ~sl.failed[slots])
+        if not rows.shape[0]:
+            return True
+        if bool(((labels[rows] == TOOL) & ~gmask[rows]).any()):
+            return False
+        by_slot = self.by_slot
+        grammars = [by_slot[s] for s in slots[rows].tolist()]
+        if any(g.wait_for >= 0 for g in grammars):
+            return False
+        on = gmask[rows]
+        fed = [
+            (g, t) for g, t, m in zip(grammars, toks[rows].tolist(), on.tolist(), strict=True) if m
+        ]
+        ok = consume_each(fed) if fed else []
+        j = 0
+        for i, g, m in zip(rows.tolist(), grammars, on.tolist(), strict=True):
+            if m:
+                good = ok[j]
+                j += 1
+                if not good:
+                    self._fail(
+                        sl,
+                        res,
+                        i,
+                        int(slots[i]),
+                        int(rids[i]),
+                        g,
+                        i,
+                        i + 1,
+                        int(toks[i]),
+                        labels,
+                        gmask,
+                        errors,
+                    )
+                    continue
+            stopped[i] = g.stopped
+        return True
 
     @staticmethod
     def _fail(

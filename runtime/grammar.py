@@ -49,6 +49,7 @@ __all__ = [
     "GrammarUnavailableError",
     "bitmask_width",
     "compile_grammar",
+    "consume_each",
     "fill_bitmasks",
 ]
 
@@ -195,6 +196,24 @@ def compile_grammar(fmt: object, tok: LoadedTokenizer) -> Grammar | None:
             f"response_format ({kind}) does not compile: {matcher.get_error().strip()}"
         )
     return Grammar(matcher, kind, int(lltok.vocab_size))
+
+
+def consume_each(items: Sequence[tuple[Grammar, int]]) -> list[bool]:
+    """One token for each grammar, in parallel when llguidance can (``consume_token_par``);
+    False where it was rejected (the grammar's ``error`` says why)."""
+    global _executor
+    if _executor is None:
+        _executor = _llguidance().LLExecutor()
+    par = getattr(_executor, "consume_token_par", None)
+    if par is not None:
+        ok: list[bool] = par([(g.matcher, t) for g, t in items])
+    else:
+        ok = [bool(g.matcher.consume_token(t)) for g, t in items]
+    for (g, t), good in zip(items, ok, strict=True):
+        if not good:
+            detail = (g.matcher.get_error() or "").split("\n")[0].strip()
+            g.error = detail or f"token {t} is not allowed here"
+    return ok
 
 
 def bitmask_width(vocab_size: int) -> int:
