@@ -13,6 +13,10 @@ also ends reasoning: a model that skips ``<|END_THINKING|>`` still gets its answ
 to content, and an output that opens with the wrapper (thinking pre-closed, no prompt
 given) is content. ``<|START_ACTION|>`` begins tool calls: it ends reasoning and stays in
 content. A stray ``<|END_THINKING|>`` after content (seen with thinking off) is dropped.
+
+Text: whitespace the model writes right after ``<|START_THINKING|>`` (and after the
+response opener) is trimmed from the text, as other families trim the newline after their
+start marker; the tokens keep their labels.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import msgspec
 
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
+from ..runtime.spec import ReasoningSpec, Trim
 
 START_THINKING, END_THINKING = "<|START_THINKING|>", "<|END_THINKING|>"
 START_RESPONSE, END_RESPONSE = "<|START_RESPONSE|>", "<|END_RESPONSE|>"
@@ -39,6 +43,8 @@ _COMMAND3 = ReasoningSpec(
     prompt_start=True,
     start_in_content="enter",
     end_in_content="drop",
+    reasoning_trim=Trim(lead=" \t\n"),
+    content_trim=Trim(lead=" \t\n"),
     notes="<|START_RESPONSE|> … <|END_RESPONSE|> stripped (the opener also ends reasoning); "
     "<|START_ACTION|> ends reasoning",
 )

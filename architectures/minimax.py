@@ -1,10 +1,14 @@
 """MiniMax M2 (``</think>`` only) and MiniMax M3 (``<mm:think>``).
 
 M2's template prefills ``<think>`` and the model never emits it, so a turn starts in
-reasoning; ``<minimax:tool_call>`` ends reasoning. M3's markers are single tokens in its
-own vocabulary and several tokens elsewhere (matched on token bytes); its template only
-prefills the start with ``thinking_mode: "enabled"``, otherwise the model may open a block
-itself. A leading ``</mm:think>`` after content is dropped.
+reasoning; ``<minimax:tool_call>`` ends reasoning. Its template writes ``<think>\\n`` …
+``\\n</think>\\n\\n`` and reads a turn back with ``strip('\\n')`` on both sides of each
+marker, so those newlines are trimmed from the text (not from the token labels).
+
+M3's markers are single tokens in its own vocabulary and several tokens elsewhere
+(matched on token bytes); its template only prefills the start with
+``thinking_mode: "enabled"``, otherwise the model may open a block itself.
+A leading ``</mm:think>`` after content is dropped.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 from ..runtime.errors import InvalidOptionError
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
+from ..runtime.spec import TEMPLATE_NEWLINES_CONTENT, TEMPLATE_NEWLINES_REASONING, ReasoningSpec
 
 
 @register
@@ -29,7 +33,10 @@ class MiniMaxM2Parser(ReasoningParser):
         turn=("]~b]",),
         required=("</think>",),
         prompt_start=True,
-        notes="the model never emits the start marker; the turn starts in reasoning",
+        reasoning_trim=TEMPLATE_NEWLINES_REASONING,
+        content_trim=TEMPLATE_NEWLINES_CONTENT,
+        notes="the model never emits the start marker; the turn starts in reasoning; "
+        "newlines next to the markers trimmed from the text",
     )
 
 

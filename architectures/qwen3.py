@@ -1,32 +1,74 @@
-"""Qwen3 (2504, 2507-Thinking), Qwen3.5, MiMo.
+"""Qwen3 (2504, 2507-Thinking), Qwen3.5; and MiMo, whose template differs in its default.
 
 Qwen3.5 and 2507-Thinking prefill ``<think>``; Qwen3 (2504) emits it itself: both work
 because a turn starts in reasoning and a leading ``<think>`` is consumed. With
 ``enable_thinking: false`` the template writes ``<think>\\n\\n</think>\\n\\n`` and the whole
 response is content. An unpaired ``<tool_call>`` ends reasoning; a repeated ``</think>`` in
 content is dropped.
+
+Text: the template writes ``<think>\\n`` … ``\\n</think>\\n\\n`` and reads a turn back with
+``rstrip('\\n')``/``lstrip('\\n')`` around the markers, so those newlines are layout: the
+reasoning text loses its newlines next to ``<think>``/``</think>`` (an empty block has no
+reasoning text) and the content its leading newlines after ``</think>``. The newline tokens
+stay labelled REASONING/CONTENT; only the text is trimmed, the same in streaming.
+
+MiMo (Xiaomi; MiMo-V2-Flash's README, github.com/XiaomiMiMo/MiMo-V2-Flash, serves it with
+``--reasoning-parser qwen3`` and asks for thinking per request with
+``chat_template_kwargs: {"enable_thinking": true}``): thinking is off unless
+``enable_thinking`` is true, so a turn starts in content by default. The markers are still
+matched with thinking off, and a ``<think>`` after content opens a block, so a block the
+model writes anyway is split off instead of leaking ``</think>`` into the answer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
+from ..runtime.spec import TEMPLATE_NEWLINES_CONTENT, TEMPLATE_NEWLINES_REASONING, ReasoningSpec
+
+_QWEN3 = ReasoningSpec(
+    name="qwen3",
+    aliases=("qwen3_5", "qwen3_thinking"),
+    start=("<think>",),
+    end=("</think>",),
+    tool=("<tool_call>",),
+    turn=("<|im_start|>",),
+    required=("<think>", "</think>"),
+    prompt_start=True,
+    thinking_default=True,
+    thinking_switches=("enable_thinking",),
+    end_in_content="drop",
+    reasoning_trim=TEMPLATE_NEWLINES_REASONING,
+    content_trim=TEMPLATE_NEWLINES_CONTENT,
+    notes="unpaired <tool_call> ends reasoning; repeated </think> in content dropped; "
+    "newlines next to the markers trimmed from the text (the template's own split)",
+)
 
 
 @register
 class Qwen3Parser(ReasoningParser):
-    spec = ReasoningSpec(
-        name="qwen3",
-        aliases=("mimo", "qwen3_5", "qwen3_thinking"),
-        start=("<think>",),
-        end=("</think>",),
-        tool=("<tool_call>",),
-        turn=("<|im_start|>",),
-        required=("<think>", "</think>"),
-        prompt_start=True,
-        thinking_default=True,
-        thinking_switches=("enable_thinking",),
-        end_in_content="drop",
-        notes="unpaired <tool_call> ends reasoning; repeated </think> in content dropped",
+    spec = _QWEN3
+
+
+@register
+class MimoParser(ReasoningParser):
+    spec = msgspec.structs.replace(
+        _QWEN3,
+        name="mimo",
+        aliases=("mimo_v2", "xiaomi_mimo"),
+        thinking_default=False,
+        start_in_content="enter",
+        notes="as qwen3, but thinking off unless enable_thinking is true (the turn then "
+        "starts in content; a <think> the model writes anyway still opens a block)",
     )
+
+    @classmethod
+    def resolve_switches(cls, kwargs: Mapping[str, Any]) -> tuple[bool, bool]:
+        """Thinking off starts the turn in content but keeps the markers (module doc)."""
+        on, prompt_start = super().resolve_switches(kwargs)
+        return True, on and prompt_start

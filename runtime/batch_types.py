@@ -47,7 +47,8 @@ class RequestUsage(msgspec.Struct, frozen=True, gc=False):
     held_tokens``. Consumed markers (``<think>``, ``</think>``, stripped wrappers) are
     ``delimiter_tokens``: billed as completion tokens, counted in neither reasoning nor
     content (OpenAI's ``completion_tokens_details.reasoning_tokens`` is
-    ``reasoning_tokens``). TOOL markers count as content (the tool parser receives them).
+    ``reasoning_tokens``). TOOL markers and TOOL_CALL messages count as content here (not
+    reasoning; the tool parser receives them).
     """
 
     completion_tokens: int

@@ -15,7 +15,7 @@ from tokenizers.decoders import DecodeStream
 
 from ..tokenizer.loader import LoadedTokenizer
 from .formatters import IdentityFormatter, TextFormatter, TextFormatterFactory
-from .labels import CONTENT, DELIMITER, REASONING, TOOL
+from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL
 
 
 class ByteDecoder:
@@ -84,7 +84,18 @@ class LabelledDecoder:
     (:meth:`ReasoningParser.decoder` is the usual way to get one).
     """
 
-    __slots__ = ("_cdec", "_cfmt", "_ckept", "_rdec", "_rfmt", "_skip", "_tok")
+    __slots__ = (
+        "_cdec",
+        "_cfmt",
+        "_ckept",
+        "_rdec",
+        "_rfmt",
+        "_skip",
+        "_tdec",
+        "_tok",
+        "_tok_l",
+        "_tool",
+    )
 
     def __init__(
         self,
@@ -97,7 +108,10 @@ class LabelledDecoder:
         """``skip_ids``, when given, are the ids left out of the text (instead of every
         special token under ``skip_special_tokens``)."""
         self._tok = tokenizer.tokenizer
+        self._tok_l = tokenizer
         self._skip = skip_special_tokens
+        self._tdec: ByteDecoder | DecodeStream | SkippingDecodeStream | None = None
+        self._tool: list[str] = []
         self._rdec = _decoder(tokenizer, skip_special_tokens, skip_ids)
         self._cdec = _decoder(tokenizer, skip_special_tokens, skip_ids)
         # TOOL-labelled tokens are markers the family keeps in the content: never skipped.
@@ -153,19 +167,40 @@ class LabelledDecoder:
             elif lab == DELIMITER:
                 r.append(self._rfmt.marker())
                 c.append(self._cfmt.marker())
+            elif lab == TOOL_CALL:
+                self._tool_call(t)
         return "".join(r), "".join(c)
+
+    def _tool_call(self, t: int) -> None:
+        """A TOOL_CALL token: its own decoder, never skipping (the tool parser reads the
+        whole message, structural tokens included), so the call is never content text."""
+        if self._tdec is None:
+            self._tdec = _decoder(self._tok_l, False)
+        s = self._tdec.step(self._tok, t)
+        if s:
+            self._tool.append(s)
+
+    def take_tool_calls(self) -> str:
+        """Text of TOOL_CALL tokens decoded since the last call (for the tool parser)."""
+        out = "".join(self._tool)
+        self._tool.clear()
+        return out
 
     def _spill(
         self, parts: list[tuple[bytes, int, int]], lab: int, r: list[str], c: list[str]
     ) -> None:
         """A token only partly covered by a marker: the text before the marker, the marker
-        itself (a delimiter), then the text after it."""
-        for after in (0, 1):
+        itself (a delimiter), then the text after it; a token that ends one marker and
+        begins the next has a stage per marker (``after`` counts the markers before)."""
+        stages = max(after for _, _, after in parts)
+        if lab == DELIMITER:
+            stages = max(stages, 1)
+        for after in range(stages + 1):
             if after and lab == DELIMITER:
                 r.append(self._rfmt.marker())
                 c.append(self._cfmt.marker())
             for data, channel, is_after in parts:
-                if is_after != after:
+                if is_after != after or not data:
                     continue
                 text = data.decode("utf-8", errors="replace")
                 if channel == REASONING:

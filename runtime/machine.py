@@ -36,9 +36,23 @@ _START, _END, _TOOL, _STRIP, _TURN = (int(k) for k in list(MarkerKind)[1:])
 Spill = tuple[int, bytes, int, int]
 """``(index, text bytes, label, after)``: bytes of a token matched as part of a marker that
 are not marker bytes (the marker began or ended inside the token). The token is labelled
-DELIMITER; its spilled bytes belong to the channel ``label`` (REASONING or CONTENT), before
-the marker (``after`` 0) or after it (1). A TOOL marker that begins inside a token spills
-the bytes before it to REASONING and the rest of that token (marker included) to CONTENT."""
+DELIMITER; its spilled bytes belong to the channel ``label`` (REASONING or CONTENT), and
+``after`` counts the consumed markers before them inside this token: 0 before the marker,
+1 after it, 2 after a second marker that the same token begins (``></`` in
+``<think></think>``). A TOOL marker that begins inside a token spills the bytes before it to
+REASONING and the rest of that token (marker included) to CONTENT."""
+
+
+@dataclass(slots=True)
+class Carry:
+    """A token whose bytes end one byte marker and may begin the next (a BPE merge such as
+    ``></`` in ``<think></think>``). It is matched again from ``start``; if no marker
+    claims it, it is labelled ``label`` with the spill ``parts`` decided so far."""
+
+    label: int
+    start: int
+    parts: list[tuple[bytes, int, int]]
+    stage: int
 
 
 @dataclass(slots=True)
@@ -49,11 +63,14 @@ class Cursor:
     held_bytes: bytes = b""
     offset: int = 0
     """Where, inside the first held token, the candidate marker begins."""
+    carry: Carry | None = None
+    """The first held token (or the next one to be read) already ends a matched marker."""
 
     def clear(self) -> None:
         self.held.clear()
         self.held_bytes = b""
         self.offset = 0
+        self.carry = None
 
 
 class Machine:
@@ -182,6 +199,9 @@ class Machine:
             t = queue.pop()
             if not held:
                 k = lut[t]
+                carry = cursor.carry
+                if carry is not None:
+                    min_offset = max(min_offset, carry.start)
                 if k & HOLD:
                     off = self._candidate(tb[t], min_offset)
                     min_offset = 0
@@ -197,6 +217,10 @@ class Machine:
                         )
                         continue
                 min_offset = 0
+                if carry is not None:
+                    cursor.carry = None
+                    self._release_carried(t, carry, state, out_ids, out_labels, spill)
+                    continue
                 if k & KIND_MASK:
                     label, state = trans[state][k & KIND_MASK]
                 else:
@@ -231,46 +255,149 @@ class Machine:
         held = list(cursor.held)
         off = cursor.offset
         data = cursor.held_bytes
+        carry = cursor.carry
         cursor.clear()
         m = self._longest_at(data[off:])
         if m is not None:
-            # Tokens that overlap the marker are the marker; later ones go back to the queue.
-            end = off + len(m)
-            pos = 0
-            n = 0
-            for n, t in enumerate(held, 1):  # noqa: B007
-                pos += len(self.token_bytes[t])
-                if pos >= end:
-                    break
-            used, rest = held[:n], held[n:]
-            queue.extend(reversed(rest))
-            kind = int(self.byte_markers[m])
-            label, new_state = (trans or self.trans)[state][kind]
-            first = len(out_ids)
-            out_ids.extend(used)
-            out_labels.extend([label] * len(used))
-            if label == DELIMITER and spill is not None:
-                if off:
-                    spill.append((first, data[:off], REASONING if state else CONTENT, 0))
-                if pos > end:
-                    after = data[end:pos]
-                    spill.append((first + n - 1, after, REASONING if new_state else CONTENT, 1))
-            elif label == TOOL and off and spill is not None:
-                # An implicit end that begins inside a token (DeepSeek V4's ".<" before
-                # "｜DSML｜"): the bytes before it stay in the reasoning that it ends.
-                spill.append((first, data[:off], REASONING, 0))
-                spill.append((first, self.token_bytes[used[0]][off:], CONTENT, 1))
-            return new_state
+            return self._emit_marker(
+                m, held, off, data, carry, queue, state, cursor, out_ids, out_labels, spill, trans
+            )
         # No marker here: try a later start inside the first token, else release it.
         queue.extend(reversed(held[1:]))
         first = held[0]
         nxt = self._candidate(self.token_bytes[first], off + 1)
         if nxt >= 0:
             queue.append(first)
+            cursor.carry = carry
             return self._drain(queue, state, cursor, out_ids, out_labels, spill, nxt, trans)
+        if carry is not None:
+            self._release_carried(first, carry, state, out_ids, out_labels, spill)
+            return state
         out_ids.append(first)
         out_labels.append(REASONING if state else CONTENT)
         return state
+
+    def _emit_marker(
+        self,
+        m: bytes,
+        held: list[int],
+        off: int,
+        data: bytes,
+        carry: Carry | None,
+        queue: list[int],
+        state: int,
+        cursor: Cursor,
+        out_ids: list[int],
+        out_labels: bytearray,
+        spill: list[Spill] | None,
+        trans: _Trans | None,
+    ) -> int:
+        """Emit the tokens that overlap marker ``m`` (at ``off`` in the held bytes); later
+        ones go back to the queue. A last token whose remaining bytes may begin another
+        marker goes back too, carried, so that back-to-back markers both match."""
+        tb = self.token_bytes
+        end = off + len(m)
+        pos = 0
+        n = 0
+        for n, t in enumerate(held, 1):  # noqa: B007
+            pos += len(tb[t])
+            if pos >= end:
+                break
+        used, rest = held[:n], held[n:]
+        queue.extend(reversed(rest))
+        kind = int(self.byte_markers[m])
+        label, new_state = (trans or self.trans)[state][kind]
+        # The first token already ends a consumed marker: it stays a delimiter whatever
+        # this marker is, and its earlier spill parts come first.
+        forced = carry is not None and carry.label == DELIMITER
+        parts: list[tuple[bytes, int, int]] = list(carry.parts) if forced and carry else []
+        stage = carry.stage if forced and carry else 0
+        before = data[carry.start : off] if forced and carry else data[:off]
+        channel = REASONING if state else CONTENT
+        last = used[-1]
+        last_start = pos - len(tb[last])
+        # Carry the last token when the rest of its bytes may begin another marker.
+        again = (
+            pos > end
+            and (label == DELIMITER or spill is None or (label != TOOL and not forced))
+            and (self.lut[last] & (HOLD | KIND_MASK)) == HOLD
+            and self._candidate(tb[last], end - last_start) >= 0
+        )
+        first = len(out_ids)
+        out_ids.extend(used)
+        out_labels.extend([label] * len(used))
+        if forced:
+            out_labels[first] = DELIMITER
+        if spill is None:
+            if again:
+                out_ids.pop()
+                out_labels.pop()
+                queue.append(last)
+                cursor.carry = Carry(label, end - last_start, [], 0)
+            return new_state
+        if label == DELIMITER:
+            if before:
+                parts.append((before, channel, stage))
+            after = data[end:pos]
+            last_parts = parts if n == 1 else []
+            last_stage = stage + 1 if n == 1 else 1
+            if again:
+                # Decided later, when the next marker matches (or does not).
+                if n > 1:
+                    self._spill_parts(spill, first, parts)
+                out_ids.pop()
+                out_labels.pop()
+                queue.append(last)
+                cursor.carry = Carry(DELIMITER, end - last_start, last_parts, last_stage)
+                return new_state
+            if after or (n == 1 and stage):
+                # An empty part still marks where this marker ends inside the token.
+                last_parts.append((after, REASONING if new_state else CONTENT, last_stage))
+            self._spill_parts(spill, first, parts)
+            if n > 1:
+                self._spill_parts(spill, first + n - 1, last_parts)
+        elif forced:
+            # A kept or tool marker that begins inside a token that ends a consumed one.
+            if before:
+                parts.append((before, channel, stage))
+            tail = tb[used[0]][off:]
+            parts.append((tail, REASONING if label == REASONING else CONTENT, stage))
+            self._spill_parts(spill, first, parts)
+        elif label == TOOL and off:
+            # An implicit end that begins inside a token (DeepSeek V4's ".<" before
+            # "｜DSML｜"): the bytes before it stay in the reasoning that it ends.
+            spill.append((first, data[:off], REASONING, 0))
+            spill.append((first, tb[used[0]][off:], CONTENT, 1))
+        elif again:
+            out_ids.pop()
+            out_labels.pop()
+            queue.append(last)
+            cursor.carry = Carry(label, end - last_start, [], 0)
+        return new_state
+
+    @staticmethod
+    def _spill_parts(spill: list[Spill], index: int, parts: list[tuple[bytes, int, int]]) -> None:
+        spill.extend((index, data, channel, after) for data, channel, after in parts)
+
+    def _release_carried(
+        self,
+        t: int,
+        carry: Carry,
+        state: int,
+        out_ids: list[int],
+        out_labels: bytearray,
+        spill: list[Spill] | None,
+    ) -> None:
+        """No later marker claimed a carried token: it keeps the label of the marker it
+        ends; the rest of its bytes go to the current channel."""
+        index = len(out_ids)
+        out_ids.append(t)
+        out_labels.append(carry.label)
+        if carry.label == DELIMITER and spill is not None:
+            parts = list(carry.parts)
+            rest = self.token_bytes[t][carry.start :]
+            parts.append((rest, REASONING if state else CONTENT, carry.stage))
+            self._spill_parts(spill, index, parts)
 
     def flush(
         self,
@@ -427,7 +554,7 @@ def _transitions(spec: ReasoningSpec, thinking: bool) -> _Trans:
                 row[_END] = (DELIMITER, 0) if spec.end_in_content == "drop" else (CONTENT, 0)
                 row[_TOOL] = (CONTENT, 0)
         row[_STRIP] = (DELIMITER, state)
-        row[_TURN] = ordinary[state]
+        row[_TURN] = (DELIMITER, state) if spec.turn_in_output == "drop" else ordinary[state]
         rows.append(tuple(row))
     return tuple(rows)
 

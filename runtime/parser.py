@@ -17,7 +17,7 @@ from ..tokenizer.loader import LoadedTokenizer, as_loaded
 from .decoding import LabelledDecoder
 from .errors import InvalidOptionError, InvalidTokenError
 from .formatters import TextFormatterFactory, formatter_factory
-from .labels import CONTENT, REASONING, TOOL, split_labels
+from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL, split_labels, tool_call_ids
 from .machine import HOLD, Machine, Spill, compile_machine
 from .spec import ReasoningSpec
 
@@ -69,6 +69,11 @@ class ParseResult(msgspec.Struct, frozen=True):
     reasoning_as_content: bool = False
     """The reasoning was returned as content because no content came (see
     :attr:`ParsedReasoningDelta.reasoning_as_content`); its labels are CONTENT here."""
+    tool_call_token_ids: list[int] = msgspec.field(default_factory=list)
+    """Tokens labelled TOOL_CALL (harmony's tool-call messages): for the tool parser,
+    in neither ``reasoning_token_ids`` nor ``content_token_ids``."""
+    tool_calls: str | None = None
+    """The text of those tokens (None when there are none)."""
 
 
 def _check_container(ids: object, where: str) -> None:
@@ -86,7 +91,7 @@ def _check_container(ids: object, where: str) -> None:
         )
 
 
-_LABEL_BYTES = tuple(bytes((label,)) for label in range(4))
+_LABEL_BYTES = tuple(bytes((label,)) for label in range(5))
 _AS_CONTENT = bytes.maketrans(bytes((REASONING,)), bytes((CONTENT,)))
 _SAW_REASONING, _SAW_CONTENT = 1, 2
 
@@ -94,7 +99,7 @@ _SAW_REASONING, _SAW_CONTENT = 1, 2
 def _seen(labels: bytearray, spill: list[Spill]) -> int:
     """Which channels got tokens or text: ``_SAW_REASONING | _SAW_CONTENT`` bits."""
     bits = _SAW_REASONING if REASONING in labels else 0
-    if CONTENT in labels or TOOL in labels:
+    if CONTENT in labels or TOOL in labels or TOOL_CALL in labels:
         bits |= _SAW_CONTENT
     for _, data, channel, _ in spill:
         if data:
@@ -397,6 +402,7 @@ class ReasoningParser:
         r1, c1 = dec.feed(ids, labels, spill)
         r2, c2 = dec.finish()
         r_text, c_text = r1 + r2, c1 + c2
+        tool_ids = tool_call_ids(ids, labels) if TOOL_CALL in labels else []
         swap = self._swap and _seen(labels, spill) == _SAW_REASONING
         if swap:
             labels = bytearray(labels.translate(_AS_CONTENT))
@@ -411,11 +417,13 @@ class ReasoningParser:
             reasoning=r_text if (reasoning_ids or r_text) else None,
             content=c_text if (content_ids or c_text) else None,
             reasoning_tokens=len(reasoning_ids),
-            delimiter_tokens=len(ids) - len(reasoning_ids) - len(content_ids),
+            delimiter_tokens=labels.count(DELIMITER),
             reasoning_ended=not state,
             started_in_reasoning=bool(start and self.thinking_enabled),
             spill=tuple(spill),
             reasoning_as_content=swap,
+            tool_call_token_ids=tool_ids,
+            tool_calls=dec.take_tool_calls() if tool_ids else None,
         )
 
     # ------------------------------------------------------------------ helpers

@@ -50,6 +50,18 @@ class Trim(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return not (self.prefix or self.label or self.lead or self.trail)
 
 
+TEMPLATE_NEWLINES_REASONING = Trim(lead="\n", trail="\n")
+"""Reasoning text for a family whose chat template writes ``<think>\\n`` … ``\\n</think>``
+and reads a turn back as ``split('</think>')[0].rstrip('\\n').split('<think>')[-1]
+.lstrip('\\n')`` (Qwen3, GLM-4.5+, MiniMax M2): the newlines next to the markers are
+layout, not reasoning, so an empty block ``<think>\\n\\n</think>`` has no reasoning text.
+Newlines at the end of a block that no end marker closes (truncated) are kept."""
+
+TEMPLATE_NEWLINES_CONTENT = Trim(lead="\n")
+"""Content text for the same families: the template writes ``</think>\\n\\n`` and reads the
+answer back as ``split('</think>')[-1].lstrip('\\n')``."""
+
+
 class ReasoningSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One family's row of the model matrix, in a form the runtime compiles.
 
@@ -85,6 +97,10 @@ class ReasoningSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A start marker after content: re-enter reasoning, or keep it as content."""
     end_in_content: Literal["keep", "drop"] = "keep"
     """An end marker after content (a repeated ``</think>``): keep it as content or drop it."""
+    turn_in_output: Literal["keep", "drop"] = "keep"
+    """A turn marker in the output: text of the channel it falls in, or structure that is
+    dropped (a family whose model writes message framing tokens, such as inkling's
+    ``<|message_model|>``). The prompt scan treats it as a turn start either way."""
     reasoning_trim: Trim = Trim()
     content_trim: Trim = Trim()
     reasoning_as_content_if: tuple[tuple[str, bool], ...] = ()

@@ -27,16 +27,24 @@ class TextSplitter:
             else parser.default_reasoning
         )
         self._decoder = parser.decoder(skip_special_tokens=skip_special_tokens)
+        self._hold = parser.may_return_reasoning_as_content
+        """The family may present a reasoning-only output as its content (nemotron_v3's
+        switches): reasoning text is held until content shows up (then no swap can happen)
+        or the request ends, so the text returned is never reasoning that ``parse()``
+        calls content."""
+        self._held: list[str] = []
         self.reasoning_as_content = False
-        """Set by :meth:`finish` when the reasoning is to be shown as the content because no
-        content came (nemotron_v3's switches): the text already returned as reasoning is the
-        answer; ``parse()`` returns it as ``content``."""
+        """Set by :meth:`finish` when the reasoning was returned as the content because no
+        content came, as ``parse()`` returns it; nothing was returned as reasoning."""
 
     def feed(self, delta_token_ids: TokenIds) -> tuple[str, str]:
         """Return ``(reasoning_text, content_text)`` released by these tokens."""
         d = self.parser.stream(delta_token_ids, self.is_reasoning)
         self.is_reasoning = d.is_still_reasoning
-        return self._decoder.feed(d.token_ids, d.labels, d.spill)
+        r, c = self._decoder.feed(d.token_ids, d.labels, d.spill)
+        if self._hold:
+            return self._held_text(r, c)
+        return r, c
 
     def finish(self) -> tuple[str, str]:
         """Release held tokens and held text at the end of the request."""
@@ -45,4 +53,27 @@ class TextSplitter:
         self.reasoning_as_content = d.reasoning_as_content
         r1, c1 = self._decoder.feed(d.token_ids, d.labels, d.spill)
         r2, c2 = self._decoder.finish()
-        return r1 + r2, c1 + c2
+        r, c = r1 + r2, c1 + c2
+        if self._hold:
+            self._hold = False
+            r = "".join(self._held) + r
+            self._held.clear()
+            if d.reasoning_as_content:
+                return "", r + c
+        return r, c
+
+    def take_tool_calls(self) -> str:
+        """Text of tool-call messages (TOOL_CALL tokens, harmony's ``to=functions.X``)
+        decided since the last call: never part of the reasoning or content text."""
+        return self._decoder.take_tool_calls()
+
+    def _held_text(self, r: str, c: str) -> tuple[str, str]:
+        if not c:
+            if r:
+                self._held.append(r)
+            return "", ""
+        # Content came: no swap is possible any more; release what was held.
+        self._hold = False
+        r = "".join(self._held) + r
+        self._held.clear()
+        return r, c

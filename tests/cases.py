@@ -13,8 +13,8 @@ from reasonspan import ParseResult, ReasoningParser
 def split_with_parser(
     parser: ReasoningParser, output: str, *, prompt: str | None = None
 ) -> ParseResult:
-    """parse() the output, check that 1-token streaming presents the same text (after the
-    stream's finish signal, e.g. nemotron's reasoning-as-content) and return parse()."""
+    """parse() the output, check that 1-token streaming gives the same text (nemotron's
+    reasoning-as-content included, with no help from the caller) and return parse()."""
     tok = parser.tokenizer
     ids = tok.encode(output)
     pids = tok.encode(prompt) if prompt is not None else None
@@ -28,9 +28,8 @@ def split_with_parser(
     a, b = split.finish()
     r += a
     c += b
+    # The splitter holds what may be swapped: its text is parse()'s text as it stands.
     assert split.reasoning_as_content == res.reasoning_as_content
-    if split.reasoning_as_content:
-        r, c = "", r + c
     assert (r or None, c or None) == (res.reasoning or None, res.content or None)
     assert split.is_reasoning == (not res.reasoning_ended)
     return res

@@ -243,6 +243,8 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "deepseek_v3": "deepseek-v3.1",
     "holo2": "qwen-3",
     "qwen3": "qwen-3",
+    # MiMo's vocabulary has Qwen's <think>/</think>/<tool_call> special tokens.
+    "mimo": "qwen-3",
     "glm45": "glm-4.5v",
     "glm47": "glm-4.7-flash",
     "minimax_m2": "minimax",
@@ -274,6 +276,7 @@ FAMILY_KWARGS: dict[str, list[dict[str, object]]] = {
     "deepseek_v3": [{}, {"thinking": True}],
     "holo2": [{}, {"thinking": False}],
     "qwen3": [{}, {"enable_thinking": False}],
+    "mimo": [{}, {"enable_thinking": True}],
     "glm45": [{}, {"enable_thinking": False}],
     "minimax_m3": [{}, {"thinking_mode": "enabled"}],
     "kimi_k2": [{}, {"thinking": False}],

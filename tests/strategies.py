@@ -69,7 +69,11 @@ FAMILY_PIECES: dict[str, tuple[str, ...]] = {
 def marker_texts(parser: ReasoningParser) -> list[str]:
     # The compiled spec: a family may resolve its markers per tokenizer (hy_v3).
     texts = [text for text, _kind in parser.machine.spec.markers()]
-    return texts + list(FAMILY_PIECES.get(parser.spec.name, ()))
+    # Markers matched on bytes, back to back: BPE merges one's last bytes with the next
+    # one's first (``></`` in ``<think></think>``), so one token ends one and begins the other.
+    matched = sorted(m.decode("utf-8") for m in parser.machine.byte_markers)
+    pairs = [a + b for a in matched for b in matched]
+    return texts + pairs + list(FAMILY_PIECES.get(parser.spec.name, ()))
 
 
 @st.composite

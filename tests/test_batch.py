@@ -238,7 +238,9 @@ def _check_finish(batch: ReasoningBatch, r: Req) -> None:
     assert u.held_tokens == 0
     assert u.reasoning_tokens == expected.reasoning_tokens
     assert u.delimiter_tokens == expected.delimiter_tokens
-    assert u.content_tokens == len(expected.content_token_ids)
+    # Tool-call messages (TOOL_CALL) are completion, not reasoning: usage counts them with
+    # the content.
+    assert u.content_tokens == len(expected.content_token_ids) + len(expected.tool_call_token_ids)
     assert u.reasoning_ended == expected.reasoning_ended
     assert fin.reasoning_ended == expected.reasoning_ended
     tail_r = [t for t, lab in zip(fin.token_ids, fin.labels, strict=True) if lab == R]

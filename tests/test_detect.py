@@ -277,7 +277,8 @@ def test_text_markers_found_in_the_template() -> None:
     assert granite.parser == "granite", describe(granite)
     assert granite.evidence.template is not None
     assert "Here is my thought process:" in granite.evidence.template.markers
-    assert granite.best is not None and granite.best.thinking_on == {"thinking": True}
+    # The parser reads the phrases by default; `thinking: false` switches that off.
+    assert granite.best is not None and granite.best.thinking_off == {"thinking": False}
 
     olmo = detect(variant("qwen-2.5", chat_template=OLMO3_THINK_TEMPLATE))
     assert olmo.parser == "olmo3", describe(olmo)

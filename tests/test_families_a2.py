@@ -254,8 +254,15 @@ def test_inkling_thinking_then_text_block() -> None:
     out = "<|content_thinking|>2+2=4<|end_message|><|message_model|><|content_text|>It is 4.<|end_message|>"
     res = run("inkling", INKLING, out, INKLING_TURN)
     assert res.reasoning == "2+2=4"
-    assert res.content == "<|message_model|><|content_text|>It is 4.<|end_message|>"
-    assert labelled(res, INKLING, Label.DELIMITER) == ["<|content_thinking|>", "<|end_message|>"]
+    # Framing tokens are structure: consumed, never content text.
+    assert res.content == "It is 4."
+    assert labelled(res, INKLING, Label.DELIMITER) == [
+        "<|content_thinking|>",
+        "<|end_message|>",
+        "<|message_model|>",
+        "<|content_text|>",
+        "<|end_message|>",
+    ]
     split = reasonspan.TextSplitter(make("inkling", INKLING), skip_special_tokens=True)
     r, c = split.feed(tokenizer(INKLING).encode(out))
     r2, c2 = split.finish()
@@ -275,8 +282,9 @@ def test_inkling_second_thinking_block_after_a_close() -> None:
 
 def test_inkling_tool_block_ends_reasoning_and_truncation() -> None:
     prompt = INKLING_TURN + "<|content_thinking|>"
-    call = '<|content_invoke_tool_json|>{"name":"get_weather","args":{}}<|end_message|>'
-    res = run("inkling", INKLING, "Need weather." + call, prompt)
+    call = '<|content_invoke_tool_json|>{"name":"get_weather","args":{}}'
+    res = run("inkling", INKLING, "Need weather." + call + "<|end_message|>", prompt)
+    # The tool block's opener stays for the tool parser; its framing close is consumed.
     assert (res.reasoning, res.content) == ("Need weather.", call)
     assert labelled(res, INKLING, Label.TOOL) == ["<|content_invoke_tool_json|>"]
     res = run("inkling", INKLING, "Still thinking", prompt)

@@ -128,78 +128,80 @@ TOOL_TURN = (
 
 
 @pytest.mark.parametrize(
-    ("prompt", "off", "on"),
+    ("prompt", "in_reasoning"),
     [
         # thinking off: the template pre-closes the channel.
-        (HISTORY + "<|turn>model\n<|channel>thought\n<channel|>", False, False),
-        # a bare turn start: seeded only by thinking.
-        (HISTORY + "<|turn>model\n", False, True),
-        # after a tool response, no prefill (older template): seeded only by thinking.
-        (TOOL_TURN, False, True),
+        (HISTORY + "<|turn>model\n<|channel>thought\n<channel|>", False),
+        # a bare turn start (thinking on): the model opens the channel itself, or skips it.
+        (HISTORY + "<|turn>model\n", False),
+        # after a tool response, no prefill (older template): the model decides.
+        (TOOL_TURN, False),
         # after a tool response, the current template opens the channel: reasoning.
-        (TOOL_TURN + "<|channel>thought\n", True, True),
+        (TOOL_TURN + "<|channel>thought\n", True),
+        # a prompt that ends inside an open channel, whatever the switch.
+        (HISTORY + "<|turn>model\n<|channel>thought\n", True),
         # an unfinished channel in an older turn does not leak into this one.
         (
             "<|turn>model\n<|channel>thought\ncut off<turn|>\n<|turn>user\nq<turn|>\n"
             "<|turn>model\n<|channel>thought\n<channel|>",
             False,
-            False,
         ),
-        # <|think|> at the top of the system turn turns thinking on for the turn start...
-        ("<|turn>system\n<|think|>\nBe brief.<turn|>\n" + HISTORY + "<|turn>model\n", True, True),
-        # ...but not where the template closed the channel...
+        # <|think|> at the top of the system turn asks for thinking; the turn still starts
+        # in content (the model opens the channel itself)...
+        ("<|turn>system\n<|think|>\nBe brief.<turn|>\n" + HISTORY + "<|turn>model\n", False),
+        # ...and an old open channel before the tool response is not this turn's.
         (
-            "<|turn>system\n<|think|>\nBe brief.<turn|>\n"
-            + HISTORY
-            + "<|turn>model\n<|channel>thought\n<channel|>",
-            False,
+            "<|turn>system\n<|think|>\nBe brief.<turn|>\n<|turn>model\n<|channel>thought\n"
+            "<|tool_call>call:w{}<tool_call|><|tool_response>response:w{}<tool_response|>",
             False,
         ),
-        # ...and a <|think|> quoted deep in a user message is not the switch.
-        ("<|turn>user\n" + "word " * 40 + "<|think|><turn|>\n<|turn>model\n", False, True),
     ],
 )
-def test_prompt_scan(prompt: str, off: bool, on: bool) -> None:
+def test_prompt_scan(prompt: str, in_reasoning: bool) -> None:
+    """Only a channel the prompt leaves open starts the output in reasoning."""
     ids = TOK.encode(prompt)
-    assert OFF.is_prompt_in_reasoning(ids) is off
-    assert ON.is_prompt_in_reasoning(ids) is on
+    assert OFF.is_prompt_in_reasoning(ids) is in_reasoning
+    assert ON.is_prompt_in_reasoning(ids) is in_reasoning
 
 
 def test_output_after_the_open_channel_of_a_tool_response_is_reasoning() -> None:
     prompt = TOK.encode(TOOL_TURN + "<|channel>thought\n")
     ids = TOK.encode("It is sunny.<channel|>Sunny today.")
-    res = ON.parse(ids, prompt_token_ids=prompt)
-    assert res.started_in_reasoning
-    assert (res.reasoning, res.content) == ("It is sunny.", "Sunny today.")
-    assert text_by_token(ON, ids, prompt) == ("It is sunny.", "Sunny today.")
+    for p in (OFF, ON):
+        res = p.parse(ids, prompt_token_ids=prompt)
+        assert res.started_in_reasoning
+        assert (res.reasoning, res.content) == ("It is sunny.", "Sunny today.")
+        assert text_by_token(p, ids, prompt) == ("It is sunny.", "Sunny today.")
 
 
-def test_thinking_seeded_turn_start() -> None:
-    """The module's documented rule: True from the scan is reasoning, whatever seeded it."""
-    prompt = TOK.encode(HISTORY + "<|turn>model\n")
+@pytest.mark.parametrize("with_prompt", [True, False])
+def test_a_model_that_skips_the_channel_answers_in_content(with_prompt: bool) -> None:
+    """Thinking on, generation prompt ``<|turn>model\n``: the model may skip the channel;
+    its answer is content (the model matrix), streamed or whole, with or without the prompt."""
+    prompt = TOK.encode(HISTORY + "<|turn>model\n") if with_prompt else None
+    ids = TOK.encode("4")
+    for p in (OFF, ON):
+        res = p.parse(ids, prompt_token_ids=prompt)
+        assert (res.reasoning, res.content) == (None, "4")
+        assert res.reasoning_ended and not res.started_in_reasoning
+        assert text_by_token(p, ids, prompt) == ("", "4")
     # The model opens the channel itself: the marker is consumed, the label stripped.
     res = ON.parse(TOK.encode("<|channel>thought\nAdd.<channel|>4"), prompt_token_ids=prompt)
     assert (res.reasoning, res.content) == ("Add.", "4")
-    # A direct tool call still ends reasoning.
+    # A direct tool call is content for the tool parser.
     call = "<|tool_call>call:calc{}<tool_call|>"
     res = ON.parse(TOK.encode(call), prompt_token_ids=prompt)
     assert (res.reasoning, res.content) == (None, call)
-    # A skipped channel cannot be told from the tool-response case above on one bool:
-    # it is reasoning until the channel closes.
-    res = ON.parse(TOK.encode("4"), prompt_token_ids=prompt)
-    assert (res.reasoning, res.content) == ("4", None)
-    # Without thinking nothing is seeded: the same output is content.
-    res = OFF.parse(TOK.encode("4"), prompt_token_ids=prompt)
-    assert (res.reasoning, res.content) == (None, "4")
 
 
 def test_switch_and_fast_path() -> None:
-    # Only the turn start depends on the switch; the channel is always routed.
-    assert OFF.default_reasoning is False and ON.default_reasoning is True
+    # The switch is checked but the prompt decides; the channel is always routed.
+    assert OFF.default_reasoning is False and ON.default_reasoning is False
     assert OFF.thinking_enabled and ON.thinking_enabled
+    assert OFF.machine is ON.machine
     # Single-token markers and no routing hook: the batch runtime vectorizes the family.
-    assert OFF.machine.vectorizable and ON.machine.vectorizable
-    assert type(OFF).resolve_switches({}) == (False, True)  # the template's default: off
+    assert OFF.machine.vectorizable
+    assert type(OFF).resolve_switches({}) == (False, False)  # the template's default: off
     assert OFF.end_marker_token_ids() == [TOK.single_token_id("<channel|>")]
     with pytest.raises(InvalidOptionError):
         parser(enable_thinking="on")

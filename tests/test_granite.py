@@ -172,8 +172,18 @@ def test_tool_call_ends_reasoning() -> None:
     assert res.labels[len(TOK.encode(f"{START} need a tool"))] == T
 
 
-def test_thinking_off_by_default_keeps_everything_as_content_without_holding() -> None:
+def test_phrases_are_parsed_by_default() -> None:
+    """A user who picked the granite parser gets the phrases parsed, as other engines do."""
     p = parser()
+    assert p.thinking_enabled
+    assert not p.default_reasoning  # nothing is prefilled: the output starts in content
+    res = p.parse(TOK.encode(f"{START} x {END} y"))
+    assert (res.reasoning, res.content) == (" x ", " y")
+    assert res.labels == THINKING.parse(TOK.encode(f"{START} x {END} y")).labels
+
+
+def test_thinking_false_keeps_everything_as_content_without_holding() -> None:
+    p = parser(thinking=False)
     assert not p.thinking_enabled
     assert p.machine.vectorizable  # no text markers compiled: nothing is ever held
     text = f"{START} x {END} y"
@@ -184,9 +194,9 @@ def test_thinking_off_by_default_keeps_everything_as_content_without_holding() -
     assert p.parse(ids).content == text
 
 
-def test_only_the_templates_own_switch_turns_thinking_on() -> None:
-    assert parser(thinking=True).thinking_enabled
-    assert not parser(enable_thinking=True).thinking_enabled
+def test_only_the_templates_own_switch_turns_thinking_off() -> None:
+    assert not parser(thinking=False).thinking_enabled
+    assert parser(enable_thinking=False).thinking_enabled  # not Granite's switch
     with pytest.raises(InvalidOptionError):
         parser(thinking="yes")
 
@@ -214,7 +224,8 @@ def test_prompt_scan_is_scoped_to_the_assistant_turn(
 ) -> None:
     prompt = TOK.encode(GRANITE_PROMPT.format(user=user, prefill=prefill))
     assert THINKING.is_prompt_in_reasoning(prompt) is expected
-    assert parser().is_prompt_in_reasoning(prompt) is False
+    assert parser().is_prompt_in_reasoning(prompt) is expected
+    assert parser(thinking=False).is_prompt_in_reasoning(prompt) is False
 
 
 def test_text_splitter_one_token_at_a_time_matches_parse() -> None:

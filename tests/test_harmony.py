@@ -12,7 +12,7 @@ from fixtures import FAMILY_TOKENIZERS, tokenizer
 import reasonspan
 from reasonspan import Label, MissingMarkerError, ReasoningParser
 
-R, C, D, T = Label.REASONING, Label.CONTENT, Label.DELIMITER, Label.TOOL
+R, C, D, T = Label.REASONING, Label.CONTENT, Label.DELIMITER, Label.TOOL_CALL
 TOK = tokenizer(FAMILY_TOKENIZERS["openai_gptoss"])
 
 
@@ -81,13 +81,16 @@ def test_analysis_then_tool_call_keeps_whole_message_for_tool_parser(
         ("Need the weather.", R),
         ("<|end|>", D),
         (TOOL_HEADER, T),
-        (ARGS, C),
+        (ARGS, T),
         ("<|call|>", T),
     )
     r = parser.parse(out)
     assert r.labels == expected
     assert r.reasoning == "Need the weather."
-    assert r.content == TOOL_HEADER + ARGS + "<|call|>"
+    # The tool call is its own channel: not content text, all of it for the tool parser.
+    assert r.content is None
+    assert r.tool_calls == TOOL_HEADER + ARGS + "<|call|>"
+    assert r.tool_call_token_ids == ids(TOOL_HEADER) + ids(ARGS) + ids("<|call|>")
     assert r.reasoning_ended
 
 
@@ -104,7 +107,7 @@ def test_analysis_then_tool_call_keeps_whole_message_for_tool_parser(
     ],
 )
 def test_tool_call_header_forms(parser: ReasoningParser, header: str) -> None:
-    out, expected = build((header, T), (ARGS, C), ("<|call|>", T))
+    out, expected = build((header, T), (ARGS, T), ("<|call|>", T))
     r = parser.parse(out)
     assert r.labels == expected
     assert r.reasoning is None
@@ -129,12 +132,13 @@ def test_commentary_preamble_without_recipient_is_content(parser: ReasoningParse
         ("Checking the weather now.", C),
         ("<|end|>", D),
         (TOOL_HEADER, T),
-        (ARGS, C),
+        (ARGS, T),
         ("<|call|>", T),
     )
     r = parser.parse(out)
     assert r.labels == expected
-    assert r.content is not None and r.content.startswith("Checking the weather now.")
+    assert r.content == "Checking the weather now."
+    assert r.tool_calls == TOOL_HEADER + ARGS + "<|call|>"
 
 
 def test_truncated_analysis_is_reasoning(parser: ReasoningParser) -> None:
@@ -177,7 +181,7 @@ def test_every_split_inside_headers_agrees_with_parse(parser: ReasoningParser) -
         ("Think.", R),
         ("<|end|>", D),
         (TOOL_HEADER, T),
-        (ARGS, C),
+        (ARGS, T),
         ("<|call|>", T),
     )
     assert parser.parse(out).labels == expected
@@ -288,7 +292,7 @@ def test_prompt_seeding(parser: ReasoningParser, prompt: str, expected: bool) ->
 def test_multi_turn_output_after_history(parser: ReasoningParser) -> None:
     prompt = ids(HISTORY + "<|start|>assistant")
     out, expected = build(
-        (ANALYSIS, D), ("Same tool.", R), ("<|end|>", D), (TOOL_HEADER, T), (ARGS, C)
+        (ANALYSIS, D), ("Same tool.", R), ("<|end|>", D), (TOOL_HEADER, T), (ARGS, T)
     )
     r = parser.parse(out, prompt_token_ids=prompt)
     assert r.labels == expected

@@ -45,6 +45,8 @@ HINTS: dict[str, Hint] = {
     ),
     "holo2": Hint(needs_evidence=True),  # a Qwen3-VL fine-tune with Qwen's tokens
     "qwen3": Hint(model_types=("qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_moe")),
+    # MiMo ships Qwen's <think> tokens; only its model type tells it apart.
+    "mimo": Hint(model_types=("mimo", "mimo_v2_flash"), needs_evidence=True),
     # GLM-4.5/4.6 let the model open <think>; GLM-4.7 templates prefill it.
     "glm45": Hint(model_types=("glm4_moe", "glm4v_moe"), prefills_start=False),
     "glm47": Hint(model_types=("glm4_moe", "glm4_moe_lite"), prefills_start=True),
