@@ -183,6 +183,10 @@ class ReasoningBatch:
             if prompt_token_ids is not None
             else p.default_reasoning
         ) and p.thinking_enabled
+        if grammar is not None and grammar.wait_for < 0 and p.thinking_enabled and not reasoning:
+            starts = p.machine.spec.start
+            opener = p.tokenizer.single_token_id(starts[0]) if starts else None
+            grammar.opener = -1 if opener is None else opener
         group, hybrid = self._vector_group(p)
         owned = (
             p

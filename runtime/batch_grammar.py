@@ -13,8 +13,14 @@ A family whose turn opens with a header that is neither reasoning nor answer (ha
 token that ends it: the grammar waits for it (no mask, nothing fed), then the gate
 decides as for every family.
 
+A family whose model opens its reasoning block itself (the prompt leaves it outside
+reasoning with thinking on: minimax_m3, glm45) gets its start marker allowed beside the
+grammar at the first position; if the model takes it, that marker is not fed and the
+reasoning after it is gated as usual; otherwise the grammar applies from the first token.
+
 A TOOL marker that ends reasoning (``<tool_call>`` after ``</think>``-less reasoning in
-qwen3-like families, harmony's tool-call channel) starts a tool call, not the response:
+qwen3-like families), or a harmony tool-call message (TOOL_CALL labels) that begins
+outside the grammar, starts a tool call, not the response:
 the response grammar is released for the rest of the request (no mask, its matcher sees
 nothing, ``grammar_active`` False) and the tool parser owns that content.
 
@@ -36,7 +42,7 @@ from .batch_slots import Slots
 from .batch_tables import ASIDE_BIT, REASONING_BIT, TOTAL
 from .batch_types import FAILED, BoolArray, IntArray, LabelArray
 from .grammar import Grammar, GrammarError, bitmask_width, consume_each, fill_bitmasks
-from .labels import DELIMITER, REASONING, TOOL
+from .labels import DELIMITER, REASONING, TOOL, TOOL_CALL
 
 
 class GrammarRejectedError(RequestFailedError):
@@ -121,9 +127,14 @@ class Grammars:
                     continue
                 gmask[a : a + int(hit[0]) + 1] = False
                 g.wait_for = -1
+            if a != b and g.opener >= 0:  # the model opened its reasoning block itself
+                if int(toks[a]) == g.opener:
+                    gmask[a] = False
+                g.opener = -1
             if a != b:
                 m = gmask[a:b]
-                tool = np.flatnonzero((labels[a:b] == TOOL) & ~m)
+                lab = labels[a:b]
+                tool = np.flatnonzero(((lab == TOOL) | (lab == TOOL_CALL)) & ~m)
                 if tool.shape[0]:  # a tool call, not the response: release the grammar
                     gmask[a + int(tool[0]) : b] = False
                     del by_slot[slot]
@@ -173,11 +184,12 @@ class Grammars:
         rows = np.flatnonzero(self.has[slots] & ~sl.failed[slots])
         if not rows.shape[0]:
             return True
-        if bool(((labels[rows] == TOOL) & ~gmask[rows]).any()):
+        lab = labels[rows]
+        if bool((((lab == TOOL) | (lab == TOOL_CALL)) & ~gmask[rows]).any()):
             return False
         by_slot = self.by_slot
         grammars = [by_slot[s] for s in slots[rows].tolist()]
-        if any(g.wait_for >= 0 for g in grammars):
+        if any(g.wait_for >= 0 or g.opener >= 0 for g in grammars):
             return False
         on = gmask[rows]
         fed = [
@@ -270,6 +282,10 @@ class Grammars:
         elif free.shape[0]:
             out[free] = -1
         fill_bitmasks(rows, out)
+        for g, i in rows:
+            if g.opener >= 0:  # the start marker is allowed too (see Grammar.opener)
+                words = out[i].view(np.uint32)
+                words[g.opener >> 5] |= np.uint32(1 << (g.opener & 31))
         return masked
 
     def width(self, sl: Slots) -> int:

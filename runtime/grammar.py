@@ -145,7 +145,7 @@ def grammar_source(fmt: object) -> str | None:
 class Grammar:
     """One request's matcher: it sees exactly the tokens generated under its grammar."""
 
-    __slots__ = ("error", "kind", "matcher", "vocab_size", "wait_for")
+    __slots__ = ("error", "kind", "matcher", "opener", "vocab_size", "wait_for")
 
     def __init__(self, matcher: Any, kind: str, vocab_size: int) -> None:
         self.matcher = matcher
@@ -155,6 +155,10 @@ class Grammar:
         self.wait_for = -1
         """A token that must be generated before the grammar may apply (-1: none); set
         from the parser's ``grammar_gate_token`` (harmony: the end of the first header)."""
+        self.opener = -1
+        """The family's start marker (one token), also allowed at the first position when
+        the prompt leaves the model outside reasoning with thinking on: the model may
+        open its block itself (minimax_m3, glm45); -1: none, or after the first token."""
 
     def consume(self, token_ids: Sequence[int]) -> int:
         """Feed tokens in order; the index of the first one rejected, or -1 (all taken)."""

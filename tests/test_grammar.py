@@ -214,6 +214,35 @@ def test_without_reasoning_the_mask_applies_from_the_first_token(
     assert valid(json.loads(p.tokenizer.decode(r.content + batch.finish(1).content_token_ids)))
 
 
+@pytest.mark.parametrize("opens", [True, False])
+@pytest.mark.parametrize(("family", "tok"), [("minimax_m3", "minimax-m3"), ("glm45", "glm-4.5v")])
+def test_a_model_that_opens_its_own_block_may_still_reason(
+    family: str, tok: str, opens: bool
+) -> None:
+    """The prompt leaves the model outside reasoning with thinking on (it writes the start
+    marker itself): the first mask allows the grammar's first tokens and the start marker.
+    Taking the marker leads into unconstrained reasoning and the grammar after its end;
+    answering at once is constrained from the first token."""
+    p = reasonspan.create_parser_sync(family, tokenizer(tok))
+    enc = p.tokenizer.encode
+    start, end = p.spec.start[0], p.spec.end[0]
+    reasoning = enc(start) + enc("Just count them.") + enc(end) if opens else []
+    out = reasoning + enc(ANSWER)
+    batch = ReasoningBatch()
+    batch.add(1, p, [], response_format=FORMAT)
+    assert batch.grammar_active(1)
+    bitmask = batch.allocate_token_bitmask(1)
+    assert batch.fill_token_bitmask([1], bitmask).tolist() == [True]
+    assert allowed(bitmask[0], enc(start)[0]) and allowed(bitmask[0], enc("{")[0])
+    assert not allowed(bitmask[0], enc("Sure")[0])
+    r = run(batch, 1, out, [1] * len(out))
+    assert r.gmask == [i >= len(reasoning) for i in range(len(out))]
+    assert r.refused == [] and all(not x.errors for x in r.results)
+    # After the first token the start marker is the grammar's business again.
+    assert r.results[-1].grammar_stopped.tolist() == [True]
+    assert valid(json.loads(p.tokenizer.decode(r.content + batch.finish(1).content_token_ids)))
+
+
 def _drive(
     reqs: list[SimRequest], options: Any, k: int, runtime: ReasoningRuntime | None = None
 ) -> SimulatedEngine:
@@ -312,14 +341,19 @@ def test_a_tool_call_that_ends_reasoning_releases_the_response_grammar() -> None
     assert r.content + batch.finish(1).content_token_ids == call
 
 
-def test_a_harmony_tool_call_releases_the_response_grammar() -> None:
+@pytest.mark.parametrize("analysis_first", [True, False])
+def test_a_harmony_tool_call_releases_the_response_grammar(analysis_first: bool) -> None:
+    """A tool-call message (TOOL_CALL), after an analysis message or as the first message of
+    the turn, is for the tool parser: its JSON arguments never meet the response schema."""
     p = CASES[5].parser()
     enc = p.tokenizer.encode
-    out = (
-        enc("<|channel|>analysis<|message|>Need the weather.<|end|>")
-        + enc("<|start|>assistant to=functions.get_weather<|channel|>commentary ")
-        + enc('<|constrain|>json<|message|>{"location": "Paris"}<|call|>')
-    )
+    header = " to=functions.get_weather<|channel|>commentary "
+    args = '<|constrain|>json<|message|>{"location": "Paris"}<|call|>'
+    if analysis_first:
+        out = enc("<|channel|>analysis<|message|>Need the weather.<|end|>")
+        out += enc("<|start|>assistant" + header) + enc(args)
+    else:
+        out = enc(header) + enc(args)
     batch = ReasoningBatch()
     batch.add(1, p, enc("<|start|>assistant"), response_format=FORMAT)
     r = run(batch, 1, out, [1] * len(out))

@@ -515,7 +515,7 @@ ANSWER_SCHEMA = {
 }
 
 
-@pytest.mark.parametrize("model", ["qwen3", "deepseek_r1", "gpt-oss-synthetic"])
+@pytest.mark.parametrize("model", ["qwen3", "deepseek_r1", "minimax_m3", "gpt-oss-synthetic"])
 @pytest.mark.parametrize("stream", [False, True])
 def test_response_format_constrains_only_the_answer(
     client: openai.OpenAI, model: str, stream: bool
