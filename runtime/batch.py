@@ -17,6 +17,8 @@ direction only (types, errors -> result, tables -> slots -> budget, fallback -> 
   machines or parsers always, hold-back families (text markers) only from a token that
   needs holding, or while tokens are held;
 - ``batch_budget``: thinking budgets and the forced tokens that end reasoning;
+- ``batch_grammar``: the grammar engine behind the gate (``response_format``): a matcher
+  per request fed the tokens generated under its grammar, and the per-step bitmask fill;
 - ``batch_result``, ``batch_types``, ``batch_errors``: what a step hands back, the labels
   and records a caller keeps, the errors it can act on.
 
@@ -39,6 +41,9 @@ What the result means, exactly:
   otherwise from the token after the one that ends reasoning. ``grammar_mask`` marks the
   tokens generated under the grammar: the content (CONTENT labels) after the end of
   reasoning. The end marker, or a TOOL marker that ends reasoning, is not among them.
+  With ``response_format`` the batch also drives the grammar engine (``batch_grammar``):
+  :meth:`ReasoningBatch.fill_token_bitmask` before sampling, ``res.grammar_stopped`` and
+  a rejected token failing its request alone after the step.
 - Usage: see :class:`RequestUsage`. Errors: bad input raises before anything changes; a
   per-request parser that raises fails its request alone (``res.errors``, FAILED labels,
   ``finish()`` re-raises).
