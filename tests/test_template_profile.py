@@ -429,7 +429,12 @@ def test_default_start_leaks_no_marker_into_content(family: str) -> None:
     tok = bare(tokenizer(FAMILY_TOKENIZERS[family]))
     parser = reasonspan.create_parser_sync(family, tok)
     if not parser.thinking_enabled:
-        pytest.skip("thinking is off by default: everything is content by design")
+        # Thinking off by default: the answer is all content, in the content field
+        # (minimax_m2_append_think documents a `<think>` prefix on it for clients).
+        res = parser.parse(tok.encode("It is 4."))
+        assert res.content is not None and res.content.endswith("It is 4.")
+        assert not res.reasoning and res.reasoning_tokens == 0
+        return
     spec = parser.machine.spec
     start, end = spec.start[0], spec.end[0]
     output = ("" if parser.default_reasoning else start) + "Let me think." + end + "It is 4."
@@ -438,3 +443,16 @@ def test_default_start_leaks_no_marker_into_content(family: str) -> None:
     for marker in (*spec.start, *spec.end):
         assert marker.strip() not in res.content, (marker, res.content)
     assert "Let me think." in (res.reasoning or "") and "It is 4." in res.content
+
+
+def test_start_state_cache_is_bounded() -> None:
+    """Requests may carry any chat_template_kwargs: the per-tokenizer cache keeps a bounded
+    number of rendered start states, and the newest answer stays right."""
+    from reasonspan.detection import profile
+
+    tok = tokenizer("qwen-3.5")
+    cls = reasonspan.get_parser_class("qwen3")
+    for i in range(profile.START_CACHE_SIZE + 50):
+        assert profile.template_start_state(cls, tok, {"unrelated_key": i}) is True
+    assert len(tok.cache["template_start"]) == profile.START_CACHE_SIZE
+    assert profile.template_start_state(cls, tok, {"enable_thinking": False}) is False

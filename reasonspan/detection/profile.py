@@ -209,6 +209,10 @@ def _kwargs_key(kwargs: Mapping[str, Any]) -> object:
         return json.dumps(kwargs, sort_keys=True, default=repr)
 
 
+START_CACHE_SIZE = 256
+"""Distinct (family, chat_template_kwargs, template) start states kept per tokenizer."""
+
+
 def template_start_state(
     cls: type[ReasoningParser],
     tok: LoadedTokenizer,
@@ -220,17 +224,22 @@ def template_start_state(
     the template raised: the family's documented default applies).
 
     Cached on the tokenizer per family, switches and template, so that creating a parser
-    per request renders nothing after the first one."""
+    per request renders nothing after the first one. The cache keeps the newest
+    :data:`START_CACHE_SIZE` entries: requests may carry any chat_template_kwargs, and a
+    server must not grow without bound on them."""
     template = chat_template if chat_template is not None else chat_template_of(tok)
     if not template:
         return None
-    key = ("template_start", cls, _kwargs_key(kwargs), hash(template))
-    cache = tok.cache
+    key = (cls, _kwargs_key(kwargs), hash(template))
+    cache = tok.cache.setdefault("template_start", {})
+    assert isinstance(cache, dict)
     if key in cache:
         got = cache[key]
         return got if isinstance(got, bool) else None
     setting = _profile_one(cls, tok, kwargs, template)
     start = None if setting.error else setting.starts_in_reasoning
+    if len(cache) >= START_CACHE_SIZE:
+        del cache[next(iter(cache))]  # the oldest entry
     cache[key] = start
     return start
 
