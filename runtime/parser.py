@@ -20,6 +20,7 @@ from .formatters import TextFormatterFactory, formatter_factory
 from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL, split_labels, tool_call_ids
 from .machine import HOLD, Machine, Spill, compile_machine
 from .spec import ReasoningSpec
+from .tool_calls import ToolCallReader
 
 TokenIds = Sequence[int] | np.ndarray
 
@@ -276,6 +277,13 @@ class ReasoningParser:
         return LabelledDecoder(
             self.tokenizer, self.text_formatters(), skip_special_tokens=skip_special_tokens
         )
+
+    def tool_call_reader(self) -> ToolCallReader | None:
+        """A fresh splitter of this family's TOOL_CALL tokens into calls (function name,
+        argument tokens), for a server's ``tool_calls``; None for families that label no
+        tool-call messages (their tool markers stay in the content, for the user's own
+        tool parser)."""
+        return None
 
     def text_formatters(self) -> tuple[TextFormatterFactory | None, TextFormatterFactory | None]:
         return self._rfmt, self._cfmt
