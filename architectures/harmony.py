@@ -320,7 +320,7 @@ class HarmonyMachine(Machine):
                 section = None  # the content type (json) decides nothing here
         words = role.split() + channel.split()
         recipient = next((w[3:] for w in words if w.startswith(b"to=")), None)
-        name = next((w for w in channel.split() if not w.startswith(b"to=")), b"")
+        name = bytes(next((w for w in channel.split() if not w.startswith(b"to=")), b""))
         if recipient is not None and recipient.startswith(b"functions."):
             return bytes(recipient[len(b"functions.") :]), name
         return None, name

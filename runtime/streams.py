@@ -46,8 +46,8 @@ from .batch_errors import RequestFailedError, UnknownRequestError
 from .batch_result import BatchStepResult
 from .decoding import LabelledDecoder
 from .errors import ReasonspanError
-from .machine import Machine
 from .labels import TOOL_CALL
+from .machine import Machine
 from .openai import (
     ChatCompletion,
     ChatCompletionChunk,
