@@ -388,16 +388,14 @@ class HarmonyToolCalls:
     arguments, until a terminator or the next header's ``<|start|>`` / ``<|channel|>``.
     Only the header is read, never the whole output."""
 
-    __slots__ = ("_header", "_in_args", "_machine")
+    __slots__ = ("_header", "_in_args", "_machine", "busy")
 
     def __init__(self, machine: HarmonyMachine) -> None:
         self._machine = machine
         self._header: list[int] = []
         self._in_args = False
-
-    @property
-    def busy(self) -> bool:
-        return self._in_args or bool(self._header)
+        self.busy = False
+        """Inside a tool-call message (a plain attribute: read once per token)."""
 
     def feed(self, token_ids: Sequence[int], labels: bytes | bytearray) -> list[ToolCallPiece]:
         codes = self._machine.codes
@@ -441,6 +439,7 @@ class HarmonyToolCalls:
                 if k == _START and header:
                     header.clear()  # a new header after one cut short
                 header.append(t)
+        self.busy = self._in_args or bool(header)
         return out
 
 

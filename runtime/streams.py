@@ -514,7 +514,8 @@ class ReasoningRuntime:
                 continue
             r_text, c_text = got.decoder.feed(ids, labels, spill)
             calls = None
-            if got.tools is not None:
+            tools = got.tools
+            if tools is not None and (TOOL_CALL in labels or tools.reader.busy):
                 calls = self._tool_calls(got, ids, labels)
             if not (r_text or c_text or calls):
                 continue

@@ -24,6 +24,8 @@ from .decoding import LabelledDecoder
 from .labels import CONTENT, TOOL_CALL
 from .openai import ChoiceDeltaToolCall, ChoiceDeltaToolCallFunction
 
+_CONTENT = bytes((CONTENT,))
+
 
 class ToolCallPiece(NamedTuple):
     """Part of a tool call decided by one ``feed``: ``name`` is set when the piece opens
@@ -36,11 +38,9 @@ class ToolCallPiece(NamedTuple):
 class ToolCallReader(Protocol):
     """A family's splitter of its TOOL_CALL tokens into calls (one per request)."""
 
-    @property
-    def busy(self) -> bool:
-        """Inside a tool-call message: ``feed`` must see the next tokens even when none
-        of them is TOOL_CALL (they may end the call)."""
-        ...
+    busy: bool
+    """Inside a tool-call message: ``feed`` must see the next tokens even when none of
+    them is TOOL_CALL (they may end the call)."""
 
     def feed(self, token_ids: Sequence[int], labels: bytes | bytearray) -> list[ToolCallPiece]:
         """The calls opened and argument tokens decided among these labelled tokens."""
@@ -56,10 +56,10 @@ def new_tool_call_id() -> str:
 class ToolCallStream:
     """One request's tool calls as ``delta.tool_calls`` entries, incrementally."""
 
-    __slots__ = ("_args", "_reader", "_tokenizer", "count")
+    __slots__ = ("_args", "_tokenizer", "count", "reader")
 
     def __init__(self, reader: ToolCallReader, tokenizer: LoadedTokenizer) -> None:
-        self._reader = reader
+        self.reader = reader
         self._tokenizer = tokenizer
         self._args: LabelledDecoder | None = None
         self.count = 0
@@ -69,10 +69,10 @@ class ToolCallStream:
         self, token_ids: Sequence[int], labels: bytes | bytearray
     ) -> list[ChoiceDeltaToolCall] | None:
         """The ``tool_calls`` entries for these decided tokens (None: nothing to send)."""
-        if TOOL_CALL not in labels and not self._reader.busy:
+        if TOOL_CALL not in labels and not self.reader.busy:
             return None
         out: list[ChoiceDeltaToolCall] = []
-        for piece in self._reader.feed(token_ids, labels):
+        for piece in self.reader.feed(token_ids, labels):
             if piece.name is not None:
                 self._args = LabelledDecoder(self._tokenizer)
                 self.count += 1
@@ -105,7 +105,7 @@ class ToolCallStream:
     def _text(self, ids: list[int]) -> str:
         if not ids or self._args is None:
             return ""
-        return self._args.feed(ids, bytes((CONTENT,)) * len(ids))[1]
+        return self._args.feed(ids, _CONTENT * len(ids))[1]
 
 
 def merge_tool_call_deltas(
