@@ -13,7 +13,9 @@ recipient (``to=functions.get_weather``, before or after the channel) and a cont
   header, its arguments and its terminator (``<|call|>``) are labelled TOOL_CALL, a channel
   of their own: ``content`` holds only the final (and recipient-less commentary) text, and
   ``ParseResult.tool_calls`` / ``TextSplitter.take_tool_calls()`` hold the whole harmony
-  message for the tool parser. Usage counts it as completion, not reasoning. Built-in tool
+  message for the tool parser; a server's ``tool_calls`` come from
+  ``HarmonyParser.tool_call_reader()`` (the function from the recipient, the arguments from
+  the body). Usage counts it as completion, not reasoning. Built-in tool
   recipients (``to=python``, ``to=browser.search``) are routed by their channel.
 - Structural tokens and the headers of other messages are DELIMITER.
 
