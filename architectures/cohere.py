@@ -45,6 +45,10 @@ _COMMAND3 = ReasoningSpec(
     end_in_content="drop",
     reasoning_trim=Trim(lead=" \t\n"),
     content_trim=Trim(lead=" \t\n"),
+    start_source=(
+        "documented: Command A Reasoning thinks by default and writes `<|START_THINKING|>` itself "
+        "(consumed in reasoning)"
+    ),
     notes="<|START_RESPONSE|> … <|END_RESPONSE|> stripped (the opener also ends reasoning); "
     "<|START_ACTION|> ends reasoning",
 )

@@ -27,6 +27,10 @@ class DeepSeekR1Parser(ReasoningParser):
         turn=TURNS,
         required=THINK + END_THINK,
         prompt_start=True,
+        start_source=(
+            "template: DeepSeek-R1's tokenizer_config.json (and the R1 distills', QwQ-32B's) ends "
+            "the generation prompt with `<think>\\n`"
+        ),
         notes="a missing start marker is tolerated (the turn starts in reasoning)",
     )
 
@@ -43,6 +47,10 @@ class DeepSeekV3Parser(ReasoningParser):
         prompt_start=True,
         thinking_default=False,
         thinking_switches=("thinking", "enable_thinking"),
+        start_source=(
+            "template: DeepSeek-V3.1's tokenizer_config.json ends it with `</think>`, or `<think>` "
+            "with `thinking: true`"
+        ),
         notes="thinking off by default: the whole response is content",
     )
 
@@ -58,5 +66,9 @@ class Holo2Parser(ReasoningParser):
         prompt_start=True,
         thinking_default=True,
         thinking_switches=("thinking", "enable_thinking"),
+        start_source=(
+            "documented: Holo2 thinks by default (a DeepSeek-V3.1-style template with `thinking` "
+            "defaulting on)"
+        ),
         notes="as deepseek_v3, but thinking on by default",
     )

@@ -33,6 +33,10 @@ class DeepSeekV4Parser(ReasoningParser):
         thinking_default=True,
         thinking_switches=("thinking", "enable_thinking"),
         thinking_off_when=(("reasoning_effort", "none"),),
+        start_source=(
+            "documented: DeepSeek-V4 thinks by default; its prompt holds `</think>` when thinking "
+            "is off"
+        ),
         notes='also off with reasoning_effort "none"; <｜DSML｜tool_calls> (multi-token) ends '
         "reasoning",
     )

@@ -26,5 +26,8 @@ class Ernie45Parser(ReasoningParser):
         required=("<think>", "</think>"),
         prompt_start=True,
         content_trim=Trim(lead="\n", trail="\n", trail_max=1),
+        start_source=(
+            "documented: ERNIE-4.5-Thinking's template opens the reasoning block for the model"
+        ),
         notes="<response> wrapper stripped; newlines after </think> trimmed",
     )

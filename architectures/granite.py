@@ -53,6 +53,10 @@ class GraniteParser(ReasoningParser):
         thinking_default=True,
         thinking_switches=("thinking",),
         start_in_content="enter",
+        start_source=(
+            "documented: the Granite template prefills nothing; the model writes the start "
+            "phrase itself (parsed by default, as other engines do)"
+        ),
         notes="plain-text phrases (also Here's) matched on token bytes with hold-back",
     )
 

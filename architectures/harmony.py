@@ -486,6 +486,10 @@ class HarmonyParser(ReasoningParser):
         turn=(START,),
         required=(START, END, MESSAGE, CHANNEL),
         prompt_start=False,
+        start_source=(
+            "documented: harmony; the prompt ends `<|start|>assistant` and the model writes the "
+            "channel header"
+        ),
         notes="custom machine: headers held until <|message|> and read on token bytes; "
         "analysis = reasoning, final/commentary = content; a to=functions.X header and its "
         "<|call|> are TOOL_CALL (tool_calls, not content)",

@@ -77,6 +77,10 @@ class HyV3Parser(ReasoningParser):
         required=("<think>", "</think>"),
         prompt_start=True,
         thinking_default=False,
+        start_source=(
+            'documented: Hy3 defaults to reasoning_effort "no_think"; with thinking on the '
+            "template opens the block"
+        ),
         notes='markers carry the checkpoint\'s token suffix; reasoning_effort "no_think" '
         "(the default) → all content",
     )
@@ -123,5 +127,6 @@ class HunyuanA13BParser(ReasoningParser):
         prompt_start=False,
         start_in_content="enter",
         end_in_content="drop",
+        start_source="documented: Hunyuan-A13B opens `<think>\\n` itself (no prefill)",
         notes="multi-token text markers; <answer> wrapper stripped; fast-think block consumed",
     )

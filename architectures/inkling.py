@@ -43,6 +43,9 @@ class InklingParser(ReasoningParser):
         start_in_content="enter",
         end_in_content="drop",
         turn_in_output="drop",
+        start_source=(
+            "documented: Inkling's model message opens its own `<|content_thinking|>` block"
+        ),
         notes="a thinking block may follow a closed one; text and tool blocks end reasoning; "
         "message framing tokens are consumed, never content text",
     )

@@ -24,5 +24,9 @@ class KimiK2Parser(ReasoningParser):
         required=("<think>", "</think>"),
         prompt_start=True,
         thinking_switches=("thinking", "enable_thinking"),
+        start_source=(
+            "documented: Kimi K2 Thinking / K2.5 think by default; a `<think>` the model writes is "
+            "consumed"
+        ),
         notes="<|tool_calls_section_begin|> ends reasoning; content starts at it",
     )

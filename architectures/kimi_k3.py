@@ -56,6 +56,10 @@ class KimiK3Parser(ReasoningParser):
         thinking_off_when=(("reasoning_effort", "none"),),
         start_in_content="enter",
         end_in_content="drop",
+        start_source=(
+            "documented: Kimi K3 thinks by default; the generation prefix may open the think "
+            "channel"
+        ),
         notes="three-token markers matched on bytes; response wrapper stripped; "
         "scan scoped to the current assistant message",
     )

@@ -35,6 +35,7 @@ class MiniMaxM2Parser(ReasoningParser):
         prompt_start=True,
         reasoning_trim=TEMPLATE_NEWLINES_REASONING,
         content_trim=TEMPLATE_NEWLINES_CONTENT,
+        start_source=("template: MiniMax-M2's chat_template.jinja ends with `]~b]ai\\n<think>\\n`"),
         notes="the model never emits the start marker; the turn starts in reasoning; "
         "newlines next to the markers trimmed from the text",
     )
@@ -52,11 +53,17 @@ class MiniMaxM3Parser(ReasoningParser):
         end=(_MM_END,),
         tool=("<tool_call>",),
         turn=("]~b]",),
-        text_markers=(_MM_START, _MM_END),
+        # The turn marker too: on a vocabulary where the markers are several tokens, the
+        # prompt scan still stops at the current turn (matched on bytes).
+        text_markers=(_MM_START, _MM_END, "]~b]"),
         prompt_start=False,
         start_in_content="enter",
         end_in_content="drop",
         thinking_switches=(),
+        start_source=(
+            "template: MiniMax-M3's chat_template.jinja ends with `]~b]ai\\n`, and `<mm:think>` "
+            'only with thinking_mode "enabled"'
+        ),
         notes='turn starts in reasoning only with thinking_mode "enabled"; markers may be '
         "multi-token",
     )

@@ -19,5 +19,6 @@ class MiniMaxM2AppendThinkParser(ReasoningParser):
         name="minimax_m2_append_think",
         thinking_default=False,
         content_trim=Trim(prefix="<think>"),
+        start_source="template: as minimax_m2; thinking is reported as content by design",
         notes="everything is content, prefixed with <think>",
     )

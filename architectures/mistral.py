@@ -39,6 +39,10 @@ _SPEC = ReasoningSpec(
     text_markers=(TEXT_THINK, TEXT_END_THINK),
     prompt_start=False,
     start_in_content="enter",
+    start_source=(
+        "documented: Magistral starts in content and opens `[THINK]` itself (its system prompt "
+        "asks for it)"
+    ),
     notes="[THINK] after content opens reasoning; plain-text <think> only where the "
     "tokenizer has no [THINK] (Magistral 2506)",
 )

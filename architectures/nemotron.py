@@ -37,6 +37,10 @@ class NemotronV3Parser(ReasoningParser):
         start_in_content="enter",
         end_in_content="drop",
         reasoning_as_content_if=(("enable_thinking", False), ("force_nonempty_content", True)),
+        start_source=(
+            "documented: Nemotron 3's template ends with `<think>\\n` when thinking is on (as "
+            "llama.cpp's nemotron_v3 handler reads it)"
+        ),
         notes="enable_thinking false or force_nonempty_content true: empty content → the "
         "reasoning is the content",
     )

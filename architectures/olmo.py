@@ -25,5 +25,8 @@ class Olmo3Parser(ReasoningParser):
         turn=("<|im_start|>",),
         text_markers=(_THINK, _END),
         prompt_start=True,
+        start_source=(
+            "documented: Olmo 3 Think's generation prompt is `<|im_start|>assistant\\n<think>`"
+        ),
         notes="markers are plain text (several tokens)",
     )

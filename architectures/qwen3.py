@@ -45,6 +45,10 @@ _QWEN3 = ReasoningSpec(
     end_in_content="drop",
     reasoning_trim=TEMPLATE_NEWLINES_REASONING,
     content_trim=TEMPLATE_NEWLINES_CONTENT,
+    start_source=(
+        "template: Qwen3.5's and Qwen3.6's chat_template.jinja end with `<think>\\n` (Qwen3-2504's "
+        "ends with `assistant\\n` and the model writes `<think>`, consumed in reasoning)"
+    ),
     notes="unpaired <tool_call> ends reasoning; repeated </think> in content dropped; "
     "newlines next to the markers trimmed from the text (the template's own split)",
 )
@@ -63,6 +67,10 @@ class MimoParser(ReasoningParser):
         aliases=("mimo_v2", "xiaomi_mimo"),
         thinking_default=False,
         start_in_content="enter",
+        start_source=(
+            "documented: MiMo thinks only with `enable_thinking: true` (then its template opens "
+            "the block); a `<think>` it writes anyway opens one"
+        ),
         notes="as qwen3, but thinking off unless enable_thinking is true (the turn then "
         "starts in content; a <think> the model writes anyway still opens a block)",
     )

@@ -27,5 +27,9 @@ class SeedOssParser(ReasoningParser):
         prompt_start=True,
         thinking_default=True,
         thinking_switches=("enable_thinking",),
+        start_source=(
+            "documented: Seed-OSS thinks by default and writes `<seed:think>` itself (consumed in "
+            "reasoning)"
+        ),
         notes="<seed:tool_call> ends reasoning",
     )

@@ -25,6 +25,7 @@ class Step3Parser(ReasoningParser):
         turn=_TURNS,
         required=_THINK + _END,
         prompt_start=True,
+        start_source="documented: Step 3's template opens the reasoning block",
         notes="prompt scan scoped to the current assistant turn",
     )
 
@@ -41,5 +42,6 @@ class Step3p5Parser(ReasoningParser):
         prompt_start=True,
         reasoning_trim=Trim(trail="\n", trail_max=1),
         content_trim=Trim(lead="\n", lead_max=1),
+        start_source="documented: Step 3.5's template opens the reasoning block (as deepseek_r1)",
         notes="one newline trimmed on each side of </think>",
     )

@@ -8,6 +8,8 @@ d = parser.stream(new_ids, is_currently_reasoning=reasoning)
 
 from . import architectures  # noqa: F401  (importing it registers the built-in families)
 from .detection import Detection, detect
+from .detection.profile import TemplateProfile, install, template_profile
+from .factory import create_parser, create_parser_sync
 from .runtime import (
     BatchFinish,
     BatchStepResult,
@@ -30,14 +32,14 @@ from .runtime import (
     TokenizerLoadError,
     Trim,
     UnknownParserError,
-    create_parser,
-    create_parser_sync,
     families,
     get_parser_class,
     list_parsers,
     register,
 )
 from .tokenizer import LoadedTokenizer, load_tokenizer, load_tokenizer_sync
+
+install()  # parsers on a folder with a chat template start where the template leaves them
 
 __version__ = "0.1.0"
 
@@ -61,6 +63,7 @@ __all__ = [
     "RequestFailedError",
     "RequestStream",
     "RequestUsage",
+    "TemplateProfile",
     "TextSplitter",
     "TokenizerLoadError",
     "Trim",
@@ -75,4 +78,5 @@ __all__ = [
     "load_tokenizer",
     "load_tokenizer_sync",
     "register",
+    "template_profile",
 ]

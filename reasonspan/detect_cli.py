@@ -1,5 +1,8 @@
 """``reasonspan detect PATH``: which reasoning parser fits a model folder, and why.
 
+The report ends with the template profile of the chosen parser: under each thinking
+setting, whether the model's chat template leaves a new turn inside reasoning.
+
 Exit status: 0 when one parser fits, 1 when none fits or the evidence ties (the report
 names the candidates), 2 when the folder cannot be read.
 """
@@ -12,7 +15,9 @@ import sys
 import msgspec
 
 from .detection import describe, detect
+from .detection.profile import template_profile
 from .runtime.errors import ReasonspanError
+from .tokenizer import load_tokenizer_sync
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        result = detect(args.path)
+        tok = load_tokenizer_sync(args.path)
+        result = detect(tok)
+        profile = template_profile(result.parser, tok) if result.parser is not None else None
     except (ReasonspanError, OSError) as exc:
         print(f"reasonspan detect: {exc}", file=sys.stderr)
         return 2
@@ -37,4 +44,7 @@ def run(args: argparse.Namespace) -> int:
         print(msgspec.json.format(msgspec.json.encode(result)).decode())
     else:
         print(describe(result, top=max(args.top, 1)))
+        if profile is not None:
+            # Where a turn starts when a server gives no prompt: the template's answer.
+            print("\n".join(profile.describe()))
     return 0 if result.parser is not None else 1

@@ -94,6 +94,15 @@ def _thinking(cls: type[ReasoningParser]) -> str:
     return cell + "; " + "; ".join(f"{what}: {', '.join(kw)}" for what, kw in groups.items())
 
 
+def _default_start(cls: type[ReasoningParser]) -> str:
+    """Where a turn starts with no prompt and no template, and what that rests on."""
+    thinking, prompt_start = defaults(cls)
+    state = ("reasoning" if prompt_start else "content") if thinking else "content (thinking off)"
+    source = cls.spec.start_source or "documented: the family's reference parser"
+    kind, _, detail = source.partition(": ")
+    return f"**{state}** ({kind}) {_prose(detail)}".rstrip()
+
+
 def family_row(cls: type[ReasoningParser]) -> str:
     """One Markdown table row for a family."""
     spec = cls.spec
@@ -107,7 +116,7 @@ def family_row(cls: type[ReasoningParser]) -> str:
         _markers(spec.strip, tm),
         _markers(spec.turn, tm),
         _thinking(cls),
-        "yes" if defaults(cls)[1] else "no",
+        _default_start(cls),
         _prose(spec.notes) or "—",
     ]
     return "| " + " | ".join(cells) + " |"
@@ -116,7 +125,7 @@ def family_row(cls: type[ReasoningParser]) -> str:
 HEADER = (
     "| name | aliases | start / end | implicit end (kept as content) | stripped | "
     "turn start (bounds the prompt scan) | thinking (default; chat_template_kwargs) | "
-    "prompt start | notes |\n"
+    "default start (from template or documented) | notes |\n"
     "|---|---|---|---|---|---|---|---|---|"
 )
 
@@ -126,9 +135,11 @@ def families_markdown(classes: Sequence[type[ReasoningParser]] | None = None) ->
     rows = [family_row(c) for c in (builtin_families() if classes is None else classes)]
     legend = (
         "† matched on the bytes of several tokens where the tokenizer has no single token "
-        'for it. "prompt start": with thinking on and no marker in the current turn, the '
-        "output starts inside reasoning (the template prefills the start marker, or the "
-        "model may omit it).\n\n"
+        'for it. "default start": where a turn starts when no prompt is given and the model '
+        "folder has no chat template (a folder with one decides it by rendering it, see "
+        '"Why the answer is in the wrong field"); "template" means checked against the '
+        "official template's generation prompt, \"documented\" the family's documentation or "
+        "reference parser.\n\n"
         f"Generated from the registry by `{REGENERATE}`; do not edit by hand."
     )
     return "\n".join([HEADER, *rows]) + "\n\n" + legend

@@ -2,6 +2,8 @@
 
 The tool to reach for when a server puts reasoning in the wrong field: feed it the raw
 output (text or token ids) and, ideally, the prompt, and compare with what the server did.
+Without a prompt, the start state comes from the model folder's chat template (or the
+family's documented default); ``start_state_from`` in the output says which.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from typing import Any
 
 import msgspec
 
-from .runtime import ReasonspanError, create_parser_sync
+from .detection.profile import template_start_state
+from .factory import create_parser_sync
+from .runtime import ReasonspanError
 from .tokenizer import load_tokenizer_sync
 
 
@@ -27,6 +31,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     prompt = p.add_mutually_exclusive_group()
     prompt.add_argument("--prompt-text", help="the rendered prompt, to seed the state")
     prompt.add_argument("--prompt-ids", metavar="FILE", help="prompt token ids (as --ids)")
+    p.add_argument(
+        "--keep-special-tokens",
+        action="store_true",
+        help="keep special tokens in the text (by default they are skipped, as servers do; "
+        "tool markers the family keeps in content always stay)",
+    )
     p.add_argument(
         "--kwargs",
         default="{}",
@@ -56,10 +66,20 @@ def run(args: argparse.Namespace) -> int:
             prompt = tok.encode(args.prompt_text)
         elif args.prompt_ids is not None:
             prompt = _read_ids(args.prompt_ids)
-        res = parser.parse(output, prompt_token_ids=prompt)
+        res = parser.parse(
+            output, prompt_token_ids=prompt, skip_special_tokens=not args.keep_special_tokens
+        )
     except (ReasonspanError, ValueError, OSError) as exc:
         print(f"reasonspan split: {exc}", file=sys.stderr)
         return 2
+    # Where the start state came from (prompt scan, then template profile, then the
+    # family's documented default): the first thing to check when a server disagrees.
+    if prompt is not None:
+        start_from = "prompt"
+    elif template_start_state(type(parser), tok, kwargs) is not None:
+        start_from = "chat template"
+    else:
+        start_from = "documented default"
     out = {
         "parser": parser.name,
         "reasoning": res.reasoning,
@@ -68,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         "content_tokens": len(res.content_token_ids),
         "delimiter_tokens": res.delimiter_tokens,
         "started_in_reasoning": res.started_in_reasoning,
+        "start_state_from": start_from,
         "reasoning_ended": res.reasoning_ended,
     }
     sys.stdout.write(msgspec.json.format(msgspec.json.encode(out), indent=2).decode() + "\n")

@@ -170,7 +170,12 @@ class ReasoningBatch:
         owned = (
             p
             if group is not None and not hybrid
-            else type(p)(p.tokenizer, p.machine, p.chat_template_kwargs)
+            else type(p)(
+                p.tokenizer,
+                p.machine,
+                p.chat_template_kwargs,
+                default_reasoning=p.default_reasoning,
+            )
         )
 
         # ---- validated: from here on the batch changes

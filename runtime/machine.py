@@ -117,6 +117,8 @@ class Machine:
         self.has_byte_markers = bool(byte_markers)
         self.vectorizable = not byte_markers and type(self).run is Machine.run
         self.trans = _transitions(spec, thinking)
+        self.skipped_ids: frozenset[int] | None = None
+        """Special tokens text leaves out (``ReasoningParser.skipped_token_ids``), once."""
 
     vectorizable: bool = True
     """True when every marker is one token and no family hook overrides routing, so the
@@ -577,6 +579,21 @@ def resolve_markers(
             )
         if text in spec.text_markers:
             byte_markers.setdefault(text.encode("utf-8"), kind)
+    if spec.turn and not any(
+        k == MarkerKind.TURN for k in (*id_markers.values(), *byte_markers.values())
+    ):
+        # Without a turn marker the right-to-left prompt scan cannot stop at the current
+        # turn, so an old end marker in the history would decide it: a wrong tokenizer for
+        # this family is an error here, not a silent misreading of every multi-turn prompt.
+        raise MissingMarkerError(
+            spec.name,
+            spec.turn[0],
+            tokenizer.source,
+            "it is this family's assistant-turn marker"
+            + (f" (or one of {', '.join(map(repr, spec.turn[1:]))})" if spec.turn[1:] else "")
+            + ", which bounds the prompt scan to the current turn; is this the family's"
+            " tokenizer?",
+        )
     return id_markers, byte_markers
 
 

@@ -6,7 +6,7 @@ server creates one per request, or keeps one per slot and calls ``reset()``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Self
 
 import anyio.to_thread
@@ -19,7 +19,7 @@ from .errors import InvalidOptionError, InvalidTokenError
 from .formatters import TextFormatterFactory, formatter_factory
 from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL, split_labels, tool_call_ids
 from .machine import HOLD, Machine, Spill, compile_machine
-from .spec import ReasoningSpec
+from .spec import MarkerKind, ReasoningSpec
 from .tool_calls import ToolCallReader
 
 TokenIds = Sequence[int] | np.ndarray
@@ -119,6 +119,29 @@ def _swap_requested(spec: ReasoningSpec, kwargs: Mapping[str, Any]) -> bool:
     return requested
 
 
+StartStateSource = Callable[
+    [type["ReasoningParser"], LoadedTokenizer, Mapping[str, Any]], bool | None
+]
+"""``(parser class, tokenizer, chat_template_kwargs) -> start state or None``: where a parser
+built without an explicit ``default_reasoning`` learns its start state from the model's own
+chat template (None: no template here, use the family's documented default)."""
+
+_start_state_source: StartStateSource | None = None
+
+
+def set_start_state_source(source: StartStateSource | None) -> StartStateSource | None:
+    """Install the template profile as the source of parsers' default start state.
+
+    Rendering a chat template belongs to the top layer (it needs jinja2 and the serving
+    renderer), which this layer must not import: the top layer plugs its profile in here
+    when ``reasonspan`` is imported, as the families register themselves. Returns the
+    source it replaced (tests restore it)."""
+    global _start_state_source
+    previous = _start_state_source
+    _start_state_source = source
+    return previous
+
+
 class ReasoningParser:
     """Base of every family's parser. A subclass sets ``spec`` and, rarely, overrides a hook.
 
@@ -131,6 +154,7 @@ class ReasoningParser:
     __slots__ = (
         "_cfmt",
         "_cursor",
+        "_default",
         "_fast",
         "_last",
         "_lut",
@@ -150,11 +174,18 @@ class ReasoningParser:
         tokenizer: LoadedTokenizer,
         machine: Machine,
         chat_template_kwargs: Mapping[str, Any] | None = None,
+        *,
+        default_reasoning: bool | None = None,
     ) -> None:
         self.tokenizer = tokenizer
         self._machine = machine
         self._cursor = machine.new_cursor()
-        self._last = machine.turn_start_reasoning
+        self._default = (
+            machine.turn_start_reasoning
+            if default_reasoning is None
+            else bool(default_reasoning) and machine.thinking
+        )
+        self._last = self._default
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         # The 1-token fast path serves any machine that routes with the base tables;
         # tokens that may begin a multi-token marker (HOLD) take the general path.
@@ -216,24 +247,42 @@ class ReasoningParser:
         cls,
         tokenizer: LoadedTokenizer | Any,
         chat_template_kwargs: Mapping[str, Any] | None = None,
+        *,
+        default_reasoning: bool | None = None,
     ) -> Self:
-        """Blocking constructor; :meth:`from_tokenizer` is the async one."""
+        """Blocking constructor; :meth:`from_tokenizer` is the async one.
+
+        ``default_reasoning`` is the start state when no prompt is given (``parse(ids)``,
+        ``TextSplitter(parser)``). Left None, it comes from the model's chat template when
+        the tokenizer was loaded from a folder that has one (the template profile, rendered
+        once per tokenizer and switches, then cached), else from the family's documented
+        default (:attr:`ReasoningSpec.start_source`)."""
         if chat_template_kwargs is not None and not isinstance(chat_template_kwargs, Mapping):
             raise InvalidOptionError(
                 "chat_template_kwargs", chat_template_kwargs, "a mapping or None"
             )
+        if default_reasoning is not None and not isinstance(default_reasoning, bool):
+            raise InvalidOptionError("default_reasoning", default_reasoning, "a bool or None")
         tok = as_loaded(tokenizer)
         kwargs = dict(chat_template_kwargs or {})
-        return cls(tok, cls.compile(tok, kwargs), kwargs)
+        machine = cls.compile(tok, kwargs)
+        if default_reasoning is None and _start_state_source is not None:
+            default_reasoning = _start_state_source(cls, tok, kwargs)
+        return cls(tok, machine, kwargs, default_reasoning=default_reasoning)
 
     @classmethod
     async def from_tokenizer(
         cls,
         tokenizer: LoadedTokenizer | Any,
         chat_template_kwargs: Mapping[str, Any] | None = None,
+        *,
+        default_reasoning: bool | None = None,
     ) -> Self:
-        """Build a parser; the first one per tokenizer compiles tables in a worker thread."""
-        return await anyio.to_thread.run_sync(cls.create, tokenizer, chat_template_kwargs)
+        """Build a parser; the first one per tokenizer compiles tables (and renders the
+        chat template's profile) in a worker thread."""
+        return await anyio.to_thread.run_sync(
+            lambda: cls.create(tokenizer, chat_template_kwargs, default_reasoning=default_reasoning)
+        )
 
     @classmethod
     async def reasoning_end_token_id(cls, tokenizer: LoadedTokenizer | Any) -> int | None:
@@ -269,13 +318,41 @@ class ReasoningParser:
 
     @property
     def default_reasoning(self) -> bool:
-        """The state at the start of an assistant turn when no prompt is available."""
-        return self._machine.turn_start_reasoning
+        """The state at the start of an assistant turn when no prompt is available: from
+        the model's chat template when the parser was built on a folder that has one, else
+        the family's documented default."""
+        return self._default
 
-    def decoder(self, *, skip_special_tokens: bool = False) -> LabelledDecoder:
-        """A fresh text decoder for this parser's tokenizer and text formatters."""
+    def skipped_token_ids(self) -> frozenset[int]:
+        """Token ids left out of the text with ``skip_special_tokens``: the tokenizer's
+        special tokens (end of sequence, ``<|im_end|>``, a turn marker), except the family's
+        tool markers, which it keeps in content for the tool parser (after reasoning ended
+        they are labelled CONTENT), and the pieces of its multi-token markers, so a marker
+        kept in content never loses half of itself (``<|close|>think<|sep|>`` must not
+        become ``think``). A token labelled TOOL is never left out, whatever it is."""
+        machine = self._machine
+        got = machine.skipped_ids
+        if got is None:  # once per machine, shared by every parser and request on it
+            tok = self.tokenizer
+            pieces = {
+                tid
+                for marker in machine.byte_markers
+                for tid in tok.encode(marker.decode("utf-8", "replace"))
+            }
+            kept = {t for t, k in machine.id_markers.items() if k == MarkerKind.TOOL}
+            got = machine.skipped_ids = tok.special_ids - pieces - kept
+        return got
+
+    def decoder(self, *, skip_special_tokens: bool = True) -> LabelledDecoder:
+        """A fresh text decoder for this parser's tokenizer and text formatters.
+
+        ``skip_special_tokens`` (the default, as servers decode) drops special tokens from
+        the text (end of sequence, ``<|im_end|>``), but never a TOOL-labelled token nor a
+        piece of a multi-token marker (:meth:`skipped_token_ids`)."""
         return LabelledDecoder(
-            self.tokenizer, self.text_formatters(), skip_special_tokens=skip_special_tokens
+            self.tokenizer,
+            self.text_formatters(),
+            skip_ids=self.skipped_token_ids() if skip_special_tokens else frozenset(),
         )
 
     def tool_call_reader(self) -> ToolCallReader | None:
@@ -306,7 +383,7 @@ class ReasoningParser:
     def reset(self) -> None:
         """Forget held tokens: call between requests (or after an error)."""
         self._cursor.clear()
-        self._last = self._machine.turn_start_reasoning
+        self._last = self._default
         self._seen = 0
 
     def is_prompt_in_reasoning(self, prompt_token_ids: TokenIds) -> bool:
@@ -385,9 +462,19 @@ class ReasoningParser:
         return self._delta(ids, labels, state, spill, final=True)
 
     def parse(
-        self, output_token_ids: TokenIds, prompt_token_ids: TokenIds | None = None
+        self,
+        output_token_ids: TokenIds,
+        prompt_token_ids: TokenIds | None = None,
+        *,
+        skip_special_tokens: bool = True,
     ) -> ParseResult:
-        """Non-streaming: the same labels as any streaming of the same tokens, plus text."""
+        """Non-streaming: the same labels as any streaming of the same tokens, plus text.
+
+        Without a prompt the start state is :attr:`default_reasoning`. The text drops
+        special tokens as a server decoding with ``skip_special_tokens=True`` does (TOOL
+        markers stay, see :meth:`skipped_token_ids`); pass False to keep them all, e.g.
+        when a text-based tool parser reads the content. Token ids and labels are the same
+        either way."""
         self._check(output_token_ids, "output_token_ids")
         start = (
             self.is_prompt_in_reasoning(prompt_token_ids)
@@ -406,7 +493,7 @@ class ReasoningParser:
         state = self._machine.run(toks, start, cursor, ids, labels, spill)
         state = self._machine.flush(state, cursor, ids, labels, spill)
         reasoning_ids, content_ids = split_labels(ids, labels)
-        dec = self.decoder()
+        dec = self.decoder(skip_special_tokens=skip_special_tokens)
         r1, c1 = dec.feed(ids, labels, spill)
         r2, c2 = dec.finish()
         r_text, c_text = r1 + r2, c1 + c2

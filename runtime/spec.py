@@ -110,6 +110,12 @@ class ReasoningSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     because only the end of the output can tell that no content came."""
     notes: str = ""
     """One line for the families table: the quirks the fields above do not say."""
+    start_source: str = ""
+    """Where the default start state (``thinking_default``, ``prompt_start``) comes from,
+    for the families table: ``template: ...`` when it was checked against the official
+    chat template's generation prompt (which file, how it ends), ``documented: ...`` when it
+    rests on the family's documentation or its reference parser. A parser built on a model
+    folder with a template takes the start state from that template instead."""
 
     def markers(self) -> list[tuple[str, MarkerKind]]:
         """All markers with their kind, in declaration order (start, end, tool, strip, turn)."""

@@ -47,7 +47,6 @@ from .batch_result import BatchStepResult
 from .decoding import LabelledDecoder
 from .errors import ReasonspanError
 from .labels import TOOL_CALL
-from .machine import Machine
 from .openai import (
     ChatCompletion,
     ChatCompletionChunk,
@@ -60,7 +59,6 @@ from .openai import (
     usage_for,
 )
 from .parser import ReasoningParser
-from .spec import MarkerKind
 from .tool_calls import ToolCallStream, merge_tool_call_deltas
 
 RequestKey = str | int
@@ -259,7 +257,6 @@ class ReasoningRuntime:
         """Engine ids ended by the runtime (aborted, cancelled, failed) while the engine may
         still send tokens for them; such tokens are dropped, not an error."""
         self._next_engine_id = _STRING_IDS_FROM
-        self._skip_ids: dict[Machine, frozenset[int]] = {}
         self._closed: BaseException | None = None
         self.step_ns: deque[int] = deque(maxlen=STEP_HISTORY)
         """Wall time of the most recent steps (bounded; see :attr:`steps` for the count)."""
@@ -358,17 +355,9 @@ class ReasoningRuntime:
         return eid
 
     def _skip_set(self, parser: ReasoningParser) -> frozenset[int]:
-        """Special tokens left out of the text: all but the markers kept in content."""
-        machine = parser.machine
-        got = self._skip_ids.get(machine)
-        if got is None:
-            kept = {t for t, kind in machine.id_markers.items() if kind == MarkerKind.TOOL}
-            for text, kind in machine.byte_markers.items():
-                if kind == MarkerKind.TOOL:  # a tool marker of several tokens
-                    kept.update(parser.tokenizer.encode(text.decode("utf-8")))
-            got = frozenset(parser.tokenizer.special_ids) - kept
-            self._skip_ids[machine] = got
-        return got
+        """Special tokens left out of the text: the parser's own list (cached on its
+        machine), so a stream and ``parse()`` / ``TextSplitter`` skip the same tokens."""
+        return parser.skipped_token_ids()
 
     def _record(self, request_id: object) -> _Record | None:
         if isinstance(request_id, str):

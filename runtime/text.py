@@ -17,8 +17,12 @@ class TextSplitter:
         parser: ReasoningParser,
         prompt_token_ids: TokenIds | None = None,
         *,
-        skip_special_tokens: bool = False,
+        skip_special_tokens: bool = True,
     ) -> None:
+        """Without ``prompt_token_ids`` the start state is ``parser.default_reasoning`` (the
+        model's chat template, else the family's documented default). Special tokens that
+        are not the family's markers are left out of the text unless
+        ``skip_special_tokens`` is False, as a server decoding with its default does."""
         self.parser = parser
         parser.reset()
         self.is_reasoning = (

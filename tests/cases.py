@@ -11,15 +11,22 @@ from reasonspan import ParseResult, ReasoningParser
 
 
 def split_with_parser(
-    parser: ReasoningParser, output: str, *, prompt: str | None = None
+    parser: ReasoningParser,
+    output: str,
+    *,
+    prompt: str | None = None,
+    skip_special_tokens: bool = False,
 ) -> ParseResult:
     """parse() the output, check that 1-token streaming gives the same text (nemotron's
-    reasoning-as-content included, with no help from the caller) and return parse()."""
+    reasoning-as-content included, with no help from the caller) and return parse().
+
+    The family tables assert the raw split, markers kept as content included, so special
+    tokens are kept unless asked (the servers' skip default has its own tests)."""
     tok = parser.tokenizer
     ids = tok.encode(output)
     pids = tok.encode(prompt) if prompt is not None else None
-    res = parser.parse(ids, prompt_token_ids=pids)
-    split = reasonspan.TextSplitter(parser, pids)
+    res = parser.parse(ids, prompt_token_ids=pids, skip_special_tokens=skip_special_tokens)
+    split = reasonspan.TextSplitter(parser, pids, skip_special_tokens=skip_special_tokens)
     r = c = ""
     for t in ids:
         a, b = split.feed([t])

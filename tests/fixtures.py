@@ -251,7 +251,7 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "minimax_m3": "minimax-m3",
     "kimi_k2": "qwen-3_base_with_kimi_k2_special_tokens",
     "step3": "deepseek-v3.1_base_with_step3_special_tokens",
-    "step3p5": "deepseek-r1",
+    "step3p5": "qwen-3",
     "deepseek_v4": "deepseek-v4",
     "seed_oss": "qwen-2.5_base_with_seed_oss_special_tokens",
     "nemotron_v3": "qwen-3_base_with_nemotron_v3_special_tokens",

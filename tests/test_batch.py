@@ -53,7 +53,7 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
     for kwargs in FAMILY_KWARGS.get(family, [{}])
 ] + [
     ("minimax_m3", "minimax", {}),
-    ("minimax_m3", "qwen-3", {"thinking_mode": "enabled"}),
+    ("minimax_m3", "minimax", {"thinking_mode": "enabled"}),
 ]
 
 
@@ -857,7 +857,7 @@ class ExplodingDrainMachine(Machine):
 
 
 class ExplodingMiniMaxM3(MiniMaxM3Parser):
-    """Not registered: minimax_m3 (text markers on Qwen3's vocabulary), exploding."""
+    """Not registered: minimax_m3 (text markers on MiniMax M2's vocabulary), exploding."""
 
     @classmethod
     def compile(cls, tokenizer: LoadedTokenizer, kwargs: Mapping[str, Any]) -> Machine:
@@ -869,7 +869,7 @@ class ExplodingMiniMaxM3(MiniMaxM3Parser):
 def test_a_failing_hold_back_parser_fails_its_whole_step() -> None:
     """The tokens a hold-back request routed by table before its parser raised are FAILED
     too, uncounted and outside the grammar, as if the parser had seen the whole step."""
-    good = parser("minimax_m3", "qwen-3", {"thinking_mode": "enabled"})
+    good = parser("minimax_m3", "minimax", {"thinking_mode": "enabled"})
     bad = ExplodingMiniMaxM3.create(good.tokenizer, {"thinking_mode": "enabled"})
     enc = good.tokenizer.encode
     boom = bad.machine.boom

@@ -442,13 +442,24 @@ def test_hy_v3_multi_turn_history() -> None:
 
 
 def test_hy_v3_suffix_from_config_preview_and_ambiguity() -> None:
+    def with_bare_turn(tok: LoadedTokenizer) -> LoadedTokenizer:
+        # The bare-suffix variants need the bare turn marker (the prompt scan's bound).
+        copy = Tokenizer.from_str(tok.tokenizer.to_str())
+        copy.add_special_tokens(["<｜hy_Assistant｜>"])
+        return LoadedTokenizer(copy, tok.source, config={"token_suffix": ""})
+
     base = tokenizer(FAMILY_TOKENIZERS["hy_v3"])
     # tokenizer_config.json's token_suffix wins when its pair is in the vocabulary.
-    configured = LoadedTokenizer(base.tokenizer, base.source, config={"token_suffix": ""})
+    configured = with_bare_turn(base)
     assert parser_for("hy_v3", tok=configured).machine.spec.start == ("<think>",)
     # A preview vocabulary (bare pair only) resolves to the bare markers.
-    preview = parser_for("hy_v3", {"reasoning_effort": "high"}, tok=tokenizer("qwen-3"))
+    preview_tok = with_bare_turn(tokenizer("qwen-3"))
+    preview_tok.config.clear()
+    preview = parser_for("hy_v3", {"reasoning_effort": "high"}, tok=preview_tok)
     assert preview.machine.spec.start == ("<think>",)
+    # Without any turn marker the scan cannot be bounded: the wrong tokenizer is an error.
+    with pytest.raises(MissingMarkerError, match=r"<｜hy_Assistant｜>.*assistant-turn marker"):
+        parser_for("hy_v3", {"reasoning_effort": "high"}, tok=tokenizer("qwen-3"))
     # Two suffixed pairs and no token_suffix: refuse to guess.
     tiny = Tokenizer(WordLevel({"a": 0, "[UNK]": 1}, unk_token="[UNK]"))
     tiny.add_special_tokens(["<think:a>", "</think:a>", "<think:b>", "</think:b>"])

@@ -38,12 +38,14 @@ def run(
     prompt: str | None = None,
     kwargs: dict[str, Any] | None = None,
 ) -> ParseResult:
-    """parse() the output; check that one-token streaming gives the same labels and text."""
+    """parse() the output; check that one-token streaming gives the same labels and text.
+
+    Special tokens are kept in the text: these cases assert the raw split."""
     tok = tokenizer(tok_name)
     parser = make(family, tok_name, kwargs)
     ids = tok.encode(output) if isinstance(output, str) else output
     pids = tok.encode(prompt) if prompt is not None else None
-    res = parser.parse(ids, prompt_token_ids=pids)
+    res = parser.parse(ids, prompt_token_ids=pids, skip_special_tokens=False)
 
     parser.reset()
     state = parser.is_prompt_in_reasoning(pids) if pids is not None else parser.default_reasoning
@@ -57,7 +59,7 @@ def run(
     assert labels + tail.labels == res.labels
     assert tail.is_still_reasoning == (not res.reasoning_ended)
 
-    split = reasonspan.TextSplitter(parser, pids)
+    split = reasonspan.TextSplitter(parser, pids, skip_special_tokens=False)
     r = c = ""
     for t in ids:
         a, b = split.feed([t])

@@ -440,11 +440,11 @@ CASES: list[tuple[str, Case]] = [
     ),
     (
         "step3p5 trims one newline each side",
-        ("step3p5", "deepseek-r1", None, "a\n\n</think>\n\nb", {}, "a\n", "\nb", True),
+        ("step3p5", "qwen-3", None, "a\n\n</think>\n\nb", {}, "a\n", "\nb", True),
     ),
     (
         "step3p5 single newlines",
-        ("step3p5", "deepseek-r1", None, "a\n</think>\nb", {}, "a", "b", True),
+        ("step3p5", "qwen-3", None, "a\n</think>\nb", {}, "a", "b", True),
     ),
 ]
 

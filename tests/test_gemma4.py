@@ -100,7 +100,7 @@ def test_routing_and_label(output: str, reasoning: str | None, content: str) -> 
 def test_tool_call_ends_reasoning_and_stays_in_content() -> None:
     call = '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>'
     ids = TOK.encode(f"<|channel>thought\nI need the weather.{call}")
-    res = OFF.parse(ids)
+    res = OFF.parse(ids, skip_special_tokens=False)  # the tool parser reads the whole call
     assert res.reasoning == "I need the weather."
     assert res.content == call
     assert res.labels[len(TOK.encode("<|channel>thought\nI need the weather."))] == T
@@ -190,7 +190,7 @@ def test_a_model_that_skips_the_channel_answers_in_content(with_prompt: bool) ->
     assert (res.reasoning, res.content) == ("Add.", "4")
     # A direct tool call is content for the tool parser.
     call = "<|tool_call>call:calc{}<tool_call|>"
-    res = ON.parse(TOK.encode(call), prompt_token_ids=prompt)
+    res = ON.parse(TOK.encode(call), prompt_token_ids=prompt, skip_special_tokens=False)
     assert (res.reasoning, res.content) == (None, call)
 
 

@@ -27,7 +27,7 @@ def test_multibyte_characters_split_across_tokens_come_out_whole() -> None:
 
 def test_trim_split_across_deltas() -> None:
     """step3p5 trims one newline each side of </think>, wherever the deltas cut."""
-    tok = tokenizer("deepseek-r1")
+    tok = tokenizer("qwen-3")
     parser = reasonspan.create_parser_sync("step3p5", tok)
     ids = tok.encode("line one\n\n</think>\n\nanswer\n")
     for cut in range(len(ids) + 1):

@@ -37,7 +37,15 @@ def chat_template_of(tok: LoadedTokenizer, name: str = "default") -> str | None:
     of which ``name`` is taken)."""
     if tok.chat_template:
         return tok.chat_template
-    raw = tok.config.get("chat_template")
+    return template_from_config(tok.config, name)
+
+
+def template_from_config(config: Mapping[str, Any], name: str = "default") -> str | None:
+    """``tokenizer_config.json``'s ``chat_template``: a string, or the template called
+    ``name`` in a list of named templates."""
+    raw = config.get("chat_template")
+    if isinstance(raw, str):
+        return raw
     if isinstance(raw, list):
         named = {
             t.get("name"): t.get("template")
