@@ -43,6 +43,8 @@ class MiniMaxM2Parser(ReasoningParser):
 
 _MM_START = "<mm:think>"
 _MM_END = "</mm:think>"
+_MM_MODES = ("enabled", "adaptive", "disabled")
+"""The thinking_mode values of MiniMax M3's chat template; any other is refused."""
 
 
 @register
@@ -71,6 +73,6 @@ class MiniMaxM3Parser(ReasoningParser):
     @classmethod
     def resolve_switches(cls, kwargs: Mapping[str, Any]) -> tuple[bool, bool]:
         mode = kwargs.get("thinking_mode")
-        if mode is not None and not isinstance(mode, str):
+        if mode is not None and mode not in _MM_MODES:
             raise InvalidOptionError("thinking_mode", mode, '"enabled", "adaptive" or "disabled"')
         return True, mode == "enabled"

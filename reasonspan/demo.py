@@ -170,6 +170,13 @@ def _setups(args: argparse.Namespace) -> list[tuple[str, LoadedTokenizer]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.parser is not None and not args.tokenizer:
+        print(
+            "reasonspan demo: --parser applies to --tokenizer; pass both, or neither for "
+            "the default models",
+            file=sys.stderr,
+        )
+        return 2
     try:
         setups = _setups(args)
         cases = build_cases(setups, args.requests)

@@ -53,6 +53,20 @@ def _read_ids(path: str) -> list[int]:
     return data
 
 
+def _utf8(text: str, option: str) -> str:
+    """``text`` as given on the command line, refused when its bytes were not UTF-8 (Python
+    keeps them as lone surrogates, which no tokenizer can encode)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        byte = exc.object[exc.start].encode("utf-8", "surrogateescape")
+        raise ValueError(
+            f"{option} is not valid UTF-8 (byte {byte!r} at character {exc.start}); "
+            "pass the output as token ids with --ids"
+        ) from None
+    return text
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         kwargs = json.loads(args.kwargs)
@@ -60,16 +74,18 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--kwargs must be a JSON object")
         tok = load_tokenizer_sync(args.tokenizer)
         parser = create_parser_sync(args.parser, tok, kwargs)
-        output = tok.encode(args.text) if args.text is not None else _read_ids(args.ids)
+        output = (
+            tok.encode(_utf8(args.text, "--text")) if args.text is not None else _read_ids(args.ids)
+        )
         prompt: list[int] | None = None
         if args.prompt_text is not None:
-            prompt = tok.encode(args.prompt_text)
+            prompt = tok.encode(_utf8(args.prompt_text, "--prompt-text"))
         elif args.prompt_ids is not None:
             prompt = _read_ids(args.prompt_ids)
         res = parser.parse(
             output, prompt_token_ids=prompt, skip_special_tokens=not args.keep_special_tokens
         )
-    except (ReasonspanError, ValueError, OSError) as exc:
+    except (ReasonspanError, ValueError, OSError, UnicodeError) as exc:
         print(f"reasonspan split: {exc}", file=sys.stderr)
         return 2
     # Where the start state came from (prompt scan, then template profile, then the

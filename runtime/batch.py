@@ -63,7 +63,7 @@ from .batch_errors import (
 )
 from .batch_fallback import step_fallback
 from .batch_result import BatchStepResult
-from .batch_slots import Slots, as_request_id, check_bool, int_array
+from .batch_slots import Slots, as_request_id, check_bool, int_array, token_array
 from .batch_tables import LOW, REASONING_BIT, Tables, is_hold_back
 from .batch_types import (
     HELD,
@@ -236,9 +236,15 @@ class ReasoningBatch:
         sl = self._slots
         slot = sl.slot(request_id, "remove()")
         group = int(sl.group[slot])
-        if group >= 0:
-            self._tables.live[group] -= 1
         sl.release(slot)
+        if group >= 0:
+            tables = self._tables
+            tables.live[group] -= 1
+            if not tables.live[group] and tables.release(group):
+                # The flat lookup table was repacked: move the live slots' offsets.
+                live = sl.sorted_slots[sl.group[sl.sorted_slots] >= 0]
+                base = np.asarray(tables.base, np.int64)
+                sl.lutb[live] = base[sl.group[live]]
         self._recount()
 
     # ------------------------------------------------------------------ queries
@@ -299,7 +305,7 @@ class ReasoningBatch:
         """
         sl = self._slots
         rids = int_array(request_ids, "request_ids")
-        toks = int_array(token_ids, "token_ids")
+        toks, bad = token_array(token_ids)
         offs = int_array(offsets, "offsets")
         n = rids.shape[0]
         m = toks.shape[0]
@@ -324,10 +330,15 @@ class ReasoningBatch:
                     f"< offsets[{i}] = {int(offs[i])}"
                 )
         slots = sl.lookup(rids)
+        if bad is not None:
+            raise sl.token_error(bad, slots, offs, rids)
         if m:
             sl.check_tokens(toks, slots, counts, offs, rids)
 
         # ---- validated: from here on the batch changes
+        # A parser may raise a BaseException (KeyboardInterrupt, CancelledError) that is not
+        # its request's failure: the whole step is then undone, so keep what it changes.
+        undo = self._undo_fields(slots) if (sl.n_fallback or sl.n_hybrid) else None
         res = BatchStepResult(sl)
         errors: dict[int, RequestFailedError] = {}
         gmask: BoolArray | None = None
@@ -397,11 +408,23 @@ class ReasoningBatch:
             for row in np.flatnonzero(sl.failed[slots]).tolist():
                 errors[int(rids[row])] = sl.failures[int(slots[row])]
         if frows is not None or drops:
-            step_fallback(sl, res, frows, drops, slots, rids, toks, offs, labels, gmask, errors)
+            try:
+                step_fallback(sl, res, frows, drops, slots, rids, toks, offs, labels, gmask, errors)
+            except BaseException:
+                if undo is not None:
+                    for name, before in undo.items():
+                        getattr(sl, name)[slots] = before
+                raise
         reasoning_tokens = sl.fill_result(res, rids, toks, offs, slots, labels, gmask, errors)
         if sl.n_budget:
             fill_forcing(sl, res, slots, reasoning_tokens)
         return res
+
+    def _undo_fields(self, slots: IntArray) -> dict[str, np.ndarray[Any, Any]]:
+        """The slot fields a step writes, for these slots (gathers are copies)."""
+        sl = self._slots
+        names = ("row", "cnt", "dcnt", "fpos", "hit") if sl.n_budget else ("row", "cnt", "dcnt")
+        return {name: getattr(sl, name)[slots] for name in names}
 
     def _advance(
         self, sl: Slots, s: IntArray, t: IntArray

@@ -44,10 +44,10 @@ def budget_options(
     if (
         isinstance(thinking_token_budget, bool)
         or not isinstance(thinking_token_budget, (int, np.integer))
-        or thinking_token_budget < 0
+        or not 0 <= int(thinking_token_budget) < NO_BUDGET
     ):
         raise InvalidOptionError(
-            "thinking_token_budget", thinking_token_budget, "an int >= 0 or None"
+            "thinking_token_budget", thinking_token_budget, "an int >= 0 and < 2**63 - 1, or None"
         )
     if budget_lead_in is not None and not isinstance(budget_lead_in, str):
         raise InvalidOptionError("budget_lead_in", budget_lead_in, "a str or None")
@@ -77,8 +77,7 @@ def budget_step(sl: Slots, s: IntArray, t: IntArray, reasoning: BoolArray) -> No
     fp = sl.fpos[s]
     forcing = fp >= 0
     if forcing.any():
-        width = sl.forced.shape[1]
-        expect = sl.forced.reshape(-1)[s * width + np.clip(fp, 0, width - 1)]
+        expect = sl.fpool[sl.fbase[s] + np.clip(fp, 0, np.maximum(sl.flen[s] - 1, 0))]
         fp = fp + (forcing & (t == expect))
     start = reasoning & (fp < 0)
     fp = np.where(reasoning, np.where(start, 0, fp), -1)
@@ -114,6 +113,5 @@ def fill_forcing(
     if forcing.any():
         res._forced_pos = fp
         res._gen = sl.gen[slots]
-        width = sl.forced.shape[1]
-        nxt = sl.forced.reshape(-1)[slots * width + np.clip(fp, 0, width - 1)]
+        nxt = sl.fpool[sl.fbase[slots] + np.clip(fp, 0, np.maximum(sl.flen[slots] - 1, 0))]
         res.next_forced_token = np.where(forcing, nxt, -1)

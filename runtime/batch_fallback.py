@@ -121,6 +121,10 @@ def step_fallback(
     all_toks = toks.tolist() if 4 * n >= toks.shape[0] else None
     parsers = sl.parsers
     failed_heads: list[tuple[int, int]] = []
+    # Parser states before this step, put back if a BaseException (KeyboardInterrupt,
+    # CancelledError) cuts the step short: the step is then undone for every request.
+    undo: list[tuple[Any, tuple[object, ...]]] = []
+    failed_before = dict(failed)
 
     def fail(i: int, exc: Exception) -> None:
         """Freeze the request; like every token of its step, the ones decided by table
@@ -138,116 +142,129 @@ def step_fallback(
             add_delim[i] = -head.count(DELIMITER)
             failed_heads.append((a0, a))
 
-    for i in range(n):
-        slot, row, a, b = slot_l[i], row_l[i], start_l[i], end_l[i]
-        if slot in failed:  # reported at every step until the request is removed
-            errors[int(rids[row])] = sl.failures[slot]
-            out += bytes([FAILED]) * (b - a)
-            continue
-        if a == b:
-            continue
-        parser = parsers[slot]
-        assert parser is not None
-        chunk = all_toks[a:b] if all_toks is not None else toks[a:b].tolist()
-        struct = struct_l[i]
-        budget = budget_l[i]
-        budgeted = budget != NO_BUDGET
-        if not struct and not budgeted:
-            # The common lane: one stream() call, no per-token decisions to make.
-            held0 = held_l[i]
+    try:
+        for i in range(n):
+            slot, row, a, b = slot_l[i], row_l[i], start_l[i], end_l[i]
+            if slot in failed:  # reported at every step until the request is removed
+                errors[int(rids[row])] = sl.failures[slot]
+                out += bytes([FAILED]) * (b - a)
+                continue
+            if a == b:
+                continue
+            parser = parsers[slot]
+            assert parser is not None
+            chunk = all_toks[a:b] if all_toks is not None else toks[a:b].tolist()
+            struct = struct_l[i]
+            budget = budget_l[i]
+            budgeted = budget != NO_BUDGET
+            if not struct and not budgeted:
+                # The common lane: one stream() call, no per-token decisions to make.
+                held0 = held_l[i]
+                undo.append((parser, parser.snapshot()))
+                try:
+                    d = parser.stream(chunk, state_l[i])
+                except Exception as exc:  # isolate: only this request fails
+                    fail(i, exc)
+                    out += bytes([FAILED]) * (b - a)
+                    continue
+                labs_b = d.labels
+                state_l[i] = d.is_still_reasoning
+                held_l[i] = d.held_token_count
+                if len(labs_b) == 1:
+                    lab = labs_b[0]
+                    add_cnt[i] = (b - a) * TOTAL + (lab == REASONING)
+                    add_delim[i] = int(lab == DELIMITER)
+                else:
+                    add_cnt[i] = (b - a) * TOTAL + labs_b.count(REASONING)
+                    add_delim[i] = labs_b.count(DELIMITER)
+                nd = max(0, len(labs_b) - held0)
+                out += labs_b[held0 : held0 + nd]
+                if b - a > nd:
+                    out += bytes([HELD]) * (b - a - nd)
+                a0 = first_l[i]
+                if a0 == a:
+                    res._decided[row] = (d.token_ids, labs_b)
+                    if d.spill:
+                        res._spill[row] = d.spill
+                else:  # this step's table-decided tokens come first
+                    head = all_toks[a0:a] if all_toks is not None else toks[a0:a].tolist()
+                    res._decided[row] = (head + d.token_ids, labels[a0:a].tobytes() + labs_b)
+                    if d.spill:
+                        h = a - a0
+                        res._spill[row] = tuple((h + j, *rest) for j, *rest in d.spill)
+                continue
+            # With a grammar or a budget, decisions are per token: stream token by token
+            # (the same labels: stream() does not depend on how tokens are split).
+            pieces = [[t] for t in chunk] if (struct or budgeted) and len(chunk) > 1 else [chunk]
+            state = state_l[i]
+            held0 = held = held_l[i]
+            fp = fpos_l[i]
+            hit = hit_l[i]
+            seq = sl.forced_sequence(slot) if budgeted else []
+            ids: list[int] = []
+            labs = bytearray()
+            spill: list[Spill] = []
+            gm: list[bool] = []
+            undo.append((parser, parser.snapshot()))
             try:
-                d = parser.stream(chunk, state_l[i])
+                for piece in pieces:
+                    before = state
+                    if fp >= 0 and piece[0] == seq[fp]:
+                        fp += 1
+                    d = parser.stream(piece, state)
+                    if d.spill:
+                        n0 = len(ids)
+                        spill.extend((n0 + j, data, ch, after) for j, data, ch, after in d.spill)
+                    ids += d.token_ids
+                    labs += d.labels
+                    state = d.is_still_reasoning
+                    held = d.held_token_count
+                    if struct:
+                        gm.extend([not before] * len(piece))
+                    if budgeted:
+                        if not state:
+                            fp = -1
+                        elif fp < 0:
+                            if reasoning_l[i] + labs.count(REASONING) >= budget:
+                                fp = 0
+                                hit = True
+                        elif fp >= len(seq):
+                            fp = int(sl.lead[slot])
             except Exception as exc:  # isolate: only this request fails
                 fail(i, exc)
                 out += bytes([FAILED]) * (b - a)
                 continue
-            labs_b = d.labels
-            state_l[i] = d.is_still_reasoning
-            held_l[i] = d.held_token_count
-            if len(labs_b) == 1:
-                lab = labs_b[0]
-                add_cnt[i] = (b - a) * TOTAL + (lab == REASONING)
-                add_delim[i] = int(lab == DELIMITER)
-            else:
-                add_cnt[i] = (b - a) * TOTAL + labs_b.count(REASONING)
-                add_delim[i] = labs_b.count(DELIMITER)
-            nd = max(0, len(labs_b) - held0)
-            out += labs_b[held0 : held0 + nd]
-            if b - a > nd:
-                out += bytes([HELD]) * (b - a - nd)
+            state_l[i] = state
+            held_l[i] = held
+            fpos_l[i] = fp
+            hit_l[i] = hit
+            add_cnt[i] = len(chunk) * TOTAL + labs.count(REASONING)
+            add_delim[i] = labs.count(DELIMITER)
+            # This step's tokens: those decided now (after the earlier held ones), then HELD.
+            nd = max(0, len(ids) - held0)
+            out += labs[held0 : held0 + nd]
+            out += bytes([HELD]) * (b - a - nd)
+            if struct:
+                grammar.extend(a + j for j, on in enumerate(gm) if on)
             a0 = first_l[i]
             if a0 == a:
-                res._decided[row] = (d.token_ids, labs_b)
-                if d.spill:
-                    res._spill[row] = d.spill
+                res._decided[row] = (ids, bytes(labs))
             else:  # this step's table-decided tokens come first
                 head = all_toks[a0:a] if all_toks is not None else toks[a0:a].tolist()
-                res._decided[row] = (head + d.token_ids, labels[a0:a].tobytes() + labs_b)
-                if d.spill:
-                    h = a - a0
-                    res._spill[row] = tuple((h + j, *rest) for j, *rest in d.spill)
-            continue
-        # With a grammar or a budget, decisions are per token: stream token by token
-        # (the same labels: stream() does not depend on how tokens are split).
-        pieces = [[t] for t in chunk] if (struct or budgeted) and len(chunk) > 1 else [chunk]
-        state = state_l[i]
-        held0 = held = held_l[i]
-        fp = fpos_l[i]
-        hit = hit_l[i]
-        seq = sl.forced_sequence(slot) if budgeted else []
-        ids: list[int] = []
-        labs = bytearray()
-        spill: list[Spill] = []
-        gm: list[bool] = []
-        try:
-            for piece in pieces:
-                before = state
-                if fp >= 0 and piece[0] == seq[fp]:
-                    fp += 1
-                d = parser.stream(piece, state)
-                if d.spill:
-                    n0 = len(ids)
-                    spill.extend((n0 + j, data, ch, after) for j, data, ch, after in d.spill)
-                ids += d.token_ids
-                labs += d.labels
-                state = d.is_still_reasoning
-                held = d.held_token_count
-                if struct:
-                    gm.extend([not before] * len(piece))
-                if budgeted:
-                    if not state:
-                        fp = -1
-                    elif fp < 0:
-                        if reasoning_l[i] + labs.count(REASONING) >= budget:
-                            fp = 0
-                            hit = True
-                    elif fp >= len(seq):
-                        fp = int(sl.lead[slot])
-        except Exception as exc:  # isolate: only this request fails
-            fail(i, exc)
-            out += bytes([FAILED]) * (b - a)
-            continue
-        state_l[i] = state
-        held_l[i] = held
-        fpos_l[i] = fp
-        hit_l[i] = hit
-        add_cnt[i] = len(chunk) * TOTAL + labs.count(REASONING)
-        add_delim[i] = labs.count(DELIMITER)
-        # This step's tokens: those decided now (after the earlier held ones), then HELD.
-        nd = max(0, len(ids) - held0)
-        out += labs[held0 : held0 + nd]
-        out += bytes([HELD]) * (b - a - nd)
-        if struct:
-            grammar.extend(a + j for j, on in enumerate(gm) if on)
-        a0 = first_l[i]
-        if a0 == a:
-            res._decided[row] = (ids, bytes(labs))
-        else:  # this step's table-decided tokens come first
-            head = all_toks[a0:a] if all_toks is not None else toks[a0:a].tolist()
-            res._decided[row] = (head + ids, labels[a0:a].tobytes() + labs)
-            spill = [(a - a0 + j, data, ch, after) for j, data, ch, after in spill]
-        if spill:
-            res._spill[row] = tuple(spill)
+                res._decided[row] = (head + ids, labels[a0:a].tobytes() + labs)
+                spill = [(a - a0 + j, data, ch, after) for j, data, ch, after in spill]
+            if spill:
+                res._spill[row] = tuple(spill)
+    except BaseException:
+        # Not a parser error to isolate: undo this step's per-request work (no slot field
+        # has been written yet but the failures) and let the caller undo the table path.
+        for parser, snap in reversed(undo):
+            parser.restore(snap)
+        for slot in set(failed) - set(failed_before):
+            sl.failed[slot] = False
+        failed.clear()
+        failed.update(failed_before)
+        raise
     # Every fallback row wrote exactly its own tokens' labels, in row order.
     if fs is None:  # few rows: element by element
         decided = bytes(out)

@@ -49,6 +49,39 @@ def int_array(x: object, where: str) -> IntArray:
     return a.astype(np.int64)
 
 
+BadToken = tuple[int, object]
+"""``(position, value as given)`` of the first token id that is not an int of int64."""
+
+
+def token_array(x: object) -> tuple[IntArray, BadToken | None]:
+    """A step's token ids as an int64 array, validated as ``parser.stream`` validates a
+    delta: every id an int or a numpy integer (a bool, a float, a numeric string is
+    refused, not converted). The first id that is no such int, or does not fit in int64
+    (uint64 above 2**63 - 1), is returned as given, for the step to report against its
+    request once the offsets are checked; the array is then a placeholder."""
+    if isinstance(x, np.ndarray):
+        if x.ndim == 1 and x.dtype.kind == "u" and x.size and x.dtype.itemsize == 8:
+            big = x > np.uint64(_I64_MAX)
+            if big.any():
+                pos = int(np.argmax(big))
+                return np.zeros(x.shape[0], np.int64), (pos, x[pos].item())
+        return int_array(x, "token_ids"), None
+    if isinstance(x, (list, tuple)):
+        if not set(map(type, x)) <= {int}:
+            for i, t in enumerate(x):
+                if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+                    return np.zeros(len(x), np.int64), (i, t)
+        try:
+            arr = np.array(x, np.int64) if x else np.zeros(0, np.int64)
+        except OverflowError:
+            for i, t in enumerate(x):
+                if not _I64_MIN <= int(t) <= _I64_MAX:
+                    return np.zeros(len(x), np.int64), (i, t)
+            raise
+        return arr, None
+    return int_array(x, "token_ids"), None
+
+
 def as_request_id(x: object, where: str) -> int:
     """A request id as an int (ints and numpy integers that fit in int64), or a clear error."""
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
@@ -86,6 +119,7 @@ class Slots:
         ("budget", np.int64, NO_BUDGET),
         ("fpos", np.int64, -1),
         ("flen", np.int64, 0),
+        ("fbase", np.int64, 0),
         ("lead", np.int64, 0),
         ("struct", np.bool_, 0),
         ("incl", np.bool_, 1),
@@ -118,6 +152,8 @@ class Slots:
     fpos: IntArray
     """Position in the forced sequence of the next forced token (-1: nothing forced)."""
     flen: IntArray
+    fbase: IntArray
+    """Where the slot's forced sequence begins in :attr:`Slots.fpool`."""
     lead: IntArray
     """Length of the lead-in part of the forced sequence."""
     struct: BoolArray
@@ -150,8 +186,13 @@ class Slots:
         self.n_exclude = 0
         self.n_done = 0
         self.vmin: int | None = None
-        self.forced: IntArray = np.zeros((0, 1), np.int64)
-        """Forced sequence of each slot (lead-in ids, then the end marker's), zero-padded."""
+        self.fpool: IntArray = np.zeros(1, np.int64)
+        """Forced sequences of the slots (lead-in ids, then the end marker's), packed: a
+        slot's is ``fpool[fbase[slot]:fbase[slot] + flen[slot]]``. Each request takes what
+        its own sequence needs, whatever another request's lead-in is; freed space is
+        reclaimed by compaction. One spare entry at the end keeps gathers in bounds."""
+        self.fend = 0
+        self.flive = 0
         self._consts: dict[str, np.ndarray[Any, Any]] = {}
         self.grow(max(1, int(capacity)))
 
@@ -162,9 +203,6 @@ class Slots:
             if old:
                 arr[:old] = getattr(self, name)
             setattr(self, name, arr)
-        forced = np.zeros((cap, self.forced.shape[1]), np.int64)
-        forced[:old] = self.forced
-        self.forced = forced
         self.parsers.extend([None] * (cap - old))
         self.free.extend(range(cap - 1, old - 1, -1))
         self.cap = cap
@@ -196,10 +234,7 @@ class Slots:
         if not self.free:
             self.grow(self.cap * 2)
         slot = self.free.pop()
-        if len(seq) > self.forced.shape[1]:
-            wider = np.zeros((self.cap, len(seq)), np.int64)
-            wider[:, : self.forced.shape[1]] = self.forced
-            self.forced = wider
+        self._store_forced(slot, seq)
         self.rid[slot] = rid
         self.gen[slot] += 1
         self.done[slot] = False
@@ -216,7 +251,6 @@ class Slots:
         self.budget[slot] = budget
         self.flen[slot] = len(seq)
         self.lead[slot] = lead_len
-        self.forced[slot, : len(seq)] = seq
         start = reasoning and budget <= 0
         self.fpos[slot] = 0 if start else -1
         self.hit[slot] = start
@@ -257,10 +291,37 @@ class Slots:
         self.incl[slot] = True
         self.parsers[slot] = None
         self.failures.pop(slot, None)
+        self.flive -= int(self.flen[slot])
+        self.flen[slot] = 0
+        self.fbase[slot] = 0
+        if self.fpool.shape[0] > 4 * self.flive + 1024:  # mostly freed space: shrink
+            self._compact_forced(0)
         self.free.append(slot)
         if int(self.vocab[slot]) == self.vmin:
             self.vmin = None
         self.version += 1
+
+    def _store_forced(self, slot: int, seq: list[int]) -> None:
+        need = len(seq)
+        if self.fend + need >= self.fpool.shape[0]:
+            self._compact_forced(need)
+        self.fbase[slot] = self.fend
+        self.fpool[self.fend : self.fend + need] = seq
+        self.fend += need
+        self.flive += need
+
+    def _compact_forced(self, extra: int) -> None:
+        """Pack the live slots' forced sequences into a pool sized for them plus ``extra``."""
+        live = list(self.slot_of.values())
+        pool = np.zeros(max(64, 2 * (self.flive + extra)) + 1, np.int64)
+        end = 0
+        for x in live:
+            a, n = int(self.fbase[x]), int(self.flen[x])
+            pool[end : end + n] = self.fpool[a : a + n]
+            self.fbase[x] = end
+            end += n
+        self.fpool = pool
+        self.fend = end
 
     def mark_finished(self, slot: int) -> None:
         """``finish()`` ended the request: nothing is forced and later steps refuse it."""
@@ -293,7 +354,8 @@ class Slots:
 
     def forced_sequence(self, slot: int) -> list[int]:
         """The whole forced sequence of a slot: lead-in ids, then the end marker ids."""
-        seq: list[int] = self.forced[slot, : int(self.flen[slot])].tolist()
+        a = int(self.fbase[slot])
+        seq: list[int] = self.fpool[a : a + int(self.flen[slot])].tolist()
         return seq
 
     def slot_generation(self, slot: int) -> int:
@@ -363,6 +425,22 @@ class Slots:
         if self.vmin is None:
             self.vmin = int(self.vocab[self.sorted_slots].min()) if self.slot_of else 0
         return self.vmin
+
+    def token_error(
+        self, bad: BadToken, slots: IntArray, offs: IntArray, rids: IntArray
+    ) -> BatchTokenError:
+        """The error for a token id that :func:`token_array` refused, with its request."""
+        pos, value = bad
+        row = int(np.searchsorted(offs, pos, side="right")) - 1
+        slot = int(slots[row])
+        parser = self.parsers[slot]
+        return BatchTokenError(
+            value,
+            pos,
+            int(self.vocab[slot]),
+            int(rids[row]),
+            parser.name if parser is not None else "?",
+        )
 
     def check_tokens(
         self,

@@ -22,6 +22,8 @@ parsers: it sees compiled machines only.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import numpy.typing as npt
 
@@ -69,15 +71,22 @@ class Tables:
         self.luts: list[npt.NDArray[np.uint8]] = []
         self.live: list[int] = []
         self._by_key: dict[tuple[bytes, object], int] = {}
-        self._by_id: dict[int, tuple[Machine, int | None]] = {}
+        self._by_machine: weakref.WeakKeyDictionary[Machine, int | None] = (
+            weakref.WeakKeyDictionary()
+        )
+        """Group of each machine seen (weak: a machine, and its tokenizer, dies with the
+        last parser that uses it, even while its group lives on for an equal machine)."""
+        self._view: list[bool] = []
+        """Per group: its ``luts`` entry is a view of the flat table (hold-back groups)."""
+        self._free: list[int] = []
+        """Groups released when their last request left, reused by the next new group."""
 
     def group(self, machine: Machine) -> int | None:
         """The group of a machine, or None when the batch must route it per request."""
-        hit = self._by_id.get(id(machine))
-        if hit is not None and hit[0] is machine:
-            return hit[1]
+        if machine in self._by_machine:
+            return self._by_machine[machine]
         g = self._build(machine)
-        self._by_id[id(machine)] = (machine, g)
+        self._by_machine[machine] = g
         return g
 
     def _build(self, machine: Machine) -> int | None:
@@ -102,10 +111,15 @@ class Tables:
         g = self._by_key.get(key)
         if g is not None:
             return g
-        g = len(self.base)
+        reuse = self._free.pop() if self._free else None
+        g = len(self.base) if reuse is None else reuse
         base = int(self.lut.size)
-        self.base.append(base)
-        self.vocab.append(int(machine.vocab_size))
+        if reuse is None:
+            self.base.append(base)
+            self.vocab.append(int(machine.vocab_size))
+        else:
+            self.base[g] = base
+            self.vocab[g] = int(machine.vocab_size)
         flat_lut = np.empty(base + lut.size, np.uint8)
         flat_lut[:base] = self.lut
         if hold_back:  # HOLD (8, never with a kind) becomes ASIDE, written in place
@@ -125,13 +139,50 @@ class Tables:
         glab = np.concatenate([glab, np.full(16, HELD, np.uint8)])
         gnxt = np.concatenate([gnxt, 32 * g + 16 + 8 * (np.arange(16, dtype=np.int64) >= 8)])
         ginc = np.concatenate([ginc, np.zeros(16, np.int64)])
-        self.lab = np.concatenate([self.lab, glab])
-        self.nxt = np.concatenate([self.nxt, gnxt])
-        self.inc = np.concatenate([self.inc, ginc])
-        self.luts.append(lut)
-        self.live.append(0)
+        if reuse is None:
+            self.lab = np.concatenate([self.lab, glab])
+            self.nxt = np.concatenate([self.nxt, gnxt])
+            self.inc = np.concatenate([self.inc, ginc])
+            self.luts.append(lut)
+            self.live.append(0)
+            self._view.append(hold_back)
+        else:
+            self.lab[32 * g : 32 * g + 32] = glab
+            self.nxt[32 * g : 32 * g + 32] = gnxt
+            self.inc[32 * g : 32 * g + 32] = ginc
+            self.luts[g] = lut
+            self.live[g] = 0
+            self._view[g] = hold_back
         self._by_key[key] = g
         return g
+
+    def release(self, g: int) -> bool:
+        """The last request of group ``g`` left: forget its machines (and so their
+        tokenizers) and its slice of the flat lookup table, and keep ``g`` for reuse.
+        Returns True when the other groups' offsets (``base``) moved."""
+        for key, got in list(self._by_key.items()):
+            if got == g:
+                del self._by_key[key]
+        for m, got_g in list(self._by_machine.items()):
+            if got_g == g:
+                del self._by_machine[m]
+        self._free.append(g)
+        live = [x for x in range(len(self.base)) if x not in self._free]
+        parts: list[npt.NDArray[np.uint8]] = []
+        at = 0
+        moved = False
+        for x in live:  # repack the flat table without the released slices
+            a, n = self.base[x], self.vocab[x]
+            parts.append(self.lut[a : a + n])
+            moved = moved or a != at
+            self.base[x] = at
+            at += n
+        self.lut = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+        for x in live:  # hold-back groups route by a view of the flat table
+            if self._view[x]:
+                self.luts[x] = self.lut[self.base[x] : self.base[x] + self.vocab[x]]
+        self.luts[g] = np.zeros(0, np.uint8)
+        return moved
 
 
 def is_hold_back(machine: Machine) -> bool:

@@ -434,20 +434,26 @@ class Machine:
     def prompt_in_reasoning(self, prompt: Sequence[int] | np.ndarray) -> bool:
         """Right-to-left scan for the last marker of the current assistant turn.
 
-        Only the tokens the scan reads are validated: it stops at the current turn's last
-        marker or turn start, so a 128k-token prompt costs what its last turn costs."""
-        if not self.thinking:
-            return False
-        if self.has_byte_markers:
-            return self._prompt_bytes(prompt)
+        Every token the scan reads is validated as strictly as ``stream()`` validates a delta
+        (an int or numpy integer in the vocabulary: no bool, float or numeric string is
+        converted). The scan stops at the current turn's last marker or turn start, so a
+        128k-token prompt costs what its last turn costs; the tokens before that point
+        cannot change the answer and are not read, so not validated either (checking a
+        128k-token list costs ~3.5 ms, a thousand times the scan: see README)."""
         n = len(prompt)
-        lut = self.lut
         # Most prompts end a few tokens after their last marker or turn start: look at
-        # the tail in Python first, then fall back to numpy over growing chunks.
+        # the tail in Python first, then fall back to numpy over growing chunks. The tail
+        # is validated even when nothing is scanned (thinking off), so that a bad prompt
+        # is refused whatever the switches say.
         tail_start = max(0, n - 64)
         tail = prompt[tail_start:]
         tail = tail.tolist() if isinstance(tail, np.ndarray) else list(tail)
         self.validate(tail, tail_start, "prompt_token_ids")
+        if not self.thinking:
+            return False
+        if self.has_byte_markers:
+            return self._prompt_bytes(prompt)
+        lut = self.lut
         for i in range(len(tail) - 1, -1, -1):
             k = lut[tail[i]]
             if k:
@@ -472,13 +478,23 @@ class Machine:
         chunk first, chunks growing 4x: a right-to-left scan that usually stops in the
         first chunk reads little."""
         chunk = 4096
+        where = "prompt_token_ids"
         while end > 0:
             begin = max(0, end - chunk)
-            try:
-                part = np.asarray(prompt[begin:end], dtype=np.int64)
-            except (TypeError, ValueError, OverflowError):
-                self.validate(list(prompt[begin:end]), begin, "prompt_token_ids")
-                raise
+            seg = prompt[begin:end]
+            if isinstance(seg, np.ndarray):
+                if seg.dtype.kind != "i" and not (seg.dtype.kind == "u" and seg.max() < 2**63):
+                    self.validate(seg.tolist(), begin, where)  # names the id as given
+                part = seg.astype(np.int64, copy=False)
+            else:
+                # Strict as stream(): a bool, float or string is refused, never converted.
+                if not set(map(type, seg)) <= {int}:
+                    self.validate(list(seg), begin, where)
+                try:
+                    part = np.asarray(seg, dtype=np.int64)
+                except (TypeError, ValueError, OverflowError):
+                    self.validate(list(seg), begin, where)
+                    raise
             top = int(part.max())
             if top >= self.vocab_size or part.min() < 0:
                 self.validate(part.tolist(), begin, "prompt_token_ids")
@@ -513,7 +529,10 @@ class Machine:
         begin = 0
         turn_ids = self.turn_ids
         for i in range(len(prompt) - 1, -1, -1):
-            if prompt[i] in turn_ids:
+            t = prompt[i]
+            if type(t) is not int:  # a list inside would be unhashable: say what is wrong
+                self.validate([t], i, "prompt_token_ids")
+            if t in turn_ids:
                 begin = i + 1
                 break
         turn = list(prompt[begin:])

@@ -18,7 +18,8 @@ from .decoding import LabelledDecoder
 from .errors import InvalidOptionError, InvalidTokenError
 from .formatters import TextFormatterFactory, formatter_factory
 from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL, split_labels, tool_call_ids
-from .machine import HOLD, Machine, Spill, compile_machine
+from .machine import HOLD, Cursor, Machine, Spill, compile_machine
+from .option_keys import check_near_misses, keys_read
 from .spec import MarkerKind, ReasoningSpec
 from .tool_calls import ToolCallReader
 
@@ -90,6 +91,28 @@ def _check_container(ids: object, where: str) -> None:
             f"{where} must be a sequence of int token ids or a numpy array, "
             f"not {type(ids).__name__}"
         )
+
+
+def _reasoning_arg(value: object, tracked: bool, where: str) -> bool:
+    """``is_currently_reasoning``: a bool, or None for the state this parser tracked (what
+    its last call left; ``default_reasoning`` before the first)."""
+    if value is None:
+        return tracked
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise InvalidOptionError(where, value, "a bool, or None for the tracked state")
+
+
+_KNOWN_KEYS: dict[type[Any], frozenset[str]] = {}
+"""Per parser class: the chat_template_kwargs keys it reads (see ``option_keys``)."""
+
+
+def _cursor_fields(cursor: Cursor) -> tuple[str, ...]:
+    names: list[str] = []
+    for klass in type(cursor).__mro__:
+        slots = getattr(klass, "__slots__", ())
+        names += [slots] if isinstance(slots, str) else list(slots)
+    return tuple(n for n in dict.fromkeys(names) if not n.startswith("__"))
 
 
 _LABEL_BYTES = tuple(bytes((label,)) for label in range(5))
@@ -265,10 +288,27 @@ class ReasoningParser:
             raise InvalidOptionError("default_reasoning", default_reasoning, "a bool or None")
         tok = as_loaded(tokenizer)
         kwargs = dict(chat_template_kwargs or {})
+        if kwargs:
+            check_near_misses(kwargs, cls.option_keys(), cls.spec.name)
         machine = cls.compile(tok, kwargs)
         if default_reasoning is None and _start_state_source is not None:
             default_reasoning = _start_state_source(cls, tok, kwargs)
         return cls(tok, machine, kwargs, default_reasoning=default_reasoning)
+
+    @classmethod
+    def option_keys(cls) -> frozenset[str]:
+        """The chat_template_kwargs keys this family reads (declared in the spec or read by
+        its ``resolve_switches``); an unknown key close to one of them is refused as a typo."""
+        known = _KNOWN_KEYS.get(cls)
+        if known is None:
+            spec = cls.spec
+            declared = [
+                *spec.thinking_switches,
+                *(k for k, _ in spec.thinking_off_when),
+                *(k for k, _ in spec.reasoning_as_content_if),
+            ]
+            known = _KNOWN_KEYS[cls] = keys_read(cls.resolve_switches, declared)
+        return known
 
     @classmethod
     async def from_tokenizer(
@@ -400,7 +440,14 @@ class ReasoningParser:
     ) -> ParsedReasoningDelta:
         """Label the new tokens of one request. Invalid input raises before any state changes.
 
+        ``is_currently_reasoning`` is a bool (what the caller tracked), or None for the state
+        this parser tracked itself, as in :meth:`finish`; anything else is refused.
+
         The returned lists may share one list object; treat them as read-only."""
+        if is_currently_reasoning is not True and is_currently_reasoning is not False:
+            is_currently_reasoning = _reasoning_arg(
+                is_currently_reasoning, self._last, "is_currently_reasoning"
+            )
         if type(delta_token_ids) is list and len(delta_token_ids) == 1:
             # Plain decoding (one token per step): the common case in a server, kept to
             # two table lookups and one Struct when the token cannot begin a marker.
@@ -442,13 +489,10 @@ class ReasoningParser:
                             self._rfmt,
                             self._cfmt,
                         )
-        self._check(delta_token_ids, "delta_token_ids")
+        toks = self._check(delta_token_ids, "delta_token_ids")
         ids: list[int] = []
         labels = bytearray()
         spill: list[Spill] = []
-        toks = (
-            delta_token_ids.tolist() if isinstance(delta_token_ids, np.ndarray) else delta_token_ids
-        )
         state = self._machine.run(toks, is_currently_reasoning, self._cursor, ids, labels, spill)
         return self._delta(ids, labels, state, spill)
 
@@ -457,7 +501,7 @@ class ReasoningParser:
         ids: list[int] = []
         labels = bytearray()
         spill: list[Spill] = []
-        reasoning = self._last if is_currently_reasoning is None else is_currently_reasoning
+        reasoning = _reasoning_arg(is_currently_reasoning, self._last, "is_currently_reasoning")
         state = self._machine.flush(reasoning, self._cursor, ids, labels, spill)
         return self._delta(ids, labels, state, spill, final=True)
 
@@ -475,7 +519,7 @@ class ReasoningParser:
         markers stay, see :meth:`skipped_token_ids`); pass False to keep them all, e.g.
         when a text-based tool parser reads the content. Token ids and labels are the same
         either way."""
-        self._check(output_token_ids, "output_token_ids")
+        toks = self._check(output_token_ids, "output_token_ids")
         start = (
             self.is_prompt_in_reasoning(prompt_token_ids)
             if prompt_token_ids is not None
@@ -484,11 +528,6 @@ class ReasoningParser:
         ids: list[int] = []
         labels = bytearray()
         cursor = self._machine.new_cursor()
-        toks = (
-            output_token_ids.tolist()
-            if isinstance(output_token_ids, np.ndarray)
-            else output_token_ids
-        )
         spill: list[Spill] = []
         state = self._machine.run(toks, start, cursor, ids, labels, spill)
         state = self._machine.flush(state, cursor, ids, labels, spill)
@@ -557,14 +596,49 @@ class ReasoningParser:
             swap,
         )
 
-    def _check(self, ids: object, where: str) -> None:
-        """Validate token ids before any state changes (a bad request never corrupts state)."""
+    def _check(self, ids: object, where: str) -> Sequence[int]:
+        """Validate token ids before any state changes (a bad request never corrupts state),
+        and return them as Python ints (numpy integers never reach a result)."""
         n = self._machine.vocab_size
         if isinstance(ids, np.ndarray):
             _check_container(ids, where)
             if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= n):
                 bad = int(np.flatnonzero((ids < 0) | (ids >= n))[0])
-                raise InvalidTokenError(int(ids[bad]), bad, n, where)
-            return
+                raise InvalidTokenError(ids[bad].item(), bad, n, where)
+            got: list[int] = ids.tolist()
+            return got
         _check_container(ids, where)
-        self._machine.validate(ids, 0, where)  # type: ignore[arg-type]
+        seq: Sequence[object] = ids  # type: ignore[assignment]
+        exact = True
+        for i, t in enumerate(seq):
+            if type(t) is int:
+                if 0 <= t < n:
+                    continue
+            elif isinstance(t, np.integer) and 0 <= int(t) < n:
+                exact = False
+                continue
+            raise InvalidTokenError(t, i, n, where)
+        if exact:
+            return seq  # type: ignore[return-value]
+        return [int(t) for t in seq]  # type: ignore[call-overload]
+
+    # ------------------------------------------------------------------ snapshots
+
+    def snapshot(self) -> tuple[object, ...]:
+        """This request's state (held tokens, tracked state), for :meth:`restore`: the batch
+        undoes a step that an exception such as KeyboardInterrupt cut short."""
+        cur = self._cursor
+        fields = _cursor_fields(cur)
+        values = tuple(
+            list(v) if isinstance(v, list) else v for v in (getattr(cur, f) for f in fields)
+        )
+        return fields, values, self._last, self._seen
+
+    def restore(self, snap: tuple[object, ...]) -> None:
+        """Put back a :meth:`snapshot` of this parser."""
+        fields, values, last, seen = snap
+        cur = self._cursor
+        for f, v in zip(fields, values, strict=True):  # type: ignore[call-overload]
+            setattr(cur, f, list(v) if isinstance(v, list) else v)
+        self._last = last  # type: ignore[assignment]
+        self._seen = seen  # type: ignore[assignment]

@@ -10,12 +10,11 @@ them keeps a hand-written copy that could drift from the hook.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from typing import Any
 
 import msgspec
 
 from .errors import ReasonspanError
+from .option_keys import RecordingKwargs as _RecordingKwargs
 from .parser import ReasoningParser
 
 PROBE_VALUES: tuple[bool | str, ...] = (
@@ -46,39 +45,6 @@ class SwitchEffect(msgspec.Struct, frozen=True):
     def kwarg(self) -> str:
         """``key: value`` as a user writes it in JSON."""
         return f"{self.key}: {json.dumps(self.value)}"
-
-
-class _RecordingKwargs(Mapping[str, Any]):
-    """An empty mapping that remembers which keys were asked for.
-
-    Passing it to ``resolve_switches`` reveals every kwarg a family's hook reads, including
-    ones it reads in code rather than through ``spec.thinking_switches``.
-    """
-
-    def __init__(self) -> None:
-        self.asked: list[str] = []
-
-    def _note(self, key: object) -> None:
-        if isinstance(key, str) and key not in self.asked:
-            self.asked.append(key)
-
-    def __getitem__(self, key: str) -> Any:
-        self._note(key)
-        raise KeyError(key)
-
-    def __contains__(self, key: object) -> bool:
-        self._note(key)
-        return False
-
-    def get(self, key: str, default: Any = None) -> Any:
-        self._note(key)
-        return default
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
 
 
 def kwargs_read(cls: type[ReasoningParser]) -> tuple[str, ...]:

@@ -4,3 +4,30 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+import os
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--long",
+        action="store_true",
+        default=False,
+        help="run the long adversarial tests (marked slow); same as REASONSPAN_LONG=1",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--long"):
+        os.environ["REASONSPAN_LONG"] = "1"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("REASONSPAN_LONG"):
+        return
+    skip = pytest.mark.skip(reason="long run: pass --long (or set REASONSPAN_LONG=1)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

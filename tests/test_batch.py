@@ -701,7 +701,16 @@ def test_bad_input_raises_before_any_state_changes() -> None:
         (lambda: batch.step([10, -3], [t], [0, 2, 1]), InvalidStepError, "non-decreasing"),
         (lambda: batch.step([10, -3], [t, t], [1, 1, 2]), InvalidStepError, "offsets[0]"),
         (lambda: batch.step([10, -3], [t, t], [0, 1, 3]), InvalidStepError, "offsets[-1]"),
-        (lambda: batch.step([10, -3], [1.5, 2.0], [0, 1, 2]), InvalidStepError, "integers"),
+        (
+            lambda: batch.step([10, -3], [1.5, 2.0], [0, 1, 2]),
+            BatchTokenError,
+            "= 1.5 is of type float",
+        ),
+        (
+            lambda: batch.step([10, -3], np.array([1.5, 2.0]), [0, 1, 2]),
+            InvalidStepError,
+            "integers",
+        ),
         (lambda: batch.step([[10, -3]], [t, t], [0, 1, 2]), InvalidStepError, "1-D"),
         # In minimax's vocabulary but not in qwen3's: the error names request 10.
         (

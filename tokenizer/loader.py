@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import zipfile
+from collections import OrderedDict
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -261,12 +262,34 @@ async def load_tokenizer(
     return await anyio.to_thread.run_sync(partial(load_tokenizer_sync, path, max_bytes=max_bytes))
 
 
+RAW_CACHE_SIZE = 4
+"""How many in-memory ``tokenizers.Tokenizer`` objects keep their :class:`LoadedTokenizer`
+(and so their compiled machines) between calls. A LoadedTokenizer refers to its Tokenizer,
+so a weak cache could never drop one: the cache is a small LRU instead, which bounds what
+it retains. A server should call ``load_tokenizer`` once and pass the LoadedTokenizer."""
+
+_raw_cache: OrderedDict[int, tuple[Tokenizer, LoadedTokenizer]] = OrderedDict()
+_raw_lock = threading.Lock()
+
+
 def as_loaded(tokenizer: LoadedTokenizer | Tokenizer) -> LoadedTokenizer:
-    """Accept either form where a tokenizer is passed to a parser."""
+    """Accept either form where a tokenizer is passed to a parser. The same in-memory
+    Tokenizer gives the same LoadedTokenizer (for the last few of them), so creating a
+    parser per request from one does not rebuild its tables each time."""
     if isinstance(tokenizer, LoadedTokenizer):
         return tokenizer
     if isinstance(tokenizer, Tokenizer):
-        return LoadedTokenizer(tokenizer, "<in-memory tokenizers.Tokenizer>")
+        key = id(tokenizer)
+        with _raw_lock:
+            hit = _raw_cache.get(key)
+            if hit is not None and hit[0] is tokenizer:
+                _raw_cache.move_to_end(key)
+                return hit[1]
+            loaded = LoadedTokenizer(tokenizer, "<in-memory tokenizers.Tokenizer>")
+            _raw_cache[key] = (tokenizer, loaded)
+            while len(_raw_cache) > RAW_CACHE_SIZE:
+                _raw_cache.popitem(last=False)
+            return loaded
     raise TypeError(
         f"expected a LoadedTokenizer (from reasonspan.load_tokenizer) or a tokenizers.Tokenizer, "
         f"not {type(tokenizer).__name__}"

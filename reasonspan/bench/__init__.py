@@ -8,6 +8,8 @@ asserts a time: the numbers are for BENCHMARKS.md and for the reader.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -106,12 +108,29 @@ BATCH_NOTE = (
 )
 
 
+def _unwritable(path: Path) -> str | None:
+    """Why ``path`` cannot be written, or None."""
+    if path.is_dir():
+        return "is a directory"
+    if path.exists():
+        return None if os.access(path, os.W_OK) else "is not writable"
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        return f"directory {str(parent)!r} does not exist"
+    return None if os.access(parent, os.W_OK) else f"directory {str(parent)!r} is not writable"
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         path = args.tokenizer or default_tokenizer_path()
     except NoTokenizerError as exc:
-        print(f"reasonspan bench: {exc}")
+        print(f"reasonspan bench: {exc}", file=sys.stderr)
         return 2
+    if args.json:
+        problem = _unwritable(Path(args.json))
+        if problem:  # before the benchmark runs, not after
+            print(f"reasonspan bench: --json {args.json}: {problem}", file=sys.stderr)
+            return 2
     tok = load_tokenizer_sync(path)
     suites = args.suite or ["all"]
     names = list(SUITES) if "all" in suites else suites
