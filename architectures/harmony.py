@@ -513,6 +513,20 @@ class HarmonyParser(ReasoningParser):
             raise TypeError(f"openai_gptoss needs a HarmonyMachine, not {type(machine).__name__}")
         return HarmonyToolCalls(machine)
 
+    def grammar_gate_token(self, prompt_token_ids: Sequence[int] | np.ndarray) -> int | None:
+        """``<|message|>`` when the prompt leaves the model to write a header first (it ends
+        at ``<|start|>assistant`` or inside a header): the state there is not reasoning, yet
+        the header is not the answer, so a grammar engine waits for the end of the first
+        header (then the batch's gate decides: analysis reasons, final is the answer).
+        None when the prompt ends inside a body (a prefilled final message)."""
+        machine = self.machine
+        assert isinstance(machine, HarmonyMachine)
+        n = len(prompt_token_ids)
+        i = machine._last_boundary(prompt_token_ids, n) if n else -1
+        if i >= 0 and machine.codes[int(prompt_token_ids[i])] == _MESSAGE:
+            return None
+        return self.tokenizer.single_token_id(MESSAGE)
+
     def end_marker_token_ids(self) -> list[int]:
         """A budget must not just close the analysis message (the model could open another
         one): it forces ``<|end|>`` and the header of the final message."""

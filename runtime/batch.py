@@ -17,6 +17,8 @@ direction only (types, errors -> result, tables -> slots -> budget, fallback -> 
   machines or parsers always, hold-back families (text markers) only from a token that
   needs holding, or while tokens are held;
 - ``batch_budget``: thinking budgets and the forced tokens that end reasoning;
+- ``batch_grammar``: the grammar engine behind the gate (``response_format``): a matcher
+  per request fed the tokens generated under its grammar, and the per-step bitmask fill;
 - ``batch_result``, ``batch_types``, ``batch_errors``: what a step hands back, the labels
   and records a caller keeps, the errors it can act on.
 
@@ -39,6 +41,9 @@ What the result means, exactly:
   otherwise from the token after the one that ends reasoning. ``grammar_mask`` marks the
   tokens generated under the grammar: the content (CONTENT labels) after the end of
   reasoning. The end marker, or a TOOL marker that ends reasoning, is not among them.
+  With ``response_format`` the batch also drives the grammar engine (``batch_grammar``):
+  :meth:`ReasoningBatch.fill_token_bitmask` before sampling, ``res.grammar_stopped`` and
+  a rejected token failing its request alone after the step.
 - Usage: see :class:`RequestUsage`. Errors: bad input raises before anything changes; a
   per-request parser that raises fails its request alone (``res.errors``, FAILED labels,
   ``finish()`` re-raises).
@@ -62,6 +67,7 @@ from .batch_errors import (
     RequestFinishedError,
 )
 from .batch_fallback import step_fallback
+from .batch_grammar import Grammars
 from .batch_result import BatchStepResult
 from .batch_slots import Slots, as_request_id, check_bool, int_array, token_array
 from .batch_tables import LOW, REASONING_BIT, Tables, is_hold_back
@@ -75,6 +81,7 @@ from .batch_types import (
     RequestUsage,
     Spill,
 )
+from .grammar import compile_grammar
 from .labels import CONTENT, DELIMITER, REASONING, split_labels
 from .parser import ReasoningParser
 from .registry import create_parser_sync
@@ -106,6 +113,8 @@ class ReasoningBatch:
         self._tables = Tables()
         self._single = -1
         """The one table group of the batch when it holds a single family (-1: mixed)."""
+        self._grammars = Grammars()
+        """The response_format matchers, by slot (``batch_grammar``)."""
 
     @property
     def capacity(self) -> int:
@@ -142,6 +151,7 @@ class ReasoningBatch:
         thinking_token_budget: int | None = None,
         budget_lead_in: str | None = None,
         structured_output: bool = False,
+        response_format: Any = None,
     ) -> None:
         """Admit a request, seeded from its prompt (right-to-left scan of the last turn).
 
@@ -151,6 +161,12 @@ class ReasoningBatch:
         bounds the reasoning tokens (None: unlimited); when it is spent the request must
         emit ``budget_lead_in`` (encoded once, here) and then the end marker.
         ``structured_output``: the request's grammar waits for the end of reasoning.
+        ``response_format`` (OpenAI's ``json_schema`` / ``json_object``, or ``regex`` /
+        ``grammar``; needs the ``grammar`` extra) puts a grammar engine behind that gate:
+        the batch compiles a matcher for the request (a format that does not compile
+        raises here, and nothing changes), feeds it every token generated under the
+        grammar, and fills its next-token bitmask (:meth:`fill_token_bitmask`); it implies
+        ``structured_output``.
         ``include_reasoning=False``: reasoning is generated and counted but never handed
         out by ``split()`` / ``finish()``.
         """
@@ -160,12 +176,22 @@ class ReasoningBatch:
         p = self._resolve_parser(parser, name, tokenizer, chat_template_kwargs)
         include = check_bool("include_reasoning", include_reasoning)
         structured = check_bool("structured_output", structured_output)
+        grammar = compile_grammar(response_format, p.tokenizer) if response_format else None
+        structured = structured or grammar is not None
+        gate = getattr(p, "grammar_gate_token", None)
+        if grammar is not None and gate is not None:
+            wait = gate(prompt_token_ids if prompt_token_ids is not None else [])
+            grammar.wait_for = -1 if wait is None else int(wait)
         budget, seq, lead_len = budget_options(p, thinking_token_budget, budget_lead_in)
         reasoning = (
             p.is_prompt_in_reasoning(prompt_token_ids)
             if prompt_token_ids is not None
             else p.default_reasoning
         ) and p.thinking_enabled
+        if grammar is not None and grammar.wait_for < 0 and p.thinking_enabled and not reasoning:
+            starts = p.machine.spec.start
+            opener = p.tokenizer.single_token_id(starts[0]) if starts else None
+            grammar.opener = -1 if opener is None else opener
         group, hybrid = self._vector_group(p)
         owned = (
             p
@@ -180,9 +206,10 @@ class ReasoningBatch:
 
         # ---- validated: from here on the batch changes
         lutb = 0 if group is None else self._tables.base[group]
-        self._slots.occupy(
+        slot = self._slots.occupy(
             rid, owned, group, lutb, hybrid, reasoning, budget, seq, lead_len, structured, include
         )
+        self._grammars.put(slot, grammar)
         if group is not None:
             self._tables.live[group] += 1
         self._recount()
@@ -245,6 +272,7 @@ class ReasoningBatch:
                 live = sl.sorted_slots[sl.group[sl.sorted_slots] >= 0]
                 base = np.asarray(tables.base, np.int64)
                 sl.lutb[live] = base[sl.group[live]]
+        self._grammars.put(slot, None)
         self._recount()
 
     # ------------------------------------------------------------------ queries
@@ -263,7 +291,33 @@ class ReasoningBatch:
         """Sample the next token under the request's grammar (before the first step too)."""
         sl = self._slots
         slot = sl.slot(request_id, "grammar_active()")
-        return bool(sl.struct[slot]) and not sl.reasoning(slot)
+        return bool(sl.struct[slot]) and not sl.reasoning(slot) and not self._grammars.waiting(slot)
+
+    def grammar_stopped(self, request_id: int) -> bool:
+        """The request's ``response_format`` grammar is complete: the engine ends the
+        request here (finish "stop"); False without a grammar."""
+        g = self._grammars.get(self._slots.slot(request_id, "grammar_stopped()"))
+        return g is not None and g.stopped
+
+    def allocate_token_bitmask(self, rows: int) -> np.ndarray[Any, Any]:
+        """An int32 bitmask of ``rows`` rows, wide enough for every request's vocabulary
+        (llguidance's layout: bit ``t % 32`` of word ``t // 32`` allows token ``t``)."""
+        return np.full((int(rows), self._grammars.width(self._slots)), -1, np.int32)
+
+    def fill_token_bitmask(
+        self, request_ids: Sequence[int] | np.ndarray[Any, Any], out: np.ndarray[Any, Any]
+    ) -> BoolArray:
+        """Once per step, before sampling: write the next-token bitmask of each request into
+        row i of ``out`` (``request_ids[i]``) and return which rows carry a mask.
+
+        Only requests whose grammar is active (``response_format``, outside reasoning, not
+        failed) get a mask, filled by llguidance's parallel executor in one call; every
+        other row is all-allowed (-1), so applying every row is always right and an engine
+        may also skip the unmasked ones. ``out`` is int32, C-contiguous, with at least
+        ``len(request_ids)`` rows (:meth:`allocate_token_bitmask`); columns past a
+        grammar's vocabulary (padded logits) are 0."""
+        slots = self._slots.lookup(int_array(request_ids, "request_ids"))
+        return self._grammars.fill(self._slots, slots, out)
 
     def forced_token_ids(self, request_id: int) -> list[int]:
         """What the engine must emit next (before the first step too: budget 0)."""
@@ -416,6 +470,10 @@ class ReasoningBatch:
                         getattr(sl, name)[slots] = before
                 raise
         reasoning_tokens = sl.fill_result(res, rids, toks, offs, slots, labels, gmask, errors)
+        if self._grammars:
+            self._grammars.feed(sl, res, slots, rids, toks, offs, labels, gmask, errors)
+        else:
+            res.grammar_stopped = sl.const("false", n)
         if sl.n_budget:
             fill_forcing(sl, res, slots, reasoning_tokens)
         return res

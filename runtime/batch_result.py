@@ -55,6 +55,7 @@ class BatchStepResult:
         "forcing",
         "grammar_active",
         "grammar_mask",
+        "grammar_stopped",
         "held_tokens",
         "is_reasoning",
         "labels",
@@ -83,6 +84,10 @@ class BatchStepResult:
     them. A marker that the grammar itself let through while active (a ``<think>`` that
     re-enters reasoning in glm45-like families, a repeated ``</think>``) is, because the
     grammar sampled it; the tokens after a re-entry are reasoning and are not."""
+    grammar_stopped: BoolArray
+    """Per request: its ``response_format`` grammar is complete after this step (llguidance
+    says nothing but the end may follow), so the engine ends it with finish "stop". Always
+    False for requests without a grammar engine."""
     reasoning_tokens: IntArray
     """Reasoning tokens so far (decided, REASONING label), per request."""
     budget_remaining: IntArray

@@ -286,8 +286,9 @@ class ReasoningRuntime:
 
         ``model`` and ``completion_id`` go into every chunk (default: the runtime's model,
         the id itself for a string id, ``chatcmpl-<id>`` for an int). ``response_format``
-        is kept on the stream for a grammar engine (pass ``structured_output=True`` too,
-        so the batch gates it on the end of reasoning). Nothing is kept when this raises.
+        is kept on the stream and handed to the batch, which compiles a grammar for it
+        (llguidance, extra ``grammar``) gated on the end of reasoning
+        (:meth:`ReasoningBatch.fill_token_bitmask`). Nothing is kept when this raises.
         """
         if self._closed is not None:
             raise RuntimeClosedError("the runtime is closed; no request can be added") from (
@@ -329,7 +330,10 @@ class ReasoningRuntime:
         reader = parser.tool_call_reader()
         if reader is not None:
             rec.tools = ToolCallStream(reader, parser.tokenizer)
-        # Everything that can fail is above or in batch.add(), which validates first.
+        # Everything that can fail is above or in batch.add(), which validates first
+        # (a response_format that does not compile, or no grammar engine installed).
+        if response_format is not None:
+            options = {**options, "response_format": response_format}
         self.batch.add(engine_id, parser, prompt_token_ids, **options)
         if isinstance(key, int):
             # The id now belongs to the new request: no more dropping its tokens, and no

@@ -191,3 +191,19 @@ def test_serve_starts_a_server_an_openai_client_can_use() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_bench_grammar_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from reasonspan.bench.grammar import FEED, GATE, GATED, PLAIN, UNGATED
+
+    target = tmp_path / "bench.json"
+    argv = ["bench", "--suite", "grammar", "--sizes", "4", "--repeats", "1", "--json", str(target)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    for case in (GATED, UNGATED, PLAIN, GATE, FEED):
+        assert case in out
+    rows = json.loads(target.read_text())["rows"]
+    assert {(r["case"], r["batch"]) for r in rows} == {
+        (c, 4) for c in (GATED, UNGATED, PLAIN, GATE, FEED)
+    }
+    assert all(r["us_per_call"] > 0 for r in rows)

@@ -39,6 +39,12 @@ def body(**fields: Any) -> bytes:
         (body(stream=True, stream_options={"usage": True}), "stream_options.usage", "unknown"),
         (body(response_format={"type": "xml"}), "response_format.type", "Invalid enum"),
         (body(response_format={"type": "json_schema"}), "response_format.json_schema", "required"),
+        (body(response_format={"type": "regex"}), "response_format.regex", "required"),
+        (
+            body(response_format={"type": "grammar", "grammar": ""}),
+            "response_format.grammar",
+            "required",
+        ),
         (body(thinking_budget_lead_in="ok"), "thinking_budget_lead_in", "needs a"),
         (
             body(messages=[{"role": "user", "content": [{"type": "image_url"}]}]),

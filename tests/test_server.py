@@ -570,3 +570,56 @@ def test_a_client_that_goes_away_aborts_its_request(running: Running) -> None:
         httpx.post(url, json=body, timeout=0.3)
     running.wait_idle()
     assert engine.aborted == before + 2
+
+
+ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "integer"}, "why": {"type": "string"}},
+    "required": ["answer", "why"],
+}
+
+
+@pytest.mark.parametrize("model", ["qwen3", "deepseek_r1", "minimax_m3", "gpt-oss-synthetic"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_response_format_constrains_only_the_answer(
+    client: openai.OpenAI, model: str, stream: bool
+) -> None:
+    """The simulated engine samples under the grammar's mask (llguidance): the scripted
+    prose answer comes out as JSON that fits the schema, the reasoning as scripted, and
+    the request ends when the document is complete."""
+    out = script(model, which=1)
+    reasoning, _, _, _ = expected(model, HISTORY, out)
+    kw: dict[str, Any] = {
+        "model": model,
+        "messages": HISTORY,
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "a", "schema": ANSWER_SCHEMA},
+        },
+        "extra_body": {"simulated_output": out},
+    }
+    if stream:
+        r, c, finish, _, _ = stream_text(client, **kw)
+    else:
+        resp = client.chat.completions.create(**kw)
+        msg = resp.choices[0].message
+        r, c, finish = (
+            extra(msg, "reasoning") or "",
+            msg.content or "",
+            resp.choices[0].finish_reason,
+        )
+    assert r == reasoning and reasoning
+    doc = json.loads(c)
+    assert set(doc) == {"answer", "why"} and isinstance(doc["answer"], int)
+    assert finish == "stop"
+
+
+def test_a_response_format_that_does_not_compile_is_a_400(client: openai.OpenAI) -> None:
+    bad = {"name": "x", "schema": {"type": "bogus"}}
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(
+            model="qwen3",
+            messages=HISTORY,
+            response_format={"type": "json_schema", "json_schema": bad},  # type: ignore[typeddict-item]
+        )
+    assert "bogus" in str(info.value) and "response_format" in str(info.value)

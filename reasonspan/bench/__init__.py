@@ -16,9 +16,11 @@ from pathlib import Path
 import msgspec
 
 from ..demo_data import NoTokenizerError, default_tokenizer_path
+from ..runtime.grammar import GrammarUnavailableError
 from ..tokenizer import LoadedTokenizer, load_tokenizer_sync
 from .batch import SIZES, run_batch_suite
 from .common import Row, machine_line
+from .grammar import run_grammar_suite
 from .serve import bench_serve
 from .stream import bench_prompt, bench_stream
 
@@ -28,10 +30,16 @@ def bench_batch(tok: LoadedTokenizer, repeats: int, sizes: Sequence[int] = ()) -
     return run_batch_suite(tok, repeats, sizes or SIZES)
 
 
+def bench_grammar(tok: LoadedTokenizer, repeats: int, sizes: Sequence[int] = ()) -> list[Row]:
+    """Mask fill and step with a grammar engine behind the gate (see :mod:`.grammar`)."""
+    return run_grammar_suite(tok, repeats, sizes)
+
+
 SUITES: dict[str, Callable[[LoadedTokenizer, int], list[Row]]] = {
     "stream": bench_stream,
     "prompt": bench_prompt,
     "batch": bench_batch,
+    "grammar": bench_grammar,
     "serve": bench_serve,
 }
 
@@ -63,7 +71,7 @@ def _ratio(r: Row) -> str:
 def render(rows: list[Row]) -> str:
     """Markdown tables: per-call suites, then the batch suite (one row per path and size)."""
     tables: list[str] = []
-    calls = [r for r in rows if r.suite != "batch"]
+    calls = [r for r in rows if r.suite not in ("batch", "grammar")]
     if calls:
         lines = [
             "| suite | case | ns/token | µs/call | tokens | × faster than baseline |",
@@ -90,6 +98,18 @@ def render(rows: list[Row]) -> str:
                 f"{r.ns_per_token:,.1f} | {mem} | {r.steps} | {_ratio(r)} |"
             )
         lines.append(BATCH_NOTE)
+        tables.append("\n".join(lines))
+    grammar = [r for r in rows if r.suite == "grammar"]
+    if grammar:
+        lines = [
+            "| grammar suite (half the requests structured) | batch | µs/step (median) | "
+            "steps timed | note |",
+            "|---|---:|---:|---:|---|",
+        ]
+        for r in grammar:
+            lines.append(
+                f"| {r.case} | {r.batch:,} | {r.us_per_call:,.1f} | {r.steps} | {r.note} |"
+            )
         tables.append("\n".join(lines))
     return "\n\n".join(tables)
 
@@ -140,6 +160,13 @@ def run(args: argparse.Namespace) -> int:
     for name in names:
         if name == "batch" and args.sizes:
             rows += bench_batch(tok, args.repeats, args.sizes)
+        elif name == "grammar":
+            try:
+                rows += bench_grammar(tok, args.repeats, args.sizes or ())
+            except GrammarUnavailableError as exc:  # the optional extra is missing
+                print(f"reasonspan bench: grammar suite skipped: {exc}\n")
+                if "all" not in suites:
+                    return 2
         elif name == "serve" and args.sizes:
             rows += bench_serve(tok, args.repeats, args.sizes)
         else:

@@ -30,6 +30,7 @@ from starlette.routing import Route
 from starlette.types import Receive
 
 from ..runtime.errors import InvalidOptionError, ReasonspanError, UnknownParserError
+from ..runtime.grammar import GrammarError, GrammarUnavailableError
 from ..runtime.openai import ChatCompletion, encode
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import create_parser_sync
@@ -134,6 +135,8 @@ class Server:
             return Response(exc.body(), exc.status, media_type="application/json")
         except InvalidOptionError as exc:
             return _error(RequestError(str(exc), param=exc.key))
+        except (GrammarError, GrammarUnavailableError) as exc:
+            return _error(RequestError(str(exc), param="response_format"))
         except RuntimeClosedError as exc:
             return _error(RequestError(str(exc), status=503, type="server_error"))
         self.engine.submit(EngineRequest(stream.engine_id, parser, prompt_ids, req))

@@ -11,8 +11,10 @@ sequence ("stop") or ``max_tokens`` ("length").
 script per request and does not model the prompt. The script is the request's
 ``simulated_output`` text when given (tests use this), else one of the demo transcripts in
 the family's format, chosen deterministically by a hash of the prompt. It honours
-``max_tokens`` and thinking budgets and ignores sampling fields (temperature, stop, ...),
-which mean nothing to a script. With
+``max_tokens``, thinking budgets and ``response_format`` (it samples under the grammar's
+mask, as :mod:`reasonspan.runtime.simulation` describes, and stops when the document is
+complete) and ignores sampling fields (temperature, stop, ...), which mean nothing to a
+script. With
 ``threaded=True`` its loop runs on a thread of its own and reaches the runtime through
 :meth:`ReasoningRuntime.from_thread`, as an engine around GPU kernels would.
 """
@@ -97,6 +99,11 @@ class SimulatedServingEngine:
         self.steps = 0
         self.aborted = 0
         """Requests stopped because the runtime aborted them (client gone)."""
+        self._runtime: ReasoningRuntime | None = None
+        self._constrained: set[int] = set()
+        """Requests with a grammar (``response_format``): sampled under their masks."""
+        self._masks: dict[int, np.ndarray[Any, Any]] = {}
+        """Next-token bitmask rows of the constrained requests whose grammar is active."""
 
     def submit(self, request: EngineRequest) -> None:
         limit = request.request.token_limit
@@ -110,8 +117,12 @@ class SimulatedServingEngine:
                 prompt_ids=request.prompt_ids,
                 output_ids=script_for(request),
                 max_tokens=limit,
+                constrained=request.request.structured_output,
             )
         )
+        if request.request.structured_output and self._runtime is not None:
+            self._constrained.add(request.engine_id)
+            self._fill_masks(self._runtime)  # the first token may be the grammar's
         self._kick.set()
         self._thread_kick.set()
 
@@ -125,6 +136,7 @@ class SimulatedServingEngine:
             sim.abort(eid)
             self._forced.pop(eid, None)
             self._budget.pop(eid, None)
+            self._constrained.discard(eid)
         while self._inbox:
             sim.submit(self._inbox.popleft())
         sim.admit()
@@ -133,6 +145,9 @@ class SimulatedServingEngine:
             return None
         forced = self._forced
         budget = self._budget
+        if self._masks:
+            masks = dict(self._masks)
+            return sim.step(lambda rid: forced.get(rid, ()), budget.get, masks=masks)
         return sim.step(lambda rid: forced.get(rid, ()), budget.get)
 
     def _commit(
@@ -150,13 +165,38 @@ class SimulatedServingEngine:
                     self._budget[rid] = left[row]
         for r in done:
             self._budget.pop(r.request_id, None)
+            self._constrained.discard(r.request_id)
             runtime.finish(r.request_id, "length" if r.finish_reason == "length" else "stop")
+        if self._constrained:
+            if res.grammar_stopped.any():  # the document is complete: end it there
+                ended = {r.request_id for r in done}
+                for row in np.flatnonzero(res.grammar_stopped).tolist():
+                    rid = int(res.request_ids[row])
+                    if rid not in ended:
+                        self.sim.stop(rid)
+                        self._constrained.discard(rid)
+                        self._budget.pop(rid, None)
+                        runtime.finish(rid, "stop")
+            self._fill_masks(runtime)
         self.steps += 1
         return runtime.take_aborted()
+
+    def _fill_masks(self, runtime: ReasoningRuntime) -> None:
+        """The next step's masks of the constrained requests (on the event loop, where the
+        runtime lives), one parallel fill for all of them."""
+        batch = runtime.batch
+        ids = [rid for rid in self._constrained if rid in batch]
+        self._masks = {}
+        if not ids:
+            return
+        bitmask = batch.allocate_token_bitmask(len(ids))
+        masked = batch.fill_token_bitmask(ids, bitmask)
+        self._masks = {ids[i]: bitmask[i] for i in np.flatnonzero(masked).tolist()}
 
     # ------------------------------------------------------------------ loops
 
     async def run(self, runtime: ReasoningRuntime) -> None:
+        self._runtime = runtime
         try:
             if self.threaded:
                 await self._run_threaded(runtime)

@@ -89,11 +89,14 @@ class StreamOptions(msgspec.Struct, forbid_unknown_fields=True):
     include_usage: bool = False
 
 
-class ResponseFormat(msgspec.Struct, forbid_unknown_fields=True):
-    """Accepted and validated here; a grammar engine enforces it once reasoning ends."""
+class ResponseFormat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """Accepted and validated here; the grammar engine (llguidance) enforces it once
+    reasoning ends. ``regex`` and ``grammar`` (a Lark grammar) are extensions."""
 
-    type: Literal["text", "json_object", "json_schema"]
+    type: Literal["text", "json_object", "json_schema", "regex", "grammar"]
     json_schema: dict[str, Any] | None = None
+    regex: str | None = None
+    grammar: str | None = None
 
 
 class ChatCompletionRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -186,6 +189,12 @@ def parse_request(body: bytes) -> ChatCompletionRequest:
             "response_format.json_schema is required when response_format.type is 'json_schema'",
             param="response_format.json_schema",
         )
+    for kind in ("regex", "grammar"):
+        if fmt is not None and fmt.type == kind and not getattr(fmt, kind):
+            raise RequestError(
+                f"response_format.{kind} is required when response_format.type is {kind!r}",
+                param=f"response_format.{kind}",
+            )
     if req.thinking_budget_lead_in is not None and req.thinking_token_budget is None:
         raise RequestError(
             "thinking_budget_lead_in needs a thinking_token_budget",
