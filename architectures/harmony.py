@@ -13,7 +13,9 @@ recipient (``to=functions.get_weather``, before or after the channel) and a cont
   header, its arguments and its terminator (``<|call|>``) are labelled TOOL_CALL, a channel
   of their own: ``content`` holds only the final (and recipient-less commentary) text, and
   ``ParseResult.tool_calls`` / ``TextSplitter.take_tool_calls()`` hold the whole harmony
-  message for the tool parser. Usage counts it as completion, not reasoning. Built-in tool
+  message for the tool parser; a server's ``tool_calls`` come from
+  ``HarmonyParser.tool_call_reader()`` (the function from the recipient, the arguments from
+  the body). Usage counts it as completion, not reasoning. Built-in tool
   recipients (``to=python``, ``to=browser.search``) are routed by their channel.
 - Structural tokens and the headers of other messages are DELIMITER.
 
@@ -44,6 +46,7 @@ from ..runtime.machine import Cursor, Machine, Spill, resolve_markers
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import ReasoningSpec
+from ..runtime.tool_calls import ToolCallPiece
 from ..tokenizer.loader import LoadedTokenizer
 
 START, END, MESSAGE, CHANNEL = "<|start|>", "<|end|>", "<|message|>", "<|channel|>"
@@ -289,6 +292,19 @@ class HarmonyMachine(Machine):
 
     def _read_header(self, header: Sequence[int]) -> tuple[bool, int]:
         """``(is_tool_call, body_label)`` for a header, from the bytes of its tokens."""
+        function, name = self._header_words(header)
+        if function is not None:
+            return True, TOOL_CALL
+        return False, REASONING if name == b"analysis" else CONTENT
+
+    def function_name(self, header: Sequence[int]) -> str | None:
+        """The function a header calls (``get_weather`` for ``to=functions.get_weather``),
+        or None when the header is not a tool call."""
+        function, _ = self._header_words(header)
+        return None if function is None else function.decode("utf-8", errors="replace")
+
+    def _header_words(self, header: Sequence[int]) -> tuple[bytes | None, bytes]:
+        """``(function name or None, channel name)`` of a header, from its tokens' bytes."""
         codes = self.codes
         tb = self.token_bytes
         role = bytearray()
@@ -306,10 +322,10 @@ class HarmonyMachine(Machine):
                 section = None  # the content type (json) decides nothing here
         words = role.split() + channel.split()
         recipient = next((w[3:] for w in words if w.startswith(b"to=")), None)
+        name = bytes(next((w for w in channel.split() if not w.startswith(b"to=")), b""))
         if recipient is not None and recipient.startswith(b"functions."):
-            return True, TOOL_CALL
-        name = next((w for w in channel.split() if not w.startswith(b"to=")), b"")
-        return False, REASONING if name == b"analysis" else CONTENT
+            return bytes(recipient[len(b"functions.") :]), name
+        return None, name
 
     # ------------------------------------------------------------------ prompt scan
 
@@ -363,6 +379,70 @@ class HarmonyMachine(Machine):
             if hits.size:
                 return begin + int(hits[-1])
         return -1
+
+
+class HarmonyToolCalls:
+    """Splits a request's TOOL_CALL tokens into calls (a ``ToolCallReader``).
+
+    A tool-call message is labelled TOOL_CALL as a whole: header, arguments, terminator.
+    The header's tokens are held until its ``<|message|>``, then read on their bytes for
+    the function name (``to=functions.NAME``); the ordinary tokens after it are the
+    arguments, until a terminator or the next header's ``<|start|>`` / ``<|channel|>``.
+    Only the header is read, never the whole output."""
+
+    __slots__ = ("_header", "_in_args", "_machine", "busy")
+
+    def __init__(self, machine: HarmonyMachine) -> None:
+        self._machine = machine
+        self._header: list[int] = []
+        self._in_args = False
+        self.busy = False
+        """Inside a tool-call message (a plain attribute: read once per token)."""
+
+    def feed(self, token_ids: Sequence[int], labels: bytes | bytearray) -> list[ToolCallPiece]:
+        codes = self._machine.codes
+        header = self._header
+        out: list[ToolCallPiece] = []
+        args: list[int] | None = None  # the argument list of the piece being filled
+        for t, lab in zip(token_ids, labels, strict=True):
+            k = codes[t]
+            if lab != TOOL_CALL:
+                # Another message: a header or body the machine did not make a tool call.
+                # A stray <|message|> / <|constrain|> inside the arguments is a delimiter
+                # and leaves the call open.
+                if not (self._in_args and lab == DELIMITER and k in (_MESSAGE, _CONSTRAIN)):
+                    self._in_args = False
+                    header.clear()
+                    args = None
+                continue
+            if self._in_args:
+                if not k:
+                    if args is None:
+                        args = []
+                        out.append(ToolCallPiece(None, args))
+                    args.append(t)
+                    continue
+                self._in_args = False  # a terminator, or the next header began
+                args = None
+                if k in (_START, _CHANNEL):
+                    header.append(t)
+                continue
+            if k == _MESSAGE:
+                header.append(t)
+                name = self._machine.function_name(header)
+                header.clear()
+                if name is not None:
+                    self._in_args = True
+                    args = []
+                    out.append(ToolCallPiece(name, args))
+            elif k in _TERMINATORS:
+                header.clear()  # a header cut short: no call began
+            else:
+                if k == _START and header:
+                    header.clear()  # a new header after one cut short
+                header.append(t)
+        self.busy = self._in_args or bool(header)
+        return out
 
 
 def _ints(ids: Sequence[int] | np.ndarray) -> list[int]:
@@ -424,6 +504,14 @@ class HarmonyParser(ReasoningParser):
         machine = HarmonyMachine(cls.spec, tokenizer)
         tokenizer.cache[key] = machine
         return machine
+
+    def tool_call_reader(self) -> HarmonyToolCalls:
+        """Tool-call messages as calls: the function from the header's recipient, the
+        arguments from the body (for a server's ``tool_calls``)."""
+        machine = self.machine
+        if not isinstance(machine, HarmonyMachine):
+            raise TypeError(f"openai_gptoss needs a HarmonyMachine, not {type(machine).__name__}")
+        return HarmonyToolCalls(machine)
 
     def grammar_gate_token(self, prompt_token_ids: Sequence[int] | np.ndarray) -> int | None:
         """``<|message|>`` when the prompt leaves the model to write a header first (it ends

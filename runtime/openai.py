@@ -3,6 +3,8 @@
 Reasoning goes in ``delta.reasoning`` / ``message.reasoning`` (the field current clients
 read); ``reasoning_content`` is filled too only when a server opts in for older clients.
 Reasoning tokens are reported in ``usage.completion_tokens_details.reasoning_tokens``.
+Tool calls a family frames as messages of their own (harmony) go in ``delta.tool_calls`` /
+``message.tool_calls``, as OpenAI sends them.
 
 This module is the one place the wire format is declared: the runtime builds these
 objects, the serving layer encodes them (SSE) and aggregates them (non-streaming) with the
@@ -19,6 +21,37 @@ import msgspec
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"]
 
 
+class ChoiceDeltaToolCallFunction(msgspec.Struct, omit_defaults=True):
+    """``name`` only in the first delta of a call; then ``arguments`` text pieces."""
+
+    name: str | None = None
+    arguments: str | None = None
+
+
+class ChoiceDeltaToolCall(msgspec.Struct, omit_defaults=True):
+    """One entry of ``delta.tool_calls``: ``index`` says which call of the response it
+    continues; ``id`` and ``type`` come only in the call's first delta, as OpenAI sends."""
+
+    index: int
+    id: str | None = None
+    type: Literal["function"] | None = None
+    function: ChoiceDeltaToolCallFunction | None = None
+
+
+class ToolCallFunction(msgspec.Struct):
+    name: str
+    arguments: str
+    """The arguments as the model wrote them (JSON text, not validated here)."""
+
+
+class ToolCall(msgspec.Struct):
+    """One entry of ``message.tool_calls`` in a non-streaming completion."""
+
+    id: str
+    function: ToolCallFunction
+    type: Literal["function"] = "function"
+
+
 class ChoiceDelta(msgspec.Struct, omit_defaults=True):
     """Only the fields that carry something are sent (``{}`` for an empty delta)."""
 
@@ -26,6 +59,7 @@ class ChoiceDelta(msgspec.Struct, omit_defaults=True):
     content: str | None = None
     reasoning: str | None = None
     reasoning_content: str | None = None
+    tool_calls: list[ChoiceDeltaToolCall] | None = None
 
 
 class ChunkChoice(msgspec.Struct):
@@ -69,6 +103,7 @@ class ChatMessage(msgspec.Struct, omit_defaults=True):
     content: str | None = None
     reasoning: str | None = None
     reasoning_content: str | None = None
+    tool_calls: list[ToolCall] | None = None
 
 
 class Choice(msgspec.Struct):
@@ -115,16 +150,37 @@ def usage_for(
     )
 
 
+class _CallParts:
+    """A tool call being folded from its deltas."""
+
+    __slots__ = ("arguments", "id", "name")
+
+    def __init__(self) -> None:
+        self.id = ""
+        self.name = ""
+        self.arguments: list[str] = []
+
+
 class CompletionBuilder:
     """Folds a request's chunks into the non-streaming ``chat.completion`` (what
-    ``RequestStream.collect()`` returns): the texts concatenated, the last finish reason,
-    the usage of the final chunk."""
+    ``RequestStream.collect()`` returns): the texts concatenated, tool calls assembled by
+    index, the last finish reason, the usage of the final chunk."""
 
-    __slots__ = ("_content", "_created", "_finish", "_id", "_model", "_reasoning", "_usage")
+    __slots__ = (
+        "_calls",
+        "_content",
+        "_created",
+        "_finish",
+        "_id",
+        "_model",
+        "_reasoning",
+        "_usage",
+    )
 
     def __init__(self) -> None:
         self._reasoning: list[str] = []
         self._content: list[str] = []
+        self._calls: dict[int, _CallParts] = {}
         self._finish: FinishReason | None = None
         self._usage: Usage | None = None
         self._id = ""
@@ -139,14 +195,35 @@ class CompletionBuilder:
                 self._reasoning.append(d.reasoning)
             if d.content:
                 self._content.append(d.content)
+            if d.tool_calls:
+                self._add_calls(d.tool_calls)
             if choice.finish_reason is not None:
                 self._finish = choice.finish_reason
         if chunk.usage is not None:
             self._usage = chunk.usage
 
+    def _add_calls(self, entries: list[ChoiceDeltaToolCall]) -> None:
+        for entry in entries:
+            call = self._calls.get(entry.index)
+            if call is None:
+                call = self._calls[entry.index] = _CallParts()
+            if entry.id:
+                call.id = entry.id
+            fn = entry.function
+            if fn is not None:
+                if fn.name:
+                    call.name = fn.name
+                if fn.arguments:
+                    call.arguments.append(fn.arguments)
+
     def build(self, *, reasoning_content_alias: bool = False) -> ChatCompletion:
         reasoning = "".join(self._reasoning) or None
-        content = "".join(self._content)
+        calls = [
+            ToolCall(id=c.id, function=ToolCallFunction(c.name, "".join(c.arguments)))
+            for _, c in sorted(self._calls.items())
+        ]
+        # As OpenAI: a message that only calls tools has no content (null, not "").
+        content = "".join(self._content) or (None if calls else "")
         return ChatCompletion(
             id=self._id,
             created=self._created,
@@ -158,6 +235,7 @@ class CompletionBuilder:
                         content=content,
                         reasoning=reasoning,
                         reasoning_content=reasoning if reasoning_content_alias else None,
+                        tool_calls=calls or None,
                     ),
                     finish_reason=self._finish,
                 )

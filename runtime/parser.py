@@ -23,6 +23,7 @@ from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL, split_labels
 from .machine import HOLD, Cursor, Machine, Spill, compile_machine
 from .option_keys import check_near_misses, keys_read
 from .spec import MarkerKind, ReasoningSpec
+from .tool_calls import ToolCallReader
 
 TokenIds = Sequence[int] | np.ndarray
 
@@ -408,6 +409,13 @@ class ReasoningParser:
             self.text_formatters(),
             skip_ids=self.skipped_token_ids() if skip_special_tokens else frozenset(),
         )
+
+    def tool_call_reader(self) -> ToolCallReader | None:
+        """A fresh splitter of this family's TOOL_CALL tokens into calls (function name,
+        argument tokens), for a server's ``tool_calls``; None for families that label no
+        tool-call messages (their tool markers stay in the content, for the user's own
+        tool parser)."""
+        return None
 
     def text_formatters(self) -> tuple[TextFormatterFactory | None, TextFormatterFactory | None]:
         return self._rfmt, self._cfmt

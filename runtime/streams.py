@@ -46,10 +46,12 @@ from .batch_errors import RequestFailedError, UnknownRequestError
 from .batch_result import BatchStepResult
 from .decoding import LabelledDecoder
 from .errors import ReasonspanError
+from .labels import TOOL_CALL
 from .openai import (
     ChatCompletion,
     ChatCompletionChunk,
     ChoiceDelta,
+    ChoiceDeltaToolCall,
     ChunkChoice,
     CompletionBuilder,
     FinishReason,
@@ -57,6 +59,7 @@ from .openai import (
     usage_for,
 )
 from .parser import ReasoningParser
+from .tool_calls import ToolCallStream, merge_tool_call_deltas
 
 RequestKey = str | int
 """A server's request id: a string (``"chatcmpl-…"``) or an int64."""
@@ -124,6 +127,9 @@ class _Record:
     usage: Usage | None = None
     options: dict[str, Any] = field(default_factory=dict)
     response_format: Any = None
+    tools: ToolCallStream | None = None
+    """The family's tool-call messages as ``delta.tool_calls`` (harmony); None: the
+    family has none (its tool markers stay in the content)."""
 
 
 class RequestStream:
@@ -145,7 +151,8 @@ class RequestStream:
 
     @property
     def finish_reason(self) -> FinishReason | None:
-        """The engine's finish reason, once the engine finished the request."""
+        """The finish reason sent, once the engine finished the request: the engine's,
+        or "tool_calls" when it said "stop" after the output called a tool."""
         return self._rec.finish_reason
 
     @property
@@ -198,7 +205,8 @@ class RequestStream:
 
     async def collect(self) -> ChatCompletion:
         """Read the whole stream into the non-streaming ``chat.completion``:
-        ``message.reasoning``, ``message.content``, ``finish_reason`` and usage."""
+        ``message.reasoning``, ``message.content``, ``message.tool_calls``,
+        ``finish_reason`` and usage."""
         builder = CompletionBuilder()
         async with self:
             async for chunk in self:
@@ -319,6 +327,9 @@ class ReasoningRuntime:
             options=options,
             response_format=response_format,
         )
+        reader = parser.tool_call_reader()
+        if reader is not None:
+            rec.tools = ToolCallStream(reader, parser.tokenizer)
         # Everything that can fail is above or in batch.add(), which validates first
         # (a response_format that does not compile, or no grammar engine installed).
         if response_format is not None:
@@ -495,7 +506,11 @@ class ReasoningRuntime:
             if got is None or got.closed or (errors and rid in errors) or not ids:
                 continue
             r_text, c_text = got.decoder.feed(ids, labels, spill)
-            if not (r_text or c_text):
+            calls = None
+            tools = got.tools
+            if tools is not None and (TOOL_CALL in labels or tools.reader.busy):
+                calls = self._tool_calls(got, ids, labels)
+            if not (r_text or c_text or calls):
                 continue
             if got.include_reasoning and not got.hold_reasoning and len(got.queue) < room:
                 # The common case, inlined (it runs once per request-token): a new chunk.
@@ -511,6 +526,7 @@ class ReasoningRuntime:
                                     content=c_text or None,
                                     reasoning=r_text or None,
                                     reasoning_content=(r_text or None) if alias else None,
+                                    tool_calls=calls,
                                 ),
                             )
                         ],
@@ -518,7 +534,7 @@ class ReasoningRuntime:
                 )
                 got.wake.set()
             else:
-                self._emit_text(got, r_text, c_text)
+                self._emit_text(got, r_text, c_text, calls)
         self.steps += 1
         self.step_ns.append(time.perf_counter_ns() - t0)
         return res
@@ -551,8 +567,10 @@ class ReasoningRuntime:
         """The engine ended the request: flush held tokens, send the final chunk and usage.
 
         ``finish_reason`` is the engine's and is kept as given ("stop" when the model
-        emitted its end of sequence, "length" at ``max_tokens``); whether the output ended
-        inside reasoning is reported apart, as ``usage.reasoning_ended``."""
+        emitted its end of sequence, "length" at ``max_tokens``), except that "stop" after
+        a tool call (harmony's ``<|call|>``) is sent as "tool_calls", as OpenAI does;
+        whether the output ended inside reasoning is reported apart, as
+        ``usage.reasoning_ended``."""
         rec = self._record(request_id)
         if rec is None or rec.closed:
             return
@@ -563,15 +581,20 @@ class ReasoningRuntime:
             return
         r1, c1 = rec.decoder.feed(tail.token_ids, tail.labels, tail.spill)
         r2, c2 = rec.decoder.finish()
+        calls = None
+        if rec.tools is not None and tail.token_ids:
+            calls = self._tool_calls(rec, tail.token_ids, tail.labels)
         if tail.reasoning_as_content:
             # Nothing but reasoning came: present it as the content, as parse() does.
             held = "".join(rec.held_reasoning) + r1 + r2
             rec.held_reasoning.clear()
             rec.hold_reasoning = False
-            self._emit_text(rec, "", held + c1 + c2)
+            self._emit_text(rec, "", held + c1 + c2, calls)
         else:
             rec.hold_reasoning = False
-            self._emit_text(rec, r1 + r2, c1 + c2)
+            self._emit_text(rec, r1 + r2, c1 + c2, calls)
+        if finish_reason == "stop" and rec.tools is not None and rec.tools.count:
+            finish_reason = "tool_calls"  # as OpenAI: the turn ended to call its tools
         u = tail.usage
         rec.finish_reason = finish_reason
         rec.usage = usage_for(
@@ -596,11 +619,28 @@ class ReasoningRuntime:
             choices=[ChunkChoice(index=0, delta=delta, finish_reason=finish)],
         )
 
-    def _emit_text(self, rec: _Record, reasoning: str, content: str) -> None:
+    def _tool_calls(
+        self, rec: _Record, ids: list[int], labels: bytes | bytearray
+    ) -> list[ChoiceDeltaToolCall] | None:
+        """The request's ``tool_calls`` entries for these tokens. The decoder's own copy of
+        the tool-call text (for ``take_tool_calls()`` users) is dropped: the runtime sends
+        the calls themselves."""
+        assert rec.tools is not None
+        if TOOL_CALL in labels:
+            rec.decoder.take_tool_calls()
+        return rec.tools.feed(ids, labels)
+
+    def _emit_text(
+        self,
+        rec: _Record,
+        reasoning: str,
+        content: str,
+        calls: list[ChoiceDeltaToolCall] | None = None,
+    ) -> None:
         if not rec.include_reasoning and not rec.hold_reasoning:
             reasoning = ""
         if rec.hold_reasoning:
-            if not content:
+            if not content and not calls:
                 if reasoning:
                     rec.held_reasoning.append(reasoning)
                 return
@@ -609,12 +649,13 @@ class ReasoningRuntime:
             rec.hold_reasoning = False
             if not rec.include_reasoning:
                 reasoning = ""
-        if not reasoning and not content:
+        if not reasoning and not content and not calls:
             return
         delta = ChoiceDelta(
             content=content or None,
             reasoning=reasoning or None,
             reasoning_content=(reasoning or None) if self.alias else None,
+            tool_calls=calls,
         )
         self._push(rec, delta)
 
@@ -632,6 +673,10 @@ class ReasoningRuntime:
                         d.reasoning_content = d.reasoning
                 if delta.content:
                     d.content = (d.content or "") + delta.content
+                if delta.tool_calls:
+                    if d.tool_calls is None:
+                        d.tool_calls = []
+                    merge_tool_call_deltas(d.tool_calls, delta.tool_calls)
                 rec.coalesced += 1
                 rec.wake.set()
                 return

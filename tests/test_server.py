@@ -286,6 +286,70 @@ def test_response_format_is_kept_for_the_grammar_engine(running: Running) -> Non
     assert (fmt.type, fmt.json_schema, structured) == ("json_schema", schema, True)
 
 
+WEATHER_TOOL: Any = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+# What gpt-oss writes to call a function: analysis, then a commentary message addressed to
+# functions.get_weather with JSON arguments, ending the turn with <|call|>.
+TOOL_CALL_OUTPUT = (
+    "<|channel|>analysis<|message|>The user wants the weather; call the tool.<|end|>"
+    "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+    '<|message|>{"city": "Kyoto"}<|call|>'
+)
+
+
+def test_harmony_tool_call_non_streaming(client: openai.OpenAI) -> None:
+    resp = client.chat.completions.create(
+        model="gpt-oss-synthetic",
+        messages=[{"role": "user", "content": "Weather in Kyoto?"}],
+        tools=[WEATHER_TOOL],
+        extra_body={"simulated_output": TOOL_CALL_OUTPUT},
+    )
+    choice = resp.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.tool_calls is not None and len(choice.message.tool_calls) == 1
+    call = choice.message.tool_calls[0]
+    assert call.type == "function" and call.id.startswith("call_")
+    assert call.function.name == "get_weather"
+    assert json.loads(call.function.arguments) == {"city": "Kyoto"}
+    assert not choice.message.content  # the call is not content text
+    assert extra(choice.message, "reasoning") == "The user wants the weather; call the tool."
+
+
+def test_harmony_tool_call_streaming(client: openai.OpenAI) -> None:
+    names: list[str] = []
+    ids: set[str] = set()
+    arguments = ""
+    content = ""
+    finish = None
+    for chunk in client.chat.completions.create(
+        model="gpt-oss-synthetic",
+        messages=[{"role": "user", "content": "Weather in Kyoto?"}],
+        tools=[WEATHER_TOOL],
+        stream=True,
+        extra_body={"simulated_output": TOOL_CALL_OUTPUT},
+    ):
+        for ch in chunk.choices:
+            content += ch.delta.content or ""
+            finish = ch.finish_reason or finish
+            for tc in ch.delta.tool_calls or []:
+                assert tc.index == 0
+                if tc.id:
+                    ids.add(tc.id)
+                if tc.function is not None:
+                    if tc.function.name:
+                        names.append(tc.function.name)
+                    arguments += tc.function.arguments or ""
+    assert names == ["get_weather"]  # the name comes once, in the call's first delta
+    assert len(ids) == 1
+    assert json.loads(arguments) == {"city": "Kyoto"}
+    assert (content, finish) == ("", "tool_calls")
+
+
 def test_include_reasoning_false(client: openai.OpenAI) -> None:
     out = script("deepseek_r1")
     _reasoning, content, reasoning_tokens, _ = expected("deepseek_r1", HISTORY, out)
