@@ -552,15 +552,16 @@ def test_the_example_engine_serves_behind_the_reference_server() -> None:
 
 
 def test_a_client_that_goes_away_aborts_its_request(running: Running) -> None:
-    """Streaming (hang up after two chunks) and non-streaming (client timeout): the engine
-    is told to stop, long before the 20,000-token script would end."""
+    """Streaming (hang up after the first chunk) and non-streaming (client timeout): the
+    engine is told to stop, long before the 200,000-token script would end."""
     engine = running.server.engine
     assert isinstance(engine, SimulatedServingEngine)
+    running.wait_idle()  # aborts of earlier tests are counted before we start
     before = engine.aborted
     body = {
         "model": "qwen3",
         "messages": HISTORY,
-        "simulated_output": "<think>" + " and then" * 20_000,
+        "simulated_output": "<think>" + " and then" * 100_000,
     }
     url = f"{running.base_url}/chat/completions"
     with httpx.stream("POST", url, json={**body, "stream": True}, timeout=30) as resp:
