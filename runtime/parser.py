@@ -7,7 +7,6 @@ server creates one per request, or keeps one per slot and calls ``reset()``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from functools import cache
 from operator import attrgetter
 from typing import Any, ClassVar, Self
 
@@ -109,25 +108,30 @@ _KNOWN_KEYS: dict[type[Any], frozenset[str]] = {}
 """Per parser class: the chat_template_kwargs keys it reads (see ``option_keys``)."""
 
 
-@cache
-def _cursor_layout(
-    kind: type[Cursor],
-) -> tuple[tuple[str, ...], Callable[[Cursor], Any], tuple[int, ...]]:
+_Layout = tuple[tuple[str, ...], Callable[[Cursor], tuple[Any, ...]], tuple[int, ...]]
+_LAYOUTS: dict[type[Cursor], _Layout] = {}
+
+
+def _cursor_layout(kind: type[Cursor]) -> _Layout:
     """Per cursor class, once: its slot names, one getter for all of them, and which of
     them hold lists (copied by a snapshot). A snapshot is taken for every per-request
     parser of every batch step, so it must cost a few hundred ns, not microseconds."""
+    layout = _LAYOUTS.get(kind)
+    if layout is not None:
+        return layout
     names: list[str] = []
     for klass in kind.__mro__:
         slots = getattr(klass, "__slots__", ())
         names += [slots] if isinstance(slots, str) else list(slots)
     fields = tuple(n for n in dict.fromkeys(names) if not n.startswith("__"))
-    getter = attrgetter(*fields)
-    if len(fields) == 1:
-        one = getter
-        getter = lambda c: (one(c),)  # noqa: E731
+    many = attrgetter(*fields)
+    getter: Callable[[Cursor], tuple[Any, ...]] = (
+        (lambda c: (many(c),)) if len(fields) == 1 else many
+    )
     probe = kind()
     lists = tuple(i for i, f in enumerate(fields) if isinstance(getattr(probe, f), list))
-    return fields, getter, lists
+    layout = _LAYOUTS[kind] = (fields, getter, lists)
+    return layout
 
 
 _LABEL_BYTES = tuple(bytes((label,)) for label in range(5))
