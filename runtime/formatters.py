@@ -61,6 +61,12 @@ class TrimFormatter:
         return out
 
     def text(self, s: str) -> str:
+        if not (self._armed or self._lead_left or self._tail or self._prefix):
+            # Mid-text with nothing pending (almost every token): only a trailing
+            # trimmable character needs the slow path below.
+            trail = self._trim.trail
+            if not trail or not s or s[-1] not in trail:
+                return s
         trim = self._trim
         if self._armed and trim.label:
             buf = self._label_buf + s
