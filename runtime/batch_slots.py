@@ -459,16 +459,7 @@ class Slots:
         if not bad.any():
             return
         pos = int(np.argmax(bad))
-        row = int(np.searchsorted(offs, pos, side="right")) - 1
-        slot = int(tok_slots[pos])
-        parser = self.parsers[slot]
-        raise BatchTokenError(
-            int(toks[pos]),
-            pos,
-            int(self.vocab[slot]),
-            int(rids[row]),
-            parser.name if parser is not None else "?",
-        )
+        raise self.token_error((pos, int(toks[pos])), slots, offs, rids)
 
     # ------------------------------------------------------------------ a step's result
 
