@@ -30,6 +30,16 @@ import msgspec
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import TEMPLATE_NEWLINES_CONTENT, TEMPLATE_NEWLINES_REASONING, ReasoningSpec
+from ..runtime.toolcalls import ToolFormat
+
+QWEN_TOOL_CALLS = ToolFormat(
+    kinds=("json",),
+    open=("<tool_call>",),
+    close=("</tool_call>",),
+    json_strings=True,
+    source="Qwen3's chat template (tokenizer_config.json) writes each call as "
+    '`<tool_call>\\n{"name": …, "arguments": …}\\n</tool_call>`',
+)
 
 _QWEN3 = ReasoningSpec(
     name="qwen3",
@@ -43,6 +53,7 @@ _QWEN3 = ReasoningSpec(
     thinking_default=True,
     thinking_switches=("enable_thinking",),
     end_in_content="drop",
+    tool_calls=QWEN_TOOL_CALLS,
     reasoning_trim=TEMPLATE_NEWLINES_REASONING,
     content_trim=TEMPLATE_NEWLINES_CONTENT,
     start_source=(
@@ -80,3 +91,25 @@ class MimoParser(ReasoningParser):
         """Thinking off starts the turn in content but keeps the markers (module doc)."""
         on, prompt_start = super().resolve_switches(kwargs)
         return True, on and prompt_start
+
+
+@register
+class Qwen3InstructParser(ReasoningParser):
+    """Qwen3 checkpoints that never think (Qwen3-Instruct-2507, Qwen3-Coder): no reasoning
+    markers, every token is the answer; served for their tool calls (Hermes JSON for
+    Instruct-2507, XML functions for Coder, both inside ``<tool_call>``)."""
+
+    spec = ReasoningSpec(
+        name="qwen3_instruct",
+        aliases=("qwen3_coder", "qwen3_instruct_2507", "qwen3_nothink"),
+        turn=("<|im_start|>",),
+        prompt_start=False,
+        thinking_default=False,
+        tool_calls=QWEN_TOOL_CALLS,
+        content_trim=TEMPLATE_NEWLINES_CONTENT,
+        start_source=(
+            "template: Qwen3-4B-Instruct-2507's and Qwen3-Coder's templates end with "
+            "`<|im_start|>assistant\\n` and have no thinking block"
+        ),
+        notes="no reasoning (all content); tool calls in <tool_call> (Hermes JSON or XML)",
+    )

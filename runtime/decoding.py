@@ -14,7 +14,7 @@ from tokenizers import Tokenizer
 from tokenizers.decoders import DecodeStream
 
 from ..tokenizer.loader import LoadedTokenizer
-from .formatters import IdentityFormatter, TextFormatter, TextFormatterFactory
+from .formatters import CallGapFormatter, IdentityFormatter, TextFormatter, TextFormatterFactory
 from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL
 
 
@@ -88,6 +88,7 @@ class LabelledDecoder:
         "_cdec",
         "_cfmt",
         "_ckept",
+        "_gaps",
         "_rdec",
         "_rfmt",
         "_skip",
@@ -104,9 +105,12 @@ class LabelledDecoder:
         *,
         skip_special_tokens: bool = False,
         skip_ids: frozenset[int] | None = None,
+        call_gaps: bool = False,
     ) -> None:
         """``skip_ids``, when given, are the ids left out of the text (instead of every
-        special token under ``skip_special_tokens``)."""
+        special token under ``skip_special_tokens``). ``call_gaps``: the whitespace between
+        the answer and a tool call (TOOL_CALL tokens) is trimmed from the content
+        (:class:`CallGapFormatter`)."""
         self._tok = tokenizer.tokenizer
         self._tok_l = tokenizer
         self._skip = skip_special_tokens
@@ -119,6 +123,10 @@ class LabelledDecoder:
         rf, cf = formatters
         self._rfmt: TextFormatter = rf() if rf else IdentityFormatter()
         self._cfmt: TextFormatter = cf() if cf else IdentityFormatter()
+        self._gaps: CallGapFormatter | None = None
+        if call_gaps:
+            self._gaps = CallGapFormatter(self._cfmt)
+            self._cfmt = self._gaps
 
     def feed(
         self,
@@ -169,6 +177,8 @@ class LabelledDecoder:
                 c.append(self._cfmt.marker())
             elif lab == TOOL_CALL:
                 self._tool_call(t)
+                if self._gaps is not None:
+                    self._gaps.call()
         return "".join(r), "".join(c)
 
     def _tool_call(self, t: int) -> None:

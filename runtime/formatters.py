@@ -114,6 +114,58 @@ class TrimFormatter:
         return self._emit(out)
 
 
+class CallGapFormatter:
+    """Content around tool calls: the whitespace between the answer and a call (the
+    template's ``\n`` before ``<tool_call>``, the blank line before a DSML block) is layout,
+    not answer. Trailing whitespace is held until more text shows it is inside the answer;
+    :meth:`call` drops it and the whitespace that follows the call. Wraps the family's own
+    content formatter, so its trimming applies first."""
+
+    __slots__ = ("_after", "_inner", "_ws")
+
+    def __init__(self, inner: TextFormatter) -> None:
+        self._inner = inner
+        self._ws = ""
+        self._after = False
+
+    def _through(self, s: str) -> str:
+        if not s:
+            return ""
+        if self._after:
+            s = s.lstrip()
+            if not s:
+                return ""
+            self._after = False
+        kept = s.rstrip()
+        if len(kept) == len(s):
+            if self._ws:
+                s = self._ws + s
+                self._ws = ""
+            return s
+        if not kept:
+            self._ws += s
+            return ""
+        out = self._ws + kept
+        self._ws = s[len(kept) :]
+        return out
+
+    def text(self, s: str) -> str:
+        return self._through(self._inner.text(s))
+
+    def marker(self) -> str:
+        return self._through(self._inner.marker())
+
+    def call(self) -> None:
+        """A tool call passed: the whitespace on either side of it is not answer."""
+        self._ws = ""
+        self._after = True
+
+    def finish(self) -> str:
+        out = self._through(self._inner.finish()) + self._ws
+        self._ws = ""
+        return out
+
+
 def formatter_factory(trim: Trim) -> TextFormatterFactory | None:
     """None for a channel with nothing to trim (the common case costs nothing)."""
     if trim.is_identity:

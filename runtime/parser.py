@@ -22,7 +22,8 @@ from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL, split_labels
 from .machine import HOLD, Cursor, Machine, Spill, compile_machine
 from .option_keys import check_near_misses, keys_read
 from .spec import MarkerKind, ReasoningSpec
-from .tool_calls import ToolCallReader
+from .tool_calls import ToolCallReader, calls_from_reader
+from .toolcalls import ToolCall, ToolCallExtractor, Tools, as_tools, compile_format
 
 TokenIds = Sequence[int] | np.ndarray
 
@@ -73,10 +74,12 @@ class ParseResult(msgspec.Struct, frozen=True):
     """The reasoning was returned as content because no content came (see
     :attr:`ParsedReasoningDelta.reasoning_as_content`); its labels are CONTENT here."""
     tool_call_token_ids: list[int] = msgspec.field(default_factory=list)
-    """Tokens labelled TOOL_CALL (harmony's tool-call messages): for the tool parser,
-    in neither ``reasoning_token_ids`` nor ``content_token_ids``."""
-    tool_calls: str | None = None
-    """The text of those tokens (None when there are none)."""
+    """Tokens labelled TOOL_CALL (tool-call regions, harmony's tool-call messages): in
+    neither ``reasoning_token_ids`` nor ``content_token_ids``."""
+    tool_call_text: str | None = None
+    """The text of those tokens, markup included (None when there are none)."""
+    tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
+    """The complete tool calls, in order (``parse(tools=...)``; harmony's always)."""
 
 
 def _check_container(ids: object, where: str) -> None:
@@ -402,7 +405,9 @@ class ReasoningParser:
             got = machine.skipped_ids = tok.special_ids - pieces - kept
         return got
 
-    def decoder(self, *, skip_special_tokens: bool = True) -> LabelledDecoder:
+    def decoder(
+        self, *, skip_special_tokens: bool = True, call_gaps: bool = False
+    ) -> LabelledDecoder:
         """A fresh text decoder for this parser's tokenizer and text formatters.
 
         ``skip_special_tokens`` (the default, as servers decode) drops special tokens from
@@ -412,7 +417,19 @@ class ReasoningParser:
             self.tokenizer,
             self.text_formatters(),
             skip_ids=self.skipped_token_ids() if skip_special_tokens else frozenset(),
+            call_gaps=call_gaps,
         )
+
+    def tool_call_extractor(
+        self, tools: Tools | Sequence[Mapping[str, Any]] | None = None
+    ) -> ToolCallExtractor | None:
+        """A fresh per-request reader of this family's tool-call regions (None when the
+        family declares no :attr:`ReasoningSpec.tool_calls` format). ``tools`` (the
+        request's OpenAI ``tools``) types the values of formats that write them untyped."""
+        fmt = self._machine.spec.tool_calls
+        if fmt is None:
+            return None
+        return ToolCallExtractor(compile_format(fmt, self.tokenizer), as_tools(tools))
 
     def tool_call_reader(self) -> ToolCallReader | None:
         """A fresh splitter of this family's TOOL_CALL tokens into calls (function name,
@@ -530,8 +547,14 @@ class ReasoningParser:
         prompt_token_ids: TokenIds | None = None,
         *,
         skip_special_tokens: bool = True,
+        tools: Tools | Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: object = None,
     ) -> ParseResult:
         """Non-streaming: the same labels as any streaming of the same tokens, plus text.
+
+        With ``tools`` (the request's OpenAI ``tools``; ``tool_choice="none"`` turns it
+        off) the family's tool calls are taken out of the answer as ``tool_calls``
+        (:meth:`tool_call_extractor`); without, its tool markers stay in the content.
 
         Without a prompt the start state is :attr:`default_reasoning`. The text drops
         special tokens as a server decoding with ``skip_special_tokens=True`` does (TOOL
@@ -550,12 +573,31 @@ class ReasoningParser:
         spill: list[Spill] = []
         state = self._machine.run(toks, start, cursor, ids, labels, spill)
         state = self._machine.flush(state, cursor, ids, labels, spill)
+        calls: list[ToolCall] = []
+        extractor = (
+            self.tool_call_extractor(tools) if tools is not None and tool_choice != "none" else None
+        )
+        if extractor is not None:
+            ids, labels, spill, calls = extractor.feed(ids, labels, spill)
+            tail_ids, tail_labels, tail_spill, tail_calls = extractor.finish()
+            base = len(ids)
+            ids = ids + tail_ids
+            labels += tail_labels
+            spill += [(i + base, b, c, a) for i, b, c, a in tail_spill]
+            calls += tail_calls
         reasoning_ids, content_ids = split_labels(ids, labels)
-        dec = self.decoder(skip_special_tokens=skip_special_tokens)
+        dec = self.decoder(
+            skip_special_tokens=skip_special_tokens,
+            call_gaps=extractor is not None and extractor.trims_gaps,
+        )
         r1, c1 = dec.feed(ids, labels, spill)
         r2, c2 = dec.finish()
         r_text, c_text = r1 + r2, c1 + c2
         tool_ids = tool_call_ids(ids, labels) if TOOL_CALL in labels else []
+        if tool_ids and extractor is None:
+            reader = self.tool_call_reader()
+            if reader is not None:
+                calls = calls_from_reader(reader, self.tokenizer, ids, labels)
         swap = self._swap and _seen(labels, spill) == _SAW_REASONING
         if swap:
             labels = bytearray(labels.translate(_AS_CONTENT))
@@ -576,7 +618,8 @@ class ReasoningParser:
             spill=tuple(spill),
             reasoning_as_content=swap,
             tool_call_token_ids=tool_ids,
-            tool_calls=dec.take_tool_calls() if tool_ids else None,
+            tool_call_text=dec.take_tool_calls() if tool_ids else None,
+            tool_calls=calls,
         )
 
     # ------------------------------------------------------------------ helpers

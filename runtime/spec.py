@@ -12,6 +12,8 @@ from typing import Literal
 
 import msgspec
 
+from .toolcalls.format import ToolFormat
+
 
 class MarkerKind(IntEnum):
     """What a marker does when it is matched in the output (or found in the prompt)."""
@@ -108,6 +110,10 @@ class ReasoningSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ends up empty returns its reasoning as content (nemotron_v3). ``parse()`` applies the
     swap; a stream learns it from ``finish()`` (``ParsedReasoningDelta.reasoning_as_content``),
     because only the end of the output can tell that no content came."""
+    tool_calls: ToolFormat | None = None
+    """Where the family's tool calls are and how they read (None: its tool markers stay in
+    the content). Used when a request offers tools (``parse(tools=...)``,
+    ``TextSplitter(tools=...)``, ``ReasoningRuntime.add(tools=...)``)."""
     notes: str = ""
     """One line for the families table: the quirks the fields above do not say."""
     start_source: str = ""

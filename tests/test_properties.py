@@ -130,13 +130,13 @@ def test_text_splitter_equals_parse(
         r, c = split.feed(delta)
         r_parts.append(r)
         c_parts.append(c)
-        t_parts.append(split.take_tool_calls())
+        t_parts.append(split.take_tool_call_text())
     r, c = split.finish()
     r_parts.append(r)
     c_parts.append(c)
-    t_parts.append(split.take_tool_calls())
+    t_parts.append(split.take_tool_call_text())
     # Tool-call messages (harmony) are a channel of their own, split or whole.
-    assert ("".join(t_parts) or None) == expected.tool_calls
+    assert ("".join(t_parts) or None) == expected.tool_call_text
     r_text, c_text = "".join(r_parts), "".join(c_parts)
     # No help from the caller: the splitter itself holds what the swap may move.
     assert split.reasoning_as_content == expected.reasoning_as_content

@@ -134,7 +134,7 @@ def test_calls_stream_as_tool_calls(header: str, n_calls: int, per_step: int) ->
     calls = CALLS[:n_calls]
     out, tool_text = harmony_output(calls, header)
     ids = TOK.encode(out)
-    assert parser().parse(ids, prompt_token_ids=PROMPT).tool_calls == tool_text
+    assert parser().parse(ids, prompt_token_ids=PROMPT).tool_call_text == tool_text
     deltas = [ids[i : i + per_step] for i in range(0, len(ids), per_step)]
     _, stream = run(deltas)
     check(read(stream), calls, tool_text, header)

@@ -1,0 +1,23 @@
+"""Tool calls for every family: formats declared beside the reasoning spec, one shared
+extractor over the labelled token stream, and one module per body kind.
+
+Importing this package registers the built-in kinds.
+"""
+
+from . import json_calls as json_calls
+from .extract import ToolCallExtractor
+from .format import CompiledToolFormat, ToolFormat, body_kind, compile_format
+from .types import NO_TOOLS, ToolCall, Tools, as_tools, dump_arguments
+
+__all__ = [
+    "NO_TOOLS",
+    "CompiledToolFormat",
+    "ToolCall",
+    "ToolCallExtractor",
+    "ToolFormat",
+    "Tools",
+    "as_tools",
+    "body_kind",
+    "compile_format",
+    "dump_arguments",
+]

@@ -1,0 +1,351 @@
+"""One request's tool-call regions, found in the labelled token stream.
+
+The reasoning machine labels every token first; this extractor then reads the tokens it
+decided, in order, and takes call regions out of the answer:
+
+- a region opens at an ``open`` marker (a token id, or the bytes of a run of tokens: such
+  a run is held back until it is decided) or, for a format with ``leading`` characters, at
+  the first non-space text of the answer;
+- it closes at a ``close`` marker, or at the end of the output when the format has none;
+- its tokens are held until then, and only then decoded (its bytes, markers included) and
+  read by the format's body kinds: well-formed calls label the region ``TOOL_CALL`` and
+  become :class:`ToolCall` s; anything else (a malformed body, a region that never
+  closes: ``max_tokens`` cut the call) never becomes a call: a malformed body goes back
+  to the content verbatim, labelled ``TOOL`` (kept in the text, never skipped), and a
+  call cut by the end of the output is dropped (labelled ``TOOL_CALL``, no call, no
+  text), so no half call, and no half-written markup, is ever sent.
+
+Everything after a held token is held too, so the tokens come out in order and every
+split of the output into deltas gives the same labels, text and calls (property-tested).
+Tokens outside a region cost one set lookup each.
+"""
+
+from __future__ import annotations
+
+from ..labels import CONTENT, TOOL, TOOL_CALL
+from .format import CompiledToolFormat
+from .types import ToolCall, Tools
+
+Spill = tuple[int, bytes, int, int]
+"""As :data:`reasonspan.runtime.machine.Spill` (not imported: the machine imports the spec,
+which imports this package)."""
+
+_OUT, _FRESH, _IN = 0, 1, 2
+_WS = b" \t\r\n"
+
+_Item = tuple[int, int, list[tuple[bytes, int, int]] | None]
+"""A held token: ``(id, label, spill parts)``."""
+
+
+class ToolCallExtractor:
+    """Per request: feed decided ``(ids, labels, spill)``, get them back with call regions
+    relabelled (or held), plus the calls completed."""
+
+    __slots__ = (
+        "_fmt",
+        "_held",
+        "_mode",
+        "_tools",
+        "count",
+    )
+
+    def __init__(self, fmt: CompiledToolFormat, tools: Tools) -> None:
+        self._fmt = fmt
+        self._tools = tools
+        self._mode = _FRESH if fmt.leading else _OUT
+        self._held: list[_Item] = []
+        """Tokens not decided yet: a possible marker start (outside), or the region and
+        everything after its first token (inside)."""
+        self.count = 0
+        """Calls completed so far."""
+
+    @property
+    def trims_gaps(self) -> bool:
+        """The format trims the whitespace between the answer and a call
+        (:attr:`ToolFormat.trim_gaps`): decode the content with ``call_gaps``."""
+        return self._fmt.fmt.trim_gaps
+
+    @property
+    def busy(self) -> bool:
+        """Tokens are held (a region is open or a marker may be starting)."""
+        return bool(self._held)
+
+    # ------------------------------------------------------------------ feeding
+
+    def feed(
+        self, ids: list[int], labels: bytes | bytearray, spill: tuple[Spill, ...] | list[Spill]
+    ) -> tuple[list[int], bytearray, list[Spill], list[ToolCall]]:
+        fmt = self._fmt
+        if (
+            not self._held
+            and self._mode == _OUT
+            and not fmt.open_bytes
+            and fmt.open_ids.isdisjoint(ids)
+        ):
+            return ids, bytearray(labels), list(spill), []
+        out_ids: list[int] = []
+        out_labels = bytearray()
+        out_spill: list[Spill] = []
+        calls: list[ToolCall] = []
+        parts: dict[int, list[tuple[bytes, int, int]]] = {}
+        for idx, data, channel, after in spill:
+            parts.setdefault(idx, []).append((data, channel, after))
+        for i, t in enumerate(ids):
+            self._one((t, labels[i], parts.get(i)), out_ids, out_labels, out_spill, calls)
+        return out_ids, out_labels, out_spill, calls
+
+    def finish(self) -> tuple[list[int], bytearray, list[Spill], list[ToolCall]]:
+        """End of output: a region that runs to the end is read now (and goes back to the
+        content if it does not read as calls); any other open region is a call cut by
+        ``max_tokens``, dropped (module doc)."""
+        out_ids: list[int] = []
+        out_labels = bytearray()
+        out_spill: list[Spill] = []
+        calls: list[ToolCall] = []
+        if self._mode == _IN:
+            if not self._fmt.close_ids and not self._fmt.close_bytes:
+                self._close(len(self._held), b"", out_ids, out_labels, out_spill, calls)
+            else:
+                for item in self._held:
+                    self._emit(item, out_ids, out_labels, out_spill, TOOL_CALL)
+                self._held.clear()
+                self._mode = _OUT
+        self._release(len(self._held), out_ids, out_labels, out_spill)
+        return out_ids, out_labels, out_spill, calls
+
+    # ------------------------------------------------------------------ one token
+
+    def _one(
+        self,
+        item: _Item,
+        ids: list[int],
+        labels: bytearray,
+        spill: list[Spill],
+        calls: list[ToolCall],
+    ) -> None:
+        t, lab, _ = item
+        fmt = self._fmt
+        answer = lab in (CONTENT, TOOL)
+        if self._mode == _IN:
+            self._held.append(item)
+            if not answer:
+                return
+            if t in fmt.close_ids:
+                if fmt.fmt.json_strings and self._in_string(self._region_bytes(-1)):
+                    return  # the marker is text of a JSON string argument
+                self._close(len(self._held), b"", ids, labels, spill, calls)
+            elif fmt.close_bytes:
+                self._find_close(ids, labels, spill, calls)
+            return
+        if not answer or item[2] is not None:
+            # A marker never spans a token of another channel (or one the reasoning
+            # machine split): what was held is content after all.
+            self._release(len(self._held), ids, labels, spill)
+            self._emit(item, ids, labels, spill)
+            if answer and self._mode == _FRESH:
+                self._mode = _OUT
+            return
+        if t in fmt.open_ids:
+            self._release(len(self._held), ids, labels, spill)
+            self._mode = _IN
+            self._held.append(item)
+            return
+        if self._mode == _FRESH:
+            self._held.append(item)
+            data = fmt.token_bytes[t].lstrip(_WS)
+            if not data:
+                return  # only space so far: the answer has not begun
+            if data[:1] in fmt.leading:
+                self._mode = _IN
+                return
+            self._mode = _OUT
+            if not fmt.open_bytes:
+                self._release(len(self._held), ids, labels, spill)
+                return
+            # fall through: the held run may still begin a byte marker
+        else:
+            self._held.append(item)
+        if fmt.open_bytes:
+            self._find_open(ids, labels, spill, calls)
+        else:
+            self._release(len(self._held), ids, labels, spill)
+
+    # ------------------------------------------------------------------ markers on bytes
+
+    def _find_open(
+        self, ids: list[int], labels: bytearray, spill: list[Spill], calls: list[ToolCall]
+    ) -> None:
+        """Outside, with byte open markers: open a region where one is complete, else keep
+        only the tokens that may still begin one."""
+        fmt = self._fmt
+        table = fmt.token_bytes
+        chunks = [table[t] for t, _, _ in self._held]
+        buf = b"".join(chunks)
+        at, _ = _first(buf, fmt.open_bytes)
+        if at < 0:
+            # Keep the shortest tail of tokens whose bytes may begin a marker.
+            at = len(buf)
+            for k in range(max(0, len(buf) - fmt.max_marker + 1), len(buf)):
+                tail = buf[k:]
+                if any(m.startswith(tail) for m in fmt.open_bytes):
+                    at = k
+                    break
+            opened = False
+        else:
+            opened = True
+        j, pos = 0, 0
+        while j < len(chunks) and pos + len(chunks[j]) <= at:
+            pos += len(chunks[j])
+            j += 1
+        self._release(j, ids, labels, spill)
+        if opened:
+            self._mode = _IN
+            # The rest of the run may already hold the whole call.
+            if fmt.close_bytes:
+                self._find_close(ids, labels, spill, calls)
+
+    def _find_close(
+        self, ids: list[int], labels: bytearray, spill: list[Spill], calls: list[ToolCall]
+    ) -> None:
+        """Inside, with byte close markers: close where one is complete, after the opener."""
+        fmt = self._fmt
+        buf = self._region_bytes()
+        _, start = self._opener(buf)
+        at, size = _first(buf, fmt.close_bytes, start)
+        while at >= 0 and fmt.fmt.json_strings and self._in_string(buf[:at]):
+            at, size = _first(buf, fmt.close_bytes, at + 1)
+        if at < 0:
+            return
+        # The region ends with the token that completes the closer.
+        end_byte = at + size
+        table = fmt.token_bytes
+        pos, n = 0, 0
+        while n < len(self._held) and pos < end_byte:
+            t, lab, _ = self._held[n]
+            if lab in (CONTENT, TOOL):
+                pos += len(table[t])
+            n += 1
+        self._close(n, buf[end_byte:pos], ids, labels, spill, calls)
+
+    def _region_bytes(self, n: int | None = None) -> bytes:
+        table = self._fmt.token_bytes
+        return b"".join(table[t] for t, lab, _ in self._held[:n] if lab in (CONTENT, TOOL))
+
+    def _in_string(self, buf: bytes) -> bool:
+        """Does the body in ``buf`` (the region so far) end inside a JSON string?"""
+        _, start = self._opener(buf)
+        body = buf[start:].lstrip(_WS)
+        if body[:1] not in (b"{", b"["):
+            return False  # not a JSON body (Qwen3's <tool_call> may hold XML)
+        inside = False
+        escaped = False
+        for b in body:
+            if escaped:
+                escaped = False
+            elif b == 0x5C and inside:  # backslash
+                escaped = True
+            elif b == 0x22:  # double quote
+                inside = not inside
+        return inside
+
+    def _opener(self, buf: bytes) -> tuple[int, int]:
+        """Where the region's opener begins and ends in its bytes (0, 0 for a region that
+        a ``leading`` character opened: that character is part of the body)."""
+        fmt = self._fmt
+        first = self._held[0][0]
+        if first in fmt.open_ids:
+            return 0, len(fmt.token_bytes[first])
+        at, size = _first(buf, fmt.open_bytes)
+        return (at, at + size) if at >= 0 else (0, 0)
+
+    # ------------------------------------------------------------------ deciding a region
+
+    def _close(
+        self,
+        n: int,
+        after: bytes,
+        ids: list[int],
+        labels: bytearray,
+        spill: list[Spill],
+        calls: list[ToolCall],
+    ) -> None:
+        """The region is ``_held[:n]`` (a region always begins the held run): read it;
+        its calls, or back to content."""
+        fmt = self._fmt
+        buf = self._region_bytes(n)
+        if after:
+            buf = buf[: len(buf) - len(after)]
+        at, start = self._opener(buf)
+        before = buf[:at]
+        body = buf[at:] if fmt.fmt.keep_open_text else buf[start:]
+        got = fmt.fmt.parse(self._strip_closer(body).decode("utf-8", "replace"), self._tools)
+        region = self._held[:n]
+        if got is None:
+            for item in region:
+                self._emit(item, ids, labels, spill, TOOL)
+        else:
+            first = len(ids)
+            for item in region:
+                self._emit(item, ids, labels, spill, TOOL_CALL)
+            if before.strip(_WS):
+                spill.append((first, before, CONTENT, 0))
+            if after.strip(_WS):
+                spill.append((len(ids) - 1, after, CONTENT, 0))
+            calls.extend(got)
+            self.count += len(got)
+        rest = self._held[n:]
+        self._held = []
+        self._mode = _OUT
+        # Tokens held after the region are decided afresh.
+        for item in rest:
+            self._one(item, ids, labels, spill, calls)
+
+    def _strip_closer(self, body: bytes) -> bytes:
+        fmt = self._fmt
+        table = fmt.token_bytes
+        for tid in fmt.close_ids:
+            m = table[tid]
+            if body.endswith(m):
+                return body[: len(body) - len(m)]
+        for m in fmt.close_bytes:
+            if body.endswith(m):
+                return body[: len(body) - len(m)]
+        return body
+
+    # ------------------------------------------------------------------ output
+
+    def _release(self, n: int, ids: list[int], labels: bytearray, spill: list[Spill]) -> None:
+        """The first ``n`` held tokens are decided as they were labelled."""
+        if n <= 0:
+            return
+        for item in self._held[:n]:
+            self._emit(item, ids, labels, spill)
+        del self._held[:n]
+
+    @staticmethod
+    def _emit(
+        item: _Item,
+        ids: list[int],
+        labels: bytearray,
+        spill: list[Spill],
+        relabel: int = -1,
+    ) -> None:
+        t, lab, parts = item
+        if relabel >= 0 and (lab in (CONTENT, TOOL)):
+            lab = relabel
+        if parts:
+            at = len(ids)
+            spill.extend((at, data, channel, after) for data, channel, after in parts)
+        ids.append(t)
+        labels.append(lab)
+
+
+def _first(buf: bytes, markers: tuple[bytes, ...], start: int = 0) -> tuple[int, int]:
+    """``(offset, length)`` of the earliest of ``markers`` in ``buf`` from ``start``, or
+    ``(-1, 0)``."""
+    best, size = -1, 0
+    for m in markers:
+        at = buf.find(m, start)
+        if at >= 0 and (best < 0 or at < best):
+            best, size = at, len(m)
+    return best, size

@@ -1,0 +1,131 @@
+"""A family's tool-call format, declared once beside its reasoning spec.
+
+A format says where a call region begins and ends (``open`` / ``close`` markers, or a
+leading character of the answer for formats with no marker at all, such as Llama 3's bare
+JSON), and which *kinds* of body it holds (a kind is written once, in its own module, and
+shared by every family that uses it: Hermes JSON, XML functions, GLM key/value pairs, …).
+Regions are found on token ids (a marker that is one token here) or on the bytes of a run of
+tokens with hold-back (a marker that is several), never by detokenizing the content; only
+the tokens of a region are decoded, for its kind to read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import msgspec
+
+from ...tokenizer.loader import LoadedTokenizer
+from .types import ToolCall, Tools
+
+BodyParser = Callable[[str, Tools], "list[ToolCall] | None"]
+"""``(region text without its markers, offered tools) -> calls``, or None when the text is
+not a well-formed body of this kind (the region then goes back to the content verbatim)."""
+
+_KINDS: dict[str, BodyParser] = {}
+
+
+def body_kind(name: str) -> Callable[[BodyParser], BodyParser]:
+    """Register a body parser under a kind name (each kind module does this on import)."""
+
+    def deco(fn: BodyParser) -> BodyParser:
+        _KINDS[name] = fn
+        return fn
+
+    return deco
+
+
+def kind_parser(name: str) -> BodyParser:
+    try:
+        return _KINDS[name]
+    except KeyError:
+        raise KeyError(
+            f"unknown tool-call kind {name!r}; known kinds: {', '.join(sorted(_KINDS))}"
+        ) from None
+
+
+class ToolFormat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Where a family's calls are and how their bodies read."""
+
+    kinds: tuple[str, ...]
+    """Body kinds tried in order; the first that reads the region wins (Qwen3's
+    ``<tool_call>`` holds Hermes JSON or, from Qwen3-Coder and Qwen3.5 on, XML functions)."""
+    open: tuple[str, ...] = ()
+    """Markers that open a call region (consumed: never content text)."""
+    close: tuple[str, ...] = ()
+    """Markers that close it. Empty: a region runs to the end of the output (Mistral's
+    ``[TOOL_CALLS]``), and is read when the request finishes."""
+    leading: str = ""
+    """Characters that open a region running to the end of the output when they are the
+    first non-space text of the answer (Llama 3's bare JSON ``{``, Llama 4's ``[``)."""
+    trim_gaps: bool = True
+    """Whitespace between content and a call is layout the template wrote (Qwen3, GLM,
+    DeepSeek): trimmed from the content. False keeps it (Kimi K2's reference parser)."""
+    json_strings: bool = False
+    """A body that begins as JSON (``{`` or ``[``): a close marker inside one of its
+    strings is text of the argument, not the end of the call
+    (``{"text": "use </tool_call>"}``)."""
+    keep_open_text: bool = False
+    """The open marker is part of the body the kind reads (Mistral's repeated
+    ``[TOOL_CALLS]``): region text includes it."""
+    source: str = ""
+    """Where the format's facts come from (the family's docstring repeats it)."""
+
+    def parse(self, body: str, tools: Tools) -> list[ToolCall] | None:
+        for kind in self.kinds:
+            got = kind_parser(kind)(body, tools)
+            if got is not None:
+                return got
+        return None
+
+
+@dataclass(frozen=True)
+class CompiledToolFormat:
+    """A format resolved against one tokenizer (shared by every request on it)."""
+
+    fmt: ToolFormat
+    open_ids: frozenset[int]
+    close_ids: frozenset[int]
+    open_bytes: tuple[bytes, ...]
+    close_bytes: tuple[bytes, ...]
+    leading: bytes
+    token_bytes: list[bytes]
+    tokenizer: LoadedTokenizer
+    max_marker: int
+    """Longest byte marker (hold-back never keeps more than this many bytes)."""
+
+
+def compile_format(fmt: ToolFormat, tok: LoadedTokenizer) -> CompiledToolFormat:
+    """Each marker is a token id where it is one token of this vocabulary, else bytes."""
+    key = ("tool_format", fmt)
+    got = tok.cache.get(key)
+    if isinstance(got, CompiledToolFormat):
+        return got
+
+    def split(markers: tuple[str, ...]) -> tuple[frozenset[int], tuple[bytes, ...]]:
+        ids: set[int] = set()
+        texts: list[bytes] = []
+        for m in markers:
+            tid = tok.single_token_id(m)
+            if tid is not None:
+                ids.add(tid)
+            else:
+                texts.append(m.encode("utf-8"))
+        return frozenset(ids), tuple(texts)
+
+    open_ids, open_bytes = split(fmt.open)
+    close_ids, close_bytes = split(fmt.close)
+    compiled = CompiledToolFormat(
+        fmt=fmt,
+        open_ids=open_ids,
+        close_ids=close_ids,
+        open_bytes=open_bytes,
+        close_bytes=close_bytes,
+        leading=fmt.leading.encode("utf-8"),
+        token_bytes=tok.token_bytes,
+        tokenizer=tok,
+        max_marker=max((len(b) for b in (*open_bytes, *close_bytes)), default=0),
+    )
+    tok.cache[key] = compiled
+    return compiled

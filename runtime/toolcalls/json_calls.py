@@ -1,0 +1,72 @@
+"""Kind ``json``: each call is one JSON object naming the function and its arguments.
+
+Hermes / Qwen3 (``<tool_call>{"name": …, "arguments": {…}}</tool_call>``), Llama 3.x
+(``{"name": …, "parameters": {…}}``, bare or after ``<|python_tag|>``), Mistral's
+``[TOOL_CALLS][{…}, …]`` list. A body may hold one object, a list of them, or several
+objects separated by ``;`` or whitespace (Llama 3's parallel form). Arguments written as a
+JSON string that holds an object are unwrapped.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .format import body_kind
+from .types import ToolCall, Tools, dump_arguments
+
+_decoder = json.JSONDecoder()
+
+
+def _call(obj: object) -> ToolCall | None:
+    if not isinstance(obj, dict):
+        return None
+    name = obj.get("name")
+    if not isinstance(name, str) or not name:
+        fn = obj.get("function")
+        if isinstance(fn, dict):
+            return _call(fn)
+        return None
+    args: Any = obj.get("arguments", obj.get("parameters", {}))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except ValueError:
+            return None
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        return None
+    return ToolCall(name=name, arguments=dump_arguments(args))
+
+
+def read_json_values(text: str, separators: str = " \t\r\n;,") -> list[Any] | None:
+    """Every JSON value in ``text``, in order, allowing ``separators`` between them; None
+    when anything else is there (the body is not this kind)."""
+    out: list[Any] = []
+    i, n = 0, len(text)
+    while True:
+        while i < n and text[i] in separators:
+            i += 1
+        if i >= n:
+            return out
+        try:
+            value, i = _decoder.raw_decode(text, i)
+        except ValueError:
+            return None
+        out.append(value)
+
+
+@body_kind("json")
+def parse_json(body: str, tools: Tools) -> list[ToolCall] | None:
+    values = read_json_values(body)
+    if not values:
+        return None
+    calls: list[ToolCall] = []
+    for value in values:
+        for obj in value if isinstance(value, list) else [value]:
+            call = _call(obj)
+            if call is None:
+                return None
+            calls.append(call)
+    return calls or None

@@ -1,0 +1,92 @@
+"""What a tool-call format produces, and what it is told about the offered tools.
+
+Small frozen Structs, as everything else on the wire: a :class:`ToolCall` is one complete
+call (function name, arguments as one JSON object text), and :class:`Tools` is the request's
+offered functions by name, so a format that writes untyped values (XML parameters, GLM
+values, Gemma 4) can type them from the function's JSON Schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from ..errors import InvalidOptionError
+
+
+class ToolCall(msgspec.Struct, frozen=True):
+    """One complete tool call, as a server returns it in ``tool_calls``.
+
+    ``arguments`` is the JSON text of one object (OpenAI's ``function.arguments``), compact
+    and with non-ASCII characters kept as they are."""
+
+    name: str
+    arguments: str
+
+
+class Tools:
+    """The offered functions of one request: ``parameters`` schemas by function name.
+
+    Built once per request from the OpenAI ``tools`` list (``{"type": "function",
+    "function": {"name", "parameters"}}``); a bare function object (``{"name", ...}``) is
+    accepted too, as some clients send it. Anything else raises
+    :class:`InvalidOptionError` naming the entry."""
+
+    __slots__ = ("_params",)
+
+    def __init__(self, tools: Sequence[Mapping[str, Any]] | None = None) -> None:
+        self._params: dict[str, Mapping[str, Any]] = {}
+        for i, tool in enumerate(tools or ()):
+            if not isinstance(tool, Mapping):
+                raise InvalidOptionError(f"tools[{i}]", tool, "a function tool object")
+            fn = tool.get("function", tool) if tool.get("type", "function") == "function" else None
+            if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
+                raise InvalidOptionError(
+                    f"tools[{i}]", tool, '{"type": "function", "function": {"name": ...}}'
+                )
+            params = fn.get("parameters")
+            self._params[fn["name"]] = params if isinstance(params, Mapping) else {}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._params
+
+    def __len__(self) -> int:
+        return len(self._params)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._params)
+
+    def parameters(self, name: str) -> Mapping[str, Any]:
+        """The function's ``parameters`` schema ({} when unknown or not given)."""
+        return self._params.get(name, {})
+
+    def property_schema(self, name: str, key: str) -> Mapping[str, Any]:
+        """The schema of one argument of one function ({} when unknown)."""
+        props = self.parameters(name).get("properties")
+        if isinstance(props, Mapping):
+            got = props.get(key)
+            if isinstance(got, Mapping):
+                return got
+        return {}
+
+
+NO_TOOLS = Tools()
+
+
+def as_tools(tools: Tools | Sequence[Mapping[str, Any]] | None) -> Tools:
+    if isinstance(tools, Tools):
+        return tools
+    if tools is not None and (isinstance(tools, (str, bytes)) or not isinstance(tools, Sequence)):
+        raise InvalidOptionError("tools", tools, "a list of function tools")
+    return Tools(tools) if tools else NO_TOOLS
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def dump_arguments(value: Mapping[str, Any]) -> str:
+    """Arguments as compact JSON text with non-ASCII kept (msgspec writes UTF-8 as is)."""
+    return _encoder.encode(value).decode("utf-8")
