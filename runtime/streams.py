@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Self, TypeVar
@@ -59,7 +59,8 @@ from .openai import (
     usage_for,
 )
 from .parser import ReasoningParser
-from .tool_calls import ToolCallStream, merge_tool_call_deltas
+from .tool_calls import ToolCallStream, call_deltas, merge_tool_call_deltas
+from .toolcalls import ToolCallExtractor, Tools
 
 RequestKey = str | int
 """A server's request id: a string (``"chatcmpl-…"``) or an int64."""
@@ -130,6 +131,9 @@ class _Record:
     tools: ToolCallStream | None = None
     """The family's tool-call messages as ``delta.tool_calls`` (harmony); None: the
     family has none (its tool markers stay in the content)."""
+    calls: ToolCallExtractor | None = None
+    """The request offered tools and the family declares a tool-call format: its call
+    regions are taken out of the answer and sent as whole ``delta.tool_calls``."""
 
 
 class RequestStream:
@@ -280,6 +284,8 @@ class ReasoningRuntime:
         completion_id: str | None = None,
         skip_special_tokens: bool | None = None,
         response_format: Any = None,
+        tools: Tools | Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: Any = None,
         **options: Any,
     ) -> RequestStream:
         """Admit a request (``options`` as :meth:`ReasoningBatch.add`) and return its stream.
@@ -288,7 +294,11 @@ class ReasoningRuntime:
         the id itself for a string id, ``chatcmpl-<id>`` for an int). ``response_format``
         is kept on the stream and handed to the batch, which compiles a grammar for it
         (llguidance, extra ``grammar``) gated on the end of reasoning
-        (:meth:`ReasoningBatch.fill_token_bitmask`). Nothing is kept when this raises.
+        (:meth:`ReasoningBatch.fill_token_bitmask`). ``tools`` (OpenAI's, with
+        ``tool_choice`` other than "none"): the family's tool calls are taken out of the
+        answer and sent as ``delta.tool_calls``, each call whole once its markup closed
+        (:meth:`ReasoningParser.tool_call_extractor`); the turn finishes with
+        "tool_calls". Nothing is kept when this raises.
         """
         if self._closed is not None:
             raise RuntimeClosedError("the runtime is closed; no request can be added") from (
@@ -305,10 +315,16 @@ class ReasoningRuntime:
             raise DuplicateRequestIdError(key)
         engine_id = self._engine_id_for(key)
         skip = self.skip_special_tokens if skip_special_tokens is None else skip_special_tokens
+        extractor = (
+            parser.tool_call_extractor(tools)
+            if tools is not None and tool_choice != "none"
+            else None
+        )
         decoder = LabelledDecoder(
             parser.tokenizer,
             parser.text_formatters(),
             skip_ids=self._skip_set(parser) if skip else frozenset(),
+            call_gaps=extractor is not None and extractor.trims_gaps,
         )
         prompt_tokens = 0 if prompt_token_ids is None else len(prompt_token_ids)
         rec = _Record(
@@ -327,7 +343,8 @@ class ReasoningRuntime:
             options=options,
             response_format=response_format,
         )
-        reader = parser.tool_call_reader()
+        rec.calls = extractor
+        reader = parser.tool_call_reader() if extractor is None else None
         if reader is not None:
             rec.tools = ToolCallStream(reader, parser.tokenizer)
         # Everything that can fail is above or in batch.add(), which validates first
@@ -505,8 +522,13 @@ class ReasoningRuntime:
             got = records.get(rid)
             if got is None or got.closed or (errors and rid in errors) or not ids:
                 continue
-            r_text, c_text = got.decoder.feed(ids, labels, spill)
             calls = None
+            if got.calls is not None:
+                ids, out_labels, out_spill, done = got.calls.feed(ids, labels, spill)
+                labels, spill = bytes(out_labels), tuple(out_spill)
+                if done:
+                    calls = call_deltas(done, got.calls.count - len(done))
+            r_text, c_text = got.decoder.feed(ids, labels, spill)
             tools = got.tools
             if tools is not None and (TOOL_CALL in labels or tools.reader.busy):
                 calls = self._tool_calls(got, ids, labels)
@@ -579,9 +601,20 @@ class ReasoningRuntime:
         except RequestFailedError as err:
             self._fail(rec, err)
             return
-        r1, c1 = rec.decoder.feed(tail.token_ids, tail.labels, tail.spill)
-        r2, c2 = rec.decoder.finish()
+        ids, labels, spill = tail.token_ids, bytearray(tail.labels), list(tail.spill)
         calls = None
+        if rec.calls is not None:
+            ext = rec.calls
+            ids, labels, spill, done = ext.feed(ids, labels, spill)
+            more_ids, more_labels, more_spill, more = ext.finish()
+            spill += [(i + len(ids), b, ch, a) for i, b, ch, a in more_spill]
+            ids = ids + more_ids
+            labels += more_labels
+            done += more
+            if done:
+                calls = call_deltas(done, ext.count - len(done))
+        r1, c1 = rec.decoder.feed(ids, labels, spill)
+        r2, c2 = rec.decoder.finish()
         if rec.tools is not None and tail.token_ids:
             calls = self._tool_calls(rec, tail.token_ids, tail.labels)
         if tail.reasoning_as_content:
@@ -593,7 +626,10 @@ class ReasoningRuntime:
         else:
             rec.hold_reasoning = False
             self._emit_text(rec, r1 + r2, c1 + c2, calls)
-        if finish_reason == "stop" and rec.tools is not None and rec.tools.count:
+        called = (rec.tools is not None and rec.tools.count) or (
+            rec.calls is not None and rec.calls.count
+        )
+        if finish_reason == "stop" and called:
             finish_reason = "tool_calls"  # as OpenAI: the turn ended to call its tools
         u = tail.usage
         rec.finish_reason = finish_reason

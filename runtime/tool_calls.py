@@ -109,6 +109,21 @@ class ToolCallStream:
         return self._args.feed(ids, _CONTENT * len(ids))[1]
 
 
+def call_deltas(calls: Sequence[ToolCall], first_index: int) -> list[ChoiceDeltaToolCall]:
+    """Complete calls as ``delta.tool_calls`` entries: each in one entry with its index, a
+    fresh id, its function name and all of its arguments (a format whose calls are read
+    whole, once their region closes, never sends half a call)."""
+    return [
+        ChoiceDeltaToolCall(
+            index=first_index + i,
+            id=new_tool_call_id(),
+            type="function",
+            function=ChoiceDeltaToolCallFunction(name=c.name, arguments=c.arguments),
+        )
+        for i, c in enumerate(calls)
+    ]
+
+
 def calls_from_reader(
     reader: ToolCallReader, tokenizer: LoadedTokenizer, ids: list[int], labels: bytes | bytearray
 ) -> list[ToolCall]:

@@ -130,6 +130,8 @@ class Server:
                 budget_lead_in=req.thinking_budget_lead_in,
                 structured_output=req.structured_output,
                 response_format=req.response_format,
+                tools=req.tools,
+                tool_choice=req.tool_choice,
             )
         except RequestError as exc:
             return Response(exc.body(), exc.status, media_type="application/json")
