@@ -10,6 +10,7 @@ body goes back to the content verbatim.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -129,7 +130,7 @@ def _stream(
     split = reasonspan.TextSplitter(p, PROMPT, tools=TOOLS)
     r, c, calls = [], [], []
     bounds = [0, *sorted(set(cuts)), len(ids)]
-    for a, b in zip(bounds, bounds[1:], strict=False):
+    for a, b in itertools.pairwise(bounds):
         x, y = split.feed(ids[a:b])
         r.append(x)
         c.append(y)
