@@ -16,7 +16,9 @@ recipient (``to=functions.get_weather``, before or after the channel) and a cont
   message for the tool parser; a server's ``tool_calls`` come from
   ``HarmonyParser.tool_call_reader()`` (the function from the recipient, the arguments from
   the body). Usage counts it as completion, not reasoning. Built-in tool
-  recipients (``to=python``, ``to=browser.search``) are routed by their channel.
+  recipients (``to=python``, ``to=browser.search``: tools the server runs itself, never
+  offered as functions) are TOOL_CALL too, in ``tool_call_text`` for such a server, but
+  not in ``tool_calls`` and never in the content.
 - Structural tokens and the headers of other messages are DELIMITER.
 
 A header cannot be decided by start/end markers: the channel name may be one token or
@@ -292,19 +294,22 @@ class HarmonyMachine(Machine):
 
     def _read_header(self, header: Sequence[int]) -> tuple[bool, int]:
         """``(is_tool_call, body_label)`` for a header, from the bytes of its tokens."""
-        function, name = self._header_words(header)
-        if function is not None:
+        function, name, recipient = self._header_words(header)
+        if function is not None or recipient not in (None, b"assistant", b"user"):
+            # A function call, or a message to a built-in tool (``to=python``,
+            # ``to=browser.search``): not the answer. Only a function becomes a call.
             return True, TOOL_CALL
         return False, REASONING if name == b"analysis" else CONTENT
 
     def function_name(self, header: Sequence[int]) -> str | None:
         """The function a header calls (``get_weather`` for ``to=functions.get_weather``),
         or None when the header is not a tool call."""
-        function, _ = self._header_words(header)
+        function, _, _ = self._header_words(header)
         return None if function is None else function.decode("utf-8", errors="replace")
 
-    def _header_words(self, header: Sequence[int]) -> tuple[bytes | None, bytes]:
-        """``(function name or None, channel name)`` of a header, from its tokens' bytes."""
+    def _header_words(self, header: Sequence[int]) -> tuple[bytes | None, bytes, bytes | None]:
+        """``(function name or None, channel name, recipient or None)`` of a header, from
+        its tokens' bytes."""
         codes = self.codes
         tb = self.token_bytes
         role = bytearray()
@@ -323,9 +328,10 @@ class HarmonyMachine(Machine):
         words = role.split() + channel.split()
         recipient = next((w[3:] for w in words if w.startswith(b"to=")), None)
         name = bytes(next((w for w in channel.split() if not w.startswith(b"to=")), b""))
-        if recipient is not None and recipient.startswith(b"functions."):
-            return bytes(recipient[len(b"functions.") :]), name
-        return None, name
+        to = None if recipient is None else bytes(recipient)
+        if to is not None and to.startswith(b"functions."):
+            return to[len(b"functions.") :], name, to
+        return None, name, to
 
     # ------------------------------------------------------------------ prompt scan
 

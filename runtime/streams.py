@@ -615,8 +615,8 @@ class ReasoningRuntime:
                 calls = call_deltas(done, ext.count - len(done))
         r1, c1 = rec.decoder.feed(ids, labels, spill)
         r2, c2 = rec.decoder.finish()
-        if rec.tools is not None and tail.token_ids:
-            calls = self._tool_calls(rec, tail.token_ids, tail.labels)
+        if rec.tools is not None:
+            calls = self._tool_calls(rec, tail.token_ids, tail.labels, final=True)
         if tail.reasoning_as_content:
             # Nothing but reasoning came: present it as the content, as parse() does.
             held = "".join(rec.held_reasoning) + r1 + r2
@@ -656,7 +656,7 @@ class ReasoningRuntime:
         )
 
     def _tool_calls(
-        self, rec: _Record, ids: list[int], labels: bytes | bytearray
+        self, rec: _Record, ids: list[int], labels: bytes | bytearray, *, final: bool = False
     ) -> list[ChoiceDeltaToolCall] | None:
         """The request's ``tool_calls`` entries for these tokens. The decoder's own copy of
         the tool-call text (for ``take_tool_calls()`` users) is dropped: the runtime sends
@@ -664,7 +664,7 @@ class ReasoningRuntime:
         assert rec.tools is not None
         if TOOL_CALL in labels:
             rec.decoder.take_tool_calls()
-        return rec.tools.feed(ids, labels)
+        return rec.tools.feed(ids, labels, final=final)
 
     def _emit_text(
         self,

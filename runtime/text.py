@@ -7,7 +7,7 @@ from typing import Any
 
 from .labels import TOOL_CALL
 from .parser import ReasoningParser, TokenIds
-from .tool_calls import ToolCallReader
+from .tool_calls import ToolCallReader, complete_arguments
 from .toolcalls import ToolCall, ToolCallExtractor, Tools
 
 
@@ -131,6 +131,10 @@ class TextSplitter:
                     self._pieces.append((piece.name, []))
                 if self._pieces:
                     self._pieces[-1][1].extend(piece.argument_ids)
+        if self._pieces and final and reader.busy:
+            _, args = self._pieces[-1]
+            if not complete_arguments(self.parser.tokenizer.decode(args)):
+                self._pieces.pop()  # cut inside its arguments: no call
         if self._pieces and (final or not reader.busy):
             self._flush_pieces()
 

@@ -15,17 +15,15 @@ content text for the user's own tool parser.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
 from ..tokenizer.loader import LoadedTokenizer
-from .decoding import LabelledDecoder
-from .labels import CONTENT, TOOL_CALL
+from .labels import TOOL_CALL
 from .openai import ChoiceDeltaToolCall, ChoiceDeltaToolCallFunction
 from .toolcalls import ToolCall
-
-_CONTENT = bytes((CONTENT,))
 
 
 class ToolCallPiece(NamedTuple):
@@ -55,58 +53,47 @@ def new_tool_call_id() -> str:
 
 
 class ToolCallStream:
-    """One request's tool calls as ``delta.tool_calls`` entries, incrementally."""
+    """One request's tool-call messages (harmony) as ``delta.tool_calls`` entries.
 
-    __slots__ = ("_args", "_tokenizer", "count", "reader")
+    A call is sent whole, once its message ended (its terminator, the next header) or, at
+    the end of the output, when its arguments are complete JSON: the same policy as the
+    formats whose regions are read whole, so a call cut by ``max_tokens`` is never sent
+    and the stream always agrees with ``parse()``."""
+
+    __slots__ = ("_pending", "_tokenizer", "count", "reader")
 
     def __init__(self, reader: ToolCallReader, tokenizer: LoadedTokenizer) -> None:
         self.reader = reader
         self._tokenizer = tokenizer
-        self._args: LabelledDecoder | None = None
+        self._pending: list[tuple[str, list[int]]] = []
         self.count = 0
-        """Calls opened so far (the next call's index)."""
+        """Calls sent so far (the next call's index)."""
 
     def feed(
-        self, token_ids: Sequence[int], labels: bytes | bytearray
+        self, token_ids: Sequence[int], labels: bytes | bytearray, *, final: bool = False
     ) -> list[ChoiceDeltaToolCall] | None:
-        """The ``tool_calls`` entries for these decided tokens (None: nothing to send)."""
-        if TOOL_CALL not in labels and not self.reader.busy:
+        """The ``tool_calls`` entries completed by these decided tokens (None: nothing)."""
+        reader = self.reader
+        if TOOL_CALL in labels or reader.busy:
+            for piece in reader.feed(token_ids, labels):
+                if piece.name is not None:
+                    self._pending.append((piece.name, []))
+                if self._pending:
+                    self._pending[-1][1].extend(piece.argument_ids)
+        if not self._pending:
             return None
-        out: list[ChoiceDeltaToolCall] = []
-        for piece in self.reader.feed(token_ids, labels):
-            if piece.name is not None:
-                self._args = LabelledDecoder(self._tokenizer)
-                self.count += 1
-                out.append(
-                    ChoiceDeltaToolCall(
-                        index=self.count - 1,
-                        id=new_tool_call_id(),
-                        type="function",
-                        function=ChoiceDeltaToolCallFunction(
-                            name=piece.name, arguments=self._text(piece.argument_ids)
-                        ),
-                    )
-                )
-                continue
-            text = self._text(piece.argument_ids)
-            if not text:
-                continue
-            last = out[-1] if out else None
-            if last is not None and last.function is not None and last.index == self.count - 1:
-                last.function.arguments = (last.function.arguments or "") + text
-            else:
-                out.append(
-                    ChoiceDeltaToolCall(
-                        index=self.count - 1,
-                        function=ChoiceDeltaToolCallFunction(arguments=text),
-                    )
-                )
-        return out or None
-
-    def _text(self, ids: list[int]) -> str:
-        if not ids or self._args is None:
-            return ""
-        return self._args.feed(ids, _CONTENT * len(ids))[1]
+        open_call = self._pending[-1] if reader.busy else None
+        if open_call is not None and final:
+            if not complete_arguments(self._tokenizer.decode(open_call[1])):
+                self._pending.pop()  # cut inside its arguments: no call
+            open_call = None
+        done = self._pending[:-1] if open_call is not None else self._pending
+        self._pending = [open_call] if open_call is not None else []
+        if not done:
+            return None
+        calls = [ToolCall(n, self._tokenizer.decode(a)) for n, a in done]
+        self.count += len(calls)
+        return call_deltas(calls, self.count - len(calls))
 
 
 def call_deltas(calls: Sequence[ToolCall], first_index: int) -> list[ChoiceDeltaToolCall]:
@@ -136,9 +123,24 @@ def calls_from_reader(
             args.append([])
         if args:
             args[-1].extend(piece.argument_ids)
-    return [
+    calls = [
         ToolCall(name=n, arguments=tokenizer.decode(a)) for n, a in zip(names, args, strict=True)
     ]
+    if calls and reader.busy and not complete_arguments(calls[-1].arguments):
+        calls.pop()  # cut by the end of the output inside its arguments: no call
+    return calls
+
+
+def complete_arguments(text: str) -> bool:
+    """Arguments that read as one JSON object (or nothing): a call whose message never
+    got its terminator (engines that stop on ``<|call|>`` without sending it) is complete
+    when its arguments are; cut inside them (``max_tokens``), it is no call."""
+    if not text.strip():
+        return True
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
 
 
 def merge_tool_call_deltas(

@@ -113,15 +113,20 @@ def test_tool_call_header_forms(parser: ReasoningParser, header: str) -> None:
     assert r.reasoning is None
 
 
-def test_builtin_tool_recipient_stays_in_reasoning(parser: ReasoningParser) -> None:
+def test_builtin_tool_recipient_is_a_tool_message_not_a_call(parser: ReasoningParser) -> None:
+    """A message to a built-in tool (``to=python``) is run by the server, not offered as a
+    function (CanIToolCall's llamacpp-builtin-python-recipient): neither reasoning nor
+    content nor a function call; its text is the tool-call text."""
     out, expected = build(
-        ("<|channel|>analysis to=python code<|message|>", D),
-        ("print(6*7)", R),
-        ("<|call|>", D),
+        ("<|channel|>analysis to=python code<|message|>", T),
+        ("print(6*7)", T),
+        ("<|call|>", T),
     )
     r = parser.parse(out)
     assert r.labels == expected
-    assert r.content is None
+    assert r.content is None and r.reasoning is None
+    assert r.tool_calls == []
+    assert r.tool_call_text is not None and "print(6*7)" in r.tool_call_text
 
 
 def test_commentary_preamble_without_recipient_is_content(parser: ReasoningParser) -> None:

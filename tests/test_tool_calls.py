@@ -186,21 +186,23 @@ def test_collect_gives_message_tool_calls() -> None:
 
 
 def test_length_inside_the_arguments_stays_length() -> None:
-    """The engine stopped at max_tokens in the middle of the call: the call so far is sent
-    (the client sees it is cut), the finish reason stays the engine's."""
+    """The engine stopped at max_tokens in the middle of the call: no half call is sent
+    (calls are sent whole, once complete), the finish reason stays the engine's."""
     name, args = CALLS[0]
     out, _ = harmony_output([(name, args)])
     ids = TOK.encode(out.removesuffix("<|call|>"))[:-2]
     _, stream = run([[t] for t in ids], finish="length")
     got = read(stream)
     assert got.finish == "length"
-    [(got_name, got_args)] = got.ordered()
-    assert got_name == name and args.startswith(got_args) and got_args != args
+    assert got.calls == {}
+    assert parser().parse(ids, prompt_token_ids=PROMPT).tool_calls == []
 
 
 def test_a_final_answer_after_a_call_and_a_builtin_tool_are_not_tool_calls() -> None:
-    """Only to=functions.X messages are tool calls; a python call stays in the reasoning,
-    and the final answer after a function call is content."""
+    """Only to=functions.X messages are tool calls; a message to the built-in python tool
+    is neither a call nor reasoning nor content (the server runs such tools itself: its
+    text is in ``tool_call_text``), and the final answer after a function call is
+    content."""
     name, args = CALLS[0]
     out = (
         "<|channel|>analysis to=python code<|message|>print(1)<|call|>"
@@ -211,7 +213,8 @@ def test_a_final_answer_after_a_call_and_a_builtin_tool_are_not_tool_calls() -> 
     _, stream = run([[t] for t in TOK.encode(out)])
     got = read(stream)
     assert got.ordered() == [(name, args)]
-    assert (got.reasoning, got.content) == ("print(1)", "Done.")
+    assert (got.reasoning, got.content) == ("", "Done.")
+    assert "print(1)" in (parser().parse(TOK.encode(out), PROMPT).tool_call_text or "")
     assert got.finish == "tool_calls"
 
 
