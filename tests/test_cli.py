@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from fixtures import DATA
 
+import reasonspan
 from reasonspan.cli import main
 
 QWEN3 = str(DATA / "qwen-3" / "tokenizer.json.zip")
@@ -136,6 +137,33 @@ def test_bench_serve_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         assert r["suite"] == "serve" and r["tokens"] == r["batch"] * r["steps"]
         assert r["ns_per_token"] == pytest.approx(r["us_per_call"] * 1e3 * r["steps"] / r["tokens"])
         assert (r["vs_baseline"] is None) == ("baseline" in r["case"])
+
+
+def test_bench_tools_suite_compares_equal_lengths(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The tools suite's two transcripts have the same length; the tool-heavy one really
+    is calls (parse() finds them, with the offered tools' names), the plain one has none."""
+    from fixtures import tokenizer
+
+    from reasonspan.bench.tools import PROMPT, TOOLS, transcripts
+
+    tok = tokenizer("qwen-3")
+    heavy, plain = transcripts(tok, 600)
+    assert len(heavy) == len(plain) == 600
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    got = parser.parse(heavy, prompt_token_ids=tok.encode(PROMPT), tools=TOOLS)
+    assert len(got.tool_calls) >= 8
+    assert {c.name for c in got.tool_calls} == {"get_weather", "search"}
+    assert not parser.parse(plain, prompt_token_ids=tok.encode(PROMPT), tools=TOOLS).tool_calls
+    target = tmp_path / "tools.json"
+    argv = ["bench", "--suite", "tools", "--sizes", "2", "--repeats", "1", "--json", str(target)]
+    assert main(argv) == 0
+    rows = json.loads(target.read_text())["rows"]
+    assert [r["case"].split(",")[0] for r in rows] == ["TextSplitter"] * 2 + [
+        "ReasoningRuntime + SSE"
+    ] * 2
+    assert [r["vs_baseline"] is None for r in rows] == [True, False, True, False]
 
 
 def test_serve_needs_an_engine_and_a_template(capsys: pytest.CaptureFixture[str]) -> None:

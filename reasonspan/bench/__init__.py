@@ -23,6 +23,7 @@ from .common import Row, machine_line
 from .grammar import run_grammar_suite
 from .serve import bench_serve
 from .stream import bench_prompt, bench_stream
+from .tools import bench_tools
 
 
 def bench_batch(tok: LoadedTokenizer, repeats: int, sizes: Sequence[int] = ()) -> list[Row]:
@@ -41,6 +42,7 @@ SUITES: dict[str, Callable[[LoadedTokenizer, int], list[Row]]] = {
     "batch": bench_batch,
     "grammar": bench_grammar,
     "serve": bench_serve,
+    "tools": bench_tools,
 }
 
 
@@ -169,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
                     return 2
         elif name == "serve" and args.sizes:
             rows += bench_serve(tok, args.repeats, args.sizes)
+        elif name == "tools" and args.sizes:
+            rows += bench_tools(tok, args.repeats, args.sizes)
         else:
             rows += SUITES[name](tok, args.repeats)
     print(render(rows))
