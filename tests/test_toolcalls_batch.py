@@ -18,7 +18,6 @@ import anyio
 import pytest
 from canitoolcall.fixtures import Fixture
 from canitoolcall_replay import REFERENCE, _ids, _parser, corpus
-
 from reasonspan.runtime.streams import ReasoningRuntime
 
 _BY_MODEL: dict[str, list[Fixture]] = defaultdict(list)
