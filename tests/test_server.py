@@ -624,3 +624,20 @@ def test_a_response_format_that_does_not_compile_is_a_400(client: openai.OpenAI)
             response_format={"type": "json_schema", "json_schema": bad},  # type: ignore[typeddict-item]
         )
     assert "bogus" in str(info.value) and "response_format" in str(info.value)
+
+
+@pytest.mark.parametrize("model", ["qwen3.5", "gpt-oss-synthetic"])
+def test_the_returned_message_goes_back_into_the_history(
+    client: openai.OpenAI, running: Running, model: str
+) -> None:
+    """OpenAI's own examples append ``choices[0].message`` to the conversation: it must
+    carry its role on the wire, and the next turn must accept it as the client sends it."""
+    first = [{"role": "user", "content": "What is 2+2?"}]
+    url = f"{running.base_url}/chat/completions"
+    raw = httpx.post(url, json={"model": model, "messages": first}, timeout=30).json()
+    assert raw["choices"][0]["message"]["role"] == "assistant"
+    resp = client.chat.completions.create(model=model, messages=first)  # type: ignore[arg-type]
+    history: list[Any] = [*first, resp.choices[0].message, {"role": "user", "content": "And 3+3?"}]
+    again = client.chat.completions.create(model=model, messages=history)
+    assert again.choices[0].message.role == "assistant"
+    assert again.choices[0].message.content
