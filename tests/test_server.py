@@ -641,3 +641,44 @@ def test_the_returned_message_goes_back_into_the_history(
     again = client.chat.completions.create(model=model, messages=history)
     assert again.choices[0].message.role == "assistant"
     assert again.choices[0].message.content
+
+
+# An agent loop's history as the openai client sends it: the assistant's call with its
+# arguments as a JSON string (OpenAI's wire format), then the tool's answer.
+TOOL_HISTORY: list[dict[str, Any]] = [
+    {"role": "user", "content": "Weather in Kyoto?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Kyoto"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "Sunny, 21 C"},
+]
+
+
+@pytest.mark.parametrize("model", ["qwen3.5", "glm47", "minimax_m3"])
+def test_tool_call_history_in_openai_wire_format(client: openai.OpenAI, model: str) -> None:
+    """The templates read ``arguments`` as an object: the server parses the string first,
+    so the prompt is the one the same history with an object renders."""
+    resp = client.chat.completions.create(
+        model=model,
+        messages=TOOL_HISTORY,  # type: ignore[arg-type]
+        tools=[WEATHER_TOOL],
+        extra_body={"simulated_output": script(model)},
+    )
+    assert resp.choices[0].message.content
+    _family, fixture, template = MODELS[model]
+    as_object = [dict(m) for m in TOOL_HISTORY]
+    call = TOOL_HISTORY[1]["tool_calls"][0]
+    as_object[1]["tool_calls"] = [
+        {**call, "function": {"name": "get_weather", "arguments": {"city": "Kyoto"}}}
+    ]
+    as_object[1]["content"] = ""  # the server hands templates "" for a null content
+    prompt = render_prompt_ids(tokenizer(fixture), as_object, tools=[WEATHER_TOOL])
+    assert resp.usage is not None and resp.usage.prompt_tokens == len(prompt)
