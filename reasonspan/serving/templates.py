@@ -225,3 +225,33 @@ def render_prompt_ids(
     """:func:`render_chat`, then token ids (special tokens in the text are recognised; a
     template that writes ``bos_token`` itself gets no second one)."""
     return tok.encode(render_chat(tok, messages, **kwargs))
+
+
+MINIMAL_CONVERSATION: list[dict[str, Any]] = [{"role": "user", "content": "Hello."}]
+"""What every chat template must render: one user turn."""
+
+
+def template_problem(
+    tok: LoadedTokenizer,
+    *,
+    chat_template: str | None = None,
+    chat_template_kwargs: Mapping[str, Any] | None = None,
+    fallback: Fallback = None,
+) -> str | None:
+    """Why the template cannot render :data:`MINIMAL_CONVERSATION` (None: it can).
+
+    A server checks this at startup, so a broken template (one that raises, reads an
+    undefined name, or breaks the sandbox) refuses to serve rather than failing every
+    request; and when a request fails to render, a template that fails here too is the
+    server's fault (500), not the client's (400)."""
+    try:
+        render_prompt_ids(
+            tok,
+            MINIMAL_CONVERSATION,
+            chat_template=chat_template,
+            chat_template_kwargs=chat_template_kwargs,
+            fallback=fallback,
+        )
+    except ChatTemplateError as exc:
+        return str(exc)
+    return None
