@@ -176,16 +176,17 @@ def grammar_source(fmt: object) -> str | None:
         text = json.dumps(spec)
         _check_size(kind, text)
         try:
-            return _checked(kind, str(matcher.grammar_from_json_schema(text)))
+            source = str(matcher.grammar_from_json_schema(text))
         except (TypeError, ValueError) as exc:
             raise GrammarError(f"response_format.json_schema: {exc}") from None
-    text = d.get(kind)
-    if not isinstance(text, str) or not text:
-        raise InvalidOptionError(f"response_format.{kind}", text, "a non-empty str")
-    _check_size(kind, text)
+        return _checked(kind, source)
+    given = d.get(kind)
+    if not isinstance(given, str) or not given:
+        raise InvalidOptionError(f"response_format.{kind}", given, "a non-empty str")
+    _check_size(kind, given)
     if kind == "regex":
-        return _checked(kind, str(matcher.grammar_from_regex(text)))
-    return _checked(kind, str(matcher.grammar_from_lark(text)))
+        return _checked(kind, str(matcher.grammar_from_regex(given)))
+    return _checked(kind, str(matcher.grammar_from_lark(given)))
 
 
 def _checked(kind: str, source: str) -> str:

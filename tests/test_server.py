@@ -673,7 +673,7 @@ def test_tool_call_history_in_openai_wire_format(client: openai.OpenAI, model: s
         extra_body={"simulated_output": script(model)},
     )
     assert resp.choices[0].message.content
-    _family, fixture, template = MODELS[model]
+    _family, fixture, _template = MODELS[model]
     as_object = [dict(m) for m in TOOL_HISTORY]
     call = TOOL_HISTORY[1]["tool_calls"][0]
     as_object[1]["tool_calls"] = [

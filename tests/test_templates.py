@@ -107,5 +107,7 @@ def test_tool_call_arguments_that_are_not_a_json_object_are_kept_as_given(
     template = "{% for m in messages %}{% for c in m.tool_calls or [] %}" + (
         "[{{ c.function.arguments }}]{% endfor %}{% endfor %}"
     )
-    out = render_chat(tokenizer("qwen-3.5"), _history_with_arguments(arguments), chat_template=template)
+    out = render_chat(
+        tokenizer("qwen-3.5"), _history_with_arguments(arguments), chat_template=template
+    )
     assert out == f"[{arguments}]"

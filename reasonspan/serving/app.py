@@ -38,8 +38,8 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive
 
-from ..runtime.errors import InvalidOptionError, ReasonspanError, UnknownParserError
 from ..runtime.batch_errors import RequestFailedError
+from ..runtime.errors import InvalidOptionError, ReasonspanError, UnknownParserError
 from ..runtime.grammar import GrammarError, GrammarUnavailableError, prepare_grammar
 from ..runtime.openai import ChatCompletion, encode
 from ..runtime.parser import ReasoningParser
@@ -246,8 +246,7 @@ class Server:
         model = self.models.get(req.model)
         if model is None:
             raise RequestError(
-                f"the model {req.model!r} does not exist; served models: "
-                f"{', '.join(self.models)}",
+                f"the model {req.model!r} does not exist; served models: {', '.join(self.models)}",
                 param="model",
                 status=404,
                 code="model_not_found",

@@ -305,8 +305,7 @@ _FREE_FORM = (
 
 def _too_deep(param: str) -> RequestError:
     return RequestError(
-        f"{param} is nested more than {MAX_NESTING} levels deep; this server refuses "
-        "deeper JSON",
+        f"{param} is nested more than {MAX_NESTING} levels deep; this server refuses deeper JSON",
         param=param,
     )
 
@@ -337,13 +336,13 @@ def parse_request(body: bytes) -> ChatCompletionRequest:
             "response_format.json_schema is required when response_format.type is 'json_schema'",
             param="response_format.json_schema",
         )
-    if fmt is not None and fmt.json_schema is not None and "schema" in fmt.json_schema:
-        if not isinstance(fmt.json_schema["schema"], dict):
-            got = type(fmt.json_schema["schema"]).__name__
-            raise RequestError(
-                f"response_format.json_schema.schema must be a JSON Schema object, not {got}",
-                param="response_format.json_schema.schema",
-            )
+    schema = (fmt.json_schema or {}).get("schema", {}) if fmt is not None else {}
+    if not isinstance(schema, dict):
+        got = type(schema).__name__
+        raise RequestError(
+            f"response_format.json_schema.schema must be a JSON Schema object, not {got}",
+            param="response_format.json_schema.schema",
+        )
     for kind in ("regex", "grammar"):
         if fmt is not None and fmt.type == kind and not getattr(fmt, kind):
             raise RequestError(
