@@ -50,6 +50,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="render plain ChatML for a folder without a chat template (otherwise an error)",
     )
+    # Resource bounds: what one client (or many) may hold of the server.
+    parser.add_argument(
+        "--max-body-bytes",
+        type=_at_least_one,
+        default=DEFAULT_MAX_BODY_BYTES,
+        metavar="N",
+        help="largest request body accepted; larger ones get 413 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--limit-concurrency",
+        type=_at_least_one,
+        default=DEFAULT_LIMIT_CONCURRENCY,
+        metavar="N",
+        help="connections and requests at once; beyond it uvicorn answers 503 "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--timeout-keep-alive",
+        type=_at_least_one,
+        default=DEFAULT_TIMEOUT_KEEP_ALIVE,
+        metavar="SECONDS",
+        help="close a connection idle this long between requests, so idle clients cannot "
+        "hold connections open (default: %(default)s)",
+    )
+
+
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+"""As ``reasonspan.serving.app.DEFAULT_MAX_BODY_BYTES`` (not imported here: the app needs
+the server extra, and ``--help`` must not)."""
+DEFAULT_LIMIT_CONCURRENCY = 1024
+DEFAULT_TIMEOUT_KEEP_ALIVE = 5
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     from .detection import describe, detect
     from .runtime.errors import ReasonspanError
     from .runtime.streams import ReasoningRuntime
-    from .serving.templates import chat_template_of
+    from .serving.templates import Fallback, chat_template_of, template_problem
     from .tokenizer import load_tokenizer_sync
 
     if args.served_model_name and len(args.model) > 1:
@@ -106,13 +147,22 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
+        fallback: Fallback = "chatml" if args.chatml_fallback else None
+        problem = template_problem(tok, fallback=fallback)
+        if problem is not None:
+            print(
+                f"reasonspan serve: the chat template of {path} cannot render a one-message "
+                f"conversation, so no request could be served: {' '.join(problem.split())}",
+                file=sys.stderr,
+            )
+            return 2
         served = args.served_model_name or Path(path).resolve().name
         models.append(
             ServedModel(
                 served,
                 tok,
                 name,
-                fallback="chatml" if args.chatml_fallback else None,
+                fallback=fallback,
             )
         )
         print(f"model {served!r}: parser {name}, tokenizer {tok.source}")
@@ -122,11 +172,18 @@ def run(args: argparse.Namespace) -> int:
         threaded=args.threaded,
     )
     runtime = ReasoningRuntime(model=models[0].name, reasoning_content_alias=args.reasoning_content)
-    server = Server(models, engine, runtime=runtime)
+    server = Server(models, engine, runtime=runtime, max_body_bytes=args.max_body_bytes)
     print(
         f"serving at http://{args.host}:{args.port}/v1 (SIMULATED engine: replays scripted "
         "outputs, does not model the prompt)",
         flush=True,
     )
-    uvicorn.run(server.app, host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(
+        server.app,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        limit_concurrency=args.limit_concurrency,
+        timeout_keep_alive=args.timeout_keep_alive,
+    )
     return 0

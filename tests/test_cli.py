@@ -235,3 +235,44 @@ def test_bench_grammar_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         (c, 4) for c in (GATED, UNGATED, PLAIN, GATE, FEED)
     }
     assert all(r["us_per_call"] > 0 for r in rows)
+
+
+@pytest.mark.parametrize(
+    "template", ["{{ raise_exception('broken') }}", "{{ undefined_helper() }}", "{% if %}"]
+)
+def test_serve_refuses_a_template_that_cannot_render(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], template: str
+) -> None:
+    import shutil
+
+    from fixtures import folder
+
+    broken = tmp_path / "broken-model"
+    shutil.copytree(folder("qwen-3"), broken)
+    (broken / "chat_template.jinja").write_text(template)
+    import socket
+
+    with socket.socket() as taken:  # were the check missing, serving would fail, not hang
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        argv = ["serve", "--simulated", "--model", str(broken), "--parser", "qwen3"]
+        assert main([*argv, "--port", port]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert err.startswith("reasonspan serve: the chat template of") and "cannot render" in err
+
+
+def test_serve_resource_options() -> None:
+    from reasonspan import serve_cli
+    from reasonspan.cli import build_parser
+    from reasonspan.serving import app
+
+    assert serve_cli.DEFAULT_MAX_BODY_BYTES == app.DEFAULT_MAX_BODY_BYTES
+    args = build_parser().parse_args(
+        ["serve", "--model", "m", "--max-body-bytes", "1000", "--limit-concurrency", "8"]
+    )
+    assert (args.max_body_bytes, args.limit_concurrency, args.timeout_keep_alive) == (1000, 8, 5)
+    for bad in (["--max-body-bytes", "0"], ["--limit-concurrency", "x"]):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["serve", "--model", "m", *bad])
