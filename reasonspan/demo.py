@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 
+from .argtypes import POSITIVE
 from .demo_data import NoTokenizerError, default_tokenizer_path
 from .prompts import messages_for, render_prompt
 from .runtime import ReasoningParser, ReasonspanError, create_parser_sync
@@ -141,11 +142,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--tokenizer", help="one model folder or tokenizer.json (default: several real ones)"
     )
     p.add_argument("--parser", default=None, help="parser name for --tokenizer (default: detected)")
-    p.add_argument("--requests", type=int, default=12)
+    p.add_argument("--requests", type=POSITIVE, default=12, help="how many requests (>= 1)")
     p.add_argument(
-        "--tokens-per-step", type=int, default=2, help="k > 1 models speculative decoding"
+        "--tokens-per-step",
+        type=POSITIVE,
+        default=2,
+        metavar="K",
+        help="tokens per request per engine step (>= 1; k > 1 models speculative decoding)",
     )
-    p.add_argument("--no-color", action="store_true")
+    p.add_argument("--no-color", action="store_true", help="no ANSI colours")
 
 
 def _setups(args: argparse.Namespace) -> list[tuple[str, LoadedTokenizer]]:

@@ -207,3 +207,111 @@ def test_bench_grammar_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         (c, 4) for c in (GATED, UNGATED, PLAIN, GATE, FEED)
     }
     assert all(r["us_per_call"] > 0 for r in rows)
+
+
+def _no_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make starting uvicorn a test failure: these commands must stop before it."""
+    import uvicorn
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the server started")
+
+    monkeypatch.setattr(uvicorn, "run", started)
+    monkeypatch.setattr(uvicorn.Server, "run", started)
+
+
+def test_serve_refuses_a_parser_that_does_not_fit_at_startup(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fixtures import folder
+
+    _no_server(monkeypatch)
+    model = str(folder("qwen-3.5"))
+    assert main(["serve", "--simulated", "--model", model, "--parser", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "--parser" in err and "unknown reasoning parser 'nope'" in err
+    assert len(err.strip().splitlines()) == 1
+    # A real parser whose turn marker this (Qwen) vocabulary does not have.
+    assert main(["serve", "--simulated", "--model", model, "--parser", "glm47"]) == 2
+    assert "needs marker '<|assistant|>'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["serve", "--model", "m", "--tokens-per-step", "0"], "--tokens-per-step"),
+        (["serve", "--model", "m", "--step-interval", "-1"], "--step-interval"),
+        (["serve", "--model", "m", "--step-interval", "nan"], "--step-interval"),
+        (["serve", "--model", "m", "--port", "99999"], "--port"),
+        (["serve", "--model", "m", "--port", "0"], "--port"),
+        (["demo", "--tokens-per-step", "0"], "--tokens-per-step"),
+        (["demo", "--requests", "-3"], "--requests"),
+        (["bench", "--repeats", "0"], "--repeats"),
+        (["bench", "--repeats", "x"], "--repeats"),
+    ],
+)
+def test_numeric_flags_are_checked_before_anything_runs(
+    argv: list[str], flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from reasonspan.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(argv)
+    assert exit_info.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"argument {flag}:" in last and argv[-1] in last
+
+
+def test_serve_says_in_one_line_that_the_port_is_taken(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    from fixtures import folder
+
+    _no_server(monkeypatch)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        argv = ["serve", "--simulated", "--model", str(folder("qwen-3.5")), "--port", str(port)]
+        assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert "serving at" not in out
+    assert err.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in err
+
+
+def test_serve_exits_130_on_ctrl_c() -> None:
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from fixtures import folder
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [sys.executable, "-m", "reasonspan", "serve", "--simulated", "--port", str(port)]
+    argv += ["--model", str(folder("qwen-3.5"))]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert "serving at" in proc.stdout.readline() + proc.stdout.readline()
+        deadline = time.monotonic() + 30
+        while True:  # until it accepts connections: the signal must reach a running server
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 130
+    assert err.strip() == "reasonspan serve: interrupted"

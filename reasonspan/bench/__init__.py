@@ -15,6 +15,7 @@ from pathlib import Path
 
 import msgspec
 
+from ..argtypes import POSITIVE
 from ..demo_data import NoTokenizerError, default_tokenizer_path
 from ..runtime.grammar import GrammarUnavailableError
 from ..tokenizer import LoadedTokenizer, load_tokenizer_sync
@@ -57,7 +58,9 @@ def _sizes(text: str) -> list[int]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokenizer", help="model folder or tokenizer.json (default: real Qwen3)")
     p.add_argument("--suite", action="append", choices=[*SUITES, "all"], help="default: all")
-    p.add_argument("--repeats", type=int, default=30)
+    p.add_argument(
+        "--repeats", type=POSITIVE, default=30, help="timed repeats per case, median taken (>= 1)"
+    )
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     # Batch sizes of the batch suite (default 1,64,256,1024,4096) and concurrency of the
     # serve suite (default 1,64,256); the tests use small ones.
