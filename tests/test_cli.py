@@ -315,3 +315,77 @@ def test_serve_exits_130_on_ctrl_c() -> None:
             proc.wait(10)
     assert proc.returncode == 130
     assert err.strip() == "reasonspan serve: interrupted"
+
+
+def test_split_names_the_flag_and_the_file_in_its_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["split", "--tokenizer", QWEN3, "--parser", "qwen3"]
+    assert main([*base, "--text", "x", "--kwargs", "notjson"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("reasonspan split: --kwargs is not valid JSON") and "notjson" in err
+    latin1 = tmp_path / "ids.txt"
+    latin1.write_bytes(b"151667 \xe9 42\n")
+    assert main([*base, "--ids", str(latin1)]) == 2
+    err = capsys.readouterr().err
+    assert f"--ids {latin1}: not UTF-8 text" in err and "offset 7" in err
+    assert main([*base, "--text", "x", "--prompt-ids", str(latin1)]) == 2
+    assert f"--prompt-ids {latin1}: not UTF-8" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("model", "family", "start"),
+    [("glm-4.7-flash", "glm47", "<think>"), ("minimax-m3", "minimax_m3", "<mm:think>")],
+)
+def test_bench_times_a_non_qwen_folder_in_its_own_family(
+    model: str, family: str, start: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fixtures import folder
+
+    from reasonspan.bench.batch import vectorized_label
+
+    target = tmp_path / "bench.json"
+    argv = ["bench", "--tokenizer", str(folder(model)), "--repeats", "1", "--json", str(target)]
+    assert main([*argv, "--suite", "stream", "--suite", "batch", "--sizes", "2"]) == 0
+    out = capsys.readouterr().out
+    assert f"parser: {family} (markers {start!r}" in out
+    rows = json.loads(target.read_text())["rows"]
+    assert vectorized_label(family) in {r["case"] for r in rows}
+    assert all(r["ns_per_token"] > 0 for r in rows)
+
+
+def test_bench_takes_parser_or_says_to(capsys: pytest.CaptureFixture[str]) -> None:
+    from fixtures import folder
+
+    qwen25 = str(folder("qwen-2.5"))  # no reasoning markers: nothing is detected
+    assert main(["bench", "--tokenizer", qwen25, "--suite", "stream"]) == 2
+    err = capsys.readouterr().err
+    assert "pass --parser NAME" in err and err.count("\n") == 1
+    glm = str(folder("glm-4.7-flash"))
+    assert main(["bench", "--tokenizer", glm, "--parser", "qwen3", "--suite", "stream"]) == 2
+    assert "needs marker" in capsys.readouterr().err  # the flag is honoured, then checked
+    assert main(["bench", "--tokenizer", qwen25, "--parser", "qwen3_instruct"]) == 2
+    assert "no reasoning markers" in capsys.readouterr().err
+
+
+def test_bench_quick_is_every_suite_small() -> None:
+    from reasonspan.bench import QUICK, plan_of
+    from reasonspan.bench.batch import SIZES as BATCH_SIZES
+    from reasonspan.bench.common import QWEN3, Plan
+    from reasonspan.bench.serve import SIZES as SERVE_SIZES
+    from reasonspan.cli import build_parser
+
+    full = plan_of(build_parser().parse_args(["bench"]), QWEN3)
+    quick = plan_of(build_parser().parse_args(["bench", "--quick"]), QWEN3)
+    assert full == Plan()  # the full run is unchanged: every suite's own defaults
+    assert quick == QUICK
+    assert quick.repeats < full.repeats and quick.prompt_tokens < full.prompt_tokens
+    assert max(quick.batch_sizes) < max(BATCH_SIZES) and max(quick.serve_sizes) < max(SERVE_SIZES)
+    tuned = plan_of(build_parser().parse_args(["bench", "--quick", "--repeats", "7"]), QWEN3)
+    assert tuned.repeats == 7 and tuned.batch_sizes == quick.batch_sizes
+
+
+def test_bench_quick_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--quick", "--suite", "prompt"]) == 0
+    out = capsys.readouterr().out
+    assert "--quick" in out and "| prompt | is_prompt_in_reasoning(list) |" in out
