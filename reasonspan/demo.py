@@ -63,6 +63,12 @@ class Screen:
         return f"\033[2;3m{text}\033[0m" if lane == "reasoning" else f"\033[1m{text}\033[0m"
 
     def emit(self, case: Case, lane: str, text: str, *, final: bool = False) -> None:
+        """Print ``text`` of ``lane`` a line at a time. Text of the other lane arriving
+        first prints that lane's unfinished line, so lines come out in stream order (the
+        reasoning's tail before the content after it)."""
+        other = "content" if lane == "reasoning" else "reasoning"
+        if text and case.lanes[other]:
+            self.emit(case, other, "", final=True)
         buf = case.lanes[lane] + text
         while "\n" in buf or len(buf) >= 72 or (final and buf):
             cut = buf.find("\n")
@@ -105,7 +111,8 @@ def build_cases(setups: list[tuple[str, LoadedTokenizer]], n: int = 12) -> list[
             kwargs = {}
         t = ALL[i % len(ALL)]
         prompt, _how = render_prompt(tok, messages_for(t), **kwargs)
-        output = tok.encode(scripted_output(parser, t.reasoning, t.answer, t.tool_call))
+        script = scripted_output(parser, t.reasoning, t.answer, t.tool_call, prompt_ids=prompt)
+        output = tok.encode(script)
         max_tokens = max(1, int(len(output) * cut)) if cut else None
         req = SimRequest(
             request_id=i + 1,
