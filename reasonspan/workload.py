@@ -64,3 +64,47 @@ def prompt_opening(parser: ReasoningParser, prompt_ids: Sequence[int]) -> str:
         if any(tail.endswith(m.rstrip()) for m in markers if m.strip()):
             return opening
     return "none"
+
+
+def workload(
+    parsers: Sequence[tuple[ReasoningParser, LoadedTokenizer]],
+    n_requests: int,
+    *,
+    seed: int = 0,
+    arrival_rate: float = 2.0,
+    truncate_fraction: float = 0.1,
+) -> list[SimRequest]:
+    """Realistic requests of mixed families: multi-turn prompts, reasoning, answers, tool
+    calls, some cut by ``max_tokens`` inside reasoning; arrivals spread over steps."""
+    rng = random.Random(seed)
+    out: list[SimRequest] = []
+    cache: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
+    step = 0.0
+    for i in range(n_requests):
+        pi = rng.randrange(len(parsers))
+        parser, tok = parsers[pi]
+        ti = rng.randrange(len(ALL))
+        key = (pi, ti)
+        if key not in cache:
+            t = ALL[ti]
+            prompt, _ = render_prompt(tok, messages_for(t))
+            text = scripted_output(parser, t.reasoning, t.answer, t.tool_call, prompt_ids=prompt)
+            cache[key] = (prompt, tok.encode(text))
+        prompt, output = cache[key]
+        max_tokens = None
+        if rng.random() < truncate_fraction:
+            max_tokens = max(1, int(len(output) * rng.uniform(0.2, 0.6)))
+        out.append(
+            SimRequest(
+                request_id=i,
+                # One parser per request (they share the compiled machine).
+                parser=type(parser)(tok, parser.machine, parser.chat_template_kwargs),
+                prompt_ids=prompt,
+                output_ids=output,
+                arrival_step=int(step),
+                max_tokens=max_tokens,
+                title=ALL[ti].title,
+            )
+        )
+        step += rng.expovariate(arrival_rate)
+    return out
