@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(
             f"reasonspan serve needs the server extra ({exc.name} is missing): "
-            "pip install 'reasonspan[server]'",
+            "from the clone, pip install -e '.[server]'",
             file=sys.stderr,
         )
         return 2
