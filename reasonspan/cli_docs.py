@@ -84,10 +84,7 @@ def command_markdown(name: str, parser: argparse.ArgumentParser) -> str:
 
 
 def flags_markdown(commands: Sequence[str] = COMMANDS) -> str:
-    """The flag tables of ``commands``, from the parsers ``reasonspan`` builds."""
+    """The flag tables of ``commands``, from the parsers ``reasonspan`` builds (the README's
+    legend under them is added by :mod:`reasonspan.docs`)."""
     parsers = subparsers()
-    tables = [command_markdown(name, parsers[name]) for name in commands]
-    from .docs import REGENERATE
-
-    legend = f"Generated from the argument parsers by `{REGENERATE}`; do not edit by hand."
-    return "\n\n".join([*tables, legend])
+    return "\n\n".join(command_markdown(name, parsers[name]) for name in commands)

@@ -177,7 +177,8 @@ def generated() -> dict[str, str]:
     """Every generated section of the README, by name."""
     from .cli_docs import flags_markdown
 
-    return {"families": families_markdown(), "flags": flags_markdown()}
+    legend = f"Generated from the argument parsers by `{REGENERATE}`; do not edit by hand."
+    return {"families": families_markdown(), "flags": f"{flags_markdown()}\n\n{legend}"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -92,10 +92,8 @@ def test_write_then_check_roundtrip(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_readme_flag_tables_match_the_parsers() -> None:
-    from reasonspan.cli_docs import flags_markdown
-
     current = docs.readme_section(README.read_text(encoding="utf-8"), "flags")
-    assert current == flags_markdown(), (
+    assert current == docs.generated()["flags"], (
         f"README.md's flag tables disagree with the argument parsers; regenerate them with: "
         f"{docs.REGENERATE}"
     )
