@@ -139,3 +139,24 @@ def test_missing_markers_are_an_error() -> None:
         docs.readme_section("# no markers here\n")
     with pytest.raises(ValueError, match="flags:start"):
         docs.readme_section("# no markers here\n", "flags")
+
+
+def test_the_readme_sync_example_runs() -> None:
+    """The sync API as the README shows it (only the model path changes)."""
+    import re
+
+    from fixtures import folder
+
+    m = re.search(
+        r"<!-- example: sync -->\n```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S
+    )
+    assert m is not None, "the README lost its sync example"
+    code = m.group(1).replace('"path/to/model"', repr(str(folder("qwen-3"))))
+    scope: dict[str, object] = {"reasonspan": reasonspan}
+    exec(compile(code, "README.md", "exec"), scope)
+    parser = scope["parser"]
+    assert isinstance(parser, reasonspan.ReasoningParser) and parser.name == "qwen3"
+    tok = scope["tok"]
+    assert isinstance(tok, reasonspan.LoadedTokenizer)
+    res = parser.parse(tok.encode("<think>a</think>b"))
+    assert (res.reasoning, res.content) == ("a", "b")
