@@ -50,10 +50,10 @@ SUITES: dict[str, Callable[[LoadedTokenizer, Plan], list[Row]]] = {
 
 QUICK = Plan(
     repeats=3,
-    batch_sizes=(1, 32),
+    batch_sizes=(1, 16),
     batch_ks=(1,),
-    grammar_sizes=(16,),
-    serve_sizes=(1, 16),
+    grammar_sizes=(8,),
+    serve_sizes=(1, 8),
     prompt_tokens=16_000,
 )
 """``--quick``: every suite, small: a first look in a few seconds (the figures are noisier
