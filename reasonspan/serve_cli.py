@@ -116,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
         try:  # a bad --parser is refused here, not as a 400 on every request
             create_parser_sync(name, tok)
         except ReasonspanError as exc:
-            print(f"reasonspan serve: --parser for {path}: {exc}", file=sys.stderr)
+            which = "--parser" if args.parser else "the detected parser"
+            print(f"reasonspan serve: {which} for {path}: {exc}", file=sys.stderr)
             return 2
         if not chat_template_of(tok) and not args.chatml_fallback:
             print(
