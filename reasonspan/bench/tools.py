@@ -30,7 +30,7 @@ from ..runtime.streams import ReasoningRuntime
 from ..serving.sse import chunk_events
 from ..tokenizer import LoadedTokenizer
 from ..transcripts import long_reasoning
-from .common import Row, median_ns
+from .common import Plan, Row, median_ns
 from .serve import _paired_median_ns
 
 SIZES = (1, 256)
@@ -127,8 +127,18 @@ def _runtime(tok: LoadedTokenizer, ids: list[int], n: int) -> Callable[[], int]:
     return run
 
 
-def bench_tools(tok: LoadedTokenizer, repeats: int, sizes: Sequence[int] = SIZES) -> list[Row]:
-    """Tool-heavy vs plain, per request (TextSplitter) and in the runtime at each size."""
+def bench_tools(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
+    """Tool-heavy vs plain, per request (TextSplitter) and in the runtime at each size
+    (the serve sizes of the plan). The transcripts are Qwen3's Hermes calls: on another
+    family's tokenizer the suite says so and measures nothing."""
+    if tok.single_token_id("<tool_call>") is None or tok.single_token_id("<think>") is None:
+        print(
+            f"reasonspan bench: tools suite skipped: it is written in Qwen3's format, "
+            f"which {plan.family.parser}'s tokenizer lacks\n"
+        )
+        return []
+    repeats = plan.repeats
+    sizes: Sequence[int] = plan.serve_sizes or SIZES
     heavy, plain = transcripts(tok)
     n = len(heavy)
     rows: list[Row] = []
