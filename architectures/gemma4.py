@@ -22,6 +22,12 @@ begins inside the channel. With thinking off the template pre-closes the channel
 (``<|channel>thought\\n<channel|>``), which the scan reads as content. ``enable_thinking``
 (default false; ``<|think|>`` in the system turn is the template's way to say it) is
 accepted and checked, but it changes nothing here: the prompt says where the turn starts.
+
+Tool calls (facts: the official chat_template.jinja of google/gemma-4-31B-it, rendered into
+the CanIToolCall fixtures, and vLLM's ``gemma4`` tool parser): each call is
+``<|tool_call>call:NAME{key:value,…}<tool_call|>``, strings delimited by the ``<|"|>``
+token, other values bare and typed from the tool's schema (kind ``gemma4``). A
+``<tool_call|>`` between two ``<|"|>`` is text of a string argument.
 """
 
 from __future__ import annotations
@@ -33,10 +39,22 @@ from ..runtime.machine import Machine, compile_machine
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import ReasoningSpec, Trim
+from ..runtime.toolcalls import ToolFormat
 from ..tokenizer.loader import LoadedTokenizer
 
 CHANNEL, CHANNEL_END = "<|channel>", "<channel|>"
 TURN, TOOL_RESPONSE, TOOL_CALL = "<|turn>", "<|tool_response>", "<|tool_call>"
+TOOL_CALL_END, QUOTE = "<tool_call|>", '<|"|>'
+
+GEMMA4_TOOL_CALLS = ToolFormat(
+    kinds=("gemma4",),
+    open=(TOOL_CALL,),
+    close=(TOOL_CALL_END,),
+    string_quote=QUOTE,
+    source="google/gemma-4-31B-it chat_template.jinja (rendered into the CanIToolCall "
+    'fixtures): `<|tool_call>call:NAME{key:<|"|>text<|"|>,n:3}<tool_call|>`; vLLM\'s `gemma4` '
+    "parser",
+)
 
 
 @register
@@ -47,6 +65,7 @@ class Gemma4Parser(ReasoningParser):
         start=(CHANNEL,),
         end=(CHANNEL_END,),
         tool=(TOOL_CALL,),
+        tool_calls=GEMMA4_TOOL_CALLS,
         turn=(TURN, TOOL_RESPONSE),
         required=(CHANNEL, CHANNEL_END),
         prompt_start=False,

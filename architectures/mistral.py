@@ -11,6 +11,14 @@ Older Magistral (Small/Medium 2506) has no ``[THINK]`` token and writes plain-te
 ``<think>``/``</think>``. Those are matched on token bytes, but only for a tokenizer that
 lacks ``[THINK]``: in a current vocabulary ``<think>`` is ordinary text the model may write
 in an answer, and byte markers would also take every request off the vectorized batch path.
+
+Tool calls (facts: mistral-common's tokenizer versions, as rendered into the CanIToolCall
+fixtures with mistral-common 1.12.0, and vLLM's ``mistral`` tool parser): ``[TOOL_CALLS]``
+opens a region that runs to the end of the output. v3 (Mistral-7B-Instruct-v0.3) writes one
+JSON list ``[{"name": …, "arguments": {…}}, …]`` (kind ``json``); v11 and later (Mistral
+Small 3.2, Devstral, Magistral 2509, Ministral 3) write ``NAME[ARGS]{…}`` per call, each
+after its own ``[TOOL_CALLS]``, sometimes with ``[CALL_ID]ID`` before ``[ARGS]`` (kind
+``mistral``). Every checkpoint is served by this one family, so both kinds are tried.
 """
 
 from __future__ import annotations
@@ -24,9 +32,20 @@ from ..runtime.machine import Machine, compile_machine
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import ReasoningSpec
+from ..runtime.toolcalls import ToolFormat
 from ..tokenizer.loader import LoadedTokenizer
 
 THINK, END_THINK = "[THINK]", "[/THINK]"
+TOOL_CALLS = "[TOOL_CALLS]"
+
+MISTRAL_TOOL_CALLS = ToolFormat(
+    kinds=("json", "mistral"),
+    open=(TOOL_CALLS,),
+    close=(),
+    source="mistral-common's tokenizer versions (v3: `[TOOL_CALLS][{\"name\": …, "
+    '"arguments": {…}}]`; v11+: `[TOOL_CALLS]NAME[ARGS]{…}` per call, optional '
+    "`[CALL_ID]ID`), as rendered into the CanIToolCall fixtures; vLLM's `mistral` parser",
+)
 TEXT_THINK, TEXT_END_THINK = "<think>", "</think>"
 
 _SPEC = ReasoningSpec(
@@ -34,7 +53,8 @@ _SPEC = ReasoningSpec(
     aliases=("magistral",),
     start=(THINK, TEXT_THINK),
     end=(END_THINK, TEXT_END_THINK),
-    tool=("[TOOL_CALLS]",),
+    tool=(TOOL_CALLS,),
+    tool_calls=MISTRAL_TOOL_CALLS,
     turn=("[/INST]", "[/TOOL_RESULTS]"),
     text_markers=(TEXT_THINK, TEXT_END_THINK),
     prompt_start=False,

@@ -131,8 +131,8 @@ class ToolCallExtractor:
             if not answer:
                 return
             if t in fmt.close_ids:
-                if fmt.fmt.json_strings and self._in_string(self._region_bytes(-1)):
-                    return  # the marker is text of a JSON string argument
+                if self._quoted and self._in_string(self._region_bytes(-1)):
+                    return  # the marker is text of a string argument
                 self._close(len(self._held), b"", ids, labels, spill, calls)
             elif fmt.close_bytes:
                 self._find_close(ids, labels, spill, calls)
@@ -212,7 +212,7 @@ class ToolCallExtractor:
         buf = self._region_bytes()
         _, start = self._opener(buf)
         at, size = _first(buf, fmt.close_bytes, start)
-        while at >= 0 and fmt.fmt.json_strings and self._in_string(buf[:at]):
+        while at >= 0 and self._quoted and self._in_string(buf[:at]):
             at, size = _first(buf, fmt.close_bytes, at + 1)
         if at < 0:
             return
@@ -231,9 +231,18 @@ class ToolCallExtractor:
         table = self._fmt.token_bytes
         return b"".join(table[t] for t, lab, _ in self._held[:n] if lab in (CONTENT, TOOL))
 
+    @property
+    def _quoted(self) -> bool:
+        """The format has strings a close marker may sit in (JSON or a quote marker)."""
+        return self._fmt.fmt.json_strings or bool(self._fmt.quote)
+
     def _in_string(self, buf: bytes) -> bool:
-        """Does the body in ``buf`` (the region so far) end inside a JSON string?"""
+        """Does the body in ``buf`` (the region so far) end inside a string argument (a JSON
+        string, or between an opening and a closing ``string_quote``)?"""
         _, start = self._opener(buf)
+        quote = self._fmt.quote
+        if quote:
+            return buf.count(quote, start) % 2 == 1
         body = buf[start:].lstrip(_WS)
         if body[:1] not in (b"{", b"["):
             return False  # not a JSON body (Qwen3's <tool_call> may hold XML)
