@@ -27,7 +27,9 @@ Tool calls (facts: the official chat_template.jinja of google/gemma-4-31B-it, re
 the CanIToolCall fixtures, and vLLM's ``gemma4`` tool parser): each call is
 ``<|tool_call>call:NAME{key:value,…}<tool_call|>``, strings delimited by the ``<|"|>``
 token, other values bare and typed from the tool's schema (kind ``gemma4``). A
-``<tool_call|>`` between two ``<|"|>`` is text of a string argument.
+``<tool_call|>`` between two ``<|"|>`` is text of a string argument. The text around a
+call is kept as written (SGLang's parser; vLLM's strips the space before a call, which the
+corpus' ``vllm-text-before-call`` expects: a whitespace-only difference).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ GEMMA4_TOOL_CALLS = ToolFormat(
     open=(TOOL_CALL,),
     close=(TOOL_CALL_END,),
     string_quote=QUOTE,
+    trim_gaps=False,
     source="google/gemma-4-31B-it chat_template.jinja (rendered into the CanIToolCall "
     'fixtures): `<|tool_call>call:NAME{key:<|"|>text<|"|>,n:3}<tool_call|>`; vLLM\'s `gemma4` '
     "parser",

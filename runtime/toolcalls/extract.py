@@ -22,7 +22,7 @@ Tokens outside a region cost one set lookup each.
 
 from __future__ import annotations
 
-from ..labels import CONTENT, TOOL, TOOL_CALL
+from ..labels import CONTENT, DELIMITER, TOOL, TOOL_CALL
 from .format import CompiledToolFormat
 from .types import ToolCall, Tools
 
@@ -32,6 +32,12 @@ which imports this package)."""
 
 _OUT, _FRESH, _IN = 0, 1, 2
 _WS = b" \t\r\n"
+
+_BODY = (CONTENT, TOOL, DELIMITER)
+"""Labels whose tokens are text of a region's body. A marker the reasoning machine consumes
+in the answer (a stray ``</think>`` or ``<channel|>`` it drops) is, inside a call, text of
+an argument (``text:<|"|>close with <channel|><|"|>``): special tokens inside a call are
+never skipped."""
 
 _Item = tuple[int, int, list[tuple[bytes, int, int]] | None]
 """A held token: ``(id, label, spill parts)``."""
@@ -222,14 +228,14 @@ class ToolCallExtractor:
         pos, n = 0, 0
         while n < len(self._held) and pos < end_byte:
             t, lab, _ = self._held[n]
-            if lab in (CONTENT, TOOL):
+            if lab in _BODY:
                 pos += len(table[t])
             n += 1
         self._close(n, buf[end_byte:pos], ids, labels, spill, calls)
 
     def _region_bytes(self, n: int | None = None) -> bytes:
         table = self._fmt.token_bytes
-        return b"".join(table[t] for t, lab, _ in self._held[:n] if lab in (CONTENT, TOOL))
+        return b"".join(table[t] for t, lab, _ in self._held[:n] if lab in _BODY)
 
     @property
     def _quoted(self) -> bool:
@@ -340,7 +346,7 @@ class ToolCallExtractor:
         relabel: int = -1,
     ) -> None:
         t, lab, parts = item
-        if relabel >= 0 and (lab in (CONTENT, TOOL)):
+        if (relabel >= 0 and lab in (CONTENT, TOOL)) or (relabel == TOOL_CALL and lab in _BODY):
             lab = relabel
         if parts:
             at = len(ids)
