@@ -3,7 +3,10 @@
 Current models write ``[THINK]`` … ``[/THINK]`` as control tokens. Nothing is prefilled:
 a turn starts in content, a ``[THINK]`` opens reasoning (text before it stays content), an
 output with no marker is all content and one that stops after ``[THINK]`` is reasoning.
-``[TOOL_CALLS]`` ends reasoning and stays in content for the tool parser. The prompt scan
+Only ``[/THINK]`` ends reasoning: a ``[TOOL_CALLS]`` inside ``[THINK]`` … ``[/THINK]`` is
+reasoning text (vLLM's ``mistral`` reasoning parser ends reasoning only at ``[/THINK]``, and
+llama.cpp's Ministral 3 tests and the CanIToolCall corpus expect the marker kept in the
+reasoning), so a call is read only in the answer, after ``[/THINK]``. The prompt scan
 looks only behind the last ``[/INST]`` or ``[/TOOL_RESULTS]``: Magistral's default system
 prompt spells out ``[THINK]``/``[/THINK]``, and those must never decide it.
 
@@ -53,7 +56,6 @@ _SPEC = ReasoningSpec(
     aliases=("magistral",),
     start=(THINK, TEXT_THINK),
     end=(END_THINK, TEXT_END_THINK),
-    tool=(TOOL_CALLS,),
     tool_calls=MISTRAL_TOOL_CALLS,
     turn=("[/INST]", "[/TOOL_RESULTS]"),
     text_markers=(TEXT_THINK, TEXT_END_THINK),
@@ -63,8 +65,9 @@ _SPEC = ReasoningSpec(
         "documented: Magistral starts in content and opens `[THINK]` itself (its system prompt "
         "asks for it)"
     ),
-    notes="[THINK] after content opens reasoning; plain-text <think> only where the "
-    "tokenizer has no [THINK] (Magistral 2506)",
+    notes="[THINK] after content opens reasoning; only [/THINK] ends it ([TOOL_CALLS] "
+    "inside is reasoning text); plain-text <think> only where the tokenizer has no [THINK] "
+    "(Magistral 2506)",
 )
 
 # The same row for a tokenizer that has the control tokens: no text markers at all.
