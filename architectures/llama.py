@@ -78,7 +78,7 @@ class Llama4PythonicParser(ReasoningParser):
 
     spec = ReasoningSpec(
         name="llama4_pythonic",
-        aliases=("llama4", "pythonic"),
+        aliases=("llama4",),
         turn=("<|header_start|>",),
         prompt_start=False,
         thinking_default=False,
