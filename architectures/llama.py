@@ -49,7 +49,7 @@ LLAMA4_TOOL_CALLS = ToolFormat(
     open=(PYTHON_START,),
     close=(),
     leading="[",
-    source="Meta's Llama 4 prompt format: `[func(a=1), g(b=\"x\")]`, optionally in "
+    source='Meta\'s Llama 4 prompt format: `[func(a=1), g(b="x")]`, optionally in '
     "`<|python_start|>`…`<|python_end|>`; vLLM's `llama4_pythonic` parser",
 )
 

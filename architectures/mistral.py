@@ -45,7 +45,7 @@ MISTRAL_TOOL_CALLS = ToolFormat(
     kinds=("json", "mistral"),
     open=(TOOL_CALLS,),
     close=(),
-    source="mistral-common's tokenizer versions (v3: `[TOOL_CALLS][{\"name\": …, "
+    source='mistral-common\'s tokenizer versions (v3: `[TOOL_CALLS][{"name": …, '
     '"arguments": {…}}]`; v11+: `[TOOL_CALLS]NAME[ARGS]{…}` per call, optional '
     "`[CALL_ID]ID`), as rendered into the CanIToolCall fixtures; vLLM's `mistral` parser",
 )

@@ -74,9 +74,7 @@ def mistral_v3(calls: list[Call]) -> str:
 
 
 def llama3(calls: list[Call]) -> str:
-    return "; ".join(
-        json.dumps({"name": n, "parameters": a}, ensure_ascii=False) for n, a in calls
-    )
+    return "; ".join(json.dumps({"name": n, "parameters": a}, ensure_ascii=False) for n, a in calls)
 
 
 def _py(value: Any) -> str:
@@ -86,7 +84,9 @@ def _py(value: Any) -> str:
 def llama4(calls: list[Call]) -> str:
     return (
         "["
-        + ", ".join(f"{n}(" + ", ".join(f"{k}={_py(v)}" for k, v in a.items()) + ")" for n, a in calls)
+        + ", ".join(
+            f"{n}(" + ", ".join(f"{k}={_py(v)}" for k, v in a.items()) + ")" for n, a in calls
+        )
         + "]"
     )
 
@@ -259,7 +259,7 @@ def test_llama3_truncated_json_is_given_back() -> None:
 
 def test_llama4_pythonic_calls() -> None:
     calls: list[Call] = [
-        ("get_weather", {"city": "Martha's \"Vineyard\"", "days": 3}),
+        ("get_weather", {"city": 'Martha\'s "Vineyard"', "days": 3}),
         ("note", {"tags": ["a", "b"], "meta": {"x": None, "y": True}, "ratio": 1.5e-05}),
     ]
     res = LLAMA4.parse(llama4(calls))
@@ -305,7 +305,9 @@ def test_gemma4_bare_values_are_typed_from_the_schema() -> None:
     # `code` is a string in the schema: a bare 007 stays text; untyped it reads as a number
     body = "<|tool_call>call:get_weather{code:007,days:3.0,opts:{metric:false}}<tool_call|>"
     res = GEMMA4.parse(body)
-    assert got(res.tool_calls) == [("get_weather", {"code": "007", "days": 3, "opts": {"metric": False}})]
+    assert got(res.tool_calls) == [
+        ("get_weather", {"code": "007", "days": 3, "opts": {"metric": False}})
+    ]
     res = GEMMA4.parse("<|tool_call>call:note{code:7,flag:true,word:hello}<tool_call|>")
     assert got(res.tool_calls) == [("note", {"code": 7, "flag": True, "word": "hello"})]
 
