@@ -6,7 +6,10 @@ once per block, however the tokens are cut into deltas. The label's tokens stay 
 REASONING: telling that a ``thought`` token is the label (and not ``thoughtful``) takes
 the next token, so a DELIMITER label would need a hold-back after every ``<|channel>``
 and would take this single-token family off the vectorized batch path. They are
-generated inside the channel, so counting them as reasoning tokens is honest.
+generated inside the channel, so counting them as reasoning tokens is honest. The
+template writes one newline after the thought before ``<channel|>`` (the CanIToolCall
+fixtures rendered from it end the thought with ``\n<channel|>`` and expect the reasoning
+without it): one trailing newline of a closed block is layout, trimmed.
 
 Routing: reasoning inside the channel, content outside it; a channel after content opens
 reasoning; ``<|tool_call>`` ends reasoning and stays in content; a stray ``<channel|>`` in
@@ -76,7 +79,7 @@ class Gemma4Parser(ReasoningParser):
         thinking_switches=("enable_thinking",),
         start_in_content="enter",
         end_in_content="drop",
-        reasoning_trim=Trim(label="thought\n"),
+        reasoning_trim=Trim(label="thought\n", trail="\n", trail_max=1),
         start_source=(
             "documented: Gemma 4 thinks only when `<|think|>` is in the system turn "
             "(`enable_thinking`); after a tool response the template ends with "
