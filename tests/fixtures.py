@@ -297,6 +297,8 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "gemma4": "qwen-3_base_with_gemma4_special_tokens",
     "granite": "qwen-2.5_base_with_granite_special_tokens",
     "openai_gptoss": "qwen-3_base_with_openai_gptoss_special_tokens",
+    "llama3_json": "qwen-2.5_base_with_llama3_special_tokens",
+    "llama4_pythonic": "qwen-2.5_base_with_llama4_special_tokens",
 }
 
 # chat_template_kwargs under which each family is exercised by the property tests (one

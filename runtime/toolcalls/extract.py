@@ -22,7 +22,7 @@ Tokens outside a region cost one set lookup each.
 
 from __future__ import annotations
 
-from ..labels import CONTENT, TOOL, TOOL_CALL
+from ..labels import CONTENT, DELIMITER, TOOL, TOOL_CALL
 from .format import CompiledToolFormat
 from .types import ToolCall, Tools
 
@@ -32,6 +32,12 @@ which imports this package)."""
 
 _OUT, _FRESH, _IN = 0, 1, 2
 _WS = b" \t\r\n"
+
+_BODY = (CONTENT, TOOL, DELIMITER)
+"""Labels whose tokens are text of a region's body. A marker the reasoning machine consumes
+in the answer (a stray ``</think>`` or ``<channel|>`` it drops) is, inside a call, text of
+an argument (``text:<|"|>close with <channel|><|"|>``): special tokens inside a call are
+never skipped."""
 
 _Item = tuple[int, int, list[tuple[bytes, int, int]] | None]
 """A held token: ``(id, label, spill parts)``."""
@@ -131,8 +137,8 @@ class ToolCallExtractor:
             if not answer:
                 return
             if t in fmt.close_ids:
-                if fmt.fmt.json_strings and self._in_string(self._region_bytes(-1)):
-                    return  # the marker is text of a JSON string argument
+                if self._quoted and self._in_string(self._region_bytes(-1)):
+                    return  # the marker is text of a string argument
                 self._close(len(self._held), b"", ids, labels, spill, calls)
             elif fmt.close_bytes:
                 self._find_close(ids, labels, spill, calls)
@@ -212,7 +218,7 @@ class ToolCallExtractor:
         buf = self._region_bytes()
         _, start = self._opener(buf)
         at, size = _first(buf, fmt.close_bytes, start)
-        while at >= 0 and fmt.fmt.json_strings and self._in_string(buf[:at]):
+        while at >= 0 and self._quoted and self._in_string(buf[:at]):
             at, size = _first(buf, fmt.close_bytes, at + 1)
         if at < 0:
             return
@@ -222,18 +228,27 @@ class ToolCallExtractor:
         pos, n = 0, 0
         while n < len(self._held) and pos < end_byte:
             t, lab, _ = self._held[n]
-            if lab in (CONTENT, TOOL):
+            if lab in _BODY:
                 pos += len(table[t])
             n += 1
         self._close(n, buf[end_byte:pos], ids, labels, spill, calls)
 
     def _region_bytes(self, n: int | None = None) -> bytes:
         table = self._fmt.token_bytes
-        return b"".join(table[t] for t, lab, _ in self._held[:n] if lab in (CONTENT, TOOL))
+        return b"".join(table[t] for t, lab, _ in self._held[:n] if lab in _BODY)
+
+    @property
+    def _quoted(self) -> bool:
+        """The format has strings a close marker may sit in (JSON or a quote marker)."""
+        return self._fmt.fmt.json_strings or bool(self._fmt.quote)
 
     def _in_string(self, buf: bytes) -> bool:
-        """Does the body in ``buf`` (the region so far) end inside a JSON string?"""
+        """Does the body in ``buf`` (the region so far) end inside a string argument (a JSON
+        string, or between an opening and a closing ``string_quote``)?"""
         _, start = self._opener(buf)
+        quote = self._fmt.quote
+        if quote:
+            return buf.count(quote, start) % 2 == 1
         body = buf[start:].lstrip(_WS)
         if body[:1] not in (b"{", b"["):
             return False  # not a JSON body (Qwen3's <tool_call> may hold XML)
@@ -331,7 +346,7 @@ class ToolCallExtractor:
         relabel: int = -1,
     ) -> None:
         t, lab, parts = item
-        if relabel >= 0 and (lab in (CONTENT, TOOL)):
+        if (relabel >= 0 and lab in (CONTENT, TOOL)) or (relabel == TOOL_CALL and lab in _BODY):
             lab = relabel
         if parts:
             at = len(ids)

@@ -66,6 +66,10 @@ class ToolFormat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A body that begins as JSON (``{`` or ``[``): a close marker inside one of its
     strings is text of the argument, not the end of the call
     (``{"text": "use </tool_call>"}``)."""
+    string_quote: str = ""
+    """A marker that both opens and closes a string argument (Gemma 4's ``<|"|>``): a
+    close marker between an opening and a closing one is text of the argument, not the
+    end of the call (``text:<|"|>use <tool_call|><|"|>``)."""
     keep_open_text: bool = False
     """The open marker is part of the body the kind reads (Mistral's repeated
     ``[TOOL_CALLS]``): region text includes it."""
@@ -90,6 +94,8 @@ class CompiledToolFormat:
     open_bytes: tuple[bytes, ...]
     close_bytes: tuple[bytes, ...]
     leading: bytes
+    quote: bytes
+    """:attr:`ToolFormat.string_quote` as bytes (empty: none)."""
     token_bytes: list[bytes]
     tokenizer: LoadedTokenizer
     max_marker: int
@@ -123,6 +129,7 @@ def compile_format(fmt: ToolFormat, tok: LoadedTokenizer) -> CompiledToolFormat:
         open_bytes=open_bytes,
         close_bytes=close_bytes,
         leading=fmt.leading.encode("utf-8"),
+        quote=fmt.string_quote.encode("utf-8"),
         token_bytes=tok.token_bytes,
         tokenizer=tok,
         max_marker=max((len(b) for b in (*open_bytes, *close_bytes)), default=0),
