@@ -4,6 +4,10 @@ M2's template prefills ``<think>`` and the model never emits it, so a turn start
 reasoning; ``<minimax:tool_call>`` ends reasoning. Its template writes ``<think>\\n`` …
 ``\\n</think>\\n\\n`` and reads a turn back with ``strip('\\n')`` on both sides of each
 marker, so those newlines are trimmed from the text (not from the token labels).
+M2's calls (:data:`MINIMAX_M2_TOOL_CALLS`): its chat_template.jinja writes
+``<minimax:tool_call>\\n<invoke name="NAME"><parameter name="KEY">VALUE</parameter>…</invoke>\\n``
+(one invoke per call, several per block) and ``</minimax:tool_call>``; string values raw,
+others JSON (vLLM's ``minimax_m2`` tool parser), typed from the offered tool's schema.
 
 M3's markers are single tokens in its own vocabulary and several tokens elsewhere
 (matched on token bytes); its template only prefills the start with
@@ -20,6 +24,16 @@ from ..runtime.errors import InvalidOptionError
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import TEMPLATE_NEWLINES_CONTENT, TEMPLATE_NEWLINES_REASONING, ReasoningSpec
+from ..runtime.toolcalls import ToolFormat
+
+MINIMAX_M2_TOOL_CALLS = ToolFormat(
+    kinds=("xml_invoke",),
+    open=("<minimax:tool_call>",),
+    close=("</minimax:tool_call>",),
+    source="MiniMax-M2's chat_template.jinja writes `<minimax:tool_call>\\n` then "
+    '`<invoke name="NAME"><parameter name="KEY">VALUE</parameter></invoke>\\n` per call and '
+    "`</minimax:tool_call>` (strings raw, other values tojson); vLLM's minimax_m2 tool parser",
+)
 
 
 @register
@@ -32,6 +46,7 @@ class MiniMaxM2Parser(ReasoningParser):
         tool=("<minimax:tool_call>",),
         turn=("]~b]",),
         required=("</think>",),
+        tool_calls=MINIMAX_M2_TOOL_CALLS,
         prompt_start=True,
         reasoning_trim=TEMPLATE_NEWLINES_REASONING,
         content_trim=TEMPLATE_NEWLINES_CONTENT,

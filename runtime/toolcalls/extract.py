@@ -107,7 +107,7 @@ class ToolCallExtractor:
         out_labels = bytearray()
         out_spill: list[Spill] = []
         calls: list[ToolCall] = []
-        while self._mode == _IN and self._pending is not None:
+        while self._mode == _IN and self._pending is not None and self._pending_reads():
             n, after = self._pending
             self._close(n, after, out_ids, out_labels, out_spill, calls)
         if self._mode == _IN:
@@ -250,6 +250,15 @@ class ToolCallExtractor:
                 pos += len(table[t])
             n += 1
         return n, buf[end_byte:pos]
+
+    def _pending_reads(self) -> bool:
+        """At the finish: does the output end with the close marker that was taken for
+        argument text? Then that marker closes the region after all (GLM's
+        ``<arg_value>celsius</tool_call>``; a malformed body goes back to the content);
+        otherwise the region is a call cut by the end of the output, dropped."""
+        assert self._pending is not None
+        n, after = self._pending
+        return n == len(self._held) and not after.strip(_WS)
 
     def _could_end(self, buf: bytes) -> bool:
         """May a close marker end the region here (its bytes so far ``buf``)?

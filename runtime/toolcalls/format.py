@@ -94,9 +94,10 @@ class ToolFormat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def could_end(self, body: str) -> bool:
         """May a close marker end the region whose body so far is ``body``? No when a kind
         with a ``complete`` check reads it as its own, unfinished body: the marker is then
-        argument text. The extractor remembers the first such marker, and closes there at
-        the finish if no later one ends the call (a call missing its last argument close,
-        ``<arg_value>celsius</tool_call>``)."""
+        argument text. The extractor remembers the first such marker; when the output ends
+        right after it, it closes there (GLM's ``<arg_value>celsius</tool_call>``, a call
+        missing its last argument close; a body that does not read is content).
+        Without the finish reason a ``length`` cut right there reads the same way."""
         for kind in self.kinds:
             check = _COMPLETE.get(kind)
             if check is not None and check(body) is False:

@@ -19,7 +19,8 @@ Reading rules (vLLM's ``glm45`` / ``glm47`` parsers, and the corpus):
   newline, the GLM-4.5 layout, removed).
 
 A ``</tool_call>`` met while a key or value is open is text of an argument (the
-``complete`` check); if nothing later closes the call, the extractor closes it there.
+``complete`` check); when the output ends right after it, the extractor closes the call
+there (:meth:`.format.ToolFormat.could_end`).
 """
 
 from __future__ import annotations
