@@ -63,12 +63,16 @@ def minimax_call(name: str, args: dict[str, Any]) -> str:
 
 
 def glm45_call(name: str, args: dict[str, Any]) -> str:
-    pairs = "".join(f"<arg_key>{k}</arg_key>\n<arg_value>{raw(v)}</arg_value>\n" for k, v in args.items())
+    pairs = "".join(
+        f"<arg_key>{k}</arg_key>\n<arg_value>{raw(v)}</arg_value>\n" for k, v in args.items()
+    )
     return f"<tool_call>{name}\n{pairs}</tool_call>"
 
 
 def glm47_call(name: str, args: dict[str, Any]) -> str:
-    pairs = "".join(f"<arg_key>{k}</arg_key><arg_value>{raw(v)}</arg_value>" for k, v in args.items())
+    pairs = "".join(
+        f"<arg_key>{k}</arg_key><arg_value>{raw(v)}</arg_value>" for k, v in args.items()
+    )
     return f"<tool_call>{name}{pairs}</tool_call>"
 
 
@@ -111,10 +115,20 @@ FAMILIES = {
         "<minimax:tool_call>",
     ),
     "glm45": Family(
-        "glm45", "glm-4.5v", "<|user|>\nq<|assistant|>", "<think>plan</think>\n", glm45_call, "<tool_call>"
+        "glm45",
+        "glm-4.5v",
+        "<|user|>\nq<|assistant|>",
+        "<think>plan</think>\n",
+        glm45_call,
+        "<tool_call>",
     ),
     "glm47": Family(
-        "glm47", "glm-4.7-flash", "<|user|>q<|assistant|><think>", "plan</think>", glm47_call, "<tool_call>"
+        "glm47",
+        "glm-4.7-flash",
+        "<|user|>q<|assistant|><think>",
+        "plan</think>",
+        glm47_call,
+        "<tool_call>",
     ),
 }
 NAMES = sorted(FAMILIES)
@@ -293,7 +307,7 @@ VALUES: dict[str, st.SearchStrategy[Any]] = {
     "s": st.sampled_from(
         ["3", "true", "x </tool_call> y", "a </parameter> b", "<arg_key>k", "  pad  ", "多 🙂\nz"]
     ),
-    "n": st.integers(-10**6, 10**6),
+    "n": st.integers(-(10**6), 10**6),
     "x": st.sampled_from([0.5, -2.25, 1e-05, 3e20]),
     "b": st.booleans(),
     "z": st.one_of(st.none(), st.just("null-ish")),
