@@ -9,6 +9,11 @@ M2's calls (:data:`MINIMAX_M2_TOOL_CALLS`): its chat_template.jinja writes
 (one invoke per call, several per block) and ``</minimax:tool_call>``; string values raw,
 others JSON (vLLM's ``minimax_m2`` tool parser), typed from the offered tool's schema.
 
+M3's calls (:data:`MINIMAX_M3_TOOL_CALLS`): its chat_template.jinja leads every tag of a
+call block with the namespace token ``]<]minimax[>[`` (``]<]minimax[>[<tool_call>\\n``,
+``]<]minimax[>[<invoke name="NAME">``, one element per argument, nested for objects and
+lists, ``]<]minimax[>[</tool_call>``), kind ``xml_nested``.
+
 M3's markers are single tokens in its own vocabulary and several tokens elsewhere
 (matched on token bytes); its template only prefills the start with
 ``thinking_mode: "enabled"``, otherwise the model may open a block itself.
@@ -33,6 +38,17 @@ MINIMAX_M2_TOOL_CALLS = ToolFormat(
     source="MiniMax-M2's chat_template.jinja writes `<minimax:tool_call>\\n` then "
     '`<invoke name="NAME"><parameter name="KEY">VALUE</parameter></invoke>\\n` per call and '
     "`</minimax:tool_call>` (strings raw, other values tojson); vLLM's minimax_m2 tool parser",
+)
+
+MINIMAX_M3_TOOL_CALLS = ToolFormat(
+    kinds=("xml_nested",),
+    open=("]<]minimax[>[<tool_call>",),
+    close=("]<]minimax[>[</tool_call>",),
+    source="MiniMax-M3's chat_template.jinja writes `]<]minimax[>[<tool_call>\\n`, per call "
+    '`]<]minimax[>[<invoke name="NAME">`, an element per argument (its to_xml macro: mappings '
+    "as elements, lists as <item>, booleans tojson, None left out) and "
+    "`]<]minimax[>[</invoke>\\n`, then `]<]minimax[>[</tool_call>`; every tag led by the "
+    "namespace token",
 )
 
 
@@ -73,6 +89,7 @@ class MiniMaxM3Parser(ReasoningParser):
         # The turn marker too: on a vocabulary where the markers are several tokens, the
         # prompt scan still stops at the current turn (matched on bytes).
         text_markers=(_MM_START, _MM_END, "]~b]"),
+        tool_calls=MINIMAX_M3_TOOL_CALLS,
         prompt_start=False,
         start_in_content="enter",
         end_in_content="drop",
