@@ -96,8 +96,7 @@ def _m3_xml(value: Any) -> str:
 
 def m3_call(name: str, args: dict[str, Any]) -> str:
     return (
-        f'{NS}<tool_call>\n{NS}<invoke name="{name}">{_m3_xml(args)}{NS}</invoke>\n'
-        f"{NS}</tool_call>"
+        f'{NS}<tool_call>\n{NS}<invoke name="{name}">{_m3_xml(args)}{NS}</invoke>\n{NS}</tool_call>'
     )
 
 
@@ -355,11 +354,13 @@ MALFORMED = {
 
 
 @pytest.mark.parametrize("fam", NAMES)
-def test_malformed_body_is_content_verbatim(fam: str) -> None:
+@pytest.mark.parametrize("after", ["", " and then the answer"])
+def test_malformed_body_is_content_verbatim(fam: str, after: str) -> None:
     f, tok, prompt = _setup(fam)
-    res = _parser(fam).parse(tok.encode(f.reasoning + MALFORMED[fam]), prompt, tools=TOOLS)
+    out = f.reasoning + MALFORMED[fam] + after
+    res = _parser(fam).parse(tok.encode(out), prompt, tools=TOOLS)
     assert res.tool_calls == []
-    assert res.content == MALFORMED[fam]
+    assert res.content == MALFORMED[fam] + after
 
 
 # ------------------------------------------------------------------ any split, runtime

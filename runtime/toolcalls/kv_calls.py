@@ -25,6 +25,7 @@ there (:meth:`.format.ToolFormat.could_end`).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .format import body_kind
@@ -62,14 +63,23 @@ def _value_end(body: str, start: int) -> int:
     return len(body)
 
 
+_TAGS = re.compile(r"</?arg_(?:key|value)>")
+
+
 def kv_complete(body: str) -> bool | None:
-    """None when ``body`` does not begin with a name; else False while a key or value is
-    open (the last tag is not a ``</arg_value>``), True otherwise."""
+    """None when ``body`` does not begin with a name; False while a key or value is open
+    (the last tag opens one, or closes a key with no value begun yet): a close marker here
+    is argument text; True otherwise (a malformed body closes, and is content)."""
     if _name(body) is None:
         return None
-    if _KEY not in body:
+    tags = list(_TAGS.finditer(body))
+    if not tags:
         return True
-    return body.rstrip(_WS).endswith(_VALUE_END)
+    last = tags[-1]
+    tag = last.group(0)
+    if tag == _KEY_END:
+        return bool(body[last.end() :].strip(_WS))
+    return tag == _VALUE_END
 
 
 @body_kind("kv", complete=kv_complete)

@@ -115,8 +115,18 @@ def _layout(value: str) -> str:
     return value
 
 
+_OPEN = "open"
+""":func:`_read`'s answer for a body that ends inside a function (more text may finish it)."""
+
+
 def read_functions(body: str, tools: Tools, shape: XmlShape) -> list[ToolCall] | None:
     """Every function in ``body`` as a call, or None when it is not this shape."""
+    got = _read(body, tools, shape)
+    return None if isinstance(got, str) else got
+
+
+def _read(body: str, tools: Tools, shape: XmlShape) -> list[ToolCall] | str | None:
+    """The calls; :data:`_OPEN` when the body ends inside a function; None otherwise."""
     calls: list[ToolCall] = []
     i = _skip(body, 0)
     n = len(body)
@@ -134,12 +144,16 @@ def read_functions(body: str, tools: Tools, shape: XmlShape) -> list[ToolCall] |
             if body.startswith(shape.function_close, i):
                 i += len(shape.function_close)
                 break
+            if i >= n:
+                return _OPEN
             param = shape.parameter.match(body, i)
             if param is None:
-                return None  # stray text, or the body ended inside the function
+                return None  # stray text
             key = param.group(1).strip()
             got = _value_end(body, param.end(), shape)
-            if got is None or not key:
+            if got is None:
+                return _OPEN
+            if not key:
                 return None
             end, i = got
             value = _layout(body[param.end() : end])
@@ -150,11 +164,12 @@ def read_functions(body: str, tools: Tools, shape: XmlShape) -> list[ToolCall] |
 
 
 def function_complete(body: str, shape: XmlShape) -> bool | None:
-    """The ``complete`` check: None when ``body`` does not begin with a function; else
-    whether it reads as whole functions (a close marker before that is argument text)."""
+    """The ``complete`` check: None when ``body`` does not begin with a function; False
+    while it ends inside one (a close marker here is argument text); True when it reads as
+    whole functions, or never will (stray text: the region closes, and is content)."""
     if shape.function.match(body, _skip(body, 0)) is None:
         return None
-    return read_functions(body, NO_TOOLS, shape) is not None
+    return _read(body, NO_TOOLS, shape) != _OPEN
 
 
 def _qwen_complete(body: str) -> bool | None:
