@@ -13,7 +13,11 @@ decided, in order, and takes call regions out of the answer:
   closes: ``max_tokens`` cut the call) never becomes a call: a malformed body goes back
   to the content verbatim, labelled ``TOOL`` (kept in the text, never skipped), and a
   call cut by the end of the output is dropped (labelled ``TOOL_CALL``, no call, no
-  text), so no half call, and no half-written markup, is ever sent.
+  text), so no half call, and no half-written markup, is ever sent;
+- a close marker met while the kind reads the body as an unfinished argument
+  (:meth:`ToolFormat.could_end`) is argument text, unless the output ends right after it;
+  a region an ``open_in_body`` marker opened that never closes is read at the finish
+  (calls, or verbatim content).
 
 Everything after a held token is held too, so the tokens come out in order and every
 split of the output into deltas gives the same labels, text and calls (property-tested).
@@ -60,7 +64,7 @@ class ToolCallExtractor:
         self._pending: tuple[int, bytes] | None = None
         """The first close marker of the open region that its kind read as argument text
         (:meth:`ToolFormat.could_end`): ``(held tokens through it, bytes after it in its
-        last token)``; the region closes there at the finish if nothing later closes it."""
+        last token)``; the region closes there if the output ends right after it."""
         self.count = 0
         """Calls completed so far."""
 
@@ -107,7 +111,7 @@ class ToolCallExtractor:
         out_labels = bytearray()
         out_spill: list[Spill] = []
         calls: list[ToolCall] = []
-        while self._mode == _IN and self._pending is not None and self._pending_reads():
+        if self._mode == _IN and self._pending is not None and self._pending_reads():
             n, after = self._pending
             self._close(n, after, out_ids, out_labels, out_spill, calls)
         if self._mode == _IN:

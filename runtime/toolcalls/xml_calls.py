@@ -8,7 +8,9 @@ One reader, two spellings of the same shape:
   ``<invoke name="NAME">\\n<parameter name="KEY">VALUE</parameter>\\n</invoke>``, several
   invokes per block).
 
-Reading rules (the reference parsers': vLLM's ``qwen3_coder`` and ``minimax_m2``):
+Reading rules (vLLM's ``qwen3_coder`` and ``minimax_m2`` parsers read the same shape; the
+rules for markup inside a value and a missing ``</parameter>`` follow the CanIToolCall
+corpus' fixtures of real outputs):
 
 - a body is one or more functions, each closed by its function close; anything else
   around them (other than whitespace) is not this kind;
