@@ -309,6 +309,15 @@ def test_minimax_several_invokes_in_one_block() -> None:
     assert not res.content
 
 
+def test_minimax_append_think_reads_calls_from_the_content() -> None:
+    _, tok, prompt = _setup("minimax-m2")
+    out = "plan\n</think>\n\nOn it.\n" + minimax_call("put", {"n": 5})
+    p = reasonspan.create_parser_sync("minimax_m2_append_think", tok)
+    res = p.parse(tok.encode(out), prompt, tools=TOOLS)
+    assert _args(res.tool_calls) == [("put", _json({"n": 5}))]
+    assert res.content == "<think>plan\n</think>\n\nOn it." and not res.reasoning
+
+
 def test_glm_last_value_missing_its_close() -> None:
     _, tok, prompt = _setup("glm47")
     out = "plan</think><tool_call>put<arg_key>s</arg_key><arg_value>a</arg_value>"
