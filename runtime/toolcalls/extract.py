@@ -13,7 +13,11 @@ decided, in order, and takes call regions out of the answer:
   closes: ``max_tokens`` cut the call) never becomes a call: a malformed body goes back
   to the content verbatim, labelled ``TOOL`` (kept in the text, never skipped), and a
   call cut by the end of the output is dropped (labelled ``TOOL_CALL``, no call, no
-  text), so no half call, and no half-written markup, is ever sent.
+  text), so no half call, and no half-written markup, is ever sent;
+- a close marker met while the kind reads the body as an unfinished argument
+  (:meth:`ToolFormat.could_end`) is argument text, unless the output ends right after it;
+  a region an ``open_in_body`` marker opened that never closes is read at the finish
+  (calls, or verbatim content).
 
 Everything after a held token is held too, so the tokens come out in order and every
 split of the output into deltas gives the same labels, text and calls (property-tested).
@@ -51,6 +55,7 @@ class ToolCallExtractor:
         "_fmt",
         "_held",
         "_mode",
+        "_pending",
         "_tools",
         "count",
     )
@@ -62,6 +67,10 @@ class ToolCallExtractor:
         self._held: list[_Item] = []
         """Tokens not decided yet: a possible marker start (outside), or the region and
         everything after its first token (inside)."""
+        self._pending: tuple[int, bytes] | None = None
+        """The first close marker of the open region that its kind read as argument text
+        (:meth:`ToolFormat.could_end`): ``(held tokens through it, bytes after it in its
+        last token)``; the region closes there if the output ends right after it."""
         self.count = 0
         """Calls completed so far."""
 
@@ -108,8 +117,12 @@ class ToolCallExtractor:
         out_labels = bytearray()
         out_spill: list[Spill] = []
         calls: list[ToolCall] = []
+        if self._mode == _IN and self._pending is not None and self._pending_reads():
+            n, after = self._pending
+            self._close(n, after, out_ids, out_labels, out_spill, calls)
         if self._mode == _IN:
-            if not self._fmt.close_ids and not self._fmt.close_bytes:
+            to_end = not self._fmt.close_ids and not self._fmt.close_bytes
+            if to_end or self._opener(self._region_bytes())[2]:
                 self._close(len(self._held), b"", out_ids, out_labels, out_spill, calls)
             else:
                 for item in self._held:
@@ -137,8 +150,13 @@ class ToolCallExtractor:
             if not answer:
                 return
             if t in fmt.close_ids:
-                if self._quoted and self._in_string(self._region_bytes(-1)):
+                region = self._region_bytes(-1)
+                if self._quoted and self._in_string(region):
                     return  # the marker is text of a string argument
+                if not self._could_end(region):
+                    if self._pending is None:
+                        self._pending = (len(self._held), b"")
+                    return  # the marker is text of an unfinished argument, so far
                 self._close(len(self._held), b"", ids, labels, spill, calls)
             elif fmt.close_bytes:
                 self._find_close(ids, labels, spill, calls)
@@ -216,22 +234,49 @@ class ToolCallExtractor:
         """Inside, with byte close markers: close where one is complete, after the opener."""
         fmt = self._fmt
         buf = self._region_bytes()
-        _, start = self._opener(buf)
+        _, start, _ = self._opener(buf)
         at, size = _first(buf, fmt.close_bytes, start)
-        while at >= 0 and self._quoted and self._in_string(buf[:at]):
+        while at >= 0:
+            if self._quoted and self._in_string(buf[:at]):
+                pass  # text of a string argument
+            elif self._could_end(buf[:at]):
+                break
+            elif self._pending is None:
+                self._pending = self._through(buf, at + size)
             at, size = _first(buf, fmt.close_bytes, at + 1)
         if at < 0:
             return
-        # The region ends with the token that completes the closer.
-        end_byte = at + size
-        table = fmt.token_bytes
+        n, after = self._through(buf, at + size)
+        self._close(n, after, ids, labels, spill, calls)
+
+    def _through(self, buf: bytes, end_byte: int) -> tuple[int, bytes]:
+        """The held tokens through the one that completes a closer ending at ``end_byte``
+        of the region's bytes ``buf``, and the bytes of that token after the closer."""
+        table = self._fmt.token_bytes
         pos, n = 0, 0
         while n < len(self._held) and pos < end_byte:
             t, lab, _ = self._held[n]
             if lab in _BODY:
                 pos += len(table[t])
             n += 1
-        self._close(n, buf[end_byte:pos], ids, labels, spill, calls)
+        return n, buf[end_byte:pos]
+
+    def _pending_reads(self) -> bool:
+        """At the finish: does the output end with the close marker that was taken for
+        argument text? Then that marker closes the region after all (GLM's
+        ``<arg_value>celsius</tool_call>``; a malformed body goes back to the content);
+        otherwise the region is a call cut by the end of the output, dropped."""
+        assert self._pending is not None
+        n, after = self._pending
+        return n == len(self._held) and not after.strip(_WS)
+
+    def _could_end(self, buf: bytes) -> bool:
+        """May a close marker end the region here (its bytes so far ``buf``)?
+        (:meth:`ToolFormat.could_end`; only formats with a completion check decode.)"""
+        fmt = self._fmt.fmt
+        if not fmt.checks_completion:
+            return True
+        return fmt.could_end(self._body(buf)[1].decode("utf-8", "replace"))
 
     def _region_bytes(self, n: int | None = None) -> bytes:
         table = self._fmt.token_bytes
@@ -245,7 +290,7 @@ class ToolCallExtractor:
     def _in_string(self, buf: bytes) -> bool:
         """Does the body in ``buf`` (the region so far) end inside a string argument (a JSON
         string, or between an opening and a closing ``string_quote``)?"""
-        _, start = self._opener(buf)
+        _, start, _ = self._opener(buf)
         quote = self._fmt.quote
         if quote:
             return buf.count(quote, start) % 2 == 1
@@ -263,15 +308,25 @@ class ToolCallExtractor:
                 inside = not inside
         return inside
 
-    def _opener(self, buf: bytes) -> tuple[int, int]:
+    def _opener(self, buf: bytes) -> tuple[int, int, bool]:
         """Where the region's opener begins and ends in its bytes (0, 0 for a region that
-        a ``leading`` character opened: that character is part of the body)."""
+        a ``leading`` character opened: that character is part of the body), and whether
+        it is an ``open_in_body`` marker (the body's own first text)."""
         fmt = self._fmt
         first = self._held[0][0]
         if first in fmt.open_ids:
-            return 0, len(fmt.token_bytes[first])
+            return 0, len(fmt.token_bytes[first]), False
         at, size = _first(buf, fmt.open_bytes)
-        return (at, at + size) if at >= 0 else (0, 0)
+        if at < 0:
+            return 0, 0, False
+        in_body = any(buf.startswith(m, at) for m in fmt.body_open_bytes)
+        return at, at + size, in_body
+
+    def _body(self, buf: bytes) -> tuple[bytes, bytes]:
+        """The text before the opener (in its first token) and the body a kind reads."""
+        at, start, in_body = self._opener(buf)
+        keep = in_body or self._fmt.fmt.keep_open_text
+        return buf[:at], buf[at:] if keep else buf[start:]
 
     # ------------------------------------------------------------------ deciding a region
 
@@ -290,9 +345,7 @@ class ToolCallExtractor:
         buf = self._region_bytes(n)
         if after:
             buf = buf[: len(buf) - len(after)]
-        at, start = self._opener(buf)
-        before = buf[:at]
-        body = buf[at:] if fmt.fmt.keep_open_text else buf[start:]
+        before, body = self._body(buf)
         got = fmt.fmt.parse(self._strip_closer(body).decode("utf-8", "replace"), self._tools)
         region = self._held[:n]
         if got is None:
@@ -311,6 +364,7 @@ class ToolCallExtractor:
         rest = self._held[n:]
         self._held = []
         self._mode = _OUT
+        self._pending = None
         # Tokens held after the region are decided afresh.
         for item in rest:
             self._one(item, ids, labels, spill, calls)
