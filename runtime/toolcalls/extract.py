@@ -106,10 +106,7 @@ class ToolCallExtractor:
             if not self._fmt.close_ids and not self._fmt.close_bytes:
                 self._close(len(self._held), b"", out_ids, out_labels, out_spill, calls)
             else:
-                for item in self._held:
-                    self._emit(item, out_ids, out_labels, out_spill, TOOL_CALL)
-                self._held.clear()
-                self._mode = _OUT
+                self._cut(out_ids, out_labels, out_spill, calls)
         self._release(len(self._held), out_ids, out_labels, out_spill)
         return out_ids, out_labels, out_spill, calls
 
@@ -299,6 +296,43 @@ class ToolCallExtractor:
         # Tokens held after the region are decided afresh.
         for item in rest:
             self._one(item, ids, labels, spill, calls)
+
+    def _cut(
+        self, ids: list[int], labels: bytearray, spill: list[Spill], calls: list[ToolCall]
+    ) -> None:
+        """The output ended inside a closable region: no half call is sent. The calls it
+        completed before the cut are kept where the format marks where one call ends
+        (:attr:`ToolFormat.call_close`); text before the opener in its first token stays
+        content; the rest of the region is dropped (``TOOL_CALL``, no text)."""
+        fmt = self._fmt
+        buf = self._region_bytes()
+        at, start = self._opener(buf)
+        body = buf[at:] if fmt.fmt.keep_open_text else buf[start:]
+        got = self._completed(body.decode("utf-8", "replace")) if fmt.fmt.call_close else []
+        first = len(ids)
+        for item in self._held:
+            self._emit(item, ids, labels, spill, TOOL_CALL)
+        if buf[:at].strip(_WS) and len(ids) > first:
+            spill.append((first, buf[:at], CONTENT, 0))
+        calls.extend(got)
+        self.count += len(got)
+        self._held.clear()
+        self._mode = _OUT
+
+    def _completed(self, body: str) -> list[ToolCall]:
+        """The calls of a cut region's ``body``: its longest prefix ending at a call
+        closer that the format reads (a closer inside an argument string does not read)."""
+        ends: list[int] = []
+        for m in self._fmt.fmt.call_close:
+            at = body.find(m)
+            while at >= 0:
+                ends.append(at + len(m))
+                at = body.find(m, at + 1)
+        for end in sorted(set(ends), reverse=True):
+            got = self._fmt.fmt.parse(body[:end], self._tools)
+            if got:
+                return got
+        return []
 
     def _strip_closer(self, body: bytes) -> bytes:
         fmt = self._fmt

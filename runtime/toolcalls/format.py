@@ -66,6 +66,12 @@ class ToolFormat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A body that begins as JSON (``{`` or ``[``): a close marker inside one of its
     strings is text of the argument, not the end of the call
     (``{"text": "use </tool_call>"}``)."""
+    call_close: tuple[str, ...] = ()
+    """Markers that end one call inside a region that holds several (DSML's
+    ``</｜DSML｜invoke>``, Kimi K2's ``<|tool_call_end|>``). When the output ends inside such
+    a region (``max_tokens`` cut it), the calls completed before the cut are kept: the
+    region up to the last of these markers that reads as calls is read, and the cut call is
+    dropped. Empty: a cut region gives no call at all."""
     keep_open_text: bool = False
     """The open marker is part of the body the kind reads (Mistral's repeated
     ``[TOOL_CALLS]``): region text includes it."""
