@@ -22,7 +22,7 @@ Tokens outside a region cost one set lookup each.
 
 from __future__ import annotations
 
-from ..labels import CONTENT, TOOL, TOOL_CALL
+from ..labels import CONTENT, REASONING, TOOL, TOOL_CALL
 from .format import CompiledToolFormat
 from .types import ToolCall, Tools
 
@@ -134,9 +134,11 @@ class ToolCallExtractor:
             elif fmt.close_bytes:
                 self._find_close(ids, labels, spill, calls)
             return
-        if not answer or item[2] is not None:
-            # A marker never spans a token of another channel (or one the reasoning
-            # machine split): what was held is content after all.
+        if not answer:
+            # A marker never spans a token of another channel: what was held is content
+            # after all. (A token the reasoning machine split between reasoning and the
+            # answer, such as ``.<`` before a text marker that ends reasoning, takes part
+            # with its answer bytes only: :meth:`_bytes`.)
             self._release(len(self._held), ids, labels, spill)
             self._emit(item, ids, labels, spill)
             if answer and self._mode == _FRESH:
@@ -149,7 +151,7 @@ class ToolCallExtractor:
             return
         if self._mode == _FRESH:
             self._held.append(item)
-            data = fmt.token_bytes[t].lstrip(_WS)
+            data = self._bytes(item).lstrip(_WS)
             if not data:
                 return  # only space so far: the answer has not begun
             if data[:1] in fmt.leading:
@@ -175,8 +177,7 @@ class ToolCallExtractor:
         """Outside, with byte open markers: open a region where one is complete, else keep
         only the tokens that may still begin one."""
         fmt = self._fmt
-        table = fmt.token_bytes
-        chunks = [table[t] for t, _, _ in self._held]
+        chunks = [self._bytes(item) for item in self._held]
         buf = b"".join(chunks)
         at, _ = _first(buf, fmt.open_bytes)
         if at < 0:
@@ -215,18 +216,24 @@ class ToolCallExtractor:
             return
         # The region ends with the token that completes the closer.
         end_byte = at + size
-        table = fmt.token_bytes
         pos, n = 0, 0
         while n < len(self._held) and pos < end_byte:
-            t, lab, _ = self._held[n]
-            if lab in (CONTENT, TOOL):
-                pos += len(table[t])
+            item = self._held[n]
+            if item[1] in (CONTENT, TOOL):
+                pos += len(self._bytes(item))
             n += 1
         self._close(n, buf[end_byte:pos], ids, labels, spill, calls)
 
     def _region_bytes(self, n: int | None = None) -> bytes:
-        table = self._fmt.token_bytes
-        return b"".join(table[t] for t, lab, _ in self._held[:n] if lab in (CONTENT, TOOL))
+        return b"".join(self._bytes(item) for item in self._held[:n] if item[1] in (CONTENT, TOOL))
+
+    def _bytes(self, item: _Item) -> bytes:
+        """A token's answer bytes: all of them, or for a token the reasoning machine split
+        (spill parts), the parts that are not reasoning."""
+        t, _, parts = item
+        if parts is None:
+            return self._fmt.token_bytes[t]
+        return b"".join(d for d, ch, _ in sorted(parts, key=lambda p: p[2]) if ch != REASONING)
 
     def _in_string(self, buf: bytes) -> bool:
         """Does the body in ``buf`` (the region so far) end inside a JSON string?"""
@@ -367,6 +374,9 @@ class ToolCallExtractor:
         t, lab, parts = item
         if relabel >= 0 and (lab in (CONTENT, TOOL)):
             lab = relabel
+            if parts and relabel == TOOL_CALL:
+                # its answer bytes are the call's; only its reasoning text stays text
+                parts = [p for p in parts if p[1] == REASONING]
         if parts:
             at = len(ids)
             spill.extend((at, data, channel, after) for data, channel, after in parts)
