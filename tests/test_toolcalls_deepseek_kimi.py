@@ -115,7 +115,8 @@ def dsml(block: str, space: str = "") -> Callable[[list[Call]], str]:
 
     def render(calls: list[Call]) -> str:
         invokes = "\n".join(
-            f'<{t}invoke name="{n}">\n' + "\n".join(param(k, v) for k, v in a.items())
+            f'<{t}invoke name="{n}">\n'
+            + "\n".join(param(k, v) for k, v in a.items())
             + f"\n</{t}invoke>"
             for n, a in calls
         )
@@ -349,7 +350,12 @@ def test_markers_inside_argument_strings(name: str) -> None:
     # it is (the block then reads as malformed: content verbatim), DSML's parameter closer,
     # which the reference reader also ends a raw value at, and K3's call closer.
     inner = fam.render([("note", {"text": "x"})]).strip()
-    for closer in (*CLOSERS, "</｜DSML｜parameter>", "</｜DSML｜ parameter>", "<|close|>call<|sep|>"):
+    for closer in (
+        *CLOSERS,
+        "</｜DSML｜parameter>",
+        "</｜DSML｜ parameter>",
+        "<|close|>call<|sep|>",
+    ):
         inner = inner.replace(closer, "")
     args = {"text": "write " + inner + " literally"}
     out = output(fam, "plan", "", [("note", args)])
@@ -447,7 +453,13 @@ def test_kimi_k3_types_and_escaped_attributes() -> None:
     res = fam.make().parse(tok.encode(out), fam.prompt_ids(), tools=TOOLS)
     assert res.tool_calls == [
         expected(
-            "note", {"q&a": "fish & chips", "n": None, "tags": ["x"], "text": "a<|close|>argument<|sep|> b"}
+            "note",
+            {
+                "q&a": "fish & chips",
+                "n": None,
+                "tags": ["x"],
+                "text": "a<|close|>argument<|sep|> b",
+            },
         )
     ]
 
@@ -479,9 +491,7 @@ CALLS = st.lists(
 )
 
 
-def _stream(
-    fam: Family, ids: list[int], cuts: list[int]
-) -> tuple[str, str, list[ToolCall]]:
+def _stream(fam: Family, ids: list[int], cuts: list[int]) -> tuple[str, str, list[ToolCall]]:
     split = reasonspan.TextSplitter(fam.make(), fam.prompt_ids(), tools=TOOLS)
     r, c, calls = [], [], []
     for a, b in itertools.pairwise([0, *sorted(set(cuts)), len(ids)]):
