@@ -41,12 +41,14 @@ TURNS = ("<｜Assistant｜>", "<|im_start|>")
 CALLS_BEGIN = "<｜tool▁calls▁begin｜>"
 CALLS_END = "<｜tool▁calls▁end｜>"
 CALL_END = "<｜tool▁call▁end｜>"
+SEP = "<｜tool▁sep｜>"
 
 DEEPSEEK_V3_TOOL_CALLS = ToolFormat(
     kinds=("deepseek_v3",),
     open=(CALLS_BEGIN,),
     close=(CALLS_END,),
     call_close=(CALL_END,),
+    json_after=(SEP,),
     source="DeepSeek-V3-0324's chat template (tokenizer_config.json) writes "
     "`<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n{…}"
     "\\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>`",
@@ -57,6 +59,7 @@ DEEPSEEK_V31_V32_TOOL_CALLS = ToolFormat(
     open=(CALLS_BEGIN, "<｜DSML｜function_calls>"),
     close=(CALLS_END, "</｜DSML｜function_calls>"),
     call_close=(CALL_END, "</｜DSML｜invoke>"),
+    json_after=(SEP,),
     source="DeepSeek-V3.1's chat template (tokenizer_config.json) writes "
     "`<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>…"
     "<｜tool▁calls▁end｜>`; DeepSeek-V3.2's official encoder (no chat template) a "

@@ -26,6 +26,7 @@ KIMI_K2_TOOL_CALLS = ToolFormat(
     open=("<|tool_calls_section_begin|>",),
     close=("<|tool_calls_section_end|>",),
     call_close=("<|tool_call_end|>",),
+    json_after=("<|tool_call_argument_begin|>",),
     trim_gaps=False,
     source="Kimi K2's chat template writes `<|tool_calls_section_begin|><|tool_call_begin|>"
     "functions.NAME:IDX<|tool_call_argument_begin|>{…}<|tool_call_end|>…"

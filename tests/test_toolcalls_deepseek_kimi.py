@@ -174,10 +174,10 @@ class Family:
     tail: str = ""
     """What it writes after its calls (K3's message closer)."""
     kwargs: dict[str, Any] = field(default_factory=dict)
-    keeps_gaps: bool = False
-    """Whitespace around a call stays in the content (Kimi K2)."""
     leak: tuple[str, ...] = ()
     """Markup that must never show in the text of a well-formed output."""
+    json_arguments: bool = False
+    """Arguments are a JSON object (markers inside its strings are text)."""
 
     def tokenizer(self) -> LoadedTokenizer:
         return tokenizer(self.tok)
@@ -195,7 +195,12 @@ K3_PROMPT = '<|open|>message role="assistant"<|sep|><|open|>think<|sep|>'
 
 FAMILIES = {
     "deepseek_v3_0324": Family(
-        "deepseek_v3_0324", "deepseek-v3", DS_PROMPT, deepseek_v3, leak=("｜tool",)
+        "deepseek_v3_0324",
+        "deepseek-v3",
+        DS_PROMPT,
+        deepseek_v3,
+        leak=("｜tool",),
+        json_arguments=True,
     ),
     "deepseek_v31": Family(
         "deepseek_v31",
@@ -205,6 +210,7 @@ FAMILIES = {
         think=("", "</think>"),
         kwargs={"thinking": True},
         leak=("｜tool",),
+        json_arguments=True,
     ),
     "deepseek_v32": Family(
         "deepseek_v32",
@@ -237,8 +243,8 @@ FAMILIES = {
         K2_PROMPT,
         kimi_k2,
         think=("<think>", "</think>"),
-        keeps_gaps=True,
         leak=("<|tool",),
+        json_arguments=True,
     ),
     "kimi_k3": Family(
         "kimi_k3",
@@ -345,18 +351,16 @@ def test_malformed_block_is_content_verbatim(name: str) -> None:
 def test_markers_inside_argument_strings(name: str) -> None:
     fam = FAMILIES[name]
     tok = fam.tokenizer()
-    # the family's own call markup as text of a string argument (which the tokenizer may
-    # even make special tokens). Left out: the block's closer, which ends the block wherever
-    # it is (the block then reads as malformed: content verbatim), DSML's parameter closer,
-    # which the reference reader also ends a raw value at, and K3's call closer.
+    # the family's own call markup, closers included, as text of a string argument (which
+    # the tokenizer may even make special tokens). Raw (non-JSON) values cannot hold
+    # everything: DSML's value ends at its parameter closer (as in the reference reader) and
+    # the block closer ends the block wherever it is (the block then reads as malformed:
+    # content verbatim); so does K3's tools closer, and its call closer ends a value.
     inner = fam.render([("note", {"text": "x"})]).strip()
-    for closer in (
-        *CLOSERS,
-        "</｜DSML｜parameter>",
-        "</｜DSML｜ parameter>",
-        "<|close|>call<|sep|>",
-    ):
-        inner = inner.replace(closer, "")
+    if not fam.json_arguments:
+        for closer in (*CLOSERS, "</｜DSML｜parameter>", "</｜DSML｜ parameter>"):
+            inner = inner.replace(closer, "")
+        inner = inner.replace("<|close|>call<|sep|>", "")
     args = {"text": "write " + inner + " literally"}
     out = output(fam, "plan", "", [("note", args)])
     res = fam.make().parse(tok.encode(out), fam.prompt_ids(), tools=TOOLS)

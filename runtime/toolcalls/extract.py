@@ -128,7 +128,7 @@ class ToolCallExtractor:
             if not answer:
                 return
             if t in fmt.close_ids:
-                if fmt.fmt.json_strings and self._in_string(self._region_bytes(-1)):
+                if self._in_argument(self._region_bytes(-1)):
                     return  # the marker is text of a JSON string argument
                 self._close(len(self._held), b"", ids, labels, spill, calls)
             elif fmt.close_bytes:
@@ -210,7 +210,7 @@ class ToolCallExtractor:
         buf = self._region_bytes()
         _, start = self._opener(buf)
         at, size = _first(buf, fmt.close_bytes, start)
-        while at >= 0 and fmt.fmt.json_strings and self._in_string(buf[:at]):
+        while at >= 0 and self._in_argument(buf[:at]):
             at, size = _first(buf, fmt.close_bytes, at + 1)
         if at < 0:
             return
@@ -234,6 +234,51 @@ class ToolCallExtractor:
         if parts is None:
             return self._fmt.token_bytes[t]
         return b"".join(d for d, ch, _ in sorted(parts, key=lambda p: p[2]) if ch != REASONING)
+
+    def _in_argument(self, buf: bytes) -> bool:
+        """Does the region so far (``buf``) end inside a JSON string argument, where the
+        format says where those are (``json_strings``, ``json_after``)?"""
+        fmt = self._fmt.fmt
+        if fmt.json_strings and self._in_string(buf):
+            return True
+        return bool(fmt.json_after) and self._in_json_after(buf)
+
+    def _in_json_after(self, buf: bytes) -> bool:
+        """Each JSON value after a ``json_after`` marker is skipped whole (so markers in its
+        strings are never taken for the next one); is ``buf`` cut inside a string of one?"""
+        markers = tuple(m.encode("utf-8") for m in self._fmt.fmt.json_after)
+        _, i = self._opener(buf)
+        while True:
+            at, size = _first(buf, markers, i)
+            if at < 0:
+                return False
+            j = min(
+                (k for k in (buf.find(b"{", at + size), buf.find(b"[", at + size)) if k >= 0),
+                default=-1,
+            )
+            if j < 0:
+                return False
+            depth, inside, escaped = 0, False, False
+            for k in range(j, len(buf)):
+                b = buf[k]
+                if inside:
+                    if escaped:
+                        escaped = False
+                    elif b == 0x5C:  # backslash
+                        escaped = True
+                    elif b == 0x22:
+                        inside = False
+                elif b == 0x22:  # double quote
+                    inside = True
+                elif b in b"{[":
+                    depth += 1
+                elif b in b"}]":
+                    depth -= 1
+                    if depth == 0:
+                        i = k + 1
+                        break
+            else:
+                return inside  # the value runs to the end of buf
 
     def _in_string(self, buf: bytes) -> bool:
         """Does the body in ``buf`` (the region so far) end inside a JSON string?"""

@@ -66,6 +66,11 @@ class ToolFormat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A body that begins as JSON (``{`` or ``[``): a close marker inside one of its
     strings is text of the argument, not the end of the call
     (``{"text": "use </tool_call>"}``)."""
+    json_after: tuple[str, ...] = ()
+    """Markers after which a call's arguments are one JSON value, inside a body that is not
+    JSON itself (Kimi K2's ``<|tool_call_argument_begin|>``, DeepSeek's ``<｜tool▁sep｜>``;
+    the value is the first ``{`` or ``[`` after the marker): a close marker inside a string
+    of such a value is text of the argument, not the end of the region."""
     call_close: tuple[str, ...] = ()
     """Markers that end one call inside a region that holds several (DSML's
     ``</｜DSML｜invoke>``, Kimi K2's ``<|tool_call_end|>``). When the output ends inside such
