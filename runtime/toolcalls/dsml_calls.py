@@ -22,6 +22,10 @@ with no arguments (SGLang reports V4 writing it for zero-argument tools); a
 ``string="false"`` value that is not JSON, or a value with no ``string`` attribute, is typed
 from the tool's schema (:func:`.values.typed_value`). A repeated parameter name, or anything
 else between elements, means the block is not well formed (it goes back to the content).
+
+A value is raw text, so nothing tells a block closer written inside a value from the real
+one: the block ends at the first (``</｜DSML｜tool_calls>`` in a ``string="true"`` value then
+leaves a block that does not read, which goes back to the content verbatim; no half call).
 """
 
 from __future__ import annotations

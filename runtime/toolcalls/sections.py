@@ -10,7 +10,8 @@ is only how one call's head reads; this module does the rest once:
 - calls are read in order, each from its begin marker; its arguments are read as one JSON
   value (``raw_decode``), so a marker written inside an argument string (which the
   family's tokenizer even makes a special token) is text of the argument, never the end of
-  the call or the start of another;
+  the call or the start of another (the section's own closer inside a string is kept from
+  ending the region by the extractor: :attr:`.format.ToolFormat.json_after`);
 - between calls there may be whitespace (``noise=False``: anything else means the section
   is not well formed, and it goes back to the content verbatim) or, for a family whose
   reference parser skips it, any text (``noise=True``: Kimi K2's vLLM parser reads the calls

@@ -19,6 +19,9 @@ The encoder writes a value's text with ordinary tokens, so a value may hold the 
 closer (``<|close|>argument<|sep|>``) that only the token ids tell from the real one. The
 text this kind reads is the same either way, so a value ends at the first closer that the
 next element follows (another argument, or the end of the call), not at the first closer.
+The tools closer ``<|close|>tools<|sep|>`` written inside a value still ends the channel (the
+region is found before any value is read): the channel then does not read and goes back to
+the content verbatim, never as a half call.
 """
 
 from __future__ import annotations
