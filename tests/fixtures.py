@@ -282,6 +282,10 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "step3": "deepseek-v3.1_base_with_step3_special_tokens",
     "step3p5": "qwen-3",
     "deepseek_v4": "deepseek-v4",
+    # DeepSeek-V3-0324's own tokenizer (no <think> in its vocabulary).
+    "deepseek_v3_0324": "deepseek-v3",
+    # V4.1's vocabulary has V4's special tokens: its corpus ids decode exactly with V4's.
+    "deepseek_v41": "deepseek-v4",
     "seed_oss": "qwen-2.5_base_with_seed_oss_special_tokens",
     "nemotron_v3": "qwen-3_base_with_nemotron_v3_special_tokens",
     "ernie45": "qwen-2.5_base_with_ernie45_special_tokens",
@@ -312,6 +316,7 @@ FAMILY_KWARGS: dict[str, list[dict[str, object]]] = {
     "minimax_m3": [{}, {"thinking_mode": "enabled"}],
     "kimi_k2": [{}, {"thinking": False}],
     "deepseek_v4": [{}, {"reasoning_effort": "none"}],
+    "deepseek_v41": [{}, {"reasoning_effort": "none"}],
     "seed_oss": [{}, {"enable_thinking": False}],
     "nemotron_v3": [{}, {"enable_thinking": False}, {"force_nonempty_content": True}],
     "hy_v3": [{}, {"reasoning_effort": "high"}],

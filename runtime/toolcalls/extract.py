@@ -26,7 +26,7 @@ Tokens outside a region cost one set lookup each.
 
 from __future__ import annotations
 
-from ..labels import CONTENT, DELIMITER, TOOL, TOOL_CALL
+from ..labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL
 from .format import CompiledToolFormat
 from .types import ToolCall, Tools
 
@@ -125,10 +125,7 @@ class ToolCallExtractor:
             if to_end or self._opener(self._region_bytes())[2]:
                 self._close(len(self._held), b"", out_ids, out_labels, out_spill, calls)
             else:
-                for item in self._held:
-                    self._emit(item, out_ids, out_labels, out_spill, TOOL_CALL)
-                self._held.clear()
-                self._mode = _OUT
+                self._cut(out_ids, out_labels, out_spill, calls)
         self._release(len(self._held), out_ids, out_labels, out_spill)
         return out_ids, out_labels, out_spill, calls
 
@@ -151,7 +148,7 @@ class ToolCallExtractor:
                 return
             if t in fmt.close_ids:
                 region = self._region_bytes(-1)
-                if self._quoted and self._in_string(region):
+                if self._in_argument(region):
                     return  # the marker is text of a string argument
                 if not self._could_end(region):
                     if self._pending is None:
@@ -161,9 +158,11 @@ class ToolCallExtractor:
             elif fmt.close_bytes:
                 self._find_close(ids, labels, spill, calls)
             return
-        if not answer or item[2] is not None:
-            # A marker never spans a token of another channel (or one the reasoning
-            # machine split): what was held is content after all.
+        if not answer:
+            # A marker never spans a token of another channel: what was held is content
+            # after all. (A token the reasoning machine split between reasoning and the
+            # answer, such as ``.<`` before a text marker that ends reasoning, takes part
+            # with its answer bytes only: :meth:`_bytes`.)
             self._release(len(self._held), ids, labels, spill)
             self._emit(item, ids, labels, spill)
             if answer and self._mode == _FRESH:
@@ -176,7 +175,7 @@ class ToolCallExtractor:
             return
         if self._mode == _FRESH:
             self._held.append(item)
-            data = fmt.token_bytes[t].lstrip(_WS)
+            data = self._bytes(item).lstrip(_WS)
             if not data:
                 return  # only space so far: the answer has not begun
             if data[:1] in fmt.leading:
@@ -202,8 +201,7 @@ class ToolCallExtractor:
         """Outside, with byte open markers: open a region where one is complete, else keep
         only the tokens that may still begin one."""
         fmt = self._fmt
-        table = fmt.token_bytes
-        chunks = [table[t] for t, _, _ in self._held]
+        chunks = [self._bytes(item) for item in self._held]
         buf = b"".join(chunks)
         at, _ = _first(buf, fmt.open_bytes)
         if at < 0:
@@ -237,7 +235,7 @@ class ToolCallExtractor:
         _, start, _ = self._opener(buf)
         at, size = _first(buf, fmt.close_bytes, start)
         while at >= 0:
-            if self._quoted and self._in_string(buf[:at]):
+            if self._in_argument(buf[:at]):
                 pass  # text of a string argument
             elif self._could_end(buf[:at]):
                 break
@@ -252,12 +250,11 @@ class ToolCallExtractor:
     def _through(self, buf: bytes, end_byte: int) -> tuple[int, bytes]:
         """The held tokens through the one that completes a closer ending at ``end_byte``
         of the region's bytes ``buf``, and the bytes of that token after the closer."""
-        table = self._fmt.token_bytes
         pos, n = 0, 0
         while n < len(self._held) and pos < end_byte:
-            t, lab, _ = self._held[n]
-            if lab in _BODY:
-                pos += len(table[t])
+            item = self._held[n]
+            if item[1] in _BODY:
+                pos += len(self._bytes(item))
             n += 1
         return n, buf[end_byte:pos]
 
@@ -279,13 +276,65 @@ class ToolCallExtractor:
         return fmt.could_end(self._body(buf)[1].decode("utf-8", "replace"))
 
     def _region_bytes(self, n: int | None = None) -> bytes:
-        table = self._fmt.token_bytes
-        return b"".join(table[t] for t, lab, _ in self._held[:n] if lab in _BODY)
+        return b"".join(self._bytes(item) for item in self._held[:n] if item[1] in _BODY)
 
     @property
     def _quoted(self) -> bool:
         """The format has strings a close marker may sit in (JSON or a quote marker)."""
         return self._fmt.fmt.json_strings or bool(self._fmt.quote)
+
+    def _bytes(self, item: _Item) -> bytes:
+        """A token's answer bytes: all of them, or for a token the reasoning machine split
+        (spill parts), the parts that are not reasoning."""
+        t, _, parts = item
+        if parts is None:
+            return self._fmt.token_bytes[t]
+        return b"".join(d for d, ch, _ in sorted(parts, key=lambda p: p[2]) if ch != REASONING)
+
+    def _in_argument(self, buf: bytes) -> bool:
+        """Does the region so far (``buf``) end inside a JSON string argument, where the
+        format says where those are (``json_strings``, ``string_quote``, ``json_after``)?"""
+        fmt = self._fmt.fmt
+        if self._quoted and self._in_string(buf):
+            return True
+        return bool(fmt.json_after) and self._in_json_after(buf)
+
+    def _in_json_after(self, buf: bytes) -> bool:
+        """Each JSON value after a ``json_after`` marker is skipped whole (so markers in its
+        strings are never taken for the next one); is ``buf`` cut inside a string of one?"""
+        markers = tuple(m.encode("utf-8") for m in self._fmt.fmt.json_after)
+        _, i, _ = self._opener(buf)
+        while True:
+            at, size = _first(buf, markers, i)
+            if at < 0:
+                return False
+            j = min(
+                (k for k in (buf.find(b"{", at + size), buf.find(b"[", at + size)) if k >= 0),
+                default=-1,
+            )
+            if j < 0:
+                return False
+            depth, inside, escaped = 0, False, False
+            for k in range(j, len(buf)):
+                b = buf[k]
+                if inside:
+                    if escaped:
+                        escaped = False
+                    elif b == 0x5C:  # backslash
+                        escaped = True
+                    elif b == 0x22:
+                        inside = False
+                elif b == 0x22:  # double quote
+                    inside = True
+                elif b in b"{[":
+                    depth += 1
+                elif b in b"}]":
+                    depth -= 1
+                    if depth == 0:
+                        i = k + 1
+                        break
+            else:
+                return inside  # the value runs to the end of buf
 
     def _in_string(self, buf: bytes) -> bool:
         """Does the body in ``buf`` (the region so far) end inside a string argument (a JSON
@@ -369,6 +418,42 @@ class ToolCallExtractor:
         for item in rest:
             self._one(item, ids, labels, spill, calls)
 
+    def _cut(
+        self, ids: list[int], labels: bytearray, spill: list[Spill], calls: list[ToolCall]
+    ) -> None:
+        """The output ended inside a closable region: no half call is sent. The calls it
+        completed before the cut are kept where the format marks where one call ends
+        (:attr:`ToolFormat.call_close`); text before the opener in its first token stays
+        content; the rest of the region is dropped (``TOOL_CALL``, no text)."""
+        fmt = self._fmt
+        buf = self._region_bytes()
+        before, body = self._body(buf)
+        got = self._completed(body.decode("utf-8", "replace")) if fmt.fmt.call_close else []
+        first = len(ids)
+        for item in self._held:
+            self._emit(item, ids, labels, spill, TOOL_CALL)
+        if before.strip(_WS) and len(ids) > first:
+            spill.append((first, before, CONTENT, 0))
+        calls.extend(got)
+        self.count += len(got)
+        self._held.clear()
+        self._mode = _OUT
+
+    def _completed(self, body: str) -> list[ToolCall]:
+        """The calls of a cut region's ``body``: its longest prefix ending at a call
+        closer that the format reads (a closer inside an argument string does not read)."""
+        ends: list[int] = []
+        for m in self._fmt.fmt.call_close:
+            at = body.find(m)
+            while at >= 0:
+                ends.append(at + len(m))
+                at = body.find(m, at + 1)
+        for end in sorted(set(ends), reverse=True):
+            got = self._fmt.fmt.parse(body[:end], self._tools)
+            if got:
+                return got
+        return []
+
     def _strip_closer(self, body: bytes) -> bytes:
         fmt = self._fmt
         table = fmt.token_bytes
@@ -402,6 +487,9 @@ class ToolCallExtractor:
         t, lab, parts = item
         if (relabel >= 0 and lab in (CONTENT, TOOL)) or (relabel == TOOL_CALL and lab in _BODY):
             lab = relabel
+            if parts and relabel == TOOL_CALL:
+                # its answer bytes are the call's; only its reasoning text stays text
+                parts = [p for p in parts if p[1] == REASONING]
         if parts:
             at = len(ids)
             spill.extend((at, data, channel, after) for data, channel, after in parts)

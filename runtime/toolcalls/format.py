@@ -83,6 +83,17 @@ class ToolFormat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A marker that both opens and closes a string argument (Gemma 4's ``<|"|>``): a
     close marker between an opening and a closing one is text of the argument, not the
     end of the call (``text:<|"|>use <tool_call|><|"|>``)."""
+    json_after: tuple[str, ...] = ()
+    """Markers after which a call's arguments are one JSON value, inside a body that is not
+    JSON itself (Kimi K2's ``<|tool_call_argument_begin|>``, DeepSeek's ``<｜tool▁sep｜>``;
+    the value is the first ``{`` or ``[`` after the marker): a close marker inside a string
+    of such a value is text of the argument, not the end of the region."""
+    call_close: tuple[str, ...] = ()
+    """Markers that end one call inside a region that holds several (DSML's
+    ``</｜DSML｜invoke>``, Kimi K2's ``<|tool_call_end|>``). When the output ends inside such
+    a region (``max_tokens`` cut it), the calls completed before the cut are kept: the
+    region up to the last of these markers that reads as calls is read, and the cut call is
+    dropped. Empty: a cut region gives no call at all."""
     keep_open_text: bool = False
     """The open marker is part of the body the kind reads (Mistral's repeated
     ``[TOOL_CALLS]``): region text includes it."""
