@@ -617,15 +617,16 @@ class ReasoningRuntime:
         r2, c2 = rec.decoder.finish()
         if rec.tools is not None:
             calls = self._tool_calls(rec, tail.token_ids, tail.labels, final=True)
+        # Reasoning held for a possible swap is released here, whatever ends the request:
+        # content whose text is empty (``<|im_end|>``) does not release it in step().
+        held = "".join(rec.held_reasoning) + r1 + r2
+        rec.held_reasoning.clear()
+        rec.hold_reasoning = False
         if tail.reasoning_as_content:
             # Nothing but reasoning came: present it as the content, as parse() does.
-            held = "".join(rec.held_reasoning) + r1 + r2
-            rec.held_reasoning.clear()
-            rec.hold_reasoning = False
             self._emit_text(rec, "", held + c1 + c2, calls)
         else:
-            rec.hold_reasoning = False
-            self._emit_text(rec, r1 + r2, c1 + c2, calls)
+            self._emit_text(rec, held, c1 + c2, calls)
         called = (rec.tools is not None and rec.tools.count) or (
             rec.calls is not None and rec.calls.count
         )
