@@ -132,6 +132,7 @@ class Server:
                 response_format=req.response_format,
                 tools=req.tools,
                 tool_choice=req.tool_choice,
+                stop=req.stop,
             )
         except RequestError as exc:
             return Response(exc.body(), exc.status, media_type="application/json")
