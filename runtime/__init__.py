@@ -33,7 +33,13 @@ from .registry import (
     register,
 )
 from .spec import MarkerKind, ReasoningSpec, Trim
-from .streams import ReasoningRuntime, RequestCancelledError, RequestStream
+from .streams import (
+    ReasoningRuntime,
+    RequestCancelledError,
+    RequestNotOpenError,
+    RequestStream,
+    RequestTokenError,
+)
 from .text import TextSplitter
 
 __all__ = [
@@ -62,7 +68,9 @@ __all__ = [
     "RequestCancelledError",
     "RequestFailedError",
     "RequestFinishedError",
+    "RequestNotOpenError",
     "RequestStream",
+    "RequestTokenError",
     "RequestUsage",
     "TextFormatter",
     "TextSplitter",

@@ -21,11 +21,18 @@ is coalesced into the last undelivered chunk instead of queueing another one. No
 dropped and the step loop never waits; memory per request is bounded by its own output.
 
 Ending early: a consumer that stops reading (``aclose()``, leaving ``async with``, its task
-cancelled) or :meth:`ReasoningRuntime.abort` frees the request's slot at once;
-:meth:`ReasoningRuntime.take_aborted` tells the engine which engine ids to stop, and tokens
-for them still in flight are dropped quietly. A request whose parser raises gets that
-error and ends alone. :meth:`ReasoningRuntime.fail` (the engine loop died) and
-:meth:`ReasoningRuntime.close` end every open stream with an error.
+cancelled), :meth:`ReasoningRuntime.abort`, or a stop string matched in the content
+(``add(..., stop=...)``; finished with "stop", see :meth:`ReasoningRuntime.step`) frees the
+request's slot at once; :meth:`ReasoningRuntime.take_aborted` tells the engine which engine
+ids to stop, tokens for them still in flight are dropped quietly, and the engine's own
+``finish()`` of them is ignored. A request whose parser raises, or whose token id from the
+engine is outside its vocabulary, gets that error and ends alone.
+:meth:`ReasoningRuntime.fail` (the engine loop died) and :meth:`ReasoningRuntime.close` end
+every open stream with an error.
+
+Engine misuse is an error naming what was wrong: a finish reason outside
+:data:`~reasonspan.runtime.openai.FINISH_REASONS`, ``finish()`` of an id that is not open
+(:class:`RequestNotOpenError`), an id or offsets that do not fit the step.
 """
 
 from __future__ import annotations
@@ -450,8 +457,10 @@ class ReasoningRuntime:
 
     def take_aborted(self) -> list[int]:
         """Engine ids the engine should stop generating for, since the last call: their
-        consumer went away, they were aborted, or their parser failed. Tokens for them that
-        are already in flight are dropped by ``step()``."""
+        consumer went away, they were aborted, their parser failed, the engine sent them a
+        token id outside their vocabulary, or a stop string matched (those were finished
+        with "stop"). Tokens for them that are already in flight are dropped by
+        ``step()``, and a ``finish()`` of them is ignored."""
         out, self._aborted = self._aborted, []
         return out
 
