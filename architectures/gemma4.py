@@ -29,7 +29,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..runtime.machine import Machine, compile_machine
+from ..runtime.machine import Machine
+from ..runtime.markers import compile_machine
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import ReasoningSpec, Trim

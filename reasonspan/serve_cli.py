@@ -10,8 +10,11 @@ family's format and does not model the prompt); for a real engine, put it behind
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from pathlib import Path
+
+from .argtypes import NON_NEGATIVE_SECONDS, PORT, POSITIVE
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,14 +34,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--served-model-name", help="the name clients send as `model` (default: folder name)"
     )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=PORT, default=8000, help="TCP port to listen on (1-65535)")
     parser.add_argument(
         "--threaded", action="store_true", help="run the engine loop on its own thread"
     )
-    parser.add_argument("--tokens-per-step", type=int, default=1, metavar="K")
     parser.add_argument(
-        "--step-interval", type=float, default=0.01, metavar="SECONDS", help="pause per step"
+        "--tokens-per-step",
+        type=POSITIVE,
+        default=1,
+        metavar="K",
+        help="tokens per request per engine step (>= 1; k > 1 models speculative decoding)",
+    )
+    parser.add_argument(
+        "--step-interval",
+        type=NON_NEGATIVE_SECONDS,
+        default=0.01,
+        metavar="SECONDS",
+        help="pause per engine step (>= 0)",
     )
     parser.add_argument(
         "--reasoning-content",
@@ -50,6 +63,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="render plain ChatML for a folder without a chat template (otherwise an error)",
     )
+    # Resource bounds: what one client (or many) may hold of the server.
+    parser.add_argument(
+        "--max-body-bytes",
+        type=_at_least_one,
+        default=DEFAULT_MAX_BODY_BYTES,
+        metavar="N",
+        help="largest request body accepted; larger ones get 413 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--limit-concurrency",
+        type=_at_least_one,
+        default=DEFAULT_LIMIT_CONCURRENCY,
+        metavar="N",
+        help="connections and requests at once; beyond it uvicorn answers 503 "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--timeout-keep-alive",
+        type=_at_least_one,
+        default=DEFAULT_TIMEOUT_KEEP_ALIVE,
+        metavar="SECONDS",
+        help="close a connection idle this long between requests, so idle clients cannot "
+        "hold connections open (default: %(default)s)",
+    )
+
+
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+"""As ``reasonspan.serving.app.DEFAULT_MAX_BODY_BYTES`` (not imported here: the app needs
+the server extra, and ``--help`` must not)."""
+DEFAULT_LIMIT_CONCURRENCY = 1024
+DEFAULT_TIMEOUT_KEEP_ALIVE = 5
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,14 +122,15 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(
             f"reasonspan serve needs the server extra ({exc.name} is missing): "
-            "pip install 'reasonspan[server]'",
+            "from the clone, pip install -e '.[server]'",
             file=sys.stderr,
         )
         return 2
     from .detection import describe, detect
     from .runtime.errors import ReasonspanError
+    from .runtime.registry import create_parser_sync
     from .runtime.streams import ReasoningRuntime
-    from .serving.templates import chat_template_of
+    from .serving.templates import Fallback, chat_template_of, template_problem
     from .tokenizer import load_tokenizer_sync
 
     if args.served_model_name and len(args.model) > 1:
@@ -99,10 +154,25 @@ def run(args: argparse.Namespace) -> int:
                 )
                 return 2
             name = found.parser
+        try:  # a bad --parser is refused here, not as a 400 on every request
+            create_parser_sync(name, tok)
+        except ReasonspanError as exc:
+            which = "--parser" if args.parser else "the detected parser"
+            print(f"reasonspan serve: {which} for {path}: {exc}", file=sys.stderr)
+            return 2
         if not chat_template_of(tok) and not args.chatml_fallback:
             print(
                 f"reasonspan serve: {path} has no chat template (chat_template.jinja or "
                 "tokenizer_config.json); add one, or pass --chatml-fallback to render ChatML",
+                file=sys.stderr,
+            )
+            return 2
+        fallback: Fallback = "chatml" if args.chatml_fallback else None
+        problem = template_problem(tok, fallback=fallback)
+        if problem is not None:
+            print(
+                f"reasonspan serve: the chat template of {path} cannot render a one-message "
+                f"conversation, so no request could be served: {' '.join(problem.split())}",
                 file=sys.stderr,
             )
             return 2
@@ -112,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
                 served,
                 tok,
                 name,
-                fallback="chatml" if args.chatml_fallback else None,
+                fallback=fallback,
             )
         )
         print(f"model {served!r}: parser {name}, tokenizer {tok.source}")
@@ -122,11 +192,44 @@ def run(args: argparse.Namespace) -> int:
         threaded=args.threaded,
     )
     runtime = ReasoningRuntime(model=models[0].name, reasoning_content_alias=args.reasoning_content)
-    server = Server(models, engine, runtime=runtime)
+    server = Server(models, engine, runtime=runtime, max_body_bytes=args.max_body_bytes)
+    try:  # before saying "serving at": a bad or busy port is one line, not a traceback
+        sock = _listen(args.host, args.port)
+    except OSError as exc:
+        print(f"reasonspan serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
     print(
         f"serving at http://{args.host}:{args.port}/v1 (SIMULATED engine: replays scripted "
         "outputs, does not model the prompt)",
         flush=True,
     )
-    uvicorn.run(server.app, host=args.host, port=args.port, log_level="warning")
+    config = uvicorn.Config(
+        server.app,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        limit_concurrency=args.limit_concurrency,
+        timeout_keep_alive=args.timeout_keep_alive,
+    )
+    with sock:
+        uvicorn.Server(config).run(sockets=[sock])
+    # uvicorn shuts down gracefully on Ctrl-C, then raises the signal again: a SIGINT ends
+    # as KeyboardInterrupt (exit 130) in reasonspan.cli, never as a silent 0.
     return 0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (as uvicorn binds one), so that an address in use
+    or a host that does not resolve is an ``OSError`` here, before the server starts."""
+    family, kind, proto, _name, addr = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock

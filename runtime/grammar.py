@@ -19,6 +19,15 @@ fills next-token bitmasks for many requests at once with llguidance's parallel e
 Per tokenizer, the llguidance tokenizer (about 1-3 s to build from ``tokenizer.json``) is
 built once and kept in ``LoadedTokenizer.cache``, beside the compiled marker tables.
 
+Compiling is bounded and cached. A format is refused (:class:`InvalidOptionError`) when it
+nests more than :data:`~reasonspan.runtime.nesting.MAX_NESTING` containers, and
+(:class:`GrammarError`) when its grammar text is over :data:`MAX_GRAMMAR_BYTES` (llguidance's
+Lark front end grows faster than linearly: 50,000 alternatives took 11 s) or it breaks
+llguidance's resource limits (:data:`LIMITS`). Compiled matchers are kept per (tokenizer,
+format), the :data:`CACHE_SIZE` most recent, and each request gets a copy: a server
+compiles on a worker thread first (:func:`compile_grammar` there, or
+:func:`prepare_grammar`), and the batch's own compile on the event loop is then a copy.
+
 It must not know the batch's slots or how tokens are routed: the batch hands it tokens and
 rows, and reads back whether a grammar rejected a token or is complete.
 """
@@ -28,6 +37,7 @@ from __future__ import annotations
 import importlib
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +46,7 @@ import numpy as np
 
 from ..tokenizer.loader import LoadedTokenizer
 from .errors import InvalidOptionError, ReasonspanError
+from .nesting import MAX_NESTING, nested_deeper_than
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -51,11 +62,26 @@ __all__ = [
     "compile_grammar",
     "consume_each",
     "fill_bitmasks",
+    "prepare_grammar",
 ]
 
 FORMAT_TYPES = ("text", "json_object", "json_schema", "regex", "grammar")
 _CACHE_KEY = "llguidance.LLTokenizer"
 _lock = threading.Lock()
+
+MAX_GRAMMAR_BYTES = 256 * 1024
+"""The longest grammar text compiled (llguidance's grammar, from a schema, regex or Lark):
+compile time grows faster than linearly in it, so this bounds one compile to about 1 s."""
+
+LIMITS: dict[str, int] = {"max_grammar_size": 200_000, "initial_lexer_fuel": 1_000_000}
+"""llguidance ``LLParserLimits`` for every compile (symbols in the grammar; regex work
+while building the lexer); a grammar over them does not compile (:class:`GrammarError`)."""
+
+CACHE_SIZE = 128
+"""Compiled matchers kept (the most recently used), each request getting a copy."""
+
+_compiled: OrderedDict[tuple[int, str, str], tuple[Any, Any]] = OrderedDict()
+"""(id of the llguidance tokenizer, kind, format text) -> (that tokenizer, matcher)."""
 
 
 class GrammarUnavailableError(ReasonspanError, ImportError):
@@ -95,14 +121,37 @@ def _lltokenizer(tok: LoadedTokenizer) -> Any:
     return got
 
 
+def _too_deep(fmt: object) -> InvalidOptionError:
+    return InvalidOptionError(
+        "response_format",
+        "<a value nested too deeply>",
+        f"a format nested at most {MAX_NESTING} objects/arrays deep",
+    )
+
+
 def _as_mapping(fmt: object) -> dict[str, Any]:
+    if nested_deeper_than(fmt):  # before anything recurses over it
+        raise _too_deep(fmt)
     if isinstance(fmt, msgspec.Struct):
-        fmt = msgspec.to_builtins(fmt)
+        try:
+            fmt = msgspec.to_builtins(fmt)
+        except RecursionError:
+            raise _too_deep(fmt) from None
+        if nested_deeper_than(fmt):
+            raise _too_deep(fmt)
     if not isinstance(fmt, Mapping):
         raise InvalidOptionError(
             "response_format", fmt, "a mapping like {'type': 'json_schema', ...} or None"
         )
     return {str(k): v for k, v in fmt.items() if v is not None}
+
+
+def _check_size(kind: str, text: str) -> None:
+    if len(text) > MAX_GRAMMAR_BYTES:
+        raise GrammarError(
+            f"response_format ({kind}) is too large to compile: {len(text):,} characters of "
+            f"grammar, over the limit of {MAX_GRAMMAR_BYTES:,}"
+        )
 
 
 def grammar_source(fmt: object) -> str | None:
@@ -123,23 +172,44 @@ def grammar_source(fmt: object) -> str | None:
     if kind == "json_object":
         return str(matcher.grammar_from_json_schema({"type": "object"}))
     if kind == "json_schema":
-        spec = d.get("json_schema")
-        if isinstance(spec, Mapping) and isinstance(spec.get("schema"), Mapping):
-            spec = spec["schema"]
-        if not isinstance(spec, Mapping):
-            raise InvalidOptionError(
-                "response_format.json_schema", spec, "an object with a 'schema' object"
-            )
+        spec = _schema_of(d.get("json_schema"))
+        text = json.dumps(spec)
+        _check_size(kind, text)
         try:
-            return str(matcher.grammar_from_json_schema(json.dumps(spec)))
+            source = str(matcher.grammar_from_json_schema(text))
         except (TypeError, ValueError) as exc:
             raise GrammarError(f"response_format.json_schema: {exc}") from None
-    text = d.get(kind)
-    if not isinstance(text, str) or not text:
-        raise InvalidOptionError(f"response_format.{kind}", text, "a non-empty str")
+        return _checked(kind, source)
+    given = d.get(kind)
+    if not isinstance(given, str) or not given:
+        raise InvalidOptionError(f"response_format.{kind}", given, "a non-empty str")
+    _check_size(kind, given)
     if kind == "regex":
-        return str(matcher.grammar_from_regex(text))
-    return str(matcher.grammar_from_lark(text))
+        return _checked(kind, str(matcher.grammar_from_regex(given)))
+    return _checked(kind, str(matcher.grammar_from_lark(given)))
+
+
+def _checked(kind: str, source: str) -> str:
+    _check_size(kind, source)
+    return source
+
+
+def _schema_of(spec: object) -> Mapping[str, Any]:
+    """The JSON Schema of a ``json_schema`` format: its ``schema`` (OpenAI's shape), or the
+    mapping itself when it has no ``schema`` key. A ``schema`` that is not an object is an
+    error, not a schema that constrains nothing."""
+    if isinstance(spec, Mapping) and "schema" in spec:
+        schema = spec["schema"]
+        if not isinstance(schema, Mapping):
+            raise InvalidOptionError(
+                "response_format.json_schema.schema", schema, "a JSON Schema object"
+            )
+        return schema
+    if not isinstance(spec, Mapping):
+        raise InvalidOptionError(
+            "response_format.json_schema", spec, "an object with a 'schema' object"
+        )
+    return spec
 
 
 class Grammar:
@@ -184,22 +254,62 @@ class Grammar:
 
 def compile_grammar(fmt: object, tok: LoadedTokenizer) -> Grammar | None:
     """A fresh matcher for ``response_format`` on ``tok`` (None for no grammar); a format
-    that does not compile raises :class:`GrammarError` naming the problem."""
-    source = grammar_source(fmt)
+    that does not compile raises :class:`GrammarError` naming the problem (one nested too
+    deeply, or of the wrong shape, raises :class:`InvalidOptionError`). A format compiled
+    before (the :data:`CACHE_SIZE` most recent) is copied, not compiled again."""
+    if fmt is None:
+        return None
+    d = _as_mapping(fmt)
+    kind = str(d.get("type"))
+    if kind == "text":
+        return None
+    if kind not in FORMAT_TYPES:
+        grammar_source(d)  # raises, naming the type
+    llg = _llguidance()  # raises when the engine is not installed, cached or not
+    lltok = _lltokenizer(tok)
+    key = (id(lltok), kind, _format_text(d))
+    with _lock:
+        hit = _compiled.get(key)
+        if hit is not None and hit[0] is lltok:
+            _compiled.move_to_end(key)
+            return Grammar(hit[1].deep_copy(), kind, int(lltok.vocab_size))
+    source = grammar_source(d)
     if source is None:
         return None
-    kind = str(_as_mapping(fmt)["type"])
-    llg = _llguidance()
-    lltok = _lltokenizer(tok)
-    problem = llg.LLMatcher.validate_grammar(source, lltok)
+    limits = llg.LLParserLimits(**LIMITS)
+    problem = llg.LLMatcher.validate_grammar(source, lltok, limits=limits)
     if problem:
-        raise GrammarError(f"response_format ({kind}) does not compile: {problem.strip()}")
-    matcher = llg.LLMatcher(lltok, source, log_level=0)
+        raise GrammarError(f"response_format ({kind}) does not compile: {_first(problem)}")
+    matcher = llg.LLMatcher(lltok, source, log_level=0, limits=limits)
     if matcher.is_error():
         raise GrammarError(
-            f"response_format ({kind}) does not compile: {matcher.get_error().strip()}"
+            f"response_format ({kind}) does not compile: {_first(matcher.get_error())}"
         )
-    return Grammar(matcher, kind, int(lltok.vocab_size))
+    with _lock:
+        _compiled[key] = (lltok, matcher)
+        while len(_compiled) > CACHE_SIZE:
+            _compiled.popitem(last=False)
+    return Grammar(matcher.deep_copy(), kind, int(lltok.vocab_size))
+
+
+def prepare_grammar(fmt: object, tok: LoadedTokenizer) -> None:
+    """Compile ``fmt`` for ``tok`` into the cache (off the event loop, on a worker thread),
+    so the batch's ``add()`` only copies it; raises as :func:`compile_grammar` does."""
+    compile_grammar(fmt, tok)
+
+
+def _format_text(d: Mapping[str, Any]) -> str:
+    """The format as canonical JSON: the cache key (its nesting was checked already)."""
+    try:
+        return json.dumps(d, sort_keys=True, separators=(",", ":"), default=repr)
+    except (TypeError, ValueError):
+        return repr(sorted(d.items(), key=lambda kv: kv[0]))
+
+
+def _first(problem: str) -> str:
+    """llguidance's message, cut short (it may quote a long stretch of the grammar)."""
+    text = problem.strip()
+    return text if len(text) <= 1000 else text[:1000] + " ..."
 
 
 def consume_each(items: Sequence[tuple[Grammar, int]]) -> list[bool]:

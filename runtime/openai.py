@@ -101,8 +101,12 @@ class ChatCompletionChunk(
     usage: Usage | None = None
 
 
-class ChatMessage(msgspec.Struct, omit_defaults=True):
-    role: Literal["assistant"] = "assistant"
+class ChatMessage(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """The non-streaming answer. ``role`` has no default, so it is always sent (a default
+    would be left out by ``omit_defaults``): clients append this message to the history
+    as it is, and the next turn needs its role."""
+
+    role: Literal["assistant"]
     content: str | None = None
     reasoning: str | None = None
     reasoning_content: str | None = None
@@ -235,6 +239,7 @@ class CompletionBuilder:
                 Choice(
                     index=0,
                     message=ChatMessage(
+                        role="assistant",
                         content=content,
                         reasoning=reasoning,
                         reasoning_content=reasoning if reasoning_content_alias else None,

@@ -31,7 +31,7 @@ import pytest
 from fixtures import FAMILY_TOKENIZERS, tokenizer
 from reasonspan.runtime import FAILED, InvalidOptionError, ReasoningRuntime
 from reasonspan.runtime.batch_grammar import GrammarRejectedError
-from reasonspan.runtime.grammar import GrammarError, GrammarUnavailableError
+from reasonspan.runtime.grammar import GrammarError, GrammarUnavailableError, compile_grammar
 from reasonspan.runtime.simulation import SimRequest, SimulatedEngine, drive
 
 import reasonspan
@@ -524,3 +524,62 @@ def test_a_missing_grammar_engine_names_the_extra(monkeypatch: pytest.MonkeyPatc
         batch.add(1, p, [], response_format=FORMAT)
     assert len(batch) == 0
     batch.add(1, p, [], structured_output=True)  # the gate alone needs no engine
+
+
+def _nested_schema(levels: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "integer"}
+    for _ in range(levels):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
+
+
+@pytest.mark.parametrize(
+    ("fmt", "error", "says"),
+    [
+        (
+            {"type": "json_schema", "json_schema": {"name": "x", "schema": _nested_schema(500)}},
+            InvalidOptionError,
+            "nested at most",
+        ),
+        (
+            {"type": "json_schema", "json_schema": {"name": "x", "schema": [1, 2]}},
+            InvalidOptionError,
+            "response_format.json_schema.schema",
+        ),
+        (
+            {
+                "type": "grammar",
+                "grammar": "start: " + " | ".join(f'"w{i}x"' for i in range(50_000)),
+            },
+            GrammarError,
+            "too large to compile",
+        ),
+    ],
+)
+def test_formats_that_cannot_be_compiled_safely_are_refused(
+    fmt: Any, error: type[Exception], says: str
+) -> None:
+    """A schema nested 500 deep raised RecursionError, a non-object schema constrained
+    nothing, a 50,000-alternative grammar compiled for seconds: each is the documented
+    error at add(), and the batch is unchanged."""
+    p = CASES[0].parser()
+    batch = ReasoningBatch()
+    with pytest.raises(error) as info:
+        batch.add(1, p, [], response_format=fmt)
+    assert says in str(info.value)
+    assert len(batch) == 0
+
+
+def test_a_compiled_format_is_copied_for_the_next_request() -> None:
+    """Two requests with one format get matchers of their own (one's tokens do not move
+    the other), the second a copy of the first's compile."""
+    p = CASES[0].parser()
+    batch = ReasoningBatch()
+    fmt = {"type": "regex", "regex": "ab|ac"}
+    a = compile_grammar(fmt, p.tokenizer)
+    b = compile_grammar(fmt, p.tokenizer)
+    assert a is not None and b is not None and a.matcher is not b.matcher
+    assert a.consume(p.tokenizer.encode("ab")) == -1 and a.accepting
+    assert not b.accepting and b.consume(p.tokenizer.encode("ac")) == -1 and b.accepting
+    batch.add(1, p, [], response_format=fmt)
+    assert len(batch) == 1

@@ -20,6 +20,13 @@ from reasonspan.serving.engine import EngineRequest, SimulatedServingEngine
 MSG = [{"role": "user", "content": "hi"}]
 
 
+def _deep(levels: int) -> Any:
+    value: Any = 0
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
 def body(**fields: Any) -> bytes:
     return json.dumps({"model": "m", "messages": MSG, **fields}).encode()
 
@@ -32,9 +39,20 @@ def body(**fields: Any) -> bytes:
         (body(max_tokens=0), "max_tokens", ">= 1"),
         (body(max_completion_tokens="9"), "max_completion_tokens", "got `str`"),
         (body(thinking_token_budget=-1), "thinking_token_budget", ">= 0"),
-        (body(n=2), "n", "<= 1"),
+        (body(n=2), "n", "n=2 is not supported"),
+        (body(n=0), "n", ">= 1"),
+        (body(modalities=["text", "audio"]), "modalities", "audio output is not supported"),
+        (body(logit_bias={"abc": 1}), "logit_bias", "token ids"),
+        (body(simulated_output="a", simulated_output_ids=[1]), "simulated_output_ids", "not both"),
+        (
+            body(response_format={"type": "json_schema", "json_schema": {"schema": [1, 2]}}),
+            "response_format.json_schema.schema",
+            "must be a JSON Schema object",
+        ),
+        (body(tools=[{"a": _deep(150)}]), "tools", "nested more than"),
+        (body(metadata={"k": 1}), "metadata[...]", "Expected `str`"),
         (body(stream="yes"), "stream", "Expected `bool`"),
-        (body(logprobs=True), "logprobs", "unknown field"),
+        (body(logprobs="yes"), "logprobs", "Expected `bool"),
         (body(stream_options={"include_usage": True}), "stream_options", "only allowed"),
         (body(stream=True, stream_options={"usage": True}), "stream_options.usage", "unknown"),
         (body(response_format={"type": "xml"}), "response_format.type", "Invalid enum"),
@@ -57,6 +75,14 @@ def body(**fields: Any) -> bytes:
             "got `int`",
         ),
         (b"[1, 2]", None, "Expected `object`"),
+        (
+            b'{"model": "m", "messages": [{"role": "user"}], "chat_template_kwargs": {"a": '
+            + b"[" * 5000
+            + b"]" * 5000
+            + b"}}",
+            None,
+            "nested too deeply",
+        ),
         (b'{"model": "m", "messages": [', None, "not valid JSON"),
     ],
 )
@@ -199,3 +225,69 @@ def test_wire_structs_round_trip() -> None:
     with pytest.raises(msgspec.ValidationError, match=r"Invalid value 'chat\.completion'"):
         msgspec.json.decode(raw.replace(b".chunk", b""), type=ChatCompletionChunk)
     assert ChatCompletion.__struct_config__.tag == "chat.completion"
+
+
+# A value for every field of OpenAI's Chat Completions request (the installed client's own
+# list): the test fails when the client learns a field this table (and so the server) lacks.
+OPENAI_FIELDS: dict[str, Any] = {
+    "messages": MSG,
+    "model": "m",
+    "audio": {"voice": "alloy", "format": "mp3"},
+    "frequency_penalty": 0.5,
+    "function_call": "auto",
+    "functions": [{"name": "f", "parameters": {"type": "object"}}],
+    "logit_bias": {"42": -100},
+    "logprobs": True,
+    "max_completion_tokens": 64,
+    "max_tokens": 80,
+    "metadata": {"team": "a"},
+    "modalities": ["text"],
+    "moderation": {"model": "omni-moderation-latest"},
+    "n": 1,
+    "parallel_tool_calls": False,
+    "prediction": {"type": "content", "content": "x"},
+    "presence_penalty": -0.5,
+    "prompt_cache_key": "k",
+    "prompt_cache_options": {"mode": "implicit"},
+    "prompt_cache_retention": "24h",
+    "reasoning_effort": "low",
+    "response_format": {"type": "json_object"},
+    "safety_identifier": "s",
+    "seed": 7,
+    "service_tier": "auto",
+    "stop": "END",
+    "store": False,
+    "stream": True,
+    "stream_options": {"include_usage": True, "include_obfuscation": False},
+    "temperature": 0.3,
+    "tool_choice": "auto",
+    "tools": [{"type": "function", "function": {"name": "f"}}],
+    "top_logprobs": 3,
+    "top_p": 0.9,
+    "user": "u-1",
+    "verbosity": "low",
+    "web_search_options": {"search_context_size": "low"},
+}
+
+
+def test_every_openai_request_field_is_accepted_and_reaches_the_engine() -> None:
+    from openai.types.chat import completion_create_params as params
+
+    names = set(params.CompletionCreateParamsBase.__annotations__)
+    names |= set(params.CompletionCreateParamsStreaming.__annotations__)
+    assert names == set(OPENAI_FIELDS)
+    req = parse_request(json.dumps(OPENAI_FIELDS).encode())
+    sp = req.sampling_params()
+    assert (sp.temperature, sp.top_p, sp.seed, sp.n) == (0.3, 0.9, 7, 1)
+    assert (sp.stop, sp.max_tokens, sp.logprobs, sp.top_logprobs) == (["END"], 64, True, 3)
+    assert sp.logit_bias == {42: -100}
+    assert (sp.presence_penalty, sp.frequency_penalty) == (-0.5, 0.5)
+    structural = {"messages", "model", "stream", "stream_options", "response_format"}
+    structural |= {"tools", "tool_choice", "reasoning_effort"}
+    decoding = {f for f in sp.__struct_fields__ if f != "extra"}
+    decoding |= {"max_completion_tokens"}
+    assert set(sp.extra) == names - structural - decoding
+    for name, value in sp.extra.items():
+        assert value == OPENAI_FIELDS[name]
+    stops = parse_request(body(stop=["a", "b"])).sampling_params().stop
+    assert stops == ["a", "b"]

@@ -624,3 +624,274 @@ def test_a_response_format_that_does_not_compile_is_a_400(client: openai.OpenAI)
             response_format={"type": "json_schema", "json_schema": bad},  # type: ignore[typeddict-item]
         )
     assert "bogus" in str(info.value) and "response_format" in str(info.value)
+
+
+@pytest.mark.parametrize("model", ["qwen3.5", "gpt-oss-synthetic"])
+def test_the_returned_message_goes_back_into_the_history(
+    client: openai.OpenAI, running: Running, model: str
+) -> None:
+    """OpenAI's own examples append ``choices[0].message`` to the conversation: it must
+    carry its role on the wire, and the next turn must accept it as the client sends it."""
+    first = [{"role": "user", "content": "What is 2+2?"}]
+    url = f"{running.base_url}/chat/completions"
+    raw = httpx.post(url, json={"model": model, "messages": first}, timeout=30).json()
+    assert raw["choices"][0]["message"]["role"] == "assistant"
+    resp = client.chat.completions.create(model=model, messages=first)  # type: ignore[arg-type]
+    history: list[Any] = [*first, resp.choices[0].message, {"role": "user", "content": "And 3+3?"}]
+    again = client.chat.completions.create(model=model, messages=history)
+    assert again.choices[0].message.role == "assistant"
+    assert again.choices[0].message.content
+
+
+# An agent loop's history as the openai client sends it: the assistant's call with its
+# arguments as a JSON string (OpenAI's wire format), then the tool's answer.
+TOOL_HISTORY: list[dict[str, Any]] = [
+    {"role": "user", "content": "Weather in Kyoto?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Kyoto"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "Sunny, 21 C"},
+]
+
+
+@pytest.mark.parametrize("model", ["qwen3.5", "glm47", "minimax_m3"])
+def test_tool_call_history_in_openai_wire_format(client: openai.OpenAI, model: str) -> None:
+    """The templates read ``arguments`` as an object: the server parses the string first,
+    so the prompt is the one the same history with an object renders."""
+    resp = client.chat.completions.create(
+        model=model,
+        messages=TOOL_HISTORY,  # type: ignore[arg-type]
+        tools=[WEATHER_TOOL],
+        extra_body={"simulated_output": script(model)},
+    )
+    assert resp.choices[0].message.content
+    _family, fixture, _template = MODELS[model]
+    as_object = [dict(m) for m in TOOL_HISTORY]
+    call = TOOL_HISTORY[1]["tool_calls"][0]
+    as_object[1]["tool_calls"] = [
+        {**call, "function": {"name": "get_weather", "arguments": {"city": "Kyoto"}}}
+    ]
+    as_object[1]["content"] = ""  # the server hands templates "" for a null content
+    prompt = render_prompt_ids(tokenizer(fixture), as_object, tools=[WEATHER_TOOL])
+    assert resp.usage is not None and resp.usage.prompt_tokens == len(prompt)
+
+
+class RawScriptEngine:
+    """A deliberately careless engine for error paths: it writes each request's
+    ``simulated_output_ids`` in one step, ignoring any grammar mask, and when a request
+    has none it fails the runtime (an engine that died)."""
+
+    def __init__(self) -> None:
+        self.inbox: list[Any] = []
+
+    def submit(self, request: Any) -> None:
+        self.inbox.append(request)
+
+    async def run(self, runtime: Any) -> None:
+        import numpy as np
+
+        while True:
+            await anyio.sleep(0.005)
+            while self.inbox:
+                r = self.inbox.pop(0)
+                ids = r.request.simulated_output_ids
+                if ids is None:
+                    runtime.fail(RuntimeError("the GPU fell off the bus"))
+                    continue
+                runtime.step(np.array([r.engine_id]), np.array(ids), np.array([0, len(ids)]))
+                if runtime.stream_of(r.engine_id) is not None:
+                    runtime.finish(r.engine_id, "stop")
+
+
+def test_non_streaming_failures_are_error_bodies() -> None:
+    """A grammar rejection, then the engine dying, under a non-streaming request: each an
+    OpenAI error body (500, server_error), never a plain-text 500."""
+    tok = tokenizer(FAMILY_TOKENIZERS["qwen3"])
+    server = Server([ServedModel("qwen3", tok, "qwen3")], RawScriptEngine())
+    with Running(server) as r:
+        url = f"{r.base_url}/chat/completions"
+        rejected = httpx.post(
+            url,
+            json={
+                "model": "qwen3",
+                "messages": HISTORY,
+                "response_format": {"type": "json_object"},
+                "simulated_output_ids": tok.encode("<think>\nhm\n</think>\n\nnot json at all"),
+            },
+            timeout=30,
+        )
+        assert rejected.status_code == 500
+        err = rejected.json()["error"]
+        assert err["type"] == "server_error" and "response_format" in err["message"]
+        died = httpx.post(url, json={"model": "qwen3", "messages": HISTORY}, timeout=30)
+        assert died.status_code == 500
+        err = died.json()["error"]
+        assert err["type"] == "server_error" and "GPU fell off the bus" in err["message"]
+        after = httpx.post(url, json={"model": "qwen3", "messages": HISTORY}, timeout=30)
+        assert after.status_code == 503 and after.json()["error"]["type"] == "server_error"
+
+
+def test_simulated_output_ids_replay_exactly(client: openai.OpenAI) -> None:
+    out = script("qwen3", which=4)
+    ids = tokenizer(FAMILY_TOKENIZERS["qwen3"]).encode(out)
+    resp = client.chat.completions.create(
+        model="qwen3", messages=HISTORY, extra_body={"simulated_output_ids": ids}
+    )
+    reasoning, content, _, _ = expected("qwen3", HISTORY, out)
+    msg = resp.choices[0].message
+    assert (extra(msg, "reasoning"), msg.content) == (reasoning, content)
+    assert resp.usage is not None and resp.usage.completion_tokens == len(ids)
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(
+            model="qwen3", messages=HISTORY, extra_body={"simulated_output_ids": [10**9]}
+        )
+    assert info.value.body["param"] == "simulated_output_ids"  # type: ignore[index]
+
+
+def test_sampling_fields_reach_the_engine(running: Running) -> None:
+    engine = running.server.engine
+    assert isinstance(engine, SimulatedServingEngine)
+    seen: list[Any] = []
+    submit = engine.submit
+    engine.submit = lambda r: (seen.append(r.sampling), submit(r))  # type: ignore[method-assign]
+    try:
+        client = openai.OpenAI(base_url=running.base_url, api_key="unused", max_retries=0)
+        client.chat.completions.create(
+            model="qwen3",
+            messages=HISTORY,
+            temperature=0.7,
+            top_p=0.5,
+            seed=11,
+            stop=["END"],
+            logprobs=True,
+            top_logprobs=2,
+            logit_bias={"5": 1},
+            presence_penalty=0.1,
+            frequency_penalty=0.2,
+            user="alice",
+            metadata={"run": "x"},
+            parallel_tool_calls=False,
+            max_completion_tokens=30,
+        )
+        with pytest.raises(openai.BadRequestError, match="n=3 is not supported"):
+            client.chat.completions.create(model="qwen3", messages=HISTORY, n=3)
+    finally:
+        del engine.submit
+    (sp,) = seen
+    assert (sp.temperature, sp.top_p, sp.seed, sp.stop) == (0.7, 0.5, 11, ["END"])
+    assert (sp.logprobs, sp.top_logprobs, sp.logit_bias) == (True, 2, {5: 1})
+    assert (sp.presence_penalty, sp.frequency_penalty, sp.max_tokens) == (0.1, 0.2, 30)
+    assert sp.extra == {"user": "alice", "metadata": {"run": "x"}, "parallel_tool_calls": False}
+
+
+BROKEN_TEMPLATE = "{{ raise_exception('this template is broken') }}"
+# Renders any conversation unless a user turn asks for the forbidden thing.
+PICKY_TEMPLATE = (
+    "{% for m in messages %}"
+    "{% if 'forbidden' in m.content %}{{ raise_exception('no forbidden things') }}{% endif %}"
+    "<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+    "{% endfor %}<|im_start|>assistant\n"
+)
+
+
+def test_template_failures_say_whose_fault_they_are() -> None:
+    tok = tokenizer(FAMILY_TOKENIZERS["qwen3"])
+    models = [
+        ServedModel("broken", tok, "qwen3", chat_template=BROKEN_TEMPLATE),
+        ServedModel("undefined", tok, "qwen3", chat_template="{{ no_such_helper() }}"),
+        ServedModel("picky", tok, "qwen3", chat_template=PICKY_TEMPLATE),
+    ]
+    with Running(Server(models)) as r:
+        client = openai.OpenAI(base_url=r.base_url, api_key="unused", max_retries=0, timeout=30)
+        for name in ("broken", "undefined"):
+            with pytest.raises(openai.InternalServerError) as err:
+                client.chat.completions.create(model=name, messages=HISTORY)
+            body = err.value.body
+            assert isinstance(body, dict) and body["type"] == "server_error"
+            assert "server's chat template" in body["message"] and body["param"] is None
+        with pytest.raises(openai.BadRequestError) as bad:
+            client.chat.completions.create(
+                model="picky", messages=[{"role": "user", "content": "a forbidden thing"}]
+            )
+        assert bad.value.body["param"] == "messages"  # type: ignore[index]
+        assert "no forbidden things" in bad.value.message
+        ok = client.chat.completions.create(model="picky", messages=HISTORY)
+        assert ok.choices[0].message.content
+
+
+def test_an_oversized_body_is_413_and_the_server_keeps_serving() -> None:
+    tok = tokenizer(FAMILY_TOKENIZERS["qwen3"])
+    server = Server([ServedModel("qwen3", tok, "qwen3")], max_body_bytes=20_000)
+    with Running(server) as r:
+        url = f"{r.base_url}/chat/completions"
+        big = {"model": "qwen3", "messages": [{"role": "user", "content": "x" * 30_000}]}
+        resp = httpx.post(url, json=big, timeout=30)
+        assert resp.status_code == 413
+        assert resp.json()["error"]["code"] == "request_too_large"
+        raw = json.dumps(big).encode()
+
+        def chunked() -> Iterator[bytes]:  # no Content-Length: counted while reading
+            for i in range(0, len(raw), 4096):
+                yield raw[i : i + 4096]
+
+        resp = httpx.post(url, content=chunked(), timeout=30)
+        assert resp.status_code == 413
+        small = {"model": "qwen3", "messages": HISTORY}
+        assert httpx.post(url, json=small, timeout=30).status_code == 200
+
+
+class HeldServer(Server):
+    """A stand-in for slow request preparation (a huge prompt, a slow template or grammar):
+    preparing a request whose last message says HOLD blocks its worker until the test
+    releases it. Were preparation on the event loop, it would block every other client."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def prepare(self, req: Any, model: ServedModel) -> Any:
+        if req.messages[-1].content == "HOLD":
+            self.entered.set()
+            if not self.release.wait(30):
+                raise RuntimeError("the test never released the held request")
+        return super().prepare(req, model)
+
+
+def test_a_slow_request_does_not_hold_up_another_clients_stream() -> None:
+    tok = tokenizer(FAMILY_TOKENIZERS["qwen3"])
+    server = HeldServer([ServedModel("qwen3", tok, "qwen3")])
+    with Running(server) as r:
+        url = f"{r.base_url}/chat/completions"
+        slow: dict[str, Any] = {}
+
+        def send_slow() -> None:
+            body = {"model": "qwen3", "messages": [{"role": "user", "content": "HOLD"}]}
+            slow["response"] = httpx.post(url, json=body, timeout=60)
+
+        thread = threading.Thread(target=send_slow)
+        thread.start()
+        try:
+            assert server.entered.wait(30)  # the slow request is being prepared now
+            body = {"model": "qwen3", "messages": HISTORY, "stream": True}
+            with httpx.stream("POST", url, json=body, timeout=10) as resp:
+                lines = resp.iter_lines()
+                first = next(lines)
+                # The small request's first chunk came while the slow one is still held.
+                assert first.startswith("data: ")
+                assert not server.release.is_set() and "response" not in slow
+                rest = [line for line in lines if line]
+            assert rest[-1] == "data: [DONE]"
+        finally:
+            server.release.set()
+            thread.join(60)
+        assert slow["response"].status_code == 200
+        r.wait_idle()

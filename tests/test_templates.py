@@ -79,3 +79,35 @@ def test_tojson_does_not_html_escape() -> None:
         tok, [{"role": "user", "content": "<b>&"}], chat_template="{{ messages | tojson }}"
     )
     assert '"<b>&"' in out
+
+
+def _history_with_arguments(arguments: object) -> list[dict[str, object]]:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}
+    return [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "done"},
+    ]
+
+
+@pytest.mark.parametrize("fixture", ["qwen-3.5", "glm-4.7-flash"])
+def test_tool_call_arguments_as_a_json_string_render_as_the_object(fixture: str) -> None:
+    tok = tokenizer(fixture)
+    wire = _history_with_arguments('{"city": "Kyoto", "days": 2}')
+    as_object = render_chat(tok, _history_with_arguments({"city": "Kyoto", "days": 2}))
+    assert render_chat(tok, wire) == as_object
+    assert "Kyoto" in as_object
+    assert wire[1]["tool_calls"][0]["function"]["arguments"] == '{"city": "Kyoto", "days": 2}'
+
+
+@pytest.mark.parametrize("arguments", ["not json {", "[1, 2]", '"a string"'])
+def test_tool_call_arguments_that_are_not_a_json_object_are_kept_as_given(
+    arguments: str,
+) -> None:
+    template = "{% for m in messages %}{% for c in m.tool_calls or [] %}" + (
+        "[{{ c.function.arguments }}]{% endfor %}{% endfor %}"
+    )
+    out = render_chat(
+        tokenizer("qwen-3.5"), _history_with_arguments(arguments), chat_template=template
+    )
+    assert out == f"[{arguments}]"

@@ -9,12 +9,13 @@ sequence ("stop") or ``max_tokens`` ("length").
 
 :class:`SimulatedServingEngine` is the SIMULATED engine over real tokenizers: it replays a
 script per request and does not model the prompt. The script is the request's
+``simulated_output_ids`` (exact token ids, to replay a recorded output) or
 ``simulated_output`` text when given (tests use this), else one of the demo transcripts in
 the family's format, chosen deterministically by a hash of the prompt. It honours
 ``max_tokens``, thinking budgets and ``response_format`` (it samples under the grammar's
 mask, as :mod:`reasonspan.runtime.simulation` describes, and stops when the document is
-complete) and ignores sampling fields (temperature, stop, ...), which mean nothing to a
-script. With
+complete) and ignores the decoding parameters of ``EngineRequest.sampling`` (temperature,
+seed, ...), which mean nothing to a script. With
 ``threaded=True`` its loop runs on a thread of its own and reaches the runtime through
 :meth:`ReasoningRuntime.from_thread`, as an engine around GPU kernels would.
 """
@@ -37,7 +38,7 @@ from ..runtime.simulation import SimRequest, SimulatedEngine
 from ..runtime.streams import ReasoningRuntime, RuntimeFromThread
 from ..transcripts import ALL
 from ..workload import scripted_output
-from .protocol import ChatCompletionRequest
+from .protocol import ChatCompletionRequest, SamplingParams
 
 
 @dataclass
@@ -50,6 +51,14 @@ class EngineRequest:
     prompt_ids: list[int]
     request: ChatCompletionRequest
     """The validated request: sampling fields, ``max_tokens``, ``response_format``."""
+    sampling: SamplingParams | None = None
+    """The request's sampling parameters (``temperature``, ``stop``, ``seed``, ...; see
+    :class:`~reasonspan.serving.protocol.SamplingParams`); filled from ``request`` when
+    not given."""
+
+    def __post_init__(self) -> None:
+        if self.sampling is None:
+            self.sampling = self.request.sampling_params()
 
 
 class Engine(Protocol):
@@ -67,11 +76,16 @@ class Engine(Protocol):
 def script_for(req: EngineRequest) -> list[int]:
     """The token ids the simulated model "writes" for a request (see the module docs)."""
     tok = req.parser.tokenizer
+    if req.request.simulated_output_ids is not None:
+        return list(req.request.simulated_output_ids)
     if req.request.simulated_output is not None:
         return tok.encode(req.request.simulated_output)
     digest = hashlib.blake2b(np.asarray(req.prompt_ids, np.int64).tobytes(), digest_size=8)
     t = ALL[int.from_bytes(digest.digest(), "little") % len(ALL)]
-    return tok.encode(scripted_output(req.parser, t.reasoning, t.answer, t.tool_call))
+    text = scripted_output(
+        req.parser, t.reasoning, t.answer, t.tool_call, prompt_ids=req.prompt_ids
+    )
+    return tok.encode(text)
 
 
 class SimulatedServingEngine:

@@ -9,12 +9,24 @@ naming the offending field, so a client sees *which* field was wrong.
 The responses (``chat.completion``, ``chat.completion.chunk``) are the runtime's wire
 Structs (:mod:`reasonspan.runtime.openai`); they are not re-declared here.
 
+Every field of OpenAI's Chat Completions request is accepted (the installed ``openai``
+client's own list is the test's reference). The decoding ones and everything else a
+client may set (``user``, ``metadata``, ``parallel_tool_calls``, ...) reach the engine as
+:class:`SamplingParams` (:meth:`ChatCompletionRequest.sampling_params`); the engine honours
+what it can. Only what this server can never honour is refused with a 400 naming the
+field: ``n`` > 1 (one choice per request) and audio output (``modalities`` with
+``"audio"``).
+
 Extensions beyond OpenAI's fields, as other servers spell them: ``chat_template_kwargs``,
 ``include_reasoning``, ``thinking_token_budget``, ``skip_special_tokens``; and
 reasonspan's own: ``thinking_budget_lead_in`` (text forced before the end marker when the
-budget is spent), ``reasoning_parser`` (override the model's parser for this request) and
-``simulated_output`` (understood only by the SIMULATED engine: the text the "model" will
-write; ignored by a real engine).
+budget is spent), ``reasoning_parser`` (override the model's parser for this request),
+``simulated_output`` and ``simulated_output_ids`` (understood only by the SIMULATED
+engine: the text, or the exact token ids, the "model" will write, so a recorded output
+replays exactly; ignored by a real engine).
+
+Bodies nested deeper than :data:`MAX_NESTING` containers are refused (400) before they
+reach code that recurses over them (msgspec, ``json.dumps``, the chat template).
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from ..runtime.errors import ReasonspanError
+from ..runtime.nesting import MAX_NESTING, nested_deeper_than
 from ..runtime.openai import ErrorBody, ErrorDetail, encode
 
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
@@ -63,23 +76,38 @@ class TextPart(msgspec.Struct, forbid_unknown_fields=True, tag_field="type", tag
     text: str
 
 
+class RefusalPart(msgspec.Struct, forbid_unknown_fields=True, tag_field="type", tag="refusal"):
+    """A refusal part of an assistant turn's content (OpenAI sends these back)."""
+
+    refusal: str
+
+
 class Message(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     """One chat message. Assistant turns may carry their old reasoning as ``reasoning`` or
     ``reasoning_content`` (clients send either); the template sees both."""
 
-    role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: str | list[TextPart] | None = None
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[TextPart | RefusalPart] | None = None
     reasoning: str | None = None
     reasoning_content: str | None = None
     name: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
+    # What an OpenAI client may send back in an assistant turn it received; not rendered.
+    refusal: str | None = None
+    audio: dict[str, Any] | None = None
+    function_call: dict[str, Any] | None = None
+    annotations: list[Any] | None = None
 
     def for_template(self) -> dict[str, Any]:
         """The message as chat templates read it (content parts joined into one string)."""
         out: dict[str, Any] = msgspec.to_builtins(self)
+        for unused in ("refusal", "audio", "function_call", "annotations"):
+            out.pop(unused, None)
         if isinstance(self.content, list):
-            out["content"] = "".join(p.text for p in self.content)
+            out["content"] = "".join(
+                p.text if isinstance(p, TextPart) else p.refusal for p in self.content
+            )
         elif self.content is None:
             out["content"] = ""
         return out
@@ -87,6 +115,8 @@ class Message(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 class StreamOptions(msgspec.Struct, forbid_unknown_fields=True):
     include_usage: bool = False
+    include_obfuscation: bool | None = None
+    """Accepted; this server adds no obfuscation padding."""
 
 
 class ResponseFormat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -97,6 +127,53 @@ class ResponseFormat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=T
     json_schema: dict[str, Any] | None = None
     regex: str | None = None
     grammar: str | None = None
+
+
+class SamplingParams(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What the engine gets of a request besides its prompt: the decoding parameters, and
+    every other standard field the client set, as sent (an engine honours what it can).
+
+    ``stop`` is always a list; ``logit_bias`` has int token ids; ``max_tokens`` is
+    ``max_completion_tokens`` when given, else ``max_tokens``."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    stop: list[str] | None = None
+    max_tokens: int | None = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = None
+    logit_bias: dict[int, float] | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    n: int = 1
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    """The other standard fields the client set (``user``, ``metadata``,
+    ``parallel_tool_calls``, ``service_tier``, ...), by name."""
+
+
+Penalty = Annotated[float, msgspec.Meta(ge=-2, le=2)]
+
+PASSED_ON = (
+    "user",
+    "metadata",
+    "parallel_tool_calls",
+    "service_tier",
+    "store",
+    "verbosity",
+    "prediction",
+    "prompt_cache_key",
+    "prompt_cache_options",
+    "prompt_cache_retention",
+    "safety_identifier",
+    "moderation",
+    "web_search_options",
+    "audio",
+    "modalities",
+    "functions",
+    "function_call",
+)
+"""Standard fields with no decoding meaning here, handed on in ``SamplingParams.extra``."""
 
 
 class ChatCompletionRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -115,18 +192,60 @@ class ChatCompletionRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=
     skip_special_tokens: bool = True
     reasoning_parser: str | None = None
     simulated_output: str | None = None
-    # Sampling and tool fields: accepted and handed to the engine as they are.
+    simulated_output_ids: list[NonNegative] | None = None
+    # Sampling: handed to the engine (``sampling_params()``).
     temperature: Annotated[float, msgspec.Meta(ge=0, le=2)] | None = None
     top_p: Annotated[float, msgspec.Meta(gt=0, le=1)] | None = None
     seed: int | None = None
     stop: str | list[str] | None = None
-    n: Annotated[int, msgspec.Meta(ge=1, le=1)] = 1
-    user: str | None = None
+    n: Positive | None = None
+    logprobs: bool | None = None
+    top_logprobs: Annotated[int, msgspec.Meta(ge=0, le=20)] | None = None
+    logit_bias: dict[str, Annotated[float, msgspec.Meta(ge=-100, le=100)]] | None = None
+    presence_penalty: Penalty | None = None
+    frequency_penalty: Penalty | None = None
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
+    # The rest of OpenAI's fields (PASSED_ON): accepted and handed on as they are.
+    user: str | None = None
+    metadata: dict[str, str] | None = None
     parallel_tool_calls: bool | None = None
-    presence_penalty: float | None = None
-    frequency_penalty: float | None = None
+    service_tier: str | None = None
+    store: bool | None = None
+    verbosity: str | None = None
+    prediction: dict[str, Any] | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_options: dict[str, Any] | None = None
+    prompt_cache_retention: str | None = None
+    safety_identifier: str | None = None
+    moderation: dict[str, Any] | None = None
+    web_search_options: dict[str, Any] | None = None
+    audio: dict[str, Any] | None = None
+    modalities: list[str] | None = None
+    functions: list[dict[str, Any]] | None = None
+    function_call: str | dict[str, Any] | None = None
+
+    def sampling_params(self) -> SamplingParams:
+        """The engine's share of the request (see :class:`SamplingParams`)."""
+        stop = [self.stop] if isinstance(self.stop, str) else self.stop
+        bias = None
+        if self.logit_bias is not None:
+            bias = {int(k): v for k, v in self.logit_bias.items()}
+        extra = {k: getattr(self, k) for k in PASSED_ON if getattr(self, k) is not None}
+        return SamplingParams(
+            temperature=self.temperature,
+            top_p=self.top_p,
+            seed=self.seed,
+            stop=stop,
+            max_tokens=self.token_limit,
+            logprobs=self.logprobs,
+            top_logprobs=self.top_logprobs,
+            logit_bias=bias,
+            presence_penalty=self.presence_penalty,
+            frequency_penalty=self.frequency_penalty,
+            n=self.n or 1,
+            extra=extra,
+        )
 
     @property
     def token_limit(self) -> int | None:
@@ -169,6 +288,28 @@ def _param(message: str) -> tuple[str, str | None]:
     return message, path or None
 
 
+_FREE_FORM = (
+    "tools",
+    "tool_choice",
+    "chat_template_kwargs",
+    "prediction",
+    "prompt_cache_options",
+    "moderation",
+    "web_search_options",
+    "audio",
+    "functions",
+    "function_call",
+)
+"""Request fields that hold arbitrary JSON (their nesting is checked)."""
+
+
+def _too_deep(param: str) -> RequestError:
+    return RequestError(
+        f"{param} is nested more than {MAX_NESTING} levels deep; this server refuses deeper JSON",
+        param=param,
+    )
+
+
 def parse_request(body: bytes) -> ChatCompletionRequest:
     """Decode and validate a request body, or raise :class:`RequestError` (400)."""
     try:
@@ -179,6 +320,12 @@ def parse_request(body: bytes) -> ChatCompletionRequest:
         raise RequestError(f"invalid request: {message}{where}", param=param) from None
     except msgspec.DecodeError as exc:
         raise RequestError(f"the request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise RequestError(
+            "the request body is nested too deeply to decode (JSON over about 1,000 levels)"
+        ) from None
+    _check_free_form(req)
+    _check_unsupported(req)
     if req.stream_options is not None and not req.stream:
         raise RequestError(
             "stream_options is only allowed when stream is true", param="stream_options"
@@ -188,6 +335,13 @@ def parse_request(body: bytes) -> ChatCompletionRequest:
         raise RequestError(
             "response_format.json_schema is required when response_format.type is 'json_schema'",
             param="response_format.json_schema",
+        )
+    schema = (fmt.json_schema or {}).get("schema", {}) if fmt is not None else {}
+    if not isinstance(schema, dict):
+        got = type(schema).__name__
+        raise RequestError(
+            f"response_format.json_schema.schema must be a JSON Schema object, not {got}",
+            param="response_format.json_schema.schema",
         )
     for kind in ("regex", "grammar"):
         if fmt is not None and fmt.type == kind and not getattr(fmt, kind):
@@ -201,3 +355,43 @@ def parse_request(body: bytes) -> ChatCompletionRequest:
             param="thinking_budget_lead_in",
         )
     return req
+
+
+def _check_free_form(req: ChatCompletionRequest) -> None:
+    """Nesting of the fields that hold arbitrary JSON, and the keys of ``logit_bias``."""
+    for name in _FREE_FORM:
+        if nested_deeper_than(getattr(req, name)):
+            raise _too_deep(name)
+    fmt = req.response_format
+    if fmt is not None and nested_deeper_than(fmt.json_schema):
+        raise _too_deep("response_format.json_schema")
+    for i, m in enumerate(req.messages):
+        if nested_deeper_than(m.tool_calls):
+            raise _too_deep(f"messages[{i}].tool_calls")
+    for key in req.logit_bias or {}:
+        if not key.isdigit():
+            raise RequestError(
+                f"logit_bias keys are token ids (non-negative integers as strings), not {key!r}",
+                param="logit_bias",
+            )
+
+
+def _check_unsupported(req: ChatCompletionRequest) -> None:
+    """What this server can never honour: a clear 400 rather than a silent answer."""
+    if req.n is not None and req.n > 1:
+        raise RequestError(
+            f"n={req.n} is not supported: this server returns one choice per request "
+            "(send n=1, or send the request n times)",
+            param="n",
+        )
+    if req.modalities is not None and "audio" in req.modalities:
+        raise RequestError(
+            "audio output is not supported: this server serves text models "
+            '(modalities must be ["text"])',
+            param="modalities",
+        )
+    if req.simulated_output is not None and req.simulated_output_ids is not None:
+        raise RequestError(
+            "send simulated_output or simulated_output_ids, not both",
+            param="simulated_output_ids",
+        )

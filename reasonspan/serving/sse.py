@@ -13,7 +13,6 @@ from collections.abc import AsyncIterable, AsyncIterator
 
 import msgspec
 
-from ..runtime.errors import ReasonspanError
 from ..runtime.openai import ChatCompletionChunk, ErrorBody, ErrorDetail, encode
 
 DONE = b"data: [DONE]\n\n"
@@ -51,6 +50,6 @@ async def sse_stream(
     try:
         async for chunk in chunks:
             yield chunk_events(chunk, include_usage=include_usage)
-    except ReasonspanError as exc:
+    except Exception as exc:  # the request's own failure, or a bug: an error event either way
         yield error_event(exc)
     yield DONE

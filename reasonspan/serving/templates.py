@@ -7,7 +7,9 @@ call (``raise_exception``, ``tojson``, ``strftime_now``), the special tokens of
 ``tokenizer_config.json`` (``bos_token``, ``eos_token``, ...) and any
 ``chat_template_kwargs`` passed through. Assistant turns may carry their old reasoning as
 ``reasoning`` or ``reasoning_content``; both names are filled, since templates read
-either.
+either. Their tool calls' ``function.arguments`` JSON strings (OpenAI's wire format) are
+parsed into objects, which is what templates iterate (kept as given when they are not a
+JSON object).
 
 A folder without a template is an error (:class:`ChatTemplateError`), never a silent
 ChatML guess: a wrong rendering moves the model's start state and puts answers in the
@@ -130,8 +132,34 @@ def _normalise(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             if old:
                 d.setdefault("reasoning_content", old)
                 d.setdefault("reasoning", old)
+            calls = d.get("tool_calls")
+            if isinstance(calls, Sequence) and not isinstance(calls, str):
+                d["tool_calls"] = [_call_with_object_arguments(c) for c in calls]
         out.append(d)
     return out
+
+
+def _call_with_object_arguments(call: object) -> object:
+    """A past tool call with its ``function.arguments`` as an object, as templates read it.
+
+    OpenAI's wire format (and so every client's history) carries the arguments as a JSON
+    *string*; the templates of Qwen3.5, GLM and MiniMax iterate them as a mapping
+    (``arguments | items``) and raise on a string. A string that parses to a JSON object
+    is replaced by that object, as other servers do; anything else (not valid JSON, or
+    JSON that is not an object) is kept exactly as given, so a template that writes the
+    text still sees what the client sent. The caller's dicts are not changed."""
+    if not isinstance(call, Mapping):
+        return call
+    fn = call.get("function")
+    if not isinstance(fn, Mapping) or not isinstance(fn.get("arguments"), str):
+        return call
+    try:
+        parsed = json.loads(fn["arguments"])
+    except (ValueError, RecursionError):
+        return call
+    if not isinstance(parsed, dict):
+        return call
+    return {**call, "function": {**fn, "arguments": parsed}}
 
 
 def _chatml(messages: Sequence[Mapping[str, Any]], add_generation_prompt: bool) -> str:
@@ -197,3 +225,33 @@ def render_prompt_ids(
     """:func:`render_chat`, then token ids (special tokens in the text are recognised; a
     template that writes ``bos_token`` itself gets no second one)."""
     return tok.encode(render_chat(tok, messages, **kwargs))
+
+
+MINIMAL_CONVERSATION: list[dict[str, Any]] = [{"role": "user", "content": "Hello."}]
+"""What every chat template must render: one user turn."""
+
+
+def template_problem(
+    tok: LoadedTokenizer,
+    *,
+    chat_template: str | None = None,
+    chat_template_kwargs: Mapping[str, Any] | None = None,
+    fallback: Fallback = None,
+) -> str | None:
+    """Why the template cannot render :data:`MINIMAL_CONVERSATION` (None: it can).
+
+    A server checks this at startup, so a broken template (one that raises, reads an
+    undefined name, or breaks the sandbox) refuses to serve rather than failing every
+    request; and when a request fails to render, a template that fails here too is the
+    server's fault (500), not the client's (400)."""
+    try:
+        render_prompt_ids(
+            tok,
+            MINIMAL_CONVERSATION,
+            chat_template=chat_template,
+            chat_template_kwargs=chat_template_kwargs,
+            fallback=fallback,
+        )
+    except ChatTemplateError as exc:
+        return str(exc)
+    return None
