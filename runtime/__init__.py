@@ -35,7 +35,13 @@ from .registry import (
 )
 from .results import ParsedReasoningDelta, ParseResult
 from .spec import MarkerKind, ReasoningSpec, Trim
-from .streams import ReasoningRuntime, RequestCancelledError, RequestStream
+from .streams import (
+    ReasoningRuntime,
+    RequestCancelledError,
+    RequestNotOpenError,
+    RequestStream,
+    RequestTokenError,
+)
 from .text import TextSplitter
 
 __all__ = [
@@ -64,7 +70,9 @@ __all__ = [
     "RequestCancelledError",
     "RequestFailedError",
     "RequestFinishedError",
+    "RequestNotOpenError",
     "RequestStream",
+    "RequestTokenError",
     "RequestUsage",
     "TextFormatter",
     "TextSplitter",
