@@ -25,6 +25,15 @@ from . import (
     seed_oss,
     step,
 )
+from . import (  # issue 17, part A
+    granite_thinking,
+    hunyuan_v4,
+    k2_horizon,
+    ling3,
+    minicpmv,
+    plamo3,
+    poolside,
+)
 
 __all__ = [
     "cohere",
@@ -47,4 +56,12 @@ __all__ = [
     "qwen3",
     "seed_oss",
     "step",
+    # issue 17, part A
+    "granite_thinking",
+    "hunyuan_v4",
+    "k2_horizon",
+    "ling3",
+    "minicpmv",
+    "plamo3",
+    "poolside",
 ]
