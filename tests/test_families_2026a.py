@@ -140,10 +140,11 @@ def test_granite_thinking_tool_call_ends_reasoning() -> None:
 def test_granite_thinking_empty_content_returns_reasoning_as_content(
     kwargs: dict[str, Any],
 ) -> None:
-    res = split("granite_thinking", REASONING, kwargs={"enable_thinking": True, **kwargs})
+    # A block and nothing after it: the answer is missing, so the reasoning is returned.
+    res = split("granite_thinking", f"<think>{REASONING}</think>", kwargs=kwargs)
     assert (res.reasoning, res.content, res.reasoning_as_content) == (None, REASONING, True)
     # With an answer there is nothing to swap.
-    both = split("granite_thinking", f"{REASONING}\n</think>\n{ANSWER}", kwargs=kwargs)
+    both = split("granite_thinking", f"<think>{REASONING}\n</think>\n{ANSWER}", kwargs=kwargs)
     assert (both.reasoning, both.content, both.reasoning_as_content) == (
         REASONING,
         ANSWER,
