@@ -98,5 +98,9 @@ class HyV4Parser(ReasoningParser):
             return cls.spec
         start, end = f"<think{suffix}>", f"</think{suffix}>"
         return msgspec.structs.replace(
-            cls.spec, start=(start,), end=(end,), tool=(f"<tool_calls{suffix}>",), required=(start, end)
+            cls.spec,
+            start=(start,),
+            end=(end,),
+            tool=(f"<tool_calls{suffix}>",),
+            required=(start, end),
         )

@@ -73,7 +73,5 @@ class Plamo3Parser(ReasoningParser):
         thinking, prompt_start = cls.resolve_switches(kwargs)
         spec = cls.spec
         if not thinking:
-            spec = msgspec.structs.replace(
-                spec, start=(), end=(EOT,), tool=(), text_markers=()
-            )
+            spec = msgspec.structs.replace(spec, start=(), end=(EOT,), tool=(), text_markers=())
         return compile_machine(spec, tokenizer, thinking=thinking, prompt_start=prompt_start)

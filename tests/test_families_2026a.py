@@ -15,12 +15,12 @@ import msgspec
 import pytest
 from cases import split_both_ways
 from fixtures import FAMILY_TOKENIZERS, tokenizer
+from reasonspan.runtime.errors import MissingMarkerError
 from tokenizers import AddedToken
 
 import reasonspan
 from reasonspan import InvalidOptionError, Label, LoadedTokenizer, ParseResult
 from reasonspan.detection import describe, detect
-from reasonspan.runtime.errors import MissingMarkerError
 from reasonspan.serving.protocol import ChatCompletionRequest
 
 REASONING = "Two and two make four."
@@ -44,7 +44,9 @@ def split(
 def texts(res: ParseResult, family: str, label: Label) -> list[str]:
     """The decoded tokens that carry ``label``, in order."""
     tok = tokenizer(tok_of(family))
-    return [tok.decode([t]) for t, lab in zip(res.token_ids, res.labels, strict=True) if lab == label]
+    return [
+        tok.decode([t]) for t, lab in zip(res.token_ids, res.labels, strict=True) if lab == label
+    ]
 
 
 def scan(family: str, prompt: str, kwargs: dict[str, Any] | None = None) -> bool:
@@ -134,9 +136,7 @@ def test_granite_thinking_tool_call_ends_reasoning() -> None:
     assert texts(res, "granite_thinking", Label.TOOL) == ["<tool_call>"]
 
 
-@pytest.mark.parametrize(
-    "kwargs", [{"enable_thinking": False}, {"force_nonempty_content": True}]
-)
+@pytest.mark.parametrize("kwargs", [{"enable_thinking": False}, {"force_nonempty_content": True}])
 def test_granite_thinking_empty_content_returns_reasoning_as_content(
     kwargs: dict[str, Any],
 ) -> None:
@@ -260,7 +260,7 @@ def test_k2_horizon_effort_picks_the_pair(effort: str) -> None:
 
 
 def test_k2_horizon_default_is_high() -> None:
-    start, end = K2_PAIRS["high"]
+    _, end = K2_PAIRS["high"]
     res = split("k2_horizon", f"{REASONING}{end}{ANSWER}")
     assert (res.reasoning, res.content) == (REASONING, ANSWER)
 
@@ -457,7 +457,10 @@ def test_detect_picks_the_family_on_its_fixture(family: str) -> None:
     arch = NAMED_BY_CONFIG.get(family)
     if arch is not None:
         tok = LoadedTokenizer(
-            tok.tokenizer, tok.source, config=dict(tok.config), model_config={"architectures": [arch]}
+            tok.tokenizer,
+            tok.source,
+            config=dict(tok.config),
+            model_config={"architectures": [arch]},
         )
     result = detect(tok)
     assert result.parser == family, describe(result)
