@@ -62,4 +62,8 @@ HINTS: dict[str, Hint] = {
     "olmo3": Hint(model_types=("olmo3",), plain_text_markers=True),
     "granite": Hint(model_types=("granite",), plain_text_markers=True),
     "cohere_command3": Hint(model_types=("cohere2",)),
+    # Issue 17, part A. Ling 3 and MiniCPM-V write Qwen's/GLM's <think> tokens: config.json
+    # (or, for MiniCPM-V, its image tags) must say so.
+    "ling3": Hint(needs_evidence=True),
+    "minicpmv": Hint(model_types=("minicpmv",), tokens=("<slice>",), needs_evidence=True),
 }
