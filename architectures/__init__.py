@@ -25,6 +25,15 @@ from . import (
     seed_oss,
     step,
 )
+from . import (  # issue 17, second half
+    apertus,
+    exaone,
+    gigachat,
+    lfm,
+    muse,
+    nemotron_v1,
+    solar,
+)
 
 __all__ = [
     "cohere",
@@ -47,4 +56,11 @@ __all__ = [
     "qwen3",
     "seed_oss",
     "step",
+    "apertus",
+    "exaone",
+    "gigachat",
+    "lfm",
+    "muse",
+    "nemotron_v1",
+    "solar",
 ]

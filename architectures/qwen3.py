@@ -43,7 +43,7 @@ QWEN_TOOL_CALLS = ToolFormat(
 
 _QWEN3 = ReasoningSpec(
     name="qwen3",
-    aliases=("qwen3_5", "qwen3_thinking"),
+    aliases=("qwen3_5", "qwen3_6", "qwen3_thinking"),
     start=("<think>",),
     end=("</think>",),
     tool=("<tool_call>",),
