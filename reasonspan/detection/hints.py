@@ -60,4 +60,14 @@ HINTS: dict[str, Hint] = {
     "olmo3": Hint(model_types=("olmo3",), plain_text_markers=True),
     "granite": Hint(model_types=("granite",), plain_text_markers=True),
     "cohere_command3": Hint(model_types=("cohere2",)),
+    # Issue 17, second half.
+    "muse_glimmer": Hint(model_types=("muse_glimmer", "muse_glimmer_text")),
+    "solar_open2": Hint(model_types=("solar_open2",)),
+    "apertus": Hint(model_types=("apertus",)),
+    # These three write Qwen's <think> pair; their own turn/tool tokens tell them apart.
+    "gigachat35": Hint(model_types=("gigachat3_5",), tokens=("<|role_sep|>",)),
+    "exaone4": Hint(model_types=("exaone4",), tokens=("[|assistant|]",)),
+    "lfm2": Hint(model_types=("lfm2", "lfm2_moe"), tokens=("<|tool_call_start|>",)),
+    # Llama-Nemotron Super/Ultra (DeciLM "nemotron-nas"); Nano 8B says plain "llama".
+    "nemotron_v1": Hint(model_types=("nemotron-nas", "deci"), plain_text_markers=True),
 }
