@@ -71,7 +71,5 @@ class SolarOpen2Parser(ReasoningParser):
         if effort is None:
             return True, True
         if not isinstance(effort, str):
-            raise InvalidOptionError(
-                "reasoning_effort", effort, 'a string such as "high" or "low"'
-            )
+            raise InvalidOptionError("reasoning_effort", effort, 'a string such as "high" or "low"')
         return effort in OPEN_EFFORTS, True

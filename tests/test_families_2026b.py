@@ -89,9 +89,7 @@ def test_solar_open2_tool_call_ends_reasoning_and_stray_end_dropped() -> None:
 
 def test_solar_open2_bad_effort_is_named() -> None:
     with pytest.raises(InvalidOptionError, match="reasoning_effort"):
-        reasonspan.create_parser_sync(
-            "solar_open2", tokenizer(SOLAR), {"reasoning_effort": 2}
-        )
+        reasonspan.create_parser_sync("solar_open2", tokenizer(SOLAR), {"reasoning_effort": 2})
 
 
 # ---------------------------------------------------------------------- apertus
@@ -280,7 +278,9 @@ def test_muse_glimmer_prompt_inside_a_self_body() -> None:
 
 def test_muse_glimmer_reasoning_strength() -> None:
     for value in ("low", "medium", "high", "xhigh"):
-        reasonspan.create_parser_sync("muse_glimmer", tokenizer(MUSE), {"reasoning_strength": value})
+        reasonspan.create_parser_sync(
+            "muse_glimmer", tokenizer(MUSE), {"reasoning_strength": value}
+        )
     with pytest.raises(InvalidOptionError, match="reasoning_strength"):
         reasonspan.create_parser_sync(
             "muse_glimmer", tokenizer(MUSE), {"reasoning_strength": "extreme"}
