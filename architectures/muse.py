@@ -21,8 +21,10 @@ Facts and where they come from:
   MAX's parser); a tool message's body is labelled TOOL and stays in the content (the
   ATEM ``<atem:invoke name=…>`` markup in it names the function).
 
-Not done here: the reference joins several ``to=self`` blocks with ``\\n`` in the
-reasoning text; this family's reasoning text is the bodies' text back to back.
+Text: several ``to=self`` messages join with ``\\n`` in the reasoning text, as the issue's
+survey of the engines' muse_glimmer parsers records (those that collect the bodies join
+them): ``Trim(join="\\n")`` writes it before the first text of a later block. The
+tokens keep their labels; only the text gets the join.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from ..runtime.labels import CONTENT, REASONING, TOOL
 from ..runtime.machine import Machine
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
+from ..runtime.spec import ReasoningSpec, Trim
 from ..tokenizer.loader import LoadedTokenizer
 from .harmony import _END, _MESSAGE, _RETURN, _START, HarmonyMachine
 
@@ -69,12 +71,14 @@ class MuseGlimmerParser(ReasoningParser):
         turn=(START,),
         required=(START, MESSAGE, EOM, EOT),
         prompt_start=False,
+        reasoning_trim=Trim(join="\n"),
         start_source=(
             "documented: the prompt ends `<|start|>assistant`; the model writes the recipient "
             "header (MAX's muse_glimmer parser)"
         ),
         notes="custom machine (harmony's): to=self bodies are reasoning, to=user the answer, "
-        "other recipients tool channels kept in content (TOOL); headers dropped",
+        "other recipients tool channels kept in content (TOOL); headers dropped; self "
+        "blocks joined with \\n",
     )
 
     @classmethod

@@ -260,6 +260,18 @@ def test_muse_glimmer_self_then_user() -> None:
     assert texts(split_both_ways("muse_glimmer", MUSE, out, prompt=MUSE_PROMPT)) == (None, C)
 
 
+def test_muse_glimmer_self_blocks_join_with_newline() -> None:
+    second = "Now check the units."
+    out = (
+        f" to=self<|message|>{R}<|eom|><|start|>assistant to=self<|message|>{second}<|eom|>"
+        f"<|start|>assistant to=user<|message|>{C}<|eot|>"
+    )
+    res = split_both_ways("muse_glimmer", MUSE, out, prompt=MUSE_PROMPT)
+    assert texts(res) == (R + "\n" + second, C)
+    # The join is text only: the tokens of both bodies are reasoning, nothing else is.
+    assert labelled(res, MUSE, Label.REASONING) == R + second
+
+
 def test_muse_glimmer_tool_channel_stays_in_content() -> None:
     body = '<atem:invoke name="get_weather">Paris</atem:invoke>'
     out = f" to=self<|message|>{R}<|eom|><|start|>assistant to=get_weather<|message|>{body}<|eom|>"
