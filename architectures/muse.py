@@ -25,6 +25,11 @@ Text: several ``to=self`` messages join with ``\\n`` in the reasoning text, as t
 survey of the engines' muse_glimmer parsers records (those that collect the bodies join
 them): ``Trim(join="\\n")`` writes it before the first text of a later block. The
 tokens keep their labels; only the text gets the join.
+
+Not handled: MAX's parser also holds back body text that may grow into a bare
+`` to=NAME<|message|>`` header written *inside* a body (a model that skips ``<|eom|>`` and
+``<|start|>assistant``). Here such a ``<|message|>`` is a stray delimiter and the body
+keeps its channel, as in harmony; a later ``<|start|>`` still re-reads the header.
 """
 
 from __future__ import annotations
