@@ -68,7 +68,7 @@ class Glm47Parser(ReasoningParser):
     spec = msgspec.structs.replace(
         _GLM,
         name="glm47",
-        aliases=("glm5",),
+        aliases=("glm5", "glm5_1", "glm51", "glm5_2", "glm52"),
         # GLM-4.7-Flash's and GLM-5/5.1/5.2's chat_template.jinja end the generation prompt
         # with "<|assistant|><think>" (thinking off: "<|assistant|></think>"), so the model
         # never writes the start marker: a turn starts in reasoning (GLM-4.5/4.6 differ).

@@ -114,6 +114,8 @@ class HarmonyMachine(Machine):
     """Routes harmony messages on token ids; header tokens are decided on their bytes."""
 
     vectorizable = False
+    classes: tuple[tuple[str, int], ...] = _CLASSES
+    """Structural tokens and their class: a harmony-like format maps its own here."""
 
     def __init__(self, spec: ReasoningSpec, tokenizer: LoadedTokenizer) -> None:
         id_markers, _ = resolve_markers(spec, tokenizer)
@@ -127,7 +129,7 @@ class HarmonyMachine(Machine):
         )
         self.vectorizable = False
         codes = bytearray(self.vocab_size)
-        for text, code in _CLASSES:
+        for text, code in self.classes:
             tid = tokenizer.single_token_id(text)
             if tid is None and text in spec.required:
                 pieces = tokenizer.encode(text)

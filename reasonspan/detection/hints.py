@@ -66,4 +66,14 @@ HINTS: dict[str, Hint] = {
     # (or, for MiniCPM-V, its image tags) must say so.
     "ling3": Hint(needs_evidence=True),
     "minicpmv": Hint(model_types=("minicpmv",), tokens=("<slice>",), needs_evidence=True),
+    # Issue 17, second half.
+    "muse_glimmer": Hint(model_types=("muse_glimmer", "muse_glimmer_text")),
+    "solar_open2": Hint(model_types=("solar_open2",)),
+    "apertus": Hint(model_types=("apertus",)),
+    # These three write Qwen's <think> pair; their own turn/tool tokens tell them apart.
+    "gigachat35": Hint(model_types=("gigachat3_5",), tokens=("<|role_sep|>",)),
+    "exaone4": Hint(model_types=("exaone4",), tokens=("[|assistant|]",)),
+    "lfm2": Hint(model_types=("lfm2", "lfm2_moe"), tokens=("<|tool_call_start|>",)),
+    # Llama-Nemotron Super/Ultra (DeciLM "nemotron-nas"); Nano 8B says plain "llama".
+    "nemotron_v1": Hint(model_types=("nemotron-nas", "deci"), plain_text_markers=True),
 }

@@ -1,0 +1,39 @@
+"""LG AI EXAONE 4.0: ``<think>`` / ``</think>``, thinking off by default.
+
+Facts and where they come from:
+
+- EXAONE 4.0's chat template (tokenizer_config.json) opens an assistant turn with
+  ``[|assistant|]`` (a special token) and, only with ``enable_thinking: true``, writes
+  ``<think>\\n`` after it; ``enable_thinking`` defaults to false (the model card serves
+  reasoning with ``enable_thinking=True`` and vLLM's ``--reasoning-parser deepseek_r1``).
+  So thinking is off unless asked for; on, the turn starts in reasoning.
+- No implicit end: EXAONE 4's tool calls (``<tool_call>``) come after ``</think>``.
+- A ``</think>`` repeated after the answer is kept as content text, as the R1-style
+  reference parser keeps everything after the first one.
+"""
+
+from __future__ import annotations
+
+from ..runtime.parser import ReasoningParser
+from ..runtime.registry import register
+from ..runtime.spec import ReasoningSpec
+
+
+@register
+class Exaone4Parser(ReasoningParser):
+    spec = ReasoningSpec(
+        name="exaone4",
+        aliases=("exaone_4", "exaone4_0", "exaone"),
+        start=("<think>",),
+        end=("</think>",),
+        turn=("[|assistant|]",),
+        required=("<think>", "</think>"),
+        prompt_start=True,
+        thinking_default=False,
+        thinking_switches=("enable_thinking",),
+        start_source=(
+            "template: EXAONE 4.0's tokenizer_config.json writes `[|assistant|]<think>\\n` only "
+            "with enable_thinking (default false)"
+        ),
+        notes="thinking off by default: the whole response is content",
+    )

@@ -1,0 +1,44 @@
+"""Sber GigaChat 3.5: ``<think>`` / ``</think>``.
+
+Facts and where they come from:
+
+- Markers: ``<think>`` / ``</think>``; the GigaChat 3.5 (chatml v5) template renders every
+  assistant turn as a think block followed by the text and tool calls, and its generation
+  prompt opens the block (``…assistant<|role_sep|>\\n<think>``), so the model never writes
+  the start marker: a turn starts in reasoning (a ``<think>`` it echoes is consumed).
+- Switch: ``reasoning`` (chat_template_kwargs), as the issue's engine survey lists it; the
+  block is prefilled when ``reasoning`` is true, which is the released -Reasoning
+  checkpoint's default (its template always opens the block), so thinking is on unless
+  ``reasoning: false``. Off, the whole response is content.
+- The turn bound is ``<|role_sep|>``, the separator after every role name in GigaChat's
+  templates: the prompt scan reads only what follows the last one (the assistant's).
+- No implicit end: GigaChat's tool calls follow the text after the think block, never
+  inside it, and no engine ends reasoning on them.
+"""
+
+from __future__ import annotations
+
+from ..runtime.parser import ReasoningParser
+from ..runtime.registry import register
+from ..runtime.spec import ReasoningSpec
+
+
+@register
+class GigaChat35Parser(ReasoningParser):
+    spec = ReasoningSpec(
+        name="gigachat35",
+        aliases=("gigachat3_5", "gigachat_35", "gigachat"),
+        start=("<think>",),
+        end=("</think>",),
+        turn=("<|role_sep|>",),
+        required=("<think>", "</think>"),
+        prompt_start=True,
+        thinking_default=True,
+        thinking_switches=("reasoning",),
+        end_in_content="drop",
+        start_source=(
+            "documented: GigaChat 3.5's template opens `<think>` in the generation prompt when "
+            "`reasoning` is true (the -Reasoning checkpoint always does)"
+        ),
+        notes="reasoning: false → the whole response is content",
+    )
