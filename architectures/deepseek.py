@@ -1,7 +1,28 @@
-"""DeepSeek: R1 (and QwQ, R1 distills), V3.1/V3.2 (thinking off by default), Holo2.
+"""DeepSeek: R1 (and QwQ, R1 distills), V3.1/V3.2 (thinking off by default), V3-0324 (no
+reasoning), Holo2.
 
 R1's template prefills ``<think>`` and the model sometimes omits it, so an assistant turn
 starts inside reasoning; output without ``</think>`` is all reasoning (truncated).
+
+Tool calls (read when a request offers tools):
+
+- ``deepseek_v3`` serves V3.1 and V3.2, which share this reasoning format but not their
+  calls: V3.1's chat template (tokenizer_config.json) writes
+  ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>…
+  <｜tool▁calls▁end｜>`` (kind ``deepseek_v31``); V3.2 has no chat template, and its
+  official encoder (``encoding/*.py`` in the model repo, as the CanIToolCall corpus records
+  it) writes a ``<｜DSML｜function_calls>`` block of DSML invokes (kind ``dsml``, the DSML of
+  V4's ``encoding_dsv4.py``). The family reads whichever block the model opens. The
+  encoders put the calls after ``</think>`` (V4's reference reader asserts it), and this
+  family has always kept reasoning open until ``</think>``: a block inside reasoning stays
+  reasoning. The ``\\n\\n`` V3.2 writes before its block is layout (the reference reader's
+  start token includes it): trimmed from the content.
+- ``deepseek_v3_0324`` (DeepSeek-V3 / V3-0324): no ``<think>`` in the vocabulary, so no
+  reasoning; its chat template writes ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n
+  ```json\\n{…}\\n```<｜tool▁call▁end｜>`` calls in the same section (kind ``deepseek_v3``).
+
+A call cut by ``max_tokens`` is dropped; the calls completed before it in the same section
+are kept.
 """
 
 from __future__ import annotations
@@ -9,12 +30,41 @@ from __future__ import annotations
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import ReasoningSpec
+from ..runtime.toolcalls import ToolFormat
 
 THINK = ("<think>",)
 END_THINK = ("</think>",)
 # DeepSeek and R1-distill templates open the assistant turn with <｜Assistant｜>; QwQ with
 # <|im_start|>. Whichever the tokenizer has bounds the prompt scan.
 TURNS = ("<｜Assistant｜>", "<|im_start|>")
+
+CALLS_BEGIN = "<｜tool▁calls▁begin｜>"
+CALLS_END = "<｜tool▁calls▁end｜>"
+CALL_END = "<｜tool▁call▁end｜>"
+SEP = "<｜tool▁sep｜>"
+
+DEEPSEEK_V3_TOOL_CALLS = ToolFormat(
+    kinds=("deepseek_v3",),
+    open=(CALLS_BEGIN,),
+    close=(CALLS_END,),
+    call_close=(CALL_END,),
+    json_after=(SEP,),
+    source="DeepSeek-V3-0324's chat template (tokenizer_config.json) writes "
+    "`<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n{…}"
+    "\\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>`",
+)
+
+DEEPSEEK_V31_V32_TOOL_CALLS = ToolFormat(
+    kinds=("deepseek_v31", "dsml"),
+    open=(CALLS_BEGIN, "<｜DSML｜function_calls>"),
+    close=(CALLS_END, "</｜DSML｜function_calls>"),
+    call_close=(CALL_END, "</｜DSML｜invoke>"),
+    json_after=(SEP,),
+    source="DeepSeek-V3.1's chat template (tokenizer_config.json) writes "
+    "`<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>…"
+    "<｜tool▁calls▁end｜>`; DeepSeek-V3.2's official encoder (no chat template) a "
+    "`<｜DSML｜function_calls>` block of DSML invokes",
+)
 
 
 @register
@@ -51,7 +101,28 @@ class DeepSeekV3Parser(ReasoningParser):
             "template: DeepSeek-V3.1's tokenizer_config.json ends it with `</think>`, or `<think>` "
             "with `thinking: true`"
         ),
+        tool_calls=DEEPSEEK_V31_V32_TOOL_CALLS,
         notes="thinking off by default: the whole response is content",
+    )
+
+
+@register
+class DeepSeekV30324Parser(ReasoningParser):
+    """DeepSeek-V3 / V3-0324: no reasoning (its vocabulary has no ``<think>``), every token
+    is the answer; served for its tool calls (module doc)."""
+
+    spec = ReasoningSpec(
+        name="deepseek_v3_0324",
+        aliases=("deepseek_v3_chat",),
+        turn=("<｜Assistant｜>",),
+        prompt_start=False,
+        thinking_default=False,
+        tool_calls=DEEPSEEK_V3_TOOL_CALLS,
+        start_source=(
+            "template: DeepSeek-V3-0324's tokenizer_config.json ends the generation prompt with "
+            "`<｜Assistant｜>` and has no thinking block"
+        ),
+        notes="no reasoning (all content); tool calls in <｜tool▁calls▁begin｜> sections",
     )
 
 

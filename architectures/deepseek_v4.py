@@ -12,11 +12,34 @@ and stays in the content for the tool parser. It is several tokens (``<`` ``｜D
 
 from __future__ import annotations
 
+import msgspec
+
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import ReasoningSpec
+from ..runtime.toolcalls import ToolFormat
 
 _DSML_TOOL_CALLS = "<｜DSML｜tool_calls>"
+_DSML_SPACED_CALLS = "<｜DSML｜ calls>"
+
+DEEPSEEK_V4_TOOL_CALLS = ToolFormat(
+    kinds=("dsml",),
+    open=(_DSML_TOOL_CALLS,),
+    close=("</｜DSML｜tool_calls>",),
+    call_close=("</｜DSML｜invoke>",),
+    source="DeepSeek-V4's encoder (encoding_dsv4.py: tool_calls_template, "
+    "encode_arguments_to_dsml, parse_tool_calls) writes a `<｜DSML｜tool_calls>` block of "
+    "`<｜DSML｜invoke>` elements",
+)
+
+DEEPSEEK_V41_TOOL_CALLS = ToolFormat(
+    kinds=("dsml",),
+    open=(_DSML_SPACED_CALLS,),
+    close=("</｜DSML｜ calls>",),
+    call_close=("</｜DSML｜ invoke>",),
+    source="DeepSeek-V4.1's encoder (as the CanIToolCall corpus renders it) writes a spaced "
+    "`<｜DSML｜ calls>` block of `<｜DSML｜ invoke>` elements",
+)
 
 
 @register
@@ -37,6 +60,27 @@ class DeepSeekV4Parser(ReasoningParser):
             "documented: DeepSeek-V4 thinks by default; its prompt holds `</think>` when thinking "
             "is off"
         ),
+        tool_calls=DEEPSEEK_V4_TOOL_CALLS,
         notes='also off with reasoning_effort "none"; <｜DSML｜tool_calls> (multi-token) ends '
         "reasoning",
+    )
+
+
+@register
+class DeepSeekV41Parser(ReasoningParser):
+    """DeepSeek V4.1: V4's reasoning, its calls in the spaced DSML block (module doc)."""
+
+    spec = msgspec.structs.replace(
+        DeepSeekV4Parser.spec,
+        name="deepseek_v41",
+        aliases=("deepseek_v4_1",),
+        tool=(_DSML_SPACED_CALLS,),
+        text_markers=(_DSML_SPACED_CALLS,),
+        tool_calls=DEEPSEEK_V41_TOOL_CALLS,
+        start_source=(
+            "documented: DeepSeek-V4.1 thinks by default (issue 17: `<｜Assistant｜><think>` when "
+            "thinking, `</think>` in chat mode)"
+        ),
+        notes='also off with reasoning_effort "none"; the spaced <｜DSML｜ calls> block '
+        "(multi-token) ends reasoning",
     )

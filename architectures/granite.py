@@ -29,7 +29,8 @@ from typing import Any
 
 import msgspec
 
-from ..runtime.machine import Machine, compile_machine
+from ..runtime.machine import Machine
+from ..runtime.markers import compile_machine
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import ReasoningSpec

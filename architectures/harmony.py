@@ -44,7 +44,8 @@ import numpy as np
 
 from ..runtime.errors import MissingMarkerError
 from ..runtime.labels import CONTENT, DELIMITER, REASONING, TOOL_CALL
-from ..runtime.machine import Cursor, Machine, Spill, resolve_markers
+from ..runtime.machine import Cursor, Machine, Spill
+from ..runtime.markers import resolve_markers
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import ReasoningSpec

@@ -3,6 +3,15 @@
 The model opens ``<think>`` itself; a turn starts in reasoning so a missing start is
 tolerated. ``<|tool_calls_section_begin|>`` ends reasoning and the content starts at it,
 so the tool parser downstream still sees the section.
+
+Tool calls (read when a request offers tools; kind ``kimi_k2``): the section
+``<|tool_calls_section_begin|>`` … ``<|tool_calls_section_end|>`` holds calls
+``<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{…}<|tool_call_end|>``, as
+Kimi K2's chat template writes them; the whole section is taken out of the content (an empty
+one too) and text inside it between calls is skipped, as vLLM's ``kimi_k2`` tool parser
+does. Whitespace around the section is content (that parser keeps it, and the CanIToolCall
+corpus expects ``"I'll check. "``). A call cut by ``max_tokens`` is dropped; the calls
+completed before it are kept.
 """
 
 from __future__ import annotations
@@ -10,6 +19,19 @@ from __future__ import annotations
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import ReasoningSpec
+from ..runtime.toolcalls import ToolFormat
+
+KIMI_K2_TOOL_CALLS = ToolFormat(
+    kinds=("kimi_k2",),
+    open=("<|tool_calls_section_begin|>",),
+    close=("<|tool_calls_section_end|>",),
+    call_close=("<|tool_call_end|>",),
+    json_after=("<|tool_call_argument_begin|>",),
+    trim_gaps=False,
+    source="Kimi K2's chat template writes `<|tool_calls_section_begin|><|tool_call_begin|>"
+    "functions.NAME:IDX<|tool_call_argument_begin|>{…}<|tool_call_end|>…"
+    "<|tool_calls_section_end|>`; vLLM's kimi_k2 tool parser keeps the text around it",
+)
 
 
 @register
@@ -28,5 +50,6 @@ class KimiK2Parser(ReasoningParser):
             "documented: Kimi K2 Thinking / K2.5 think by default; a `<think>` the model writes is "
             "consumed"
         ),
+        tool_calls=KIMI_K2_TOOL_CALLS,
         notes="<|tool_calls_section_begin|> ends reasoning; content starts at it",
     )

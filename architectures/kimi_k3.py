@@ -19,6 +19,13 @@ Turn scope: every message in the prompt ends with ``<|end_of_msg|>`` (one token)
 prompt scan reads only what follows the last one; the assistant opener, matched on bytes,
 scopes it as well when a renderer leaves ``<|end_of_msg|>`` out. Either way a
 ``<|close|>think<|sep|>`` from an earlier turn never counts.
+
+Tool calls (read when a request offers tools; kind ``kimi_k3``): the tools channel
+``<|open|>tools<|sep|>`` … ``<|close|>tools<|sep|>`` holds
+``<|open|>call tool="NAME" index="N"<|sep|>`` elements with
+``<|open|>argument key="KEY" type="TYPE"<|sep|>VALUE<|close|>argument<|sep|>`` children (the
+CanIToolCall corpus' renders of K3's encoder ``encoding_k3``); the channel is taken out of
+the content. A call cut by ``max_tokens`` is dropped; the calls completed before it are kept.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from __future__ import annotations
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import ReasoningSpec
+from ..runtime.toolcalls import ToolFormat
 
 THINK_OPEN = "<|open|>think<|sep|>"
 THINK_CLOSE = "<|close|>think<|sep|>"
@@ -35,6 +43,17 @@ MESSAGE_CLOSE = "<|close|>message<|sep|>"
 TOOLS_OPEN = "<|open|>tools<|sep|>"
 # A prefix: the opener may carry more attributes (name="…") before its <|sep|>.
 ASSISTANT_OPEN = '<|open|>message role="assistant"'
+
+TOOLS_CLOSE = "<|close|>tools<|sep|>"
+
+KIMI_K3_TOOL_CALLS = ToolFormat(
+    kinds=("kimi_k3",),
+    open=(TOOLS_OPEN,),
+    close=(TOOLS_CLOSE,),
+    call_close=("<|close|>call<|sep|>",),
+    source="Kimi K3's encoder (encoding_k3, as the CanIToolCall corpus renders it) writes an "
+    '`<|open|>tools<|sep|>` channel of `<|open|>call tool="…"<|sep|>` elements',
+)
 
 _TEXT = (THINK_OPEN, THINK_CLOSE, RESPONSE_OPEN, RESPONSE_CLOSE, MESSAGE_CLOSE, TOOLS_OPEN)
 
@@ -56,6 +75,7 @@ class KimiK3Parser(ReasoningParser):
         thinking_off_when=(("reasoning_effort", "none"),),
         start_in_content="enter",
         end_in_content="drop",
+        tool_calls=KIMI_K3_TOOL_CALLS,
         start_source=(
             "documented: Kimi K3 thinks by default; the generation prefix may open the think "
             "channel"

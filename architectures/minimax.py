@@ -4,6 +4,15 @@ M2's template prefills ``<think>`` and the model never emits it, so a turn start
 reasoning; ``<minimax:tool_call>`` ends reasoning. Its template writes ``<think>\\n`` …
 ``\\n</think>\\n\\n`` and reads a turn back with ``strip('\\n')`` on both sides of each
 marker, so those newlines are trimmed from the text (not from the token labels).
+M2's calls (:data:`MINIMAX_M2_TOOL_CALLS`): its chat_template.jinja writes
+``<minimax:tool_call>\\n<invoke name="NAME"><parameter name="KEY">VALUE</parameter>…</invoke>\\n``
+(one invoke per call, several per block) and ``</minimax:tool_call>``; string values raw,
+others JSON (vLLM's ``minimax_m2`` tool parser), typed from the offered tool's schema.
+
+M3's calls (:data:`MINIMAX_M3_TOOL_CALLS`): its chat_template.jinja leads every tag of a
+call block with the namespace token ``]<]minimax[>[`` (``]<]minimax[>[<tool_call>\\n``,
+``]<]minimax[>[<invoke name="NAME">``, one element per argument, nested for objects and
+lists, ``]<]minimax[>[</tool_call>``), kind ``xml_nested``.
 
 M3's markers are single tokens in its own vocabulary and several tokens elsewhere
 (matched on token bytes); its template only prefills the start with
@@ -20,6 +29,27 @@ from ..runtime.errors import InvalidOptionError
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import TEMPLATE_NEWLINES_CONTENT, TEMPLATE_NEWLINES_REASONING, ReasoningSpec
+from ..runtime.toolcalls import ToolFormat
+
+MINIMAX_M2_TOOL_CALLS = ToolFormat(
+    kinds=("xml_invoke",),
+    open=("<minimax:tool_call>",),
+    close=("</minimax:tool_call>",),
+    source="MiniMax-M2's chat_template.jinja writes `<minimax:tool_call>\\n` then "
+    '`<invoke name="NAME"><parameter name="KEY">VALUE</parameter></invoke>\\n` per call and '
+    "`</minimax:tool_call>` (strings raw, other values tojson); vLLM's minimax_m2 tool parser",
+)
+
+MINIMAX_M3_TOOL_CALLS = ToolFormat(
+    kinds=("xml_nested",),
+    open=("]<]minimax[>[<tool_call>",),
+    close=("]<]minimax[>[</tool_call>",),
+    source="MiniMax-M3's chat_template.jinja writes `]<]minimax[>[<tool_call>\\n`, per call "
+    '`]<]minimax[>[<invoke name="NAME">`, an element per argument (its to_xml macro: mappings '
+    "as elements, lists as <item>, booleans tojson, None left out) and "
+    "`]<]minimax[>[</invoke>\\n`, then `]<]minimax[>[</tool_call>`; every tag led by the "
+    "namespace token",
+)
 
 
 @register
@@ -32,6 +62,7 @@ class MiniMaxM2Parser(ReasoningParser):
         tool=("<minimax:tool_call>",),
         turn=("]~b]",),
         required=("</think>",),
+        tool_calls=MINIMAX_M2_TOOL_CALLS,
         prompt_start=True,
         reasoning_trim=TEMPLATE_NEWLINES_REASONING,
         content_trim=TEMPLATE_NEWLINES_CONTENT,
@@ -58,6 +89,7 @@ class MiniMaxM3Parser(ReasoningParser):
         # The turn marker too: on a vocabulary where the markers are several tokens, the
         # prompt scan still stops at the current turn (matched on bytes).
         text_markers=(_MM_START, _MM_END, "]~b]"),
+        tool_calls=MINIMAX_M3_TOOL_CALLS,
         prompt_start=False,
         start_in_content="enter",
         end_in_content="drop",

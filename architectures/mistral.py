@@ -3,7 +3,10 @@
 Current models write ``[THINK]`` … ``[/THINK]`` as control tokens. Nothing is prefilled:
 a turn starts in content, a ``[THINK]`` opens reasoning (text before it stays content), an
 output with no marker is all content and one that stops after ``[THINK]`` is reasoning.
-``[TOOL_CALLS]`` ends reasoning and stays in content for the tool parser. The prompt scan
+Only ``[/THINK]`` ends reasoning: a ``[TOOL_CALLS]`` inside ``[THINK]`` … ``[/THINK]`` is
+reasoning text (vLLM's ``mistral`` reasoning parser ends reasoning only at ``[/THINK]``, and
+llama.cpp's Ministral 3 tests and the CanIToolCall corpus expect the marker kept in the
+reasoning), so a call is read only in the answer, after ``[/THINK]``. The prompt scan
 looks only behind the last ``[/INST]`` or ``[/TOOL_RESULTS]``: Magistral's default system
 prompt spells out ``[THINK]``/``[/THINK]``, and those must never decide it.
 
@@ -11,6 +14,14 @@ Older Magistral (Small/Medium 2506) has no ``[THINK]`` token and writes plain-te
 ``<think>``/``</think>``. Those are matched on token bytes, but only for a tokenizer that
 lacks ``[THINK]``: in a current vocabulary ``<think>`` is ordinary text the model may write
 in an answer, and byte markers would also take every request off the vectorized batch path.
+
+Tool calls (facts: mistral-common's tokenizer versions, as rendered into the CanIToolCall
+fixtures with mistral-common 1.12.0, and vLLM's ``mistral`` tool parser): ``[TOOL_CALLS]``
+opens a region that runs to the end of the output. v3 (Mistral-7B-Instruct-v0.3) writes one
+JSON list ``[{"name": …, "arguments": {…}}, …]`` (kind ``json``); v11 and later (Mistral
+Small 3.2, Devstral, Magistral 2509, Ministral 3) write ``NAME[ARGS]{…}`` per call, each
+after its own ``[TOOL_CALLS]``, sometimes with ``[CALL_ID]ID`` before ``[ARGS]`` (kind
+``mistral``). Every checkpoint is served by this one family, so both kinds are tried.
 """
 
 from __future__ import annotations
@@ -20,13 +31,25 @@ from typing import Any
 
 import msgspec
 
-from ..runtime.machine import Machine, compile_machine
+from ..runtime.machine import Machine
+from ..runtime.markers import compile_machine
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import ReasoningSpec
+from ..runtime.toolcalls import ToolFormat
 from ..tokenizer.loader import LoadedTokenizer
 
 THINK, END_THINK = "[THINK]", "[/THINK]"
+TOOL_CALLS = "[TOOL_CALLS]"
+
+MISTRAL_TOOL_CALLS = ToolFormat(
+    kinds=("json", "mistral"),
+    open=(TOOL_CALLS,),
+    close=(),
+    source='mistral-common\'s tokenizer versions (v3: `[TOOL_CALLS][{"name": …, '
+    '"arguments": {…}}]`; v11+: `[TOOL_CALLS]NAME[ARGS]{…}` per call, optional '
+    "`[CALL_ID]ID`), as rendered into the CanIToolCall fixtures; vLLM's `mistral` parser",
+)
 TEXT_THINK, TEXT_END_THINK = "<think>", "</think>"
 
 _SPEC = ReasoningSpec(
@@ -34,7 +57,7 @@ _SPEC = ReasoningSpec(
     aliases=("magistral",),
     start=(THINK, TEXT_THINK),
     end=(END_THINK, TEXT_END_THINK),
-    tool=("[TOOL_CALLS]",),
+    tool_calls=MISTRAL_TOOL_CALLS,
     turn=("[/INST]", "[/TOOL_RESULTS]"),
     text_markers=(TEXT_THINK, TEXT_END_THINK),
     prompt_start=False,
@@ -43,8 +66,9 @@ _SPEC = ReasoningSpec(
         "documented: Magistral starts in content and opens `[THINK]` itself (its system prompt "
         "asks for it)"
     ),
-    notes="[THINK] after content opens reasoning; plain-text <think> only where the "
-    "tokenizer has no [THINK] (Magistral 2506)",
+    notes="[THINK] after content opens reasoning; only [/THINK] ends it ([TOOL_CALLS] "
+    "inside is reasoning text); plain-text <think> only where the tokenizer has no [THINK] "
+    "(Magistral 2506)",
 )
 
 # The same row for a tokenizer that has the control tokens: no text markers at all.

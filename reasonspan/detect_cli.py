@@ -14,6 +14,7 @@ import sys
 
 import msgspec
 
+from .argtypes import POSITIVE
 from .detection import describe, detect
 from .detection.profile import template_profile
 from .runtime.errors import ReasonspanError
@@ -28,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="print the full result as JSON (all candidates)"
     )
     parser.add_argument(
-        "--top", type=int, default=5, metavar="N", help="candidates to list (default 5)"
+        "--top", type=POSITIVE, default=5, metavar="N", help="candidates to list (>= 1)"
     )
 
 

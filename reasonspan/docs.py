@@ -1,13 +1,16 @@
-"""The README's families table, generated from the registry so the docs cannot drift.
+"""The README's generated tables: the families table (from the registry) and the command
+line's flag tables (from the argparse parsers, :mod:`reasonspan.cli_docs`), so the docs
+cannot drift.
 
 The table is rendered from each family's ``spec`` and from what its ``resolve_switches``
 hook actually does with chat_template_kwargs (probed, not hard-coded), so a family whose
 hook reads ``thinking_mode`` or ``reasoning_effort`` is documented as faithfully as one that
-only lists ``thinking_switches``. Regenerate the README's copy with::
+only lists ``thinking_switches``. Regenerate the README's copies with::
 
     python -m reasonspan.docs --write README.md
 
-and check it (as tests/test_docs.py does) with ``--check README.md``.
+and check them (as tests/test_docs.py does) with ``--check README.md``. Each table sits
+between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` (NAME: ``families``, ``flags``).
 """
 
 from __future__ import annotations
@@ -23,8 +26,13 @@ from .runtime.parser import ReasoningParser
 from .runtime.registry import families
 from .runtime.switches import PROBE_VALUES, SwitchEffect, defaults, switch_effects
 
-BEGIN = "<!-- families:start -->"
-END = "<!-- families:end -->"
+
+def section_markers(name: str) -> tuple[str, str]:
+    """The comments that bound generated section ``name`` in a README."""
+    return f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+
+
+BEGIN, END = section_markers("families")
 REGENERATE = "python -m reasonspan.docs --write README.md"
 
 
@@ -145,45 +153,60 @@ def families_markdown(classes: Sequence[type[ReasoningParser]] | None = None) ->
     return "\n".join([HEADER, *rows]) + "\n\n" + legend
 
 
-def readme_section(readme: str) -> str:
-    """The text between the families markers of a README (raises if they are missing)."""
+def readme_section(readme: str, name: str = "families") -> str:
+    """The text between section ``name``'s markers in a README (raises if they are missing)."""
+    begin, end = section_markers(name)
     try:
-        _head, rest = readme.split(BEGIN, 1)
-        body, _tail = rest.split(END, 1)
+        _head, rest = readme.split(begin, 1)
+        body, _tail = rest.split(end, 1)
     except ValueError:
-        raise ValueError(f"README has no {BEGIN} ... {END} section") from None
+        raise ValueError(f"README has no {begin} ... {end} section") from None
     return body.strip("\n")
 
 
-def replace_section(readme: str, table: str) -> str:
-    """``readme`` with the text between the families markers replaced by ``table``."""
-    readme_section(readme)  # validates the markers
-    head, rest = readme.split(BEGIN, 1)
-    _body, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{table}\n{END}{tail}"
+def replace_section(readme: str, table: str, name: str = "families") -> str:
+    """``readme`` with the text between section ``name``'s markers replaced by ``table``."""
+    readme_section(readme, name)  # validates the markers
+    begin, end = section_markers(name)
+    head, rest = readme.split(begin, 1)
+    _body, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{table}\n{end}{tail}"
+
+
+def generated() -> dict[str, str]:
+    """Every generated section of the README, by name."""
+    from .cli_docs import flags_markdown
+
+    legend = f"Generated from the argument parsers by `{REGENERATE}`; do not edit by hand."
+    return {"families": families_markdown(), "flags": f"{flags_markdown()}\n\n{legend}"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m reasonspan.docs",
-        description="Print the supported-families table, or write/check a README's copy.",
+        description="Print the generated tables, or write/check a README's copies.",
     )
     group = ap.add_mutually_exclusive_group()
-    group.add_argument("--write", metavar="README", help="replace the table in this file")
-    group.add_argument("--check", metavar="README", help="exit 1 if this file's table is stale")
+    group.add_argument("--write", metavar="README", help="replace the tables in this file")
+    group.add_argument("--check", metavar="README", help="exit 1 if this file's tables are stale")
     args = ap.parse_args(argv)
-    table = families_markdown()
+    sections = generated()
     if args.write:
         path = Path(args.write)
-        path.write_text(replace_section(path.read_text(encoding="utf-8"), table), "utf-8")
-        print(f"wrote the families table ({len(builtin_families())} families) to {path}")
+        text = path.read_text(encoding="utf-8")
+        for name, table in sections.items():
+            text = replace_section(text, table, name)
+        path.write_text(text, "utf-8")
+        print(f"wrote the {', '.join(sections)} tables to {path}")
         return 0
     if args.check:
-        if readme_section(Path(args.check).read_text(encoding="utf-8")) != table:
-            print(f"{args.check}: the families table is stale; run: {REGENERATE}")
+        text = Path(args.check).read_text(encoding="utf-8")
+        stale = [name for name, table in sections.items() if readme_section(text, name) != table]
+        if stale:
+            print(f"{args.check}: the {', '.join(stale)} table(s) are stale; run: {REGENERATE}")
             return 1
         return 0
-    print(table)
+    print("\n\n".join(sections.values()))
     return 0
 
 

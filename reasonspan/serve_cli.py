@@ -10,8 +10,11 @@ family's format and does not model the prompt); for a real engine, put it behind
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from pathlib import Path
+
+from .argtypes import NON_NEGATIVE_SECONDS, PORT, POSITIVE
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,14 +34,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--served-model-name", help="the name clients send as `model` (default: folder name)"
     )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=PORT, default=8000, help="TCP port to listen on (1-65535)")
     parser.add_argument(
         "--threaded", action="store_true", help="run the engine loop on its own thread"
     )
-    parser.add_argument("--tokens-per-step", type=int, default=1, metavar="K")
     parser.add_argument(
-        "--step-interval", type=float, default=0.01, metavar="SECONDS", help="pause per step"
+        "--tokens-per-step",
+        type=POSITIVE,
+        default=1,
+        metavar="K",
+        help="tokens per request per engine step (>= 1; k > 1 models speculative decoding)",
+    )
+    parser.add_argument(
+        "--step-interval",
+        type=NON_NEGATIVE_SECONDS,
+        default=0.01,
+        metavar="SECONDS",
+        help="pause per engine step (>= 0)",
     )
     parser.add_argument(
         "--reasoning-content",
@@ -109,12 +122,13 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(
             f"reasonspan serve needs the server extra ({exc.name} is missing): "
-            "pip install 'reasonspan[server]'",
+            "from the clone, pip install -e '.[server]'",
             file=sys.stderr,
         )
         return 2
     from .detection import describe, detect
     from .runtime.errors import ReasonspanError
+    from .runtime.registry import create_parser_sync
     from .runtime.streams import ReasoningRuntime
     from .serving.templates import Fallback, chat_template_of, template_problem
     from .tokenizer import load_tokenizer_sync
@@ -140,6 +154,12 @@ def run(args: argparse.Namespace) -> int:
                 )
                 return 2
             name = found.parser
+        try:  # a bad --parser is refused here, not as a 400 on every request
+            create_parser_sync(name, tok)
+        except ReasonspanError as exc:
+            which = "--parser" if args.parser else "the detected parser"
+            print(f"reasonspan serve: {which} for {path}: {exc}", file=sys.stderr)
+            return 2
         if not chat_template_of(tok) and not args.chatml_fallback:
             print(
                 f"reasonspan serve: {path} has no chat template (chat_template.jinja or "
@@ -173,12 +193,17 @@ def run(args: argparse.Namespace) -> int:
     )
     runtime = ReasoningRuntime(model=models[0].name, reasoning_content_alias=args.reasoning_content)
     server = Server(models, engine, runtime=runtime, max_body_bytes=args.max_body_bytes)
+    try:  # before saying "serving at": a bad or busy port is one line, not a traceback
+        sock = _listen(args.host, args.port)
+    except OSError as exc:
+        print(f"reasonspan serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
     print(
         f"serving at http://{args.host}:{args.port}/v1 (SIMULATED engine: replays scripted "
         "outputs, does not model the prompt)",
         flush=True,
     )
-    uvicorn.run(
+    config = uvicorn.Config(
         server.app,
         host=args.host,
         port=args.port,
@@ -186,4 +211,25 @@ def run(args: argparse.Namespace) -> int:
         limit_concurrency=args.limit_concurrency,
         timeout_keep_alive=args.timeout_keep_alive,
     )
+    with sock:
+        uvicorn.Server(config).run(sockets=[sock])
+    # uvicorn shuts down gracefully on Ctrl-C, then raises the signal again: a SIGINT ends
+    # as KeyboardInterrupt (exit 130) in reasonspan.cli, never as a silent 0.
     return 0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (as uvicorn binds one), so that an address in use
+    or a host that does not resolve is an ``OSError`` here, before the server starts."""
+    family, kind, proto, _name, addr = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock

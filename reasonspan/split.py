@@ -44,13 +44,37 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _read_ids(path: str) -> list[int]:
-    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    text = text.strip()
-    data: Any = json.loads(text) if text.startswith("[") else [int(x) for x in text.split()]
-    if not isinstance(data, list) or not all(isinstance(x, int) for x in data):
-        raise ValueError(f"{path}: expected a JSON list of ints or whitespace-separated ints")
+def _read_ids(path: str, flag: str) -> list[int]:
+    """Token ids from ``path`` (``-``: stdin); every failure names the flag and the file."""
+    where = f"{flag} {'(stdin)' if path == '-' else path}"
+    try:
+        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{where}: not UTF-8 text (byte {exc.object[exc.start : exc.start + 1]!r} at "
+            f"offset {exc.start})"
+        ) from None
+    except OSError as exc:
+        raise ValueError(f"{where}: {exc.strerror or exc}") from None
+    try:
+        data: Any = json.loads(text) if text.startswith("[") else [int(x) for x in text.split()]
+    except ValueError:
+        data = None
+    if not isinstance(data, list) or not all(type(x) is int for x in data):
+        raise ValueError(f"{where}: expected a JSON list of ints or whitespace-separated ints")
     return data
+
+
+def _kwargs(text: str) -> dict[str, Any]:
+    """``--kwargs``: a JSON object, or an error naming the flag."""
+    try:
+        kwargs = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"--kwargs is not valid JSON ({exc}): {text[:60]!r}") from None
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"--kwargs must be a JSON object, got {text[:60]!r}")
+    return kwargs
 
 
 def _utf8(text: str, option: str) -> str:
@@ -69,19 +93,19 @@ def _utf8(text: str, option: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        kwargs = json.loads(args.kwargs)
-        if not isinstance(kwargs, dict):
-            raise ValueError("--kwargs must be a JSON object")
+        kwargs = _kwargs(args.kwargs)
         tok = load_tokenizer_sync(args.tokenizer)
         parser = create_parser_sync(args.parser, tok, kwargs)
         output = (
-            tok.encode(_utf8(args.text, "--text")) if args.text is not None else _read_ids(args.ids)
+            tok.encode(_utf8(args.text, "--text"))
+            if args.text is not None
+            else _read_ids(args.ids, "--ids")
         )
         prompt: list[int] | None = None
         if args.prompt_text is not None:
             prompt = tok.encode(_utf8(args.prompt_text, "--prompt-text"))
         elif args.prompt_ids is not None:
-            prompt = _read_ids(args.prompt_ids)
+            prompt = _read_ids(args.prompt_ids, "--prompt-ids")
         res = parser.parse(
             output, prompt_token_ids=prompt, skip_special_tokens=not args.keep_special_tokens
         )

@@ -22,8 +22,9 @@ from .errors import (
 )
 from .formatters import TextFormatter, TrimFormatter
 from .labels import Label
-from .machine import Machine, compile_machine
-from .parser import ParsedReasoningDelta, ParseResult, ReasoningParser
+from .machine import Machine
+from .markers import compile_machine
+from .parser import ReasoningParser
 from .registry import (
     create_parser,
     create_parser_sync,
@@ -32,8 +33,15 @@ from .registry import (
     list_parsers,
     register,
 )
+from .results import ParsedReasoningDelta, ParseResult
 from .spec import MarkerKind, ReasoningSpec, Trim
-from .streams import ReasoningRuntime, RequestCancelledError, RequestStream
+from .streams import (
+    ReasoningRuntime,
+    RequestCancelledError,
+    RequestNotOpenError,
+    RequestStream,
+    RequestTokenError,
+)
 from .text import TextSplitter
 
 __all__ = [
@@ -62,7 +70,9 @@ __all__ = [
     "RequestCancelledError",
     "RequestFailedError",
     "RequestFinishedError",
+    "RequestNotOpenError",
     "RequestStream",
+    "RequestTokenError",
     "RequestUsage",
     "TextFormatter",
     "TextSplitter",

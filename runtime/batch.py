@@ -269,7 +269,8 @@ class ReasoningBatch:
             tables.live[group] -= 1
             if not tables.live[group] and tables.release(group):
                 # The flat lookup table was repacked: move the live slots' offsets.
-                live = sl.sorted_slots[sl.group[sl.sorted_slots] >= 0]
+                every = sl.live_slots()
+                live = every[sl.group[every] >= 0]
                 base = np.asarray(tables.base, np.int64)
                 sl.lutb[live] = base[sl.group[live]]
         self._grammars.put(slot, None)

@@ -292,5 +292,5 @@ class Grammars:
         """Words per row that fit every request's vocabulary (grammar or not)."""
         sizes = [g.vocab_size for g in self.by_slot.values()]
         if sl.slot_of:
-            sizes.append(int(sl.vocab[sl.sorted_slots].max()))
+            sizes.append(int(sl.vocab[sl.live_slots()].max()))
         return bitmask_width(max(sizes, default=0))

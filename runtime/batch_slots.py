@@ -170,8 +170,10 @@ class Slots:
         self.parsers: list[ReasoningParser | None] = []
         self.failures: dict[int, RequestFailedError] = {}
         """The error of each failed slot, reported at every step until it is removed."""
-        self.sorted_ids: IntArray = np.zeros(0, np.int64)
-        self.sorted_slots: IntArray = np.zeros(0, np.int64)
+        self._ids: IntArray = np.zeros(0, np.int64)
+        self._id_slots: IntArray = np.zeros(0, np.int64)
+        self._recent = 0
+        """Requests admitted or removed since :attr:`_ids` was built (see :meth:`lookup`)."""
         self.version = 0
         """Bumped whenever a step's ids may map differently (add, remove, finish)."""
         self._cache_version = -1
@@ -258,9 +260,7 @@ class Slots:
         self.incl[slot] = include
         self.parsers[slot] = parser
         self.slot_of[rid] = slot
-        pos = int(np.searchsorted(self.sorted_ids, rid))
-        self.sorted_ids = np.insert(self.sorted_ids, pos, rid)
-        self.sorted_slots = np.insert(self.sorted_slots, pos, slot)
+        self._recent += 1  # found through slot_of until the sorted index is rebuilt
         self.n_fallback += group is None
         self.n_hybrid += hybrid
         self.n_struct += structured
@@ -275,9 +275,12 @@ class Slots:
         """Free a slot at once (finished, cancelled or failed alike)."""
         rid = int(self.rid[slot])
         del self.slot_of[rid]
-        pos = int(np.searchsorted(self.sorted_ids, rid))
-        self.sorted_ids = np.delete(self.sorted_ids, pos)
-        self.sorted_slots = np.delete(self.sorted_slots, pos)
+        ids = self._ids
+        if ids.shape[0]:
+            pos = int(np.searchsorted(ids, rid))
+            if pos < ids.shape[0] and int(ids[pos]) == rid:
+                self._id_slots[pos] = -1  # a tombstone: the sorted index is not copied
+        self._recent += 1
         self.n_fallback -= int(self.group[slot]) < 0
         self.n_hybrid -= bool(self.tab[slot]) and not self.vec[slot]
         self.tab[slot] = False
@@ -396,15 +399,25 @@ class Slots:
             return self._cache_slots
         if not n:
             return np.zeros(0, np.int64)
-        sorted_ids = self.sorted_ids
-        if not sorted_ids.shape[0]:
-            raise UnknownRequestError(int(rids[0]), "step()")
-        pos = np.searchsorted(sorted_ids, rids)
-        np.minimum(pos, sorted_ids.shape[0] - 1, out=pos)
-        found = sorted_ids[pos] == rids
+        if self._recent > max(16, len(self.slot_of) >> 3):
+            self._reindex()
+        ids = self._ids
+        if ids.shape[0]:
+            pos = np.searchsorted(ids, rids)
+            np.minimum(pos, ids.shape[0] - 1, out=pos)
+            slots = self._id_slots[pos]
+            found = (ids[pos] == rids) & (slots >= 0)
+        else:
+            slots = np.full(n, -1, np.int64)
+            found = np.zeros(n, np.bool_)
         if not found.all():
-            raise UnknownRequestError(int(rids[int(np.argmin(found))]), "step()")
-        slots = self.sorted_slots[pos]
+            # Admitted since the last rebuild (or removed): the dict knows.
+            slot_of = self.slot_of
+            for i in np.flatnonzero(~found).tolist():
+                got = slot_of.get(int(rids[i]))
+                if got is None:
+                    raise UnknownRequestError(int(rids[i]), "step()")
+                slots[i] = got
         ar = self.arange(n)
         mark = self.mark
         mark[slots] = ar
@@ -423,8 +436,27 @@ class Slots:
 
     def vocab_floor(self) -> int:
         if self.vmin is None:
-            self.vmin = int(self.vocab[self.sorted_slots].min()) if self.slot_of else 0
+            self.vmin = int(self.vocab[self.live_slots()].min()) if self.slot_of else 0
         return self.vmin
+
+    def live_slots(self) -> IntArray:
+        """The slots of every live request (in no particular order)."""
+        return np.fromiter(self.slot_of.values(), np.int64, len(self.slot_of))
+
+    def _reindex(self) -> None:
+        """Rebuild the sorted request-id index from :attr:`slot_of`.
+
+        Admission and removal never copy the index (no O(batch) insert or delete per
+        request): a removal leaves a tombstone, an admission is found through the dict,
+        and once more than an eighth of the batch changed since the last build, the next
+        lookup rebuilds it (one sort, amortized over those changes)."""
+        n = len(self.slot_of)
+        ids = np.fromiter(self.slot_of.keys(), np.int64, n)
+        slots = np.fromiter(self.slot_of.values(), np.int64, n)
+        order = np.argsort(ids, kind="stable")
+        self._ids = ids[order]
+        self._id_slots = slots[order]
+        self._recent = 0
 
     def token_error(
         self, bad: BadToken, slots: IntArray, offs: IntArray, rids: IntArray

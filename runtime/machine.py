@@ -1,6 +1,6 @@
 """The compiled state machine: one per (family, tokenizer, thinking switch), shared by all requests.
 
-``compile_machine`` resolves a spec's marker strings against a tokenizer:
+``compile_machine`` (:mod:`.markers`) resolves a spec's marker strings against a tokenizer:
 
 - a marker that is a single token becomes an entry of ``kinds`` (token id -> MarkerKind);
 - any other marker becomes a byte pattern, matched over a run of tokens on the bytes of
@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..tokenizer.loader import LoadedTokenizer
-from .errors import InvalidTokenError, MissingMarkerError
+from .errors import InvalidTokenError
 from .labels import CONTENT, DELIMITER, REASONING, TOOL
 from .spec import MarkerKind, ReasoningSpec
 
@@ -578,60 +578,3 @@ def _transitions(spec: ReasoningSpec, thinking: bool) -> _Trans:
         row[_TURN] = (DELIMITER, state) if spec.turn_in_output == "drop" else ordinary[state]
         rows.append(tuple(row))
     return tuple(rows)
-
-
-def resolve_markers(
-    spec: ReasoningSpec, tokenizer: LoadedTokenizer
-) -> tuple[dict[int, MarkerKind], dict[bytes, MarkerKind]]:
-    """Split the spec's markers into single-token ids and multi-token byte patterns."""
-    id_markers: dict[int, MarkerKind] = {}
-    byte_markers: dict[bytes, MarkerKind] = {}
-    for text, kind in spec.markers():
-        tid = tokenizer.single_token_id(text)
-        if tid is not None:
-            id_markers.setdefault(tid, kind)
-            continue
-        if text in spec.required:
-            pieces = tokenizer.encode(text)
-            raise MissingMarkerError(
-                spec.name, text, tokenizer.source, f"it encodes as {len(pieces)} tokens {pieces}"
-            )
-        if text in spec.text_markers:
-            byte_markers.setdefault(text.encode("utf-8"), kind)
-    if spec.turn and not any(
-        k == MarkerKind.TURN for k in (*id_markers.values(), *byte_markers.values())
-    ):
-        # Without a turn marker the right-to-left prompt scan cannot stop at the current
-        # turn, so an old end marker in the history would decide it: a wrong tokenizer for
-        # this family is an error here, not a silent misreading of every multi-turn prompt.
-        raise MissingMarkerError(
-            spec.name,
-            spec.turn[0],
-            tokenizer.source,
-            "it is this family's assistant-turn marker"
-            + (f" (or one of {', '.join(map(repr, spec.turn[1:]))})" if spec.turn[1:] else "")
-            + ", which bounds the prompt scan to the current turn; is this the family's"
-            " tokenizer?",
-        )
-    return id_markers, byte_markers
-
-
-def compile_machine(
-    spec: ReasoningSpec, tokenizer: LoadedTokenizer, *, thinking: bool, prompt_start: bool
-) -> Machine:
-    """Build (or fetch from the tokenizer's cache) the machine for these switches."""
-    key = ("machine", spec, thinking, prompt_start)
-    cached = tokenizer.cache.get(key)
-    if isinstance(cached, Machine):
-        return cached
-    id_markers, byte_markers = resolve_markers(spec, tokenizer)
-    machine = Machine(
-        spec,
-        tokenizer,
-        thinking=thinking,
-        prompt_start=prompt_start,
-        id_markers=id_markers,
-        byte_markers=byte_markers,
-    )
-    tokenizer.cache[key] = machine
-    return machine

@@ -14,11 +14,14 @@ chunk); ``object`` is the Struct tag, so it is always sent and checked when deco
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 import msgspec
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"]
+FINISH_REASONS: tuple[str, ...] = get_args(FinishReason)
+"""What ``finish_reason`` may be: OpenAI's four, and "error" (a request the engine ended
+on an error of its own, as other servers send it)."""
 
 
 class ChoiceDeltaToolCallFunction(msgspec.Struct, omit_defaults=True):

@@ -7,20 +7,22 @@ server creates one per request, or keeps one per slot and calls ``reset()``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from operator import attrgetter
 from typing import Any, ClassVar, Self
 
 import anyio.to_thread
-import msgspec
 import numpy as np
 
 from ..tokenizer.loader import LoadedTokenizer, as_loaded
+from .arguments import check_container, reasoning_arg, swap_requested
 from .decoding import LabelledDecoder
 from .errors import InvalidOptionError, InvalidTokenError
 from .formatters import TextFormatterFactory, formatter_factory
 from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL, split_labels, tool_call_ids
-from .machine import HOLD, Cursor, Machine, Spill, compile_machine
+from .machine import HOLD, Machine, Spill
+from .markers import compile_machine
 from .option_keys import check_near_misses, keys_read
+from .results import ParsedReasoningDelta, ParseResult
+from .snapshots import cursor_layout
 from .spec import MarkerKind, ReasoningSpec
 from .tool_calls import ToolCallReader, calls_from_reader
 from .toolcalls import ToolCall, ToolCallExtractor, Tools, as_tools, compile_format
@@ -28,113 +30,8 @@ from .toolcalls import ToolCall, ToolCallExtractor, Tools, as_tools, compile_for
 TokenIds = Sequence[int] | np.ndarray
 
 
-class ParsedReasoningDelta(msgspec.Struct, frozen=True, gc=False):
-    """What one ``stream()`` (or ``finish()``) call decided.
-
-    ``token_ids``/``labels`` are the tokens decided by this call, in order: a token held
-    back by an earlier call (it might have begun a multi-token marker) appears in the call
-    that decides it, and ``held_token_count`` says how many are still undecided.
-    """
-
-    token_ids: list[int]
-    labels: bytes
-    reasoning_token_ids: list[int]
-    content_token_ids: list[int]
-    is_still_reasoning: bool
-    held_token_count: int = 0
-    spill: tuple[tuple[int, bytes, int, int], ...] = ()
-    """Text of tokens only partly covered by a marker: ``(index, bytes, label, after)``; see
-    :data:`reasonspan.runtime.machine.Spill`. Empty unless a family has text markers."""
-    reasoning_text_formatter: TextFormatterFactory | None = None
-    content_text_formatter: TextFormatterFactory | None = None
-    reasoning_as_content: bool = False
-    """Only on the delta from ``finish()``, for a family with ``reasoning_as_content_if``
-    switched on (nemotron_v3) when the output produced reasoning but no content: present
-    everything this request streamed as reasoning as its content instead (and count no
-    reasoning tokens). ``parse()`` of the same output has already done this swap."""
-
-
-class ParseResult(msgspec.Struct, frozen=True):
-    """The non-streaming answer for a whole output; the concatenation of the streamed deltas."""
-
-    token_ids: list[int]
-    labels: bytes
-    reasoning_token_ids: list[int]
-    content_token_ids: list[int]
-    reasoning: str | None
-    content: str | None
-    reasoning_tokens: int
-    """Tokens labelled REASONING (consumed markers are not counted; see ``delimiter_tokens``)."""
-    delimiter_tokens: int
-    reasoning_ended: bool
-    """False when the output stopped inside reasoning (e.g. finish_reason "length")."""
-    started_in_reasoning: bool
-    spill: tuple[tuple[int, bytes, int, int], ...] = ()
-    reasoning_as_content: bool = False
-    """The reasoning was returned as content because no content came (see
-    :attr:`ParsedReasoningDelta.reasoning_as_content`); its labels are CONTENT here."""
-    tool_call_token_ids: list[int] = msgspec.field(default_factory=list)
-    """Tokens labelled TOOL_CALL (tool-call regions, harmony's tool-call messages): in
-    neither ``reasoning_token_ids`` nor ``content_token_ids``."""
-    tool_call_text: str | None = None
-    """The text of those tokens, markup included (None when there are none)."""
-    tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
-    """The complete tool calls, in order (``parse(tools=...)``; harmony's always)."""
-
-
-def _check_container(ids: object, where: str) -> None:
-    if isinstance(ids, np.ndarray):
-        if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
-            raise TypeError(
-                f"{where} must be a 1-D integer array, "
-                f"got dtype={ids.dtype} with {ids.ndim} dimensions"
-            )
-        return
-    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
-        raise TypeError(
-            f"{where} must be a sequence of int token ids or a numpy array, "
-            f"not {type(ids).__name__}"
-        )
-
-
-def _reasoning_arg(value: object, tracked: bool, where: str) -> bool:
-    """``is_currently_reasoning``: a bool, or None for the state this parser tracked (what
-    its last call left; ``default_reasoning`` before the first)."""
-    if value is None:
-        return tracked
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    raise InvalidOptionError(where, value, "a bool, or None for the tracked state")
-
-
 _KNOWN_KEYS: dict[type[Any], frozenset[str]] = {}
 """Per parser class: the chat_template_kwargs keys it reads (see ``option_keys``)."""
-
-
-_Layout = tuple[tuple[str, ...], Callable[[Cursor], tuple[Any, ...]], tuple[int, ...]]
-_LAYOUTS: dict[type[Cursor], _Layout] = {}
-
-
-def _cursor_layout(kind: type[Cursor]) -> _Layout:
-    """Per cursor class, once: its slot names, one getter for all of them, and which of
-    them hold lists (copied by a snapshot). A snapshot is taken for every per-request
-    parser of every batch step, so it must cost a few hundred ns, not microseconds."""
-    layout = _LAYOUTS.get(kind)
-    if layout is not None:
-        return layout
-    names: list[str] = []
-    for klass in kind.__mro__:
-        slots = getattr(klass, "__slots__", ())
-        names += [slots] if isinstance(slots, str) else list(slots)
-    fields = tuple(n for n in dict.fromkeys(names) if not n.startswith("__"))
-    many = attrgetter(*fields)
-    getter: Callable[[Cursor], tuple[Any, ...]] = (
-        (lambda c: (many(c),)) if len(fields) == 1 else many
-    )
-    probe = kind()
-    lists = tuple(i for i, f in enumerate(fields) if isinstance(getattr(probe, f), list))
-    layout = _LAYOUTS[kind] = (fields, getter, lists)
-    return layout
 
 
 _LABEL_BYTES = tuple(bytes((label,)) for label in range(5))
@@ -151,17 +48,6 @@ def _seen(labels: bytearray, spill: list[Spill]) -> int:
         if data:
             bits |= _SAW_REASONING if channel == REASONING else _SAW_CONTENT
     return bits
-
-
-def _swap_requested(spec: ReasoningSpec, kwargs: Mapping[str, Any]) -> bool:
-    requested = False
-    for key, value in spec.reasoning_as_content_if:
-        if key in kwargs:
-            got = kwargs[key]
-            if not isinstance(got, bool):
-                raise InvalidOptionError(key, got, "a bool")
-            requested = requested or got is value
-    return requested
 
 
 StartStateSource = Callable[
@@ -247,7 +133,7 @@ class ReasoningParser:
         self._cfmt = formatter_factory(machine.spec.content_trim)
         # reasoning_as_content_if: remember which channels this request has fed, so that
         # finish() can tell the stream what parse() does (the general path records it).
-        self._swap = _swap_requested(machine.spec, self.chat_template_kwargs)
+        self._swap = swap_requested(machine.spec, self.chat_template_kwargs)
         self._seen = 0
         if self._swap:
             self._fast = False
@@ -468,7 +354,7 @@ class ReasoningParser:
         A pure right-to-left scan for the last marker of the current assistant turn; an
         old ``</think>`` in the history behind the turn start never decides it.
         """
-        _check_container(prompt_token_ids, "prompt_token_ids")
+        check_container(prompt_token_ids, "prompt_token_ids")
         return self._machine.prompt_in_reasoning(prompt_token_ids)
 
     def stream(
@@ -481,7 +367,7 @@ class ReasoningParser:
 
         The returned lists may share one list object; treat them as read-only."""
         if is_currently_reasoning is not True and is_currently_reasoning is not False:
-            is_currently_reasoning = _reasoning_arg(
+            is_currently_reasoning = reasoning_arg(
                 is_currently_reasoning, self._last, "is_currently_reasoning"
             )
         if type(delta_token_ids) is list and len(delta_token_ids) == 1:
@@ -537,7 +423,7 @@ class ReasoningParser:
         ids: list[int] = []
         labels = bytearray()
         spill: list[Spill] = []
-        reasoning = _reasoning_arg(is_currently_reasoning, self._last, "is_currently_reasoning")
+        reasoning = reasoning_arg(is_currently_reasoning, self._last, "is_currently_reasoning")
         state = self._machine.flush(reasoning, self._cursor, ids, labels, spill)
         return self._delta(ids, labels, state, spill, final=True)
 
@@ -663,13 +549,13 @@ class ReasoningParser:
         and return them as Python ints (numpy integers never reach a result)."""
         n = self._machine.vocab_size
         if isinstance(ids, np.ndarray):
-            _check_container(ids, where)
+            check_container(ids, where)
             if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= n):
                 bad = int(np.flatnonzero((ids < 0) | (ids >= n))[0])
                 raise InvalidTokenError(ids[bad].item(), bad, n, where)
             got: list[int] = ids.tolist()
             return got
-        _check_container(ids, where)
+        check_container(ids, where)
         seq: Sequence[object] = ids  # type: ignore[assignment]
         exact = True
         for i, t in enumerate(seq):
@@ -690,7 +576,7 @@ class ReasoningParser:
         """This request's state (held tokens, tracked state), for :meth:`restore`: the batch
         undoes a step that an exception such as KeyboardInterrupt cut short."""
         cur = self._cursor
-        fields, getter, lists = _cursor_layout(type(cur))
+        fields, getter, lists = cursor_layout(type(cur))
         values = list(getter(cur))
         for i in lists:
             values[i] = list(values[i])

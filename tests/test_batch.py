@@ -989,3 +989,50 @@ def test_add_by_name_and_with_chat_template_kwargs() -> None:
     batch.add(3, name="qwen3", tokenizer=qwen.tokenizer, prompt_token_ids=prompt)
     batch.add(4, qwen)  # no prompt: the family's default (a turn starts in reasoning)
     assert [batch.is_reasoning(r) for r in (1, 2, 3, 4)] == [True, False, True, True]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32))
+def test_request_ids_map_to_their_own_slots_under_churn(seed: int) -> None:
+    """Admissions and removals in any order, ids reused after removal, large and negative
+    ids, steps over any subset in any order: every request's tokens are labelled exactly as
+    its own parse() labels them (the id -> slot index is rebuilt lazily, never copied per
+    admission, so this is what keeps it honest)."""
+    qwen = parser("qwen3", "qwen-3")
+    enc = qwen.tokenizer.encode
+    pieces = [enc("<think>a b"), enc(" c</think>"), enc("d e"), enc("<think>"), enc(" f g h")]
+    rng = random.Random(seed)
+    batch = ReasoningBatch(capacity=4)
+    fed: dict[int, list[int]] = {}
+    labels: dict[int, bytearray] = {}
+    pool = [rng.randrange(-(2**62), 2**62) for _ in range(12)] + list(range(20))
+    for _ in range(120):
+        action = rng.random()
+        if action < 0.35:
+            rid = rng.choice(pool)
+            if rid not in fed:
+                batch.add(rid, qwen, [])
+                fed[rid] = []
+                labels[rid] = bytearray()
+        elif action < 0.5 and fed:
+            rid = rng.choice(sorted(fed))
+            assert labels[rid] == bytearray(qwen.parse(fed[rid], []).labels), rid
+            batch.remove(rid)
+            del fed[rid], labels[rid]
+        elif fed:
+            rids = rng.sample(sorted(fed), rng.randint(1, len(fed)))
+            toks: list[int] = []
+            offs = [0]
+            sent: dict[int, list[int]] = {}
+            for rid in rids:
+                sent[rid] = rng.choice(pieces)
+                fed[rid] += sent[rid]
+                toks += sent[rid]
+                offs.append(len(toks))
+            res = batch.step(rids, toks, offs)
+            for rid in rids:
+                ids, lab = res.decided(rid)
+                assert ids == sent[rid]  # Qwen3's markers are single tokens: nothing held
+                labels[rid] += lab
+    for rid in fed:
+        assert labels[rid] == bytearray(qwen.parse(fed[rid], []).labels), rid

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from fixtures import DATA
 
+import reasonspan
 from reasonspan.cli import main
 
 QWEN3 = str(DATA / "qwen-3" / "tokenizer.json.zip")
@@ -138,6 +139,33 @@ def test_bench_serve_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         assert (r["vs_baseline"] is None) == ("baseline" in r["case"])
 
 
+def test_bench_tools_suite_compares_equal_lengths(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The tools suite's two transcripts have the same length; the tool-heavy one really
+    is calls (parse() finds them, with the offered tools' names), the plain one has none."""
+    from fixtures import tokenizer
+
+    from reasonspan.bench.tools import PROMPT, TOOLS, transcripts
+
+    tok = tokenizer("qwen-3")
+    heavy, plain = transcripts(tok, 600)
+    assert len(heavy) == len(plain) == 600
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    got = parser.parse(heavy, prompt_token_ids=tok.encode(PROMPT), tools=TOOLS)
+    assert len(got.tool_calls) >= 8
+    assert {c.name for c in got.tool_calls} == {"get_weather", "search"}
+    assert not parser.parse(plain, prompt_token_ids=tok.encode(PROMPT), tools=TOOLS).tool_calls
+    target = tmp_path / "tools.json"
+    argv = ["bench", "--suite", "tools", "--sizes", "2", "--repeats", "1", "--json", str(target)]
+    assert main(argv) == 0
+    rows = json.loads(target.read_text())["rows"]
+    assert [r["case"].split(",")[0] for r in rows] == ["TextSplitter"] * 2 + [
+        "ReasoningRuntime + SSE"
+    ] * 2
+    assert [r["vs_baseline"] is None for r in rows] == [True, False, True, False]
+
+
 def test_serve_needs_an_engine_and_a_template(capsys: pytest.CaptureFixture[str]) -> None:
     from fixtures import folder
 
@@ -248,3 +276,185 @@ def test_serve_resource_options() -> None:
     for bad in (["--max-body-bytes", "0"], ["--limit-concurrency", "x"]):
         with pytest.raises(SystemExit):
             build_parser().parse_args(["serve", "--model", "m", *bad])
+
+
+def _no_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make starting uvicorn a test failure: these commands must stop before it."""
+    import uvicorn
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the server started")
+
+    monkeypatch.setattr(uvicorn, "run", started)
+    monkeypatch.setattr(uvicorn.Server, "run", started)
+
+
+def test_serve_refuses_a_parser_that_does_not_fit_at_startup(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fixtures import folder
+
+    _no_server(monkeypatch)
+    model = str(folder("qwen-3.5"))
+    assert main(["serve", "--simulated", "--model", model, "--parser", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "--parser" in err and "unknown reasoning parser 'nope'" in err
+    assert len(err.strip().splitlines()) == 1
+    # A real parser whose turn marker this (Qwen) vocabulary does not have.
+    assert main(["serve", "--simulated", "--model", model, "--parser", "glm47"]) == 2
+    assert "needs marker '<|assistant|>'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["serve", "--model", "m", "--tokens-per-step", "0"], "--tokens-per-step"),
+        (["serve", "--model", "m", "--step-interval", "-1"], "--step-interval"),
+        (["serve", "--model", "m", "--step-interval", "nan"], "--step-interval"),
+        (["serve", "--model", "m", "--port", "99999"], "--port"),
+        (["serve", "--model", "m", "--port", "0"], "--port"),
+        (["demo", "--tokens-per-step", "0"], "--tokens-per-step"),
+        (["demo", "--requests", "-3"], "--requests"),
+        (["bench", "--repeats", "0"], "--repeats"),
+        (["bench", "--repeats", "x"], "--repeats"),
+    ],
+)
+def test_numeric_flags_are_checked_before_anything_runs(
+    argv: list[str], flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from reasonspan.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(argv)
+    assert exit_info.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"argument {flag}:" in last and argv[-1] in last
+
+
+def test_serve_says_in_one_line_that_the_port_is_taken(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    from fixtures import folder
+
+    _no_server(monkeypatch)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        argv = ["serve", "--simulated", "--model", str(folder("qwen-3.5")), "--port", str(port)]
+        assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert "serving at" not in out
+    assert err.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in err
+
+
+def test_serve_exits_130_on_ctrl_c() -> None:
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from fixtures import folder
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [sys.executable, "-m", "reasonspan", "serve", "--simulated", "--port", str(port)]
+    argv += ["--model", str(folder("qwen-3.5"))]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert "serving at" in proc.stdout.readline() + proc.stdout.readline()
+        deadline = time.monotonic() + 30
+        while True:  # until it accepts connections: the signal must reach a running server
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 130
+    assert err.strip() == "reasonspan serve: interrupted"
+
+
+def test_split_names_the_flag_and_the_file_in_its_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["split", "--tokenizer", QWEN3, "--parser", "qwen3"]
+    assert main([*base, "--text", "x", "--kwargs", "notjson"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("reasonspan split: --kwargs is not valid JSON") and "notjson" in err
+    latin1 = tmp_path / "ids.txt"
+    latin1.write_bytes(b"151667 \xe9 42\n")
+    assert main([*base, "--ids", str(latin1)]) == 2
+    err = capsys.readouterr().err
+    assert f"--ids {latin1}: not UTF-8 text" in err and "offset 7" in err
+    assert main([*base, "--text", "x", "--prompt-ids", str(latin1)]) == 2
+    assert f"--prompt-ids {latin1}: not UTF-8" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("model", "family", "start"),
+    [("glm-4.7-flash", "glm47", "<think>"), ("minimax-m3", "minimax_m3", "<mm:think>")],
+)
+def test_bench_times_a_non_qwen_folder_in_its_own_family(
+    model: str, family: str, start: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fixtures import folder
+
+    from reasonspan.bench.batch import vectorized_label
+
+    target = tmp_path / "bench.json"
+    argv = ["bench", "--tokenizer", str(folder(model)), "--repeats", "1", "--json", str(target)]
+    assert main([*argv, "--suite", "stream", "--suite", "batch", "--sizes", "2"]) == 0
+    out = capsys.readouterr().out
+    assert f"parser: {family} (markers {start!r}" in out
+    rows = json.loads(target.read_text())["rows"]
+    assert vectorized_label(family) in {r["case"] for r in rows}
+    assert all(r["ns_per_token"] > 0 for r in rows)
+
+
+def test_bench_takes_parser_or_says_to(capsys: pytest.CaptureFixture[str]) -> None:
+    from fixtures import folder
+
+    qwen25 = str(folder("qwen-2.5"))  # no reasoning markers: nothing is detected
+    assert main(["bench", "--tokenizer", qwen25, "--suite", "stream"]) == 2
+    err = capsys.readouterr().err
+    assert "pass --parser NAME" in err and err.count("\n") == 1
+    glm = str(folder("glm-4.7-flash"))
+    assert main(["bench", "--tokenizer", glm, "--parser", "qwen3", "--suite", "stream"]) == 2
+    assert "needs marker" in capsys.readouterr().err  # the flag is honoured, then checked
+    assert main(["bench", "--tokenizer", qwen25, "--parser", "qwen3_instruct"]) == 2
+    assert "no reasoning markers" in capsys.readouterr().err
+
+
+def test_bench_quick_is_every_suite_small() -> None:
+    from reasonspan.bench import QUICK, plan_of
+    from reasonspan.bench.batch import SIZES as BATCH_SIZES
+    from reasonspan.bench.common import QWEN3, Plan
+    from reasonspan.bench.serve import SIZES as SERVE_SIZES
+    from reasonspan.cli import build_parser
+
+    full = plan_of(build_parser().parse_args(["bench"]), QWEN3)
+    quick = plan_of(build_parser().parse_args(["bench", "--quick"]), QWEN3)
+    assert full == Plan()  # the full run is unchanged: every suite's own defaults
+    assert quick == QUICK
+    assert quick.repeats < full.repeats and quick.prompt_tokens < full.prompt_tokens
+    assert max(quick.batch_sizes) < max(BATCH_SIZES) and max(quick.serve_sizes) < max(SERVE_SIZES)
+    tuned = plan_of(build_parser().parse_args(["bench", "--quick", "--repeats", "7"]), QWEN3)
+    assert tuned.repeats == 7 and tuned.batch_sizes == quick.batch_sizes
+
+
+def test_bench_quick_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--quick", "--suite", "prompt"]) == 0
+    out = capsys.readouterr().out
+    assert "--quick" in out and "| prompt | is_prompt_in_reasoning(list) |" in out

@@ -1,7 +1,9 @@
-"""The README's families table is generated from the registry and must stay in step with it."""
+"""The README's generated tables (families from the registry, command-line flags from the
+argparse parsers) must stay in step with what they are generated from."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
@@ -74,15 +76,87 @@ def test_switch_probe_finds_hook_keys() -> None:
 
 def test_write_then_check_roundtrip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\nbefore\n{docs.BEGIN}\nold table\n{docs.END}\nafter\n", "utf-8")
+    begin, end = docs.section_markers("flags")
+    readme.write_text(
+        f"# x\n\nbefore\n{docs.BEGIN}\nold table\n{docs.END}\nmiddle\n{begin}\nold\n{end}\nafter\n",
+        "utf-8",
+    )
     assert docs.main(["--check", str(readme)]) == 1
-    assert docs.REGENERATE in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert docs.REGENERATE in out and "families, flags" in out
     assert docs.main(["--write", str(readme)]) == 0
     text = readme.read_text(encoding="utf-8")
-    assert text.startswith("# x\n\nbefore\n") and text.endswith(f"{docs.END}\nafter\n")
+    assert text.startswith("# x\n\nbefore\n") and text.endswith(f"{end}\nafter\n")
+    assert f"{docs.END}\nmiddle\n{begin}" in text
     assert docs.main(["--check", str(readme)]) == 0
+
+
+def test_readme_flag_tables_match_the_parsers() -> None:
+    current = docs.readme_section(README.read_text(encoding="utf-8"), "flags")
+    assert current == docs.generated()["flags"], (
+        f"README.md's flag tables disagree with the argument parsers; regenerate them with: "
+        f"{docs.REGENERATE}"
+    )
+
+
+@pytest.mark.parametrize("command", ["serve", "split", "bench"])
+def test_every_flag_of_the_command_is_in_its_table(command: str) -> None:
+    """Each visible flag of the parser ``reasonspan`` builds has a row, with its default."""
+    from reasonspan.cli_docs import command_markdown, subparsers
+
+    parser = subparsers()[command]
+    table = command_markdown(command, parser)
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    visible = [
+        a
+        for a in parser._actions
+        if a.option_strings and a.help != argparse.SUPPRESS and "-h" not in a.option_strings
+    ]
+    assert len(rows) == len(visible)
+    for action, row in zip(visible, rows, strict=True):
+        assert row.startswith("| " + ", ".join(f"`{o}`" for o in action.option_strings))
+        if action.default not in (None, False) and not action.required:
+            assert f"`{action.default}`" in row
+
+
+def test_a_new_flag_makes_the_flag_table_stale(monkeypatch: pytest.MonkeyPatch) -> None:
+    from reasonspan import cli_docs
+    from reasonspan.serve_cli import add_arguments
+
+    before = cli_docs.flags_markdown()
+
+    def with_one_more(parser: argparse.ArgumentParser) -> None:
+        add_arguments(parser)
+        parser.add_argument("--brand-new", help="a flag nobody documented")
+
+    monkeypatch.setattr("reasonspan.serve_cli.add_arguments", with_one_more)
+    after = cli_docs.flags_markdown()
+    assert after != before and "| `--brand-new` |" in after
 
 
 def test_missing_markers_are_an_error() -> None:
     with pytest.raises(ValueError, match="families:start"):
         docs.readme_section("# no markers here\n")
+    with pytest.raises(ValueError, match="flags:start"):
+        docs.readme_section("# no markers here\n", "flags")
+
+
+def test_the_readme_sync_example_runs() -> None:
+    """The sync API as the README shows it (only the model path changes)."""
+    import re
+
+    from fixtures import folder
+
+    m = re.search(
+        r"<!-- example: sync -->\n```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S
+    )
+    assert m is not None, "the README lost its sync example"
+    code = m.group(1).replace('"path/to/model"', repr(str(folder("qwen-3"))))
+    scope: dict[str, object] = {"reasonspan": reasonspan}
+    exec(compile(code, "README.md", "exec"), scope)
+    parser = scope["parser"]
+    assert isinstance(parser, reasonspan.ReasoningParser) and parser.name == "qwen3"
+    tok = scope["tok"]
+    assert isinstance(tok, reasonspan.LoadedTokenizer)
+    res = parser.parse(tok.encode("<think>a</think>b"))
+    assert (res.reasoning, res.content) == ("a", "b")

@@ -103,12 +103,13 @@ def test_mistral_truncated_after_think_is_reasoning() -> None:
     assert (res.reasoning, res.content, res.reasoning_ended) == ("Let me count", None, False)
 
 
-def test_mistral_tool_calls_end_reasoning_and_stay_in_content() -> None:
-    out = '[THINK]I need the weather.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}'
-    res = run("mistral", MISTRAL, out, MISTRAL_TURN)
-    assert res.reasoning == "I need the weather."
-    assert res.content == '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}'
-    assert labelled(res, MISTRAL, Label.TOOL) == ["[TOOL_CALLS]"]
+def test_mistral_tool_calls_inside_think_are_reasoning() -> None:
+    # Only [/THINK] ends reasoning (vLLM's mistral reasoning parser; llama.cpp's tests).
+    call = '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}'
+    res = run("mistral", MISTRAL, "[THINK]I need the weather." + call, MISTRAL_TURN)
+    assert (res.reasoning, res.content) == ("I need the weather." + call, None)
+    res = run("mistral", MISTRAL, "[THINK]I need " + call + "[/THINK]" + call, MISTRAL_TURN)
+    assert (res.reasoning, res.content) == ("I need " + call, call)
 
 
 def test_mistral_prompt_scan_stops_at_the_turn() -> None:

@@ -11,11 +11,14 @@ import anyio
 import msgspec
 import numpy as np
 import pytest
-from fixtures import FAMILY_TOKENIZERS, tokenizer
+from fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, tokenizer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from reasonspan.runtime.batch_errors import RequestFailedError
 from reasonspan.runtime.openai import ChatCompletionChunk, encode
 from reasonspan.runtime.simulation import SimRequest, SimulatedEngine, drive
 from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
+from strategies import held_then_empty, splits
 
 import reasonspan
 from reasonspan.workload import workload
@@ -309,3 +312,71 @@ async def test_include_reasoning_false_sends_no_reasoning_but_counts_it() -> Non
     await collect(stream, c)
     assert (c.reasoning, c.content) == ("", "The answer.")
     assert c.reasoning_tokens == len(tok.encode("secret plan"))
+
+
+CASES = [(f, k) for f in sorted(FAMILY_TOKENIZERS) for k in FAMILY_KWARGS.get(f, [{}])]
+_case_parsers: dict[str, reasonspan.ReasoningParser] = {}
+
+
+def case_parser(family: str, kwargs: dict[str, Any]) -> reasonspan.ReasoningParser:
+    key = f"{family}-{sorted(kwargs.items())}"
+    if key not in _case_parsers:
+        tok = tokenizer(FAMILY_TOKENIZERS[family])
+        _case_parsers[key] = reasonspan.create_parser_sync(family, tok, kwargs)
+    parser = _case_parsers[key]
+    parser.reset()
+    return parser
+
+
+def run_steps(
+    runtime: ReasoningRuntime, stream: RequestStream, deltas: list[list[int]]
+) -> list[ChatCompletionChunk]:
+    """Step the request through ``deltas`` (one step each), finish it, return its chunks."""
+    chunks: list[ChatCompletionChunk] = []
+    for delta in deltas:
+        runtime.step(np.array([stream.engine_id]), np.array(delta, np.int64), [0, len(delta)])
+        chunks += stream.ready()
+    runtime.finish(stream.request_id)
+    return chunks + stream.ready()
+
+
+def texts(chunks: list[ChatCompletionChunk]) -> tuple[str, str]:
+    deltas = [c.choices[0].delta for c in chunks]
+    return "".join(d.reasoning or "" for d in deltas), "".join(d.content or "" for d in deltas)
+
+
+@pytest.mark.parametrize(("family", "kwargs"), CASES, ids=[f"{f}-{k}" for f, k in CASES])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_runtime_equals_parse_when_a_held_channel_ends_in_empty_text(
+    family: str, kwargs: dict[str, Any], data: st.DataObject
+) -> None:
+    """Every family, any split into steps: an output ending in a channel whose text may be
+    held (reasoning nemotron_v3 holds until it knows it is not the answer, a half marker),
+    then tokens whose text is empty, streams parse()'s reasoning and content (issue 14,
+    item 1: the held reasoning was dropped)."""
+    parser = case_parser(family, kwargs)
+    ids = data.draw(held_then_empty(parser), label="ids")
+    deltas = data.draw(splits(ids), label="deltas")
+    expected = parser.parse(ids)
+    runtime = ReasoningRuntime()
+    stream = runtime.add("r", case_parser(family, kwargs), None)
+    chunks = run_steps(runtime, stream, deltas)
+    assert texts(chunks) == (expected.reasoning or "", expected.content or "")
+    usage = chunks[-1].usage
+    assert usage is not None
+    assert usage.completion_tokens_details.reasoning_tokens == expected.reasoning_tokens
+
+
+def test_nemotron_held_reasoning_survives_an_empty_last_token() -> None:
+    """The reported case: reasoning closed, then ``<|im_end|>`` (no text), one token per
+    step: the reasoning is sent as reasoning, as parse() and TextSplitter give it."""
+    tok = tokenizer("qwen-3")
+    thought = "Let me think."
+    ids = tok.encode(f"<think>{thought}</think><|im_end|>")
+    for kwargs in ({"enable_thinking": False}, {"force_nonempty_content": True}):
+        parser = reasonspan.create_parser_sync("nemotron_v3", tok, kwargs)
+        runtime = ReasoningRuntime()
+        stream = runtime.add(1, parser, None)
+        chunks = run_steps(runtime, stream, [[t] for t in ids])
+        assert texts(chunks) == (thought, "")

@@ -100,3 +100,67 @@ def test_non_utf8_chat_template_names_the_file(tmp_path: Path) -> None:
     (model / "chat_template.jinja").write_bytes(b"{{ messages }}\xff\xfe")
     with pytest.raises(reasonspan.TokenizerLoadError, match=r"chat_template\.jinja.*not UTF-8"):
         reasonspan.load_tokenizer_sync(model)
+
+
+def test_a_device_is_refused_not_read_forever() -> None:
+    """/dev/zero reports size 0, so a size check alone passes it; reading never ends."""
+    zero = Path("/dev/zero")
+    if not zero.exists():
+        pytest.skip("no /dev/zero here")
+    with pytest.raises(
+        reasonspan.TokenizerLoadError, match=r"not a regular file \(a character device\)"
+    ):
+        reasonspan.load_tokenizer_sync(zero)
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    import os
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    model = tmp_path / "model"
+    model.mkdir()
+    os.mkfifo(model / "tokenizer.json")  # nobody ever writes to it
+    with pytest.raises(reasonspan.TokenizerLoadError, match=r"not a regular file \(a FIFO\)"):
+        reasonspan.load_tokenizer_sync(model)
+    shutil.copy(folder("qwen-3") / "tokenizer.json", tmp_path / "tokenizer.json")
+    os.mkfifo(tmp_path / "chat_template.jinja")  # a side file: refused, not skipped
+    with pytest.raises(
+        reasonspan.TokenizerLoadError, match=r"chat_template\.jinja.*not a regular file"
+    ):
+        reasonspan.load_tokenizer_sync(tmp_path)
+
+
+def test_reading_stops_at_the_cap_when_the_size_lies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The size from stat can be wrong (a file growing while read): the read itself is capped."""
+    import os
+
+    from reasonspan.tokenizer import loader
+
+    big = tmp_path / "tokenizer.json"
+    big.write_bytes(b" " * 2_000_000)
+    real_fstat = os.fstat
+
+    def fstat_saying_empty(fd: int) -> os.stat_result:
+        st = real_fstat(fd)
+        return os.stat_result((st.st_mode, *st[1:6], 0, *st[7:]))
+
+    monkeypatch.setattr(loader.os, "fstat", fstat_saying_empty)
+    with pytest.raises(reasonspan.TokenizerLoadError, match="over the 1,000,000-byte limit"):
+        reasonspan.load_tokenizer_sync(big, max_bytes=1_000_000)
+
+
+def test_a_vocabulary_id_far_beyond_the_vocabulary_is_refused(tmp_path: Path) -> None:
+    """One id of 2**31-5 would make every id-indexed table allocate tens of GB."""
+    import json
+
+    data = json.loads((folder("qwen-3") / "tokenizer.json").read_text(encoding="utf-8"))
+    data["model"]["vocab"]["far-away"] = 2**31 - 5
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(
+        reasonspan.TokenizerLoadError, match=r"'far-away' has id 2,147,483,643, far beyond"
+    ):
+        reasonspan.load_tokenizer_sync(path)

@@ -7,12 +7,14 @@ a model's tokenizer without stalling its event loop.
 from __future__ import annotations
 
 import json
+import os
+import stat
 import threading
 import zipfile
 from collections import OrderedDict
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import anyio.to_thread
 from tokenizers import Tokenizer
@@ -46,6 +48,7 @@ class LoadedTokenizer:
         self._raw_json = raw_json
         vocab = tokenizer.get_vocab(with_added_tokens=True)
         self.vocab_size: int = (max(vocab.values()) + 1) if vocab else 0
+        _check_id_range(vocab, source)
         self._token_bytes: list[bytes] | None = None
         self._byte_level = False
         self._special_ids: frozenset[int] = frozenset()
@@ -110,6 +113,27 @@ class LoadedTokenizer:
         return str(self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens))
 
 
+def _check_id_range(vocab: dict[str, int], source: str) -> None:
+    """Refuse a vocabulary whose largest id is far beyond its number of entries: tables are
+    indexed by id (``token_bytes``, the markers' lookup tables), so one id of ``2**31`` in
+    a 150k vocabulary would make them allocate tens of GB."""
+    if not vocab:
+        return
+    limit = max(2 * len(vocab), len(vocab) + MAX_ID_GAP)
+    top = max(vocab.values())
+    if top >= limit:
+        piece = next(p for p, i in vocab.items() if i == top)
+        raise TokenizerLoadError(
+            source,
+            f"token {piece!r} has id {top:,}, far beyond the vocabulary's {len(vocab):,} "
+            f"entries (ids must stay below {limit:,})",
+        )
+
+
+MAX_ID_GAP = 65536
+"""How far a vocabulary's largest id may run past its number of entries (gaps of unused ids
+are normal; see :func:`_check_id_range`): the larger of twice the entries and this."""
+
 MAX_TOKENIZER_BYTES = 128 * 1024 * 1024
 """The largest tokenizer.json read (uncompressed). Real ones are 2-35 MB; the cap stops a
 wrong file or a zip bomb before it is read into memory. ``load_tokenizer(max_bytes=...)``
@@ -119,18 +143,52 @@ MAX_SIDE_FILE_BYTES = 16 * 1024 * 1024
 """The largest tokenizer_config.json, config.json or chat_template.jinja read."""
 
 
+def _open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading, refused unless it is a regular file: a FIFO would block
+    the reader, a device such as /dev/zero reports size 0 and never ends."""
+    # O_NONBLOCK: opening a FIFO must not wait for a writer before it can be refused.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    fh = os.fdopen(fd, "rb")
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        fh.close()
+        raise TokenizerLoadError(str(path), f"not a regular file ({_file_kind(mode)})")
+    return fh
+
+
 def _read_limited(path: Path, limit: int) -> bytes:
-    """The file's bytes, refusing (before reading) anything larger than ``limit``."""
-    size = path.stat().st_size
-    if size > limit:
-        raise TokenizerLoadError(
-            str(path), f"the file is {size:,} bytes, over the {limit:,}-byte limit"
-        )
-    return path.read_bytes()
+    """The file's bytes, refusing anything over ``limit`` bytes: before reading when its
+    size says so, and while reading when the size lies (the file grew meanwhile)."""
+    with _open_regular(path) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > limit:
+            raise TokenizerLoadError(
+                str(path), f"the file is {size:,} bytes, over the {limit:,}-byte limit"
+            )
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise TokenizerLoadError(str(path), f"the file holds over the {limit:,}-byte limit")
+    return data
+
+
+def _file_kind(mode: int) -> str:
+    """What a non-regular file is, for the error message."""
+    for test, kind in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "not a plain file"
 
 
 def _read_text_file(path: Path) -> str | None:
-    if not path.is_file():
+    """A side file's text, None when it is absent (one that exists but is not a regular
+    file is refused, not skipped)."""
+    if not path.exists():
         return None
     try:
         return _read_limited(path, MAX_SIDE_FILE_BYTES).decode("utf-8")
@@ -152,7 +210,7 @@ def _read_json_file(path: Path) -> dict[str, Any] | None:
 
 
 def _read_zip_member(path: Path, limit: int) -> bytes:
-    with zipfile.ZipFile(path) as zf:
+    with _open_regular(path) as fh, zipfile.ZipFile(fh) as zf:
         members = [i for i in zf.infolist() if i.filename.endswith("tokenizer.json")]
         if not members:
             raise TokenizerLoadError(str(path), "zip archive holds no tokenizer.json")
@@ -171,8 +229,8 @@ def _read_zip_member(path: Path, limit: int) -> bytes:
                 f"{limit:,}-byte limit",
             )
         # The header's size can lie: read at most limit + 1 bytes and check again.
-        with zf.open(info) as fh:
-            data = fh.read(limit + 1)
+        with zf.open(info) as member:
+            data = member.read(limit + 1)
         if len(data) > limit:
             raise TokenizerLoadError(
                 str(path), f"{info.filename} unpacks to over the {limit:,}-byte limit"
@@ -205,7 +263,7 @@ def load_tokenizer_sync(
     folder = p if p.is_dir() else p.parent
     if p.is_dir():
         for name in ("tokenizer.json", "tokenizer.json.zip"):
-            if (p / name).is_file():
+            if (p / name).exists():  # a non-regular one is refused when read
                 file = p / name
                 break
         else:
@@ -248,7 +306,8 @@ async def load_tokenizer(
     A folder's tokenizer_config.json (chat template, special tokens), chat_template.jinja
     and config.json are read too, for prompt rules and auto-detection. Files over
     ``max_bytes`` (tokenizer.json, uncompressed) or 16 MiB (the others) are refused before
-    they are read.
+    they are read (and reading stops at the cap if the size lied); so is anything but a
+    regular file (a FIFO, a device), and a vocabulary whose ids run far beyond its size.
     """
     if isinstance(path, LoadedTokenizer):
         return path

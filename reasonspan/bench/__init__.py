@@ -10,38 +10,56 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import msgspec
 
+from ..argtypes import POSITIVE
 from ..demo_data import NoTokenizerError, default_tokenizer_path
+from ..runtime.errors import ReasonspanError
 from ..runtime.grammar import GrammarUnavailableError
 from ..tokenizer import LoadedTokenizer, load_tokenizer_sync
-from .batch import SIZES, run_batch_suite
-from .common import Row, machine_line
+from .batch import KS, SIZES, run_batch_suite
+from .common import QWEN3, Family, Plan, Row, family_for, machine_line
 from .grammar import run_grammar_suite
 from .serve import bench_serve
 from .stream import bench_prompt, bench_stream
+from .tools import bench_tools
 
 
-def bench_batch(tok: LoadedTokenizer, repeats: int, sizes: Sequence[int] = ()) -> list[Row]:
+def bench_batch(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
     """One engine step over batches of 1 to 4,096 requests (see :mod:`.batch`)."""
-    return run_batch_suite(tok, repeats, sizes or SIZES)
+    return run_batch_suite(
+        tok, plan.repeats, plan.batch_sizes or SIZES, plan.batch_ks or KS, family=plan.family
+    )
 
 
-def bench_grammar(tok: LoadedTokenizer, repeats: int, sizes: Sequence[int] = ()) -> list[Row]:
+def bench_grammar(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
     """Mask fill and step with a grammar engine behind the gate (see :mod:`.grammar`)."""
-    return run_grammar_suite(tok, repeats, sizes)
+    return run_grammar_suite(tok, plan.repeats, plan.grammar_sizes, family=plan.family)
 
 
-SUITES: dict[str, Callable[[LoadedTokenizer, int], list[Row]]] = {
+SUITES: dict[str, Callable[[LoadedTokenizer, Plan], list[Row]]] = {
     "stream": bench_stream,
     "prompt": bench_prompt,
     "batch": bench_batch,
     "grammar": bench_grammar,
     "serve": bench_serve,
+    "tools": bench_tools,
 }
+
+QUICK = Plan(
+    repeats=3,
+    batch_sizes=(1, 16),
+    batch_ks=(1,),
+    grammar_sizes=(8,),
+    serve_sizes=(1, 8),
+    prompt_tokens=16_000,
+)
+"""``--quick``: every suite, small: a first look in a few seconds (the figures are noisier
+than the full run's, which BENCHMARKS.md quotes)."""
 
 
 def _sizes(text: str) -> list[int]:
@@ -56,12 +74,38 @@ def _sizes(text: str) -> list[int]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokenizer", help="model folder or tokenizer.json (default: real Qwen3)")
+    p.add_argument(
+        "--parser",
+        help="parser whose markers the transcripts are written in (default: detected for "
+        "--tokenizer; qwen3 for the default tokenizer)",
+    )
     p.add_argument("--suite", action="append", choices=[*SUITES, "all"], help="default: all")
-    p.add_argument("--repeats", type=int, default=30)
+    p.add_argument(
+        "--repeats",
+        type=POSITIVE,
+        help="timed repeats per case, median taken (>= 1; default 30, 3 with --quick)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes and few repeats: every suite in a few seconds, for a first look",
+    )
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     # Batch sizes of the batch suite (default 1,64,256,1024,4096) and concurrency of the
     # serve suite (default 1,64,256); the tests use small ones.
     p.add_argument("--sizes", type=_sizes, help=argparse.SUPPRESS)
+
+
+def plan_of(args: argparse.Namespace, family: Family) -> Plan:
+    """The run the flags ask for: the full one, or ``--quick``; ``--repeats`` and the
+    hidden ``--sizes`` override either."""
+    plan = replace(QUICK if args.quick else Plan(), family=family)
+    if args.repeats is not None:
+        plan = replace(plan, repeats=args.repeats)
+    if args.sizes:
+        sizes = tuple(args.sizes)
+        plan = replace(plan, batch_sizes=sizes, grammar_sizes=sizes, serve_sizes=sizes)
+    return plan
 
 
 def _ratio(r: Row) -> str:
@@ -151,26 +195,32 @@ def run(args: argparse.Namespace) -> int:
         if problem:  # before the benchmark runs, not after
             print(f"reasonspan bench: --json {args.json}: {problem}", file=sys.stderr)
             return 2
-    tok = load_tokenizer_sync(path)
+    try:
+        tok = load_tokenizer_sync(path)
+        if args.tokenizer is None and args.parser is None:
+            family = QWEN3  # the default tokenizer is Qwen3's: nothing to detect
+        else:
+            family = family_for(tok, args.parser)
+    except ReasonspanError as exc:
+        print(f"reasonspan bench: {exc}", file=sys.stderr)
+        return 2
+    plan = plan_of(args, family)
     suites = args.suite or ["all"]
     names = list(SUITES) if "all" in suites else suites
     print(f"machine: {machine_line()}")
-    print(f"tokenizer: {tok.source}\n")
+    print(f"tokenizer: {tok.source}")
+    print(f"parser: {family.parser} (markers {family.start!r} ... {family.end!r})")
+    if args.quick:
+        print("--quick: small sizes, few repeats; noisier than the full run")
+    print()
     rows: list[Row] = []
     for name in names:
-        if name == "batch" and args.sizes:
-            rows += bench_batch(tok, args.repeats, args.sizes)
-        elif name == "grammar":
-            try:
-                rows += bench_grammar(tok, args.repeats, args.sizes or ())
-            except GrammarUnavailableError as exc:  # the optional extra is missing
-                print(f"reasonspan bench: grammar suite skipped: {exc}\n")
-                if "all" not in suites:
-                    return 2
-        elif name == "serve" and args.sizes:
-            rows += bench_serve(tok, args.repeats, args.sizes)
-        else:
-            rows += SUITES[name](tok, args.repeats)
+        try:
+            rows += SUITES[name](tok, plan)
+        except GrammarUnavailableError as exc:  # the optional extra is missing
+            print(f"reasonspan bench: grammar suite skipped: {exc}\n")
+            if "all" not in suites:
+                return 2
     print(render(rows))
     if args.json:
         Path(args.json).write_bytes(

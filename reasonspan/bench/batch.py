@@ -38,7 +38,7 @@ import numpy.typing as npt
 from ..baseline import TextBaseline
 from ..runtime import ReasoningBatch, ReasoningParser, create_parser_sync
 from ..tokenizer import LoadedTokenizer
-from .common import Row, transcript_ids
+from .common import QWEN3, Family, Row, transcript_ids
 
 IntArray = npt.NDArray[np.int64]
 
@@ -51,7 +51,13 @@ MIN_STEPS = 5
 WARMUP_STEPS = 2
 MEMORY_STEPS = 4
 
-VECTORIZED = "vectorized: ReasoningBatch.step, qwen3"
+
+def vectorized_label(parser: str) -> str:
+    """The vectorized row's label, naming the family timed."""
+    return f"vectorized: ReasoningBatch.step, {parser}"
+
+
+VECTORIZED = vectorized_label("qwen3")
 PER_REQUEST = "hold-back: ReasoningBatch.step, minimax_m3 (multi-token markers; table + stream())"
 LOOP = "per-request floor: Python loop of parser.stream(), minimax_m3"
 BASELINE = "text baseline: one TextBaseline per request"
@@ -117,7 +123,10 @@ class _BatchPath:
 class _BaselinePath:
     """One :class:`TextBaseline` per request, started in the state its prefix leaves."""
 
-    def __init__(self, tok: LoadedTokenizer, starts_in_reasoning: list[bool], k: int) -> None:
+    def __init__(
+        self, tok: LoadedTokenizer, starts_in_reasoning: list[bool], k: int, family: Family
+    ) -> None:
+        self.family = family
         self.tok = tok
         self.init = starts_in_reasoning
         self.k = k
@@ -125,7 +134,8 @@ class _BaselinePath:
 
     def admit(self) -> None:
         hf = self.tok.tokenizer
-        self.bases = [TextBaseline(hf, in_reasoning=r) for r in self.init]
+        start, end = self.family.start, self.family.end
+        self.bases = [TextBaseline(hf, start, end, in_reasoning=r) for r in self.init]
 
     def prepare(self, toks: IntArray) -> object:
         # Per-request lists, built outside the timed step: kind to the baseline.
@@ -222,29 +232,34 @@ def _measure(case: str, path: _Path, stream: _Stream, k: int, max_steps: int, no
     )
 
 
-def mm_transcript_ids(tok: LoadedTokenizer, ids: list[int]) -> list[int]:
+def mm_transcript_ids(tok: LoadedTokenizer, ids: list[int], family: Family = QWEN3) -> list[int]:
     """The same transcript with MiniMax M3's markers, re-encoded (so the markers meet their
     neighbours the way the real tokenizer merges them)."""
     text = tok.decode(ids)
-    return tok.encode(text.replace("</think>", "</mm:think>").replace("<think>", "<mm:think>"))
+    text = text.replace(family.end, "</mm:think>").replace(family.start, "<mm:think>")
+    return tok.encode(text)
 
 
 def run_batch_suite(
-    tok: LoadedTokenizer, repeats: int, sizes: Sequence[int] = SIZES, ks: Sequence[int] = KS
+    tok: LoadedTokenizer,
+    repeats: int,
+    sizes: Sequence[int] = SIZES,
+    ks: Sequence[int] = KS,
+    family: Family = QWEN3,
 ) -> list[Row]:
-    """Rows for every size and k: vectorized, hold-back, the stream() loop, then the
-    baseline they are compared with."""
-    qwen = create_parser_sync("qwen3", tok)
+    """Rows for every size and k: vectorized (the family's parser), hold-back, the
+    stream() loop, then the baseline they are compared with."""
+    qwen = create_parser_sync(family.parser, tok)
     mm = create_parser_sync("minimax_m3", tok)
-    ids = transcript_ids(tok)
-    mm_ids = mm_transcript_ids(tok, ids)
+    ids = transcript_ids(tok, family=family)
+    mm_ids = mm_transcript_ids(tok, ids, family)
     max_steps = max(MIN_STEPS, 10 * repeats)
     rows: list[Row] = []
     for k in ks:
         for n in sizes:
             stream = _Stream(ids, n)
             vec = _BatchPath(qwen, stream, k)
-            vrow = _measure(VECTORIZED, vec, stream, k, max_steps, "")
+            vrow = _measure(vectorized_label(family.parser), vec, stream, k, max_steps, "")
             if not vec.vectorized():
                 vrow.note = "NOT vectorized on this tokenizer"
             mm_stream = _Stream(mm_ids, n)
@@ -254,7 +269,7 @@ def run_batch_suite(
                 prow.note = "vectorized on this tokenizer (markers are single tokens)"
             lrow = _measure(LOOP, _LoopPath(mm, mm_stream, k), mm_stream, k, max_steps, "")
             init = [qwen.is_prompt_in_reasoning(stream.prefix(i)) for i in range(n)]
-            base = _BaselinePath(tok, init, k)
+            base = _BaselinePath(tok, init, k, family)
             brow = _measure(BASELINE, base, stream, k, max_steps, "")
             for r in (vrow, prow, lrow):
                 r.vs_baseline = brow.us_per_call / r.us_per_call

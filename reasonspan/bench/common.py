@@ -7,11 +7,64 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import msgspec
 
+from ..runtime import ReasonspanError, create_parser_sync
 from ..tokenizer import LoadedTokenizer
 from ..transcripts import ALL, long_reasoning
+
+
+@dataclass(frozen=True)
+class Family:
+    """The parser the bench times and the markers its transcripts are written with, so a
+    GLM or DeepSeek folder is benchmarked in its own format, not in Qwen3's."""
+
+    parser: str
+    start: str
+    end: str
+
+
+QWEN3 = Family("qwen3", "<think>", "</think>")
+"""The family of the default tokenizer (the real Qwen3 one)."""
+
+
+def family_for(tok: LoadedTokenizer, name: str | None) -> Family:
+    """The family named by ``--parser``, else the one detected for the tokenizer; refused
+    (one line) when none is detected, the tokenizer lacks its markers, or it has no
+    reasoning markers to split on."""
+    if name is None:
+        from ..detection import detect
+
+        found = detect(tok)
+        if found.parser is None:
+            raise ReasonspanError(
+                f"could not tell which parser fits {tok.source}; pass --parser NAME "
+                "(see `reasonspan detect`)"
+            )
+        name = found.parser
+    spec = create_parser_sync(name, tok).spec  # a marker the vocabulary lacks: its error
+    if not spec.start or not spec.end:
+        raise ReasonspanError(
+            f"parser {spec.name!r} has no reasoning markers: there is nothing to split, so "
+            "nothing to time; pass --parser NAME of a reasoning family"
+        )
+    return Family(spec.name, spec.start[0], spec.end[0])
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one ``reasonspan bench`` run measures: the family, the repeats, and the sizes of
+    the suites that take sizes (empty: the suite's own defaults, the full run)."""
+
+    family: Family = QWEN3
+    repeats: int = 30
+    batch_sizes: tuple[int, ...] = ()
+    batch_ks: tuple[int, ...] = ()
+    grammar_sizes: tuple[int, ...] = ()
+    serve_sizes: tuple[int, ...] = ()
+    prompt_tokens: int = 128_000
 
 
 class Row(msgspec.Struct):
@@ -42,17 +95,25 @@ def median_ns(fn: Callable[[], object], repeats: int) -> float:
     return float(statistics.median(times))
 
 
-def transcript_ids(tok: LoadedTokenizer, n_tokens: int = 1000) -> list[int]:
-    """A real reasoning transcript of ``n_tokens`` tokens: reasoning, </think>, answer."""
+def transcript_ids(tok: LoadedTokenizer, n_tokens: int = 1000, family: Family = QWEN3) -> list[int]:
+    """A real reasoning transcript of ``n_tokens`` tokens in the family's markers:
+    start marker, reasoning, end marker, answer (the end marker always inside)."""
     answer = "\n\n".join(t.answer for t in ALL)
-    ids = tok.encode(f"<think>\n{long_reasoning()}\n</think>\n\n{answer}")
-    end_id = tok.single_token_id("</think>")
+    ids = tok.encode(f"{family.start}\n{long_reasoning()}\n{family.end}\n\n{answer}")
+    end_ids = tok.encode(family.end)
     while len(ids) < n_tokens:
         ids = ids + ids
     ids = ids[:n_tokens]
-    if end_id is not None and end_id not in ids:
-        ids[int(n_tokens * 0.8)] = end_id
+    if not _contains(ids, end_ids):
+        at = int(n_tokens * 0.8)
+        ids[at : at + len(end_ids)] = end_ids
+        ids = ids[:n_tokens]
     return ids
+
+
+def _contains(ids: list[int], part: list[int]) -> bool:
+    n = len(part)
+    return any(ids[i : i + n] == part for i in range(len(ids) - n + 1))
 
 
 def machine_line() -> str:

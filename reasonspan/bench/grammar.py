@@ -34,7 +34,7 @@ import numpy as np
 from ..runtime import ReasoningBatch, create_parser_sync
 from ..runtime.grammar import Grammar, bitmask_width, compile_grammar, fill_bitmasks
 from ..tokenizer import LoadedTokenizer
-from .common import Row
+from .common import QWEN3, Family, Row
 
 SIZES: tuple[int, ...] = (64, 256)
 REASONING_TOKENS = 600
@@ -55,21 +55,24 @@ GATE = "step, gate only (structured_output=True)"
 FEED = "step, gate + matcher feed (response_format)"
 
 
-def _script(tok: LoadedTokenizer) -> tuple[list[int], int]:
-    """Reasoning, </think>, then a long valid JSON answer; and where the answer starts."""
+def _script(tok: LoadedTokenizer, family: Family) -> tuple[list[int], int]:
+    """Reasoning, the end marker, then a long valid JSON answer; and where the answer
+    starts."""
     words = tok.encode(" Let me count the apples again, one by one, to be sure.")
     reasoning = (words * (REASONING_TOKENS // len(words) + 1))[:REASONING_TOKENS]
-    end = tok.encode("</think>")
+    end = tok.encode(family.end)
     items = ", ".join(f'{{"answer": {i}, "unit": "apples"}}' for i in range(400))
     answer = tok.encode(f"[{items}]")
     return reasoning + end + answer, len(reasoning) + len(end)
 
 
-def run_grammar_suite(tok: LoadedTokenizer, repeats: int, sizes: Sequence[int] = ()) -> list[Row]:
+def run_grammar_suite(
+    tok: LoadedTokenizer, repeats: int, sizes: Sequence[int] = (), family: Family = QWEN3
+) -> list[Row]:
     """One row per (case, batch size); ``repeats`` timed steps per size (at least 10)."""
-    parser = create_parser_sync("qwen3", tok)
-    script, answer_at = _script(tok)
-    prompt = tok.encode("<|im_start|>assistant\n<think>\n")
+    parser = create_parser_sync(family.parser, tok)
+    script, answer_at = _script(tok, family)
+    prompt = tok.encode(f"<|im_start|>assistant\n{family.start}\n")
     compile_grammar(FORMAT, tok)  # builds the llguidance tokenizer once, untimed
     rows: list[Row] = []
     steps = max(int(repeats), 10)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from ..runtime.openai import ChatCompletionChunk, ChoiceDelta, ChunkChoice, Fini
 from ..runtime.streams import ReasoningRuntime
 from ..serving.sse import chunk_events
 from ..tokenizer import LoadedTokenizer
-from .common import Row, transcript_ids
+from .common import Family, Plan, Row, transcript_ids
 
 SIZES = (1, 64, 256)
 STEPS = 200
@@ -40,8 +40,8 @@ def _schedule(ids: list[int], n: int) -> np.ndarray:
     return out
 
 
-def _ours(tok: LoadedTokenizer, tokens: np.ndarray) -> Callable[[], int]:
-    parser = create_parser_sync("qwen3", tok)
+def _ours(tok: LoadedTokenizer, tokens: np.ndarray, family: Family) -> Callable[[], int]:
+    parser = create_parser_sync(family.parser, tok)
     prompt = tok.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
     n = tokens.shape[1]
     offsets = np.arange(n + 1, dtype=np.int64)
@@ -67,7 +67,7 @@ def _ours(tok: LoadedTokenizer, tokens: np.ndarray) -> Callable[[], int]:
     return run
 
 
-def _baseline(tok: LoadedTokenizer, tokens: np.ndarray) -> Callable[[], int]:
+def _baseline(tok: LoadedTokenizer, tokens: np.ndarray, family: Family) -> Callable[[], int]:
     n = tokens.shape[1]
     rows = tokens.tolist()
     created = int(time.time())
@@ -82,7 +82,10 @@ def _baseline(tok: LoadedTokenizer, tokens: np.ndarray) -> Callable[[], int]:
         return chunk_events(c, include_usage=False)
 
     def run() -> int:
-        splitters = [TextBaseline(tok.tokenizer, in_reasoning=True) for _ in range(n)]
+        splitters = [
+            TextBaseline(tok.tokenizer, family.start, family.end, in_reasoning=True)
+            for _ in range(n)
+        ]
         ids = [f"chatcmpl-{i}" for i in range(n)]
         sent = sum(len(chunk(rid, ChoiceDelta(role="assistant", content=""))) for rid in ids)
         for step in rows:
@@ -115,15 +118,18 @@ def _paired_median_ns(
     return float(statistics.median(ta)), float(statistics.median(tb))
 
 
-def bench_serve(tok: LoadedTokenizer, repeats: int, sizes: Sequence[int] = SIZES) -> list[Row]:
+def bench_serve(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
     """Token ids to SSE bytes per request-token, at each concurrency, beside the baseline."""
-    ids = transcript_ids(tok)
+    family = plan.family
+    ids = transcript_ids(tok, family=family)
     rows: list[Row] = []
-    runs = max(3, repeats // 3)
-    for n in sizes:
+    runs = max(3, plan.repeats // 3)
+    for n in plan.serve_sizes or SIZES:
         tokens = _schedule(ids, n)
         total = n * STEPS
-        base, ours = _paired_median_ns(_baseline(tok, tokens), _ours(tok, tokens), runs)
+        base, ours = _paired_median_ns(
+            _baseline(tok, tokens, family), _ours(tok, tokens, family), runs
+        )
         note = f"{n} concurrent, {STEPS} steps; µs/call = one step"
         rows.append(
             Row(

@@ -11,13 +11,14 @@ from ..baseline import TextBaseline
 from ..runtime import TextSplitter, create_parser_sync
 from ..tokenizer import LoadedTokenizer
 from ..transcripts import ALL
-from .common import Row, median_ns, transcript_ids
+from .common import QWEN3, Family, Plan, Row, median_ns, transcript_ids
 
 
-def bench_stream(tok: LoadedTokenizer, repeats: int) -> list[Row]:
+def bench_stream(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
     """Per-request streaming with one token per delta, on a 1,000-token transcript."""
-    parser = create_parser_sync("qwen3", tok)
-    ids = transcript_ids(tok)
+    family, repeats = plan.family, plan.repeats
+    parser = create_parser_sync(family.parser, tok)
+    ids = transcript_ids(tok, family=family)
     n = len(ids)
     deltas = [[t] for t in ids]
 
@@ -35,7 +36,7 @@ def bench_stream(tok: LoadedTokenizer, repeats: int) -> list[Row]:
         split.finish()
 
     def baseline() -> None:
-        b = TextBaseline(tok.tokenizer, in_reasoning=True)
+        b = TextBaseline(tok.tokenizer, family.start, family.end, in_reasoning=True)
         for d in deltas:
             b.feed(d)
 
@@ -52,8 +53,10 @@ def bench_stream(tok: LoadedTokenizer, repeats: int) -> list[Row]:
     return rows
 
 
-def long_prompt(tok: LoadedTokenizer, n_tokens: int = 128_000) -> list[int]:
-    """A multi-turn prompt of ``n_tokens`` tokens whose history holds old think blocks."""
+def long_prompt(tok: LoadedTokenizer, n_tokens: int = 128_000, family: Family = QWEN3) -> list[int]:
+    """A multi-turn prompt of ``n_tokens`` tokens whose history holds old think blocks in
+    the family's markers (the role tags are ChatML text whatever the family: only the
+    markers and the turn's end decide what the scan reads)."""
     messages: list[dict[str, Any]] = []
     for t in ALL:
         messages.append({"role": "user", "content": t.user})
@@ -64,7 +67,7 @@ def long_prompt(tok: LoadedTokenizer, n_tokens: int = 128_000) -> list[int]:
         "".join(
             f"<|im_start|>{m['role']}\n"
             + (
-                f"<think>\n{m['reasoning_content']}\n</think>\n\n"
+                f"{family.start}\n{m['reasoning_content']}\n{family.end}\n\n"
                 if "reasoning_content" in m
                 else ""
             )
@@ -75,17 +78,20 @@ def long_prompt(tok: LoadedTokenizer, n_tokens: int = 128_000) -> list[int]:
     ids: list[int] = []
     while len(ids) < n_tokens:
         ids += one_round
-    tail = tok.encode("<|im_start|>user\nAnd now?<|im_end|>\n<|im_start|>assistant\n<think>\n")
+    tail = tok.encode(
+        f"<|im_start|>user\nAnd now?<|im_end|>\n<|im_start|>assistant\n{family.start}\n"
+    )
     return ids[: n_tokens - len(tail)] + tail
 
 
-def bench_prompt(tok: LoadedTokenizer, repeats: int) -> list[Row]:
+def bench_prompt(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
     """Prompt seeding on a 128k-token multi-turn prompt, and on one with no turn marker."""
-    parser = create_parser_sync("qwen3", tok)
-    prompt = long_prompt(tok)
+    family, repeats = plan.family, plan.repeats
+    parser = create_parser_sync(family.parser, tok)
+    prompt = long_prompt(tok, plan.prompt_tokens, family)
     arr = np.asarray(prompt, dtype=np.int64)
     rows = []
-    text_ns = median_ns(lambda: tok.decode(prompt).rfind("</think>"), max(3, repeats // 10))
+    text_ns = median_ns(lambda: tok.decode(prompt).rfind(family.end), max(3, repeats // 10))
     n = len(prompt)
     rows.append(
         Row("prompt", "text baseline: decode prompt + rfind", text_ns / n, text_ns / 1e3, n)
@@ -103,10 +109,10 @@ def bench_prompt(tok: LoadedTokenizer, repeats: int) -> list[Row]:
     # No marker and no turn start anywhere, so the scan reads all 128k tokens: plain text
     # (every chunk is skipped on its max id), then text with a special token that is not a
     # marker in every line (each chunk is gathered through the lookup table: the worst case).
-    plain = np.asarray(tok.encode("The quick brown fox jumps over the lazy dog. ") * 13_000)[:n]
-    noisy = np.asarray(
-        tok.encode("The quick brown fox jumps over the lazy dog.<tool_response>") * 12_000
-    )[:n]
+    line = tok.encode("The quick brown fox jumps over the lazy dog. ")
+    plain = np.asarray(line * (n // len(line) + 1))[:n]
+    noisy_line = tok.encode("The quick brown fox jumps over the lazy dog.<tool_response>")
+    noisy = np.asarray(noisy_line * (n // len(noisy_line) + 1))[:n]
     for case, arr_ in (
         ("is_prompt_in_reasoning, no marker, plain text", plain),
         ("is_prompt_in_reasoning, no marker, special tokens (worst case)", noisy),

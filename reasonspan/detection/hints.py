@@ -43,6 +43,8 @@ HINTS: dict[str, Hint] = {
     "deepseek_v4": Hint(
         model_types=("deepseek_v4",), tokens=("<｜latest_reminder｜>",), needs_evidence=True
     ),
+    # V4.1 has V4's vocabulary; only its DSML spelling differs, which a vocabulary cannot show.
+    "deepseek_v41": Hint(needs_evidence=True),
     "holo2": Hint(needs_evidence=True),  # a Qwen3-VL fine-tune with Qwen's tokens
     "qwen3": Hint(model_types=("qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_moe")),
     # MiMo ships Qwen's <think> tokens; only its model type tells it apart.
@@ -60,4 +62,8 @@ HINTS: dict[str, Hint] = {
     "olmo3": Hint(model_types=("olmo3",), plain_text_markers=True),
     "granite": Hint(model_types=("granite",), plain_text_markers=True),
     "cohere_command3": Hint(model_types=("cohere2",)),
+    # Issue 17, part A. Ling 3 and MiniCPM-V write Qwen's/GLM's <think> tokens: config.json
+    # (or, for MiniCPM-V, its image tags) must say so.
+    "ling3": Hint(needs_evidence=True),
+    "minicpmv": Hint(model_types=("minicpmv",), tokens=("<slice>",), needs_evidence=True),
 }

@@ -32,7 +32,7 @@ from typing import Any
 import msgspec
 
 from ..runtime.errors import ReasonspanError
-from ..runtime.machine import compile_machine
+from ..runtime.markers import compile_machine
 from ..runtime.parser import ReasoningParser, set_start_state_source
 from ..runtime.registry import get_parser_class
 from ..runtime.switches import switch_effects

@@ -187,6 +187,7 @@ class Server:
                 response_format=req.response_format,
                 tools=req.tools,
                 tool_choice=req.tool_choice,
+                stop=req.stop,
             )
         except InvalidOptionError as exc:
             raise RequestError(str(exc), param=exc.key) from None

@@ -82,7 +82,10 @@ def script_for(req: EngineRequest) -> list[int]:
         return tok.encode(req.request.simulated_output)
     digest = hashlib.blake2b(np.asarray(req.prompt_ids, np.int64).tobytes(), digest_size=8)
     t = ALL[int.from_bytes(digest.digest(), "little") % len(ALL)]
-    return tok.encode(scripted_output(req.parser, t.reasoning, t.answer, t.tool_call))
+    text = scripted_output(
+        req.parser, t.reasoning, t.answer, t.tool_call, prompt_ids=req.prompt_ids
+    )
+    return tok.encode(text)
 
 
 class SimulatedServingEngine:

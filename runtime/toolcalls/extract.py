@@ -13,7 +13,11 @@ decided, in order, and takes call regions out of the answer:
   closes: ``max_tokens`` cut the call) never becomes a call: a malformed body goes back
   to the content verbatim, labelled ``TOOL`` (kept in the text, never skipped), and a
   call cut by the end of the output is dropped (labelled ``TOOL_CALL``, no call, no
-  text), so no half call, and no half-written markup, is ever sent.
+  text), so no half call, and no half-written markup, is ever sent;
+- a close marker met while the kind reads the body as an unfinished argument
+  (:meth:`ToolFormat.could_end`) is argument text, unless the output ends right after it;
+  a region an ``open_in_body`` marker opened that never closes is read at the finish
+  (calls, or verbatim content).
 
 Everything after a held token is held too, so the tokens come out in order and every
 split of the output into deltas gives the same labels, text and calls (property-tested).
@@ -22,7 +26,7 @@ Tokens outside a region cost one set lookup each.
 
 from __future__ import annotations
 
-from ..labels import CONTENT, TOOL, TOOL_CALL
+from ..labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL
 from .format import CompiledToolFormat
 from .types import ToolCall, Tools
 
@@ -32,6 +36,12 @@ which imports this package)."""
 
 _OUT, _FRESH, _IN = 0, 1, 2
 _WS = b" \t\r\n"
+
+_BODY = (CONTENT, TOOL, DELIMITER)
+"""Labels whose tokens are text of a region's body. A marker the reasoning machine consumes
+in the answer (a stray ``</think>`` or ``<channel|>`` it drops) is, inside a call, text of
+an argument (``text:<|"|>close with <channel|><|"|>``): special tokens inside a call are
+never skipped."""
 
 _Item = tuple[int, int, list[tuple[bytes, int, int]] | None]
 """A held token: ``(id, label, spill parts)``."""
@@ -45,6 +55,7 @@ class ToolCallExtractor:
         "_fmt",
         "_held",
         "_mode",
+        "_pending",
         "_tools",
         "count",
     )
@@ -56,6 +67,10 @@ class ToolCallExtractor:
         self._held: list[_Item] = []
         """Tokens not decided yet: a possible marker start (outside), or the region and
         everything after its first token (inside)."""
+        self._pending: tuple[int, bytes] | None = None
+        """The first close marker of the open region that its kind read as argument text
+        (:meth:`ToolFormat.could_end`): ``(held tokens through it, bytes after it in its
+        last token)``; the region closes there if the output ends right after it."""
         self.count = 0
         """Calls completed so far."""
 
@@ -102,14 +117,15 @@ class ToolCallExtractor:
         out_labels = bytearray()
         out_spill: list[Spill] = []
         calls: list[ToolCall] = []
+        if self._mode == _IN and self._pending is not None and self._pending_reads():
+            n, after = self._pending
+            self._close(n, after, out_ids, out_labels, out_spill, calls)
         if self._mode == _IN:
-            if not self._fmt.close_ids and not self._fmt.close_bytes:
+            to_end = not self._fmt.close_ids and not self._fmt.close_bytes
+            if to_end or self._opener(self._region_bytes())[2]:
                 self._close(len(self._held), b"", out_ids, out_labels, out_spill, calls)
             else:
-                for item in self._held:
-                    self._emit(item, out_ids, out_labels, out_spill, TOOL_CALL)
-                self._held.clear()
-                self._mode = _OUT
+                self._cut(out_ids, out_labels, out_spill, calls)
         self._release(len(self._held), out_ids, out_labels, out_spill)
         return out_ids, out_labels, out_spill, calls
 
@@ -131,15 +147,22 @@ class ToolCallExtractor:
             if not answer:
                 return
             if t in fmt.close_ids:
-                if fmt.fmt.json_strings and self._in_string(self._region_bytes(-1)):
-                    return  # the marker is text of a JSON string argument
+                region = self._region_bytes(-1)
+                if self._in_argument(region):
+                    return  # the marker is text of a string argument
+                if not self._could_end(region):
+                    if self._pending is None:
+                        self._pending = (len(self._held), b"")
+                    return  # the marker is text of an unfinished argument, so far
                 self._close(len(self._held), b"", ids, labels, spill, calls)
             elif fmt.close_bytes:
                 self._find_close(ids, labels, spill, calls)
             return
-        if not answer or item[2] is not None:
-            # A marker never spans a token of another channel (or one the reasoning
-            # machine split): what was held is content after all.
+        if not answer:
+            # A marker never spans a token of another channel: what was held is content
+            # after all. (A token the reasoning machine split between reasoning and the
+            # answer, such as ``.<`` before a text marker that ends reasoning, takes part
+            # with its answer bytes only: :meth:`_bytes`.)
             self._release(len(self._held), ids, labels, spill)
             self._emit(item, ids, labels, spill)
             if answer and self._mode == _FRESH:
@@ -152,7 +175,7 @@ class ToolCallExtractor:
             return
         if self._mode == _FRESH:
             self._held.append(item)
-            data = fmt.token_bytes[t].lstrip(_WS)
+            data = self._bytes(item).lstrip(_WS)
             if not data:
                 return  # only space so far: the answer has not begun
             if data[:1] in fmt.leading:
@@ -178,8 +201,7 @@ class ToolCallExtractor:
         """Outside, with byte open markers: open a region where one is complete, else keep
         only the tokens that may still begin one."""
         fmt = self._fmt
-        table = fmt.token_bytes
-        chunks = [table[t] for t, _, _ in self._held]
+        chunks = [self._bytes(item) for item in self._held]
         buf = b"".join(chunks)
         at, _ = _first(buf, fmt.open_bytes)
         if at < 0:
@@ -210,30 +232,117 @@ class ToolCallExtractor:
         """Inside, with byte close markers: close where one is complete, after the opener."""
         fmt = self._fmt
         buf = self._region_bytes()
-        _, start = self._opener(buf)
+        _, start, _ = self._opener(buf)
         at, size = _first(buf, fmt.close_bytes, start)
-        while at >= 0 and fmt.fmt.json_strings and self._in_string(buf[:at]):
+        while at >= 0:
+            if self._in_argument(buf[:at]):
+                pass  # text of a string argument
+            elif self._could_end(buf[:at]):
+                break
+            elif self._pending is None:
+                self._pending = self._through(buf, at + size)
             at, size = _first(buf, fmt.close_bytes, at + 1)
         if at < 0:
             return
-        # The region ends with the token that completes the closer.
-        end_byte = at + size
-        table = fmt.token_bytes
+        n, after = self._through(buf, at + size)
+        self._close(n, after, ids, labels, spill, calls)
+
+    def _through(self, buf: bytes, end_byte: int) -> tuple[int, bytes]:
+        """The held tokens through the one that completes a closer ending at ``end_byte``
+        of the region's bytes ``buf``, and the bytes of that token after the closer."""
         pos, n = 0, 0
         while n < len(self._held) and pos < end_byte:
-            t, lab, _ = self._held[n]
-            if lab in (CONTENT, TOOL):
-                pos += len(table[t])
+            item = self._held[n]
+            if item[1] in _BODY:
+                pos += len(self._bytes(item))
             n += 1
-        self._close(n, buf[end_byte:pos], ids, labels, spill, calls)
+        return n, buf[end_byte:pos]
+
+    def _pending_reads(self) -> bool:
+        """At the finish: does the output end with the close marker that was taken for
+        argument text? Then that marker closes the region after all (GLM's
+        ``<arg_value>celsius</tool_call>``; a malformed body goes back to the content);
+        otherwise the region is a call cut by the end of the output, dropped."""
+        assert self._pending is not None
+        n, after = self._pending
+        return n == len(self._held) and not after.strip(_WS)
+
+    def _could_end(self, buf: bytes) -> bool:
+        """May a close marker end the region here (its bytes so far ``buf``)?
+        (:meth:`ToolFormat.could_end`; only formats with a completion check decode.)"""
+        fmt = self._fmt.fmt
+        if not fmt.checks_completion:
+            return True
+        return fmt.could_end(self._body(buf)[1].decode("utf-8", "replace"))
 
     def _region_bytes(self, n: int | None = None) -> bytes:
-        table = self._fmt.token_bytes
-        return b"".join(table[t] for t, lab, _ in self._held[:n] if lab in (CONTENT, TOOL))
+        return b"".join(self._bytes(item) for item in self._held[:n] if item[1] in _BODY)
+
+    @property
+    def _quoted(self) -> bool:
+        """The format has strings a close marker may sit in (JSON or a quote marker)."""
+        return self._fmt.fmt.json_strings or bool(self._fmt.quote)
+
+    def _bytes(self, item: _Item) -> bytes:
+        """A token's answer bytes: all of them, or for a token the reasoning machine split
+        (spill parts), the parts that are not reasoning."""
+        t, _, parts = item
+        if parts is None:
+            return self._fmt.token_bytes[t]
+        return b"".join(d for d, ch, _ in sorted(parts, key=lambda p: p[2]) if ch != REASONING)
+
+    def _in_argument(self, buf: bytes) -> bool:
+        """Does the region so far (``buf``) end inside a JSON string argument, where the
+        format says where those are (``json_strings``, ``string_quote``, ``json_after``)?"""
+        fmt = self._fmt.fmt
+        if self._quoted and self._in_string(buf):
+            return True
+        return bool(fmt.json_after) and self._in_json_after(buf)
+
+    def _in_json_after(self, buf: bytes) -> bool:
+        """Each JSON value after a ``json_after`` marker is skipped whole (so markers in its
+        strings are never taken for the next one); is ``buf`` cut inside a string of one?"""
+        markers = tuple(m.encode("utf-8") for m in self._fmt.fmt.json_after)
+        _, i, _ = self._opener(buf)
+        while True:
+            at, size = _first(buf, markers, i)
+            if at < 0:
+                return False
+            j = min(
+                (k for k in (buf.find(b"{", at + size), buf.find(b"[", at + size)) if k >= 0),
+                default=-1,
+            )
+            if j < 0:
+                return False
+            depth, inside, escaped = 0, False, False
+            for k in range(j, len(buf)):
+                b = buf[k]
+                if inside:
+                    if escaped:
+                        escaped = False
+                    elif b == 0x5C:  # backslash
+                        escaped = True
+                    elif b == 0x22:
+                        inside = False
+                elif b == 0x22:  # double quote
+                    inside = True
+                elif b in b"{[":
+                    depth += 1
+                elif b in b"}]":
+                    depth -= 1
+                    if depth == 0:
+                        i = k + 1
+                        break
+            else:
+                return inside  # the value runs to the end of buf
 
     def _in_string(self, buf: bytes) -> bool:
-        """Does the body in ``buf`` (the region so far) end inside a JSON string?"""
-        _, start = self._opener(buf)
+        """Does the body in ``buf`` (the region so far) end inside a string argument (a JSON
+        string, or between an opening and a closing ``string_quote``)?"""
+        _, start, _ = self._opener(buf)
+        quote = self._fmt.quote
+        if quote:
+            return buf.count(quote, start) % 2 == 1
         body = buf[start:].lstrip(_WS)
         if body[:1] not in (b"{", b"["):
             return False  # not a JSON body (Qwen3's <tool_call> may hold XML)
@@ -248,15 +357,25 @@ class ToolCallExtractor:
                 inside = not inside
         return inside
 
-    def _opener(self, buf: bytes) -> tuple[int, int]:
+    def _opener(self, buf: bytes) -> tuple[int, int, bool]:
         """Where the region's opener begins and ends in its bytes (0, 0 for a region that
-        a ``leading`` character opened: that character is part of the body)."""
+        a ``leading`` character opened: that character is part of the body), and whether
+        it is an ``open_in_body`` marker (the body's own first text)."""
         fmt = self._fmt
         first = self._held[0][0]
         if first in fmt.open_ids:
-            return 0, len(fmt.token_bytes[first])
+            return 0, len(fmt.token_bytes[first]), False
         at, size = _first(buf, fmt.open_bytes)
-        return (at, at + size) if at >= 0 else (0, 0)
+        if at < 0:
+            return 0, 0, False
+        in_body = any(buf.startswith(m, at) for m in fmt.body_open_bytes)
+        return at, at + size, in_body
+
+    def _body(self, buf: bytes) -> tuple[bytes, bytes]:
+        """The text before the opener (in its first token) and the body a kind reads."""
+        at, start, in_body = self._opener(buf)
+        keep = in_body or self._fmt.fmt.keep_open_text
+        return buf[:at], buf[at:] if keep else buf[start:]
 
     # ------------------------------------------------------------------ deciding a region
 
@@ -275,9 +394,7 @@ class ToolCallExtractor:
         buf = self._region_bytes(n)
         if after:
             buf = buf[: len(buf) - len(after)]
-        at, start = self._opener(buf)
-        before = buf[:at]
-        body = buf[at:] if fmt.fmt.keep_open_text else buf[start:]
+        before, body = self._body(buf)
         got = fmt.fmt.parse(self._strip_closer(body).decode("utf-8", "replace"), self._tools)
         region = self._held[:n]
         if got is None:
@@ -296,9 +413,46 @@ class ToolCallExtractor:
         rest = self._held[n:]
         self._held = []
         self._mode = _OUT
+        self._pending = None
         # Tokens held after the region are decided afresh.
         for item in rest:
             self._one(item, ids, labels, spill, calls)
+
+    def _cut(
+        self, ids: list[int], labels: bytearray, spill: list[Spill], calls: list[ToolCall]
+    ) -> None:
+        """The output ended inside a closable region: no half call is sent. The calls it
+        completed before the cut are kept where the format marks where one call ends
+        (:attr:`ToolFormat.call_close`); text before the opener in its first token stays
+        content; the rest of the region is dropped (``TOOL_CALL``, no text)."""
+        fmt = self._fmt
+        buf = self._region_bytes()
+        before, body = self._body(buf)
+        got = self._completed(body.decode("utf-8", "replace")) if fmt.fmt.call_close else []
+        first = len(ids)
+        for item in self._held:
+            self._emit(item, ids, labels, spill, TOOL_CALL)
+        if before.strip(_WS) and len(ids) > first:
+            spill.append((first, before, CONTENT, 0))
+        calls.extend(got)
+        self.count += len(got)
+        self._held.clear()
+        self._mode = _OUT
+
+    def _completed(self, body: str) -> list[ToolCall]:
+        """The calls of a cut region's ``body``: its longest prefix ending at a call
+        closer that the format reads (a closer inside an argument string does not read)."""
+        ends: list[int] = []
+        for m in self._fmt.fmt.call_close:
+            at = body.find(m)
+            while at >= 0:
+                ends.append(at + len(m))
+                at = body.find(m, at + 1)
+        for end in sorted(set(ends), reverse=True):
+            got = self._fmt.fmt.parse(body[:end], self._tools)
+            if got:
+                return got
+        return []
 
     def _strip_closer(self, body: bytes) -> bytes:
         fmt = self._fmt
@@ -331,8 +485,11 @@ class ToolCallExtractor:
         relabel: int = -1,
     ) -> None:
         t, lab, parts = item
-        if relabel >= 0 and (lab in (CONTENT, TOOL)):
+        if (relabel >= 0 and lab in (CONTENT, TOOL)) or (relabel == TOOL_CALL and lab in _BODY):
             lab = relabel
+            if parts and relabel == TOOL_CALL:
+                # its answer bytes are the call's; only its reasoning text stays text
+                parts = [p for p in parts if p[1] == REASONING]
         if parts:
             at = len(ids)
             spill.extend((at, data, channel, after) for data, channel, after in parts)

@@ -23,14 +23,27 @@ BodyParser = Callable[[str, Tools], "list[ToolCall] | None"]
 """``(region text without its markers, offered tools) -> calls``, or None when the text is
 not a well-formed body of this kind (the region then goes back to the content verbatim)."""
 
+BodyComplete = Callable[[str], "bool | None"]
+"""``(region text so far, without its opener) -> complete?``: True when a close marker here
+ends a call of this kind, False when the body is this kind's but unfinished (a close marker
+now is text of an argument: ``<parameter=text>use </tool_call>``), None when the text is not
+this kind's body."""
+
 _KINDS: dict[str, BodyParser] = {}
+_COMPLETE: dict[str, BodyComplete] = {}
 
 
-def body_kind(name: str) -> Callable[[BodyParser], BodyParser]:
-    """Register a body parser under a kind name (each kind module does this on import)."""
+def body_kind(
+    name: str, complete: BodyComplete | None = None
+) -> Callable[[BodyParser], BodyParser]:
+    """Register a body parser under a kind name (each kind module does this on import),
+    with an optional ``complete`` check (:data:`BodyComplete`) for kinds whose arguments
+    are raw text that may hold the close marker."""
 
     def deco(fn: BodyParser) -> BodyParser:
         _KINDS[name] = fn
+        if complete is not None:
+            _COMPLETE[name] = complete
         return fn
 
     return deco
@@ -66,11 +79,51 @@ class ToolFormat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A body that begins as JSON (``{`` or ``[``): a close marker inside one of its
     strings is text of the argument, not the end of the call
     (``{"text": "use </tool_call>"}``)."""
+    string_quote: str = ""
+    """A marker that both opens and closes a string argument (Gemma 4's ``<|"|>``): a
+    close marker between an opening and a closing one is text of the argument, not the
+    end of the call (``text:<|"|>use <tool_call|><|"|>``)."""
+    json_after: tuple[str, ...] = ()
+    """Markers after which a call's arguments are one JSON value, inside a body that is not
+    JSON itself (Kimi K2's ``<|tool_call_argument_begin|>``, DeepSeek's ``<｜tool▁sep｜>``;
+    the value is the first ``{`` or ``[`` after the marker): a close marker inside a string
+    of such a value is text of the argument, not the end of the region."""
+    call_close: tuple[str, ...] = ()
+    """Markers that end one call inside a region that holds several (DSML's
+    ``</｜DSML｜invoke>``, Kimi K2's ``<|tool_call_end|>``). When the output ends inside such
+    a region (``max_tokens`` cut it), the calls completed before the cut are kept: the
+    region up to the last of these markers that reads as calls is read, and the cut call is
+    dropped. Empty: a cut region gives no call at all."""
     keep_open_text: bool = False
     """The open marker is part of the body the kind reads (Mistral's repeated
     ``[TOOL_CALLS]``): region text includes it."""
+    open_in_body: tuple[str, ...] = ()
+    """Further open markers that are the first text of the body itself, kept in the text
+    the kind reads (Qwen3-Coder sometimes writes ``<function=…>…</function></tool_call>``
+    without the ``<tool_call>``). Such a region still closes at ``close``; one the output
+    ends before its close is read at the finish like a to-end region (calls, or verbatim
+    content: a ``<function=`` in prose is never lost)."""
     source: str = ""
     """Where the format's facts come from (the family's docstring repeats it)."""
+
+    def could_end(self, body: str) -> bool:
+        """May a close marker end the region whose body so far is ``body``? No when a kind
+        with a ``complete`` check reads it as its own, unfinished body: the marker is then
+        argument text. The extractor remembers the first such marker; when the output ends
+        right after it, it closes there (GLM's ``<arg_value>celsius</tool_call>``, a call
+        missing its last argument close; a body that does not read is content).
+        Without the finish reason a ``length`` cut right there reads the same way."""
+        for kind in self.kinds:
+            check = _COMPLETE.get(kind)
+            if check is not None and check(body) is False:
+                return False
+        return True
+
+    @property
+    def checks_completion(self) -> bool:
+        """Some kind of this format has a ``complete`` check (else no body is decoded
+        before its close)."""
+        return any(kind in _COMPLETE for kind in self.kinds)
 
     def parse(self, body: str, tools: Tools) -> list[ToolCall] | None:
         for kind in self.kinds:
@@ -88,8 +141,12 @@ class CompiledToolFormat:
     open_ids: frozenset[int]
     close_ids: frozenset[int]
     open_bytes: tuple[bytes, ...]
+    body_open_bytes: tuple[bytes, ...]
+    """The ``open_in_body`` markers (all matched on bytes: they are also in ``open_bytes``)."""
     close_bytes: tuple[bytes, ...]
     leading: bytes
+    quote: bytes
+    """:attr:`ToolFormat.string_quote` as bytes (empty: none)."""
     token_bytes: list[bytes]
     tokenizer: LoadedTokenizer
     max_marker: int
@@ -116,13 +173,17 @@ def compile_format(fmt: ToolFormat, tok: LoadedTokenizer) -> CompiledToolFormat:
 
     open_ids, open_bytes = split(fmt.open)
     close_ids, close_bytes = split(fmt.close)
+    body_open_bytes = tuple(m.encode("utf-8") for m in fmt.open_in_body)
+    open_bytes += body_open_bytes
     compiled = CompiledToolFormat(
         fmt=fmt,
         open_ids=open_ids,
         close_ids=close_ids,
         open_bytes=open_bytes,
+        body_open_bytes=body_open_bytes,
         close_bytes=close_bytes,
         leading=fmt.leading.encode("utf-8"),
+        quote=fmt.string_quote.encode("utf-8"),
         token_bytes=tok.token_bytes,
         tokenizer=tok,
         max_marker=max((len(b) for b in (*open_bytes, *close_bytes)), default=0),

@@ -70,3 +70,36 @@ def parse_json(body: str, tools: Tools) -> list[ToolCall] | None:
                 return None
             calls.append(call)
     return calls or None
+
+
+_CLOSERS = {"{": "}", "[": "]"}
+
+
+def is_json_prefix(text: str) -> bool:
+    """Is ``text`` the beginning of a JSON object or array that the end of the output cut
+    (brackets or a string still open, every closer matching its opener)? Characters
+    between tokens are not validated: this tells a call cut by ``max_tokens`` (dropped)
+    from a finished one, not a well-formed body from a malformed one."""
+    s = text.lstrip()
+    if s[:1] not in _CLOSERS:
+        return False
+    stack: list[str] = []
+    inside = escaped = False
+    for ch in s:
+        if inside:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                inside = False
+        elif ch == '"':
+            inside = True
+        elif ch in _CLOSERS:
+            stack.append(_CLOSERS[ch])
+        elif ch in "}]":
+            if not stack or stack.pop() != ch:
+                return False
+            if not stack:
+                return False  # the value is complete: not a cut one
+    return True

@@ -51,6 +51,14 @@ def _types(schema: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def schema_types(schema: Mapping[str, Any] | None) -> list[str]:
+    """The JSON types a property ``schema`` allows, in its order (``type`` as a string or
+    list, then ``anyOf`` / ``oneOf`` alternatives; an ``enum``'s value types; ``object``
+    for a schema with ``properties``); [] when it says nothing. Readers of nested values
+    (MiniMax-M3) use it to tell a list from an object."""
+    return _types(schema) if schema else []
+
+
 def _as(kind: str, text: str) -> Any:
     s = text.strip()
     if kind in ("integer", "number"):

@@ -1,0 +1,96 @@
+"""IFM K2-Horizon (``k2_horizon``): one think-token pair per reasoning effort.
+
+Facts and where they come from (vLLM's ``vllm/reasoning/k2_horizon_reasoning_parser.py``;
+the IFM model card's serving notes; kronk's ``k2horizon`` state machine; a llama.cpp-style
+server that reads the generation prompt's last line):
+
+- ``chat_template_kwargs.reasoning_effort`` picks the pair: ``high`` (the default, as in
+  the template) ``<ifm|think>``/``</ifm|think>``, ``medium`` ``<ifm|think_fast>``/
+  ``</ifm|think_fast>``, ``low`` ``<ifm|think_faster>``/``</ifm|think_faster>``. Each is
+  one token in K2-Horizon's vocabulary. Only the chosen pair is a marker, as in vLLM: the
+  other tiers' tokens are ordinary text of the channel they fall in.
+- Any other value is refused (:class:`InvalidOptionError` naming the three). Engines
+  disagree here: vLLM raises, SGLang's ``K2V3Detector`` falls back to ``medium`` and a
+  vLLM plugin to ``high``. A silent fallback would split on the wrong pair, so the error
+  it is.
+- The template primes the start (the prompt ends with ``<ifm|think>\\n``), or the model
+  writes it: a turn starts in reasoning and a generated start is consumed.
+- ``<ifm|tool_calls>`` ends reasoning and stays in content (vLLM's parser splits there).
+- Turn scope: every message ends with ``<|ifm|im_end|>`` (one token, one of the model's
+  EOS ids, kronk), so the prompt scan reads only what follows the last one; in the output
+  it is the end of generation and is dropped from the text.
+
+Not followed: vLLM's non-streaming ``extract_reasoning`` returns an output with neither
+end nor tool marker as all content, while its streaming path (and this parser, which
+splits a stream and a whole output alike) treats it as truncated reasoning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from ..runtime.errors import InvalidOptionError
+from ..runtime.machine import Machine
+from ..runtime.markers import compile_machine
+from ..runtime.parser import ReasoningParser
+from ..runtime.registry import register
+from ..runtime.spec import ReasoningSpec
+from ..tokenizer.loader import LoadedTokenizer
+
+EFFORT_MARKERS: dict[str, tuple[str, str]] = {
+    "high": ("<ifm|think>", "</ifm|think>"),
+    "medium": ("<ifm|think_fast>", "</ifm|think_fast>"),
+    "low": ("<ifm|think_faster>", "</ifm|think_faster>"),
+}
+DEFAULT_EFFORT = "high"
+
+
+def effort_of(kwargs: Mapping[str, Any]) -> str:
+    """The requested effort tier, or InvalidOptionError for anything else (module doc)."""
+    effort = kwargs.get("reasoning_effort", DEFAULT_EFFORT)
+    if not isinstance(effort, str) or effort not in EFFORT_MARKERS:
+        raise InvalidOptionError("reasoning_effort", effort, '"high", "medium" or "low"')
+    return effort
+
+
+@register
+class K2HorizonParser(ReasoningParser):
+    spec = ReasoningSpec(
+        name="k2_horizon",
+        aliases=("k2h", "ifm_k2_horizon"),
+        start=(EFFORT_MARKERS[DEFAULT_EFFORT][0],),
+        end=(EFFORT_MARKERS[DEFAULT_EFFORT][1],),
+        tool=("<ifm|tool_calls>",),
+        turn=("<|ifm|im_end|>",),
+        required=EFFORT_MARKERS[DEFAULT_EFFORT],
+        prompt_start=True,
+        thinking_default=True,
+        turn_in_output="drop",
+        start_source=(
+            "documented: K2-Horizon's template ends the generation prompt with the effort's "
+            "think token (`<ifm|think>\\n` at the default high)"
+        ),
+        notes="reasoning_effort high/medium/low picks the think pair (others refused); "
+        "<ifm|tool_calls> ends reasoning",
+    )
+
+    @classmethod
+    def resolve_switches(cls, kwargs: Mapping[str, Any]) -> tuple[bool, bool]:
+        effort_of(kwargs)  # refuse an unknown tier however the parser is built
+        return cls.spec.thinking_default, cls.spec.prompt_start
+
+    @classmethod
+    def spec_for(cls, kwargs: Mapping[str, Any]) -> ReasoningSpec:
+        """The spec with the requested effort's think pair."""
+        start, end = EFFORT_MARKERS[effort_of(kwargs)]
+        return msgspec.structs.replace(cls.spec, start=(start,), end=(end,), required=(start, end))
+
+    @classmethod
+    def compile(cls, tokenizer: LoadedTokenizer, kwargs: Mapping[str, Any]) -> Machine:
+        thinking, prompt_start = cls.resolve_switches(kwargs)
+        return compile_machine(
+            cls.spec_for(kwargs), tokenizer, thinking=thinking, prompt_start=prompt_start
+        )

@@ -1,0 +1,65 @@
+"""poolside Laguna (``poolside_v1``).
+
+Facts and where they come from (vLLM's ``vllm/parser/poolside.py`` and
+``vllm/frontend/processing/reasoning/poolside_v1_reasoning_parser.py``; SGLang's
+``_PoolsideV1Detector`` in ``python/sglang/srt/parser/reasoning_parser.py``):
+
+- ``<think>``/``</think>`` and GLM-4.7-style tool calls
+  (``<tool_call>name<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>``):
+  ``<tool_call>`` ends reasoning and stays in content. With thinking on the output starts
+  in reasoning (the template prefills the start); a ``<think>`` after content opens a block
+  (vLLM's CONTENT→REASONING transition), and a stray ``</think>`` in content is dropped
+  (its CONTENT→CONTENT transition emits nothing).
+- Switches ``thinking`` / ``enable_thinking``: on when either given one is true
+  (:func:`~reasonspan.architectures.ling3.either_switch`, as vLLM reads them).
+- The default differs by checkpoint: SGLang documents that Laguna-XS.2's template defaults
+  ``enable_thinking`` to false (reasoning is opt-in there), while vLLM's newer parser
+  assumes thinking on when neither switch is given. Decided here: off, as the published
+  XS.2 template; a parser built on a model folder takes the start state from that folder's
+  own template instead, so a checkpoint that defaults on is read correctly. Off only moves
+  the turn start to content: markers stay matched, so a block the model writes anyway is
+  still split off.
+- The prompt scan stops at ``<assistant>`` (one token; vLLM refuses a vocabulary without
+  it): a ``</think>`` in an earlier turn, a few-shot example or a tool description never
+  decides where this turn starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..runtime.parser import ReasoningParser
+from ..runtime.registry import register
+from ..runtime.spec import ReasoningSpec
+from .ling3 import either_switch
+
+
+@register
+class PoolsideV1Parser(ReasoningParser):
+    spec = ReasoningSpec(
+        name="poolside_v1",
+        aliases=("laguna", "poolside"),
+        start=("<think>",),
+        end=("</think>",),
+        tool=("<tool_call>",),
+        turn=("<assistant>",),
+        required=("<think>", "</think>", "<assistant>"),
+        prompt_start=True,
+        thinking_default=False,
+        thinking_switches=("thinking", "enable_thinking"),
+        start_in_content="enter",
+        end_in_content="drop",
+        start_source=(
+            "documented: Laguna-XS.2's template defaults enable_thinking to false (SGLang's "
+            "poolside_v1); with thinking on it prefills `<think>`"
+        ),
+        notes="thinking/enable_thinking: on when either is true (default off); prompt scan "
+        "stops at <assistant>",
+    )
+
+    @classmethod
+    def resolve_switches(cls, kwargs: Mapping[str, Any]) -> tuple[bool, bool]:
+        """Thinking off starts the turn in content but keeps the markers (module doc)."""
+        _, on = either_switch(kwargs, cls.spec.thinking_switches, cls.spec.thinking_default)
+        return True, on and cls.spec.prompt_start

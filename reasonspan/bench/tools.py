@@ -1,0 +1,163 @@
+"""The ``tools`` suite: what tool calls cost per token, beside a plain answer of the same
+length, per request and in the batch.
+
+Two Qwen3 transcripts of the same number of tokens, both starting with the same reasoning
+(a fifth of the tokens):
+a *tool-heavy* one (a sentence of answer, then a Hermes ``<tool_call>{…}</tool_call>``
+block, again and again: most of its answer tokens are inside calls) and a *plain* one (the
+same reasoning, then answer text). The tools are offered in both runs, so the only
+difference is the calls themselves: their regions held and read, their arguments decoded
+and typed, their ``delta.tool_calls`` built and encoded.
+
+- per request: ``TextSplitter(parser, prompt, tools=…)`` fed one token at a time (text and
+  calls, what a server needs from one request);
+- in the batch: :class:`ReasoningRuntime` with N requests stepping one token each, every
+  chunk encoded as SSE bytes (as the ``serve`` suite).
+
+The figure to read is the ratio: tool-heavy ns/token over plain ns/token (the issue's
+target is at most 2).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..runtime import TextSplitter, create_parser_sync
+from ..runtime.streams import ReasoningRuntime
+from ..serving.sse import chunk_events
+from ..tokenizer import LoadedTokenizer
+from ..transcripts import long_reasoning
+from .common import Plan, Row, median_ns
+from .serve import _paired_median_ns
+
+SIZES = (1, 256)
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "search",
+            "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
+        },
+    },
+]
+PROMPT = "<|im_start|>user\nPlan my week.<|im_end|>\n<|im_start|>assistant\n"
+
+
+def transcripts(tok: LoadedTokenizer, n_tokens: int = 1000) -> tuple[list[int], list[int]]:
+    """(tool-heavy, plain) transcripts of exactly ``n_tokens`` tokens each; the tool-heavy
+    one ends after its last complete call, padded with answer text."""
+    reasoning = tok.encode(long_reasoning())[: n_tokens // 5]
+    think = tok.encode("<think>\n") + reasoning + tok.encode("\n</think>\n\n")
+    cities = ["Kyoto", "Lisbon", "Montréal", "Nairobi", "Quito", "Oslo"]
+    pieces: list[int] = []
+    k = 0
+    while True:
+        city = cities[k % len(cities)]
+        args = {"city": city, "days": k % 7 + 1} if k % 2 == 0 else {"query": f"{city} museums"}
+        name = "get_weather" if k % 2 == 0 else "search"
+        call = json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
+        unit = tok.encode(f"Checking {city} next.\n<tool_call>\n{call}\n</tool_call>\n")
+        if len(think) + len(pieces) + len(unit) > n_tokens:
+            break
+        pieces += unit
+        k += 1
+    filler = tok.encode(" All done for now." * 50)
+    tool_heavy = (think + pieces + filler)[:n_tokens]
+    prose = tok.encode(
+        " ".join(f"In {c} the weather looks fine for a walk by the river." for c in cities * 40)
+    )
+    plain = (think + prose)[:n_tokens]
+    return tool_heavy, plain
+
+
+def _per_request(tok: LoadedTokenizer, ids: list[int], repeats: int) -> float:
+    parser = create_parser_sync("qwen3", tok)
+    prompt = tok.encode(PROMPT)
+    deltas = [[t] for t in ids]
+
+    def run() -> None:
+        parser.reset()
+        split = TextSplitter(parser, prompt, tools=TOOLS)
+        for d in deltas:
+            split.feed(d)
+            split.take_tool_calls()
+        split.finish()
+        split.take_tool_calls()
+
+    return median_ns(run, repeats)
+
+
+def _runtime(tok: LoadedTokenizer, ids: list[int], n: int) -> Callable[[], int]:
+    parser = create_parser_sync("qwen3", tok)
+    prompt = tok.encode(PROMPT)
+    tokens = np.tile(np.asarray(ids, dtype=np.int64)[:, None], (1, n))
+    offsets = np.arange(n + 1, dtype=np.int64)
+    runtime = ReasoningRuntime(model="bench")
+    runs = iter(range(1 << 62))
+
+    def run() -> int:
+        r = next(runs)
+        streams = [runtime.add(f"r{r}-{i}", parser, prompt, tools=TOOLS) for i in range(n)]
+        eids = np.asarray([s.engine_id for s in streams], dtype=np.int64)
+        sent = 0
+        for step in tokens:
+            runtime.step(eids, step, offsets)
+            for s in streams:
+                for chunk in s.ready():
+                    sent += len(chunk_events(chunk, include_usage=False))
+        for s in streams:
+            runtime.finish(s.engine_id, "stop")
+            for chunk in s.ready():
+                sent += len(chunk_events(chunk, include_usage=False))
+        return sent
+
+    return run
+
+
+def bench_tools(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
+    """Tool-heavy vs plain, per request (TextSplitter) and in the runtime at each size
+    (the serve sizes of the plan). The transcripts are Qwen3's Hermes calls: on another
+    family's tokenizer the suite says so and measures nothing."""
+    if tok.single_token_id("<tool_call>") is None or tok.single_token_id("<think>") is None:
+        print(
+            f"reasonspan bench: tools suite skipped: it is written in Qwen3's format, "
+            f"which {plan.family.parser}'s tokenizer lacks\n"
+        )
+        return []
+    repeats = plan.repeats
+    sizes: Sequence[int] = plan.serve_sizes or SIZES
+    heavy, plain = transcripts(tok)
+    n = len(heavy)
+    rows: list[Row] = []
+    base = _per_request(tok, plain, repeats)
+    ours = _per_request(tok, heavy, repeats)
+    note = "tools offered in both; × = plain / tool-heavy cost (≥ 0.5 meets the 2× target)"
+    rows.append(Row("tools", "TextSplitter, plain answer", base / n, base / 1e3, n, None, note))
+    rows.append(
+        Row("tools", "TextSplitter, tool-heavy answer", ours / n, ours / 1e3, n, base / ours, note)
+    )
+    runs = max(3, repeats // 10)
+    for size in sizes:
+        total = size * n
+        b, o = _paired_median_ns(_runtime(tok, plain, size), _runtime(tok, heavy, size), runs)
+        for case, t, ratio in (
+            (f"ReasoningRuntime + SSE, plain, {size} concurrent", b, None),
+            (f"ReasoningRuntime + SSE, tool-heavy, {size} concurrent", o, b / o),
+        ):
+            rows.append(
+                Row("tools", case, t / total, t / n / 1e3, total, ratio, note, batch=size, k=1)
+            )
+    return rows

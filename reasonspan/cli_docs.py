@@ -1,0 +1,90 @@
+"""The README's command-line flag tables, generated from the argparse parsers themselves so
+a flag added, renamed or retyped can never leave the README behind (tests/test_docs.py
+checks the README's copy, as it does for the families table)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+COMMANDS = ("serve", "split", "bench", "demo", "detect")
+"""The subcommands documented, in the README's order."""
+
+
+def subparsers() -> dict[str, argparse.ArgumentParser]:
+    """Each subcommand's parser, as ``reasonspan`` builds it."""
+    from .cli import build_parser
+
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise RuntimeError("reasonspan's parser has no subcommands")
+
+
+def _cell(text: str) -> str:
+    """Text for a Markdown table cell: pipes escaped, one line."""
+    return " ".join(text.replace("|", "\\|").split())
+
+
+def _value(action: argparse.Action) -> str:
+    """What the flag takes: nothing (a switch), a choice, or a value with its range."""
+    if action.nargs == 0:
+        return "—"
+    if action.choices is not None:
+        return " \\| ".join(f"`{c}`" for c in action.choices)
+    metavar = action.metavar or action.dest.upper()
+    kind = getattr(action.type, "__name__", "")
+    shown = f"`{metavar if isinstance(metavar, str) else ' '.join(metavar)}`"
+    if kind and kind not in ("str", "_sizes"):
+        shown += f" ({'integer' if kind == 'int' else 'number' if kind == 'float' else kind})"
+    return shown
+
+
+def _default(action: argparse.Action) -> str:
+    if action.required:
+        return "required"
+    if action.nargs == 0 or action.default in (None, argparse.SUPPRESS):
+        return "—"
+    return f"`{action.default}`"
+
+
+def _groups(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Notes for flags in a mutually exclusive group: which others they exclude."""
+    notes: dict[str, str] = {}
+    for group in parser._mutually_exclusive_groups:
+        names = [a.option_strings[0] for a in group._group_actions if a.option_strings]
+        for name in names:
+            others = ", ".join(f"`{n}`" for n in names if n != name)
+            need = "; one of them is required" if group.required else ""
+            notes[name] = f" (not with {others}{need})"
+    return notes
+
+
+def command_markdown(name: str, parser: argparse.ArgumentParser) -> str:
+    """One command's table: every flag but ``--help`` and hidden ones."""
+    lines = [
+        f"`reasonspan {name}`: {_cell(parser.description or '')}",
+        "",
+        "| flag | value | default | what it does |",
+        "|---|---|---|---|",
+    ]
+    notes = _groups(parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
+            continue
+        flag = ", ".join(f"`{s}`" for s in action.option_strings) or f"`{action.dest}`"
+        if not action.option_strings:
+            flag += " (positional)"
+        if isinstance(action, argparse._AppendAction):
+            flag += " (repeatable)"
+        what = (action.help or "") % {"default": action.default, "prog": parser.prog}
+        what += notes.get(action.option_strings[0], "") if action.option_strings else ""
+        lines.append(f"| {flag} | {_value(action)} | {_default(action)} | {_cell(what)} |")
+    return "\n".join(lines)
+
+
+def flags_markdown(commands: Sequence[str] = COMMANDS) -> str:
+    """The flag tables of ``commands``, from the parsers ``reasonspan`` builds (the README's
+    legend under them is added by :mod:`reasonspan.docs`)."""
+    parsers = subparsers()
+    return "\n\n".join(command_markdown(name, parsers[name]) for name in commands)

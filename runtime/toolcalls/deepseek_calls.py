@@ -1,0 +1,70 @@
+"""Kinds ``deepseek_v3`` and ``deepseek_v31``: DeepSeek's tool-call sections.
+
+Both sit inside ``<｜tool▁calls▁begin｜>`` … ``<｜tool▁calls▁end｜>`` (the format's region)
+and write each call between ``<｜tool▁call▁begin｜>`` and ``<｜tool▁call▁end｜>``, with
+only whitespace between calls (:mod:`.sections` reads the section):
+
+- ``deepseek_v3`` (DeepSeek-V3, V3-0324, R1; their chat template in
+  tokenizer_config.json): ``TYPE<｜tool▁sep｜>NAME\\n```json\\n{…}\\n```` , the type being
+  ``function``;
+- ``deepseek_v31`` (DeepSeek-V3.1; its chat template): ``NAME<｜tool▁sep｜>{…}``.
+
+Arguments are a JSON object, read JSON-aware (a marker inside an argument string is text).
+"""
+
+from __future__ import annotations
+
+from .format import body_kind
+from .sections import call_from, json_object_at, plain_name, read_section, skip_space
+from .types import ToolCall, Tools
+
+CALL_BEGIN = "<｜tool▁call▁begin｜>"
+CALL_END = "<｜tool▁call▁end｜>"
+SEP = "<｜tool▁sep｜>"
+_FENCE = "```"
+
+
+def _v3_call(text: str, i: int) -> tuple[ToolCall, int] | None:
+    sep = text.find(SEP, i)
+    if sep < 0 or text[i:sep].strip() != "function":
+        return None
+    line_end = text.find("\n", sep)
+    if line_end < 0:
+        return None
+    name = plain_name(text[sep + len(SEP) : line_end])
+    j = skip_space(text, line_end)
+    if name is None or not text.startswith(_FENCE, j):
+        return None
+    j += len(_FENCE)
+    if text.startswith("json", j):
+        j += len("json")
+    got = json_object_at(text, j)
+    if got is None:
+        return None
+    args, j = got
+    j = skip_space(text, j)
+    if not text.startswith(_FENCE, j):
+        return None
+    return call_from(name, args), j + len(_FENCE)
+
+
+def _v31_call(text: str, i: int) -> tuple[ToolCall, int] | None:
+    sep = text.find(SEP, i)
+    if sep < 0:
+        return None
+    name = plain_name(text[i:sep])
+    got = json_object_at(text, sep + len(SEP))
+    if name is None or got is None:
+        return None
+    args, j = got
+    return call_from(name, args), j
+
+
+@body_kind("deepseek_v3")
+def parse_deepseek_v3(body: str, tools: Tools) -> list[ToolCall] | None:
+    return read_section(body, CALL_BEGIN, CALL_END, _v3_call)
+
+
+@body_kind("deepseek_v31")
+def parse_deepseek_v31(body: str, tools: Tools) -> list[ToolCall] | None:
+    return read_section(body, CALL_BEGIN, CALL_END, _v31_call)

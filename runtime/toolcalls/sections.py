@@ -1,0 +1,87 @@
+"""Reading a section of marker-delimited calls, shared by the kinds that write one.
+
+DeepSeek V3 / V3.1 (``<｜tool▁call▁begin｜>…<｜tool▁call▁end｜>`` inside
+``<｜tool▁calls▁begin｜>…``) and Kimi K2 (``<|tool_call_begin|>…<|tool_call_end|>`` inside
+``<|tool_calls_section_begin|>…``) write a section that holds calls one after another, each
+between a call-begin and a call-end marker, with a head (the name, or an id that encodes
+it) split from a JSON object of arguments by a separator marker. What differs between them
+is only how one call's head reads; this module does the rest once:
+
+- calls are read in order, each from its begin marker; its arguments are read as one JSON
+  value (``raw_decode``), so a marker written inside an argument string (which the
+  family's tokenizer even makes a special token) is text of the argument, never the end of
+  the call or the start of another (the section's own closer inside a string is kept from
+  ending the region by the extractor: :attr:`.format.ToolFormat.json_after`);
+- between calls there may be whitespace (``noise=False``: anything else means the section
+  is not well formed, and it goes back to the content verbatim) or, for a family whose
+  reference parser skips it, any text (``noise=True``: Kimi K2's vLLM parser reads the calls
+  out of ``<|tool_calls_section_begin|> spurious noise <|tool_call_begin|>…``);
+- a section with no call at all reads as no calls (its markup is not content).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from .types import ToolCall, dump_arguments
+
+_decoder = json.JSONDecoder()
+_SPACE = " \t\r\n"
+
+ReadCall = Callable[[str, int], "tuple[ToolCall, int] | None"]
+"""``(section text, offset just after a call-begin marker) -> (call, offset after its
+arguments)``, or None when the call does not read."""
+
+
+def skip_space(text: str, i: int) -> int:
+    while i < len(text) and text[i] in _SPACE:
+        i += 1
+    return i
+
+
+def json_object_at(text: str, i: int) -> tuple[dict[str, Any], int] | None:
+    """The JSON object starting at ``text[i]`` (after whitespace) and the offset after it."""
+    i = skip_space(text, i)
+    try:
+        value, end = _decoder.raw_decode(text, i)
+    except ValueError:
+        return None
+    return (value, end) if isinstance(value, dict) else None
+
+
+def plain_name(head: str) -> str | None:
+    """A function name written between markers: stripped, non-empty, one word."""
+    name = head.strip()
+    if not name or any(c in _SPACE for c in name) or "<" in name:
+        return None
+    return name
+
+
+def call_from(name: str, args: dict[str, Any]) -> ToolCall:
+    return ToolCall(name=name, arguments=dump_arguments(args))
+
+
+def read_section(
+    body: str, begin: str, end: str, read_call: ReadCall, *, noise: bool = False
+) -> list[ToolCall] | None:
+    """Every call of a section body (module doc), or None when it is not well formed."""
+    calls: list[ToolCall] = []
+    i = 0
+    while True:
+        at = body.find(begin, i)
+        gap = body[i:] if at < 0 else body[i:at]
+        if gap.strip(_SPACE) and not noise:
+            return None
+        if at < 0:
+            return calls
+        got = read_call(body, at + len(begin))
+        if got is None:
+            return None
+        call, i = got
+        i = skip_space(body, i)
+        if not body.startswith(end, i):
+            return None
+        i += len(end)
+        calls.append(call)
