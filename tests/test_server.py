@@ -895,3 +895,23 @@ def test_a_slow_request_does_not_hold_up_another_clients_stream() -> None:
             thread.join(60)
         assert slow["response"].status_code == 200
         r.wait_idle()
+
+
+def test_deeply_nested_json_is_a_400(running: Running) -> None:
+    """msgspec raised RecursionError past 1,000 levels: a plain-text 500 before."""
+    url = f"{running.base_url}/chat/completions"
+    deep = b"[" * 3000 + b"]" * 3000
+    raw = b'{"model": "qwen3", "messages": [{"role": "user", "content": "hi"}], '
+    resp = httpx.post(
+        url, content=raw + b'"chat_template_kwargs": {"a": ' + deep + b"}}", timeout=30
+    )
+    assert resp.status_code == 400
+    assert "nested too deeply" in resp.json()["error"]["message"]
+    schema: dict[str, Any] = {"type": "integer"}
+    for _ in range(300):
+        schema = {"type": "object", "properties": {"a": schema}}
+    fmt = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}
+    body = {"model": "qwen3", "messages": HISTORY, "response_format": fmt}
+    resp = httpx.post(url, json=body, timeout=30)
+    assert resp.status_code == 400
+    assert resp.json()["error"]["param"] == "response_format.json_schema"

@@ -111,3 +111,11 @@ def test_tool_call_arguments_that_are_not_a_json_object_are_kept_as_given(
         tokenizer("qwen-3.5"), _history_with_arguments(arguments), chat_template=template
     )
     assert out == f"[{arguments}]"
+
+
+@pytest.mark.parametrize("fixture", ["qwen-3.5", "glm-4.7-flash"])
+def test_prompt_ids_are_the_tokenizers_encode_of_the_rendering(fixture: str) -> None:
+    """render_prompt_ids tokenizes through encode_batch (it releases the GIL); the ids
+    are exactly encode()'s."""
+    tok = tokenizer(fixture)
+    assert render_prompt_ids(tok, HISTORY) == tok.encode(render_chat(tok, HISTORY))

@@ -223,8 +223,16 @@ def render_prompt_ids(
     **kwargs: Any,
 ) -> list[int]:
     """:func:`render_chat`, then token ids (special tokens in the text are recognised; a
-    template that writes ``bos_token`` itself gets no second one)."""
-    return tok.encode(render_chat(tok, messages, **kwargs))
+    template that writes ``bos_token`` itself gets no second one).
+
+    The ids are ``tok.encode``'s, computed through ``encode_batch``, which releases the
+    GIL while it works (``encode`` holds it): a server tokenizing a huge prompt on a
+    worker thread then leaves its event loop free to stream the other requests."""
+    text = render_chat(tok, messages, **kwargs)
+    encode_batch = getattr(tok.tokenizer, "encode_batch", None)
+    if encode_batch is None:
+        return tok.encode(text)
+    return list(encode_batch([text], add_special_tokens=False)[0].ids)
 
 
 MINIMAL_CONVERSATION: list[dict[str, Any]] = [{"role": "user", "content": "Hello."}]
