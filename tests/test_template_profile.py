@@ -56,7 +56,7 @@ def shipped_template(name: str) -> str:
 
 def bare(tok: LoadedTokenizer) -> LoadedTokenizer:
     """The same vocabulary with no folder files: no template, the documented default."""
-    return LoadedTokenizer(tok.tokenizer, tok.source)
+    return tok.vocabulary_only()
 
 
 def cut_randomly(ids: list[int], rng: random.Random) -> list[list[int]]:

@@ -164,3 +164,17 @@ def test_a_vocabulary_id_far_beyond_the_vocabulary_is_refused(tmp_path: Path) ->
         reasonspan.TokenizerLoadError, match=r"'far-away' has id 2,147,483,643, far beyond"
     ):
         reasonspan.load_tokenizer_sync(path)
+
+
+def test_vocabulary_only_drops_the_folder_files_and_shares_the_byte_table() -> None:
+    tok = tokenizer("qwen-3.5")
+    assert tok.chat_template is not None
+    bare = tok.vocabulary_only()
+    assert bare.chat_template is None and not bare.config and not bare.model_config
+    assert bare.token_bytes is tok.token_bytes
+    assert (bare.byte_level, bare.special_ids, bare.vocab_size) == (
+        tok.byte_level,
+        tok.special_ids,
+        tok.vocab_size,
+    )
+    assert bare.cache is not tok.cache  # compiled machines depend on the template's absence

@@ -5,7 +5,8 @@ format), all of its fixtures are admitted to one :class:`ReasoningRuntime` at on
 stepped together, each request taking a different, random number of tokens per step (and
 some none): every request's reasoning, content and calls, as a client assembles them from
 its chunks, must equal ``parse()`` of its output alone. The corpus module runs each fixture
-alone under many splits; this one checks the batch.
+alone under many splits; this one checks the batch (one seed in the default run, four
+with ``--long``).
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ async def _together(fixtures: list[Fixture], seed: int) -> None:
 
 
 @pytest.mark.parametrize("model", sorted(REFERENCE))
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, *(pytest.param(s, marks=pytest.mark.slow) for s in (1, 2, 3))])
 def test_a_batch_of_fixtures_equals_each_alone(model: str, seed: int) -> None:
     fixtures = _BY_MODEL.get(model, [])
     if not fixtures:

@@ -58,6 +58,16 @@ class LoadedTokenizer:
     def __repr__(self) -> str:
         return f"LoadedTokenizer(source={self.source!r}, vocab_size={self.vocab_size})"
 
+    def vocabulary_only(self) -> LoadedTokenizer:
+        """The same vocabulary without the folder's files (no chat template, no configs),
+        sharing this one's byte table: parsers built on it use their family's documented
+        start state instead of the template's (what a bare ``tokenizer.json`` gives)."""
+        out = LoadedTokenizer(self.tokenizer, self.source, raw_json=self._raw_json)
+        out._token_bytes = self.token_bytes
+        out._byte_level = self._byte_level
+        out._special_ids = self._special_ids
+        return out
+
     @property
     def token_bytes(self) -> list[bytes]:
         """``token_bytes[id]``: the bytes of token ``id``; built on first use, then cached."""
