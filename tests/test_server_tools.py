@@ -36,8 +36,24 @@ CASES = [
     "qwen3-hermes/parallel-mixed-tools-text-before-no-thinking",
     "qwen3-hermes/instruct2507-parallel-calls",
     "gpt-oss/vllm-sequential-calls",
+    "qwen3-xml/q38-parallel-calls",
+    "qwen3-xml/coder-parallel-calls",
+    "glm/glm47-parallel-same-tool",
+    "glm/glm45-parallel-mixed-nested",
+    "deepseek/v31-parallel-two-calls",
+    "deepseek/v32-reasoning-parallel-text-before",
+    "deepseek/v41-reasoning-parallel-text-before",
+    "deepseek/v3-parallel-two-calls",
+    "kimi/k26-parallel-three-tools",
+    "kimi/k3-parallel-same-tool",
+    "mistral/v11-parallel-calls",
+    "mistral/v3-parallel-calls",
+    "llama/l4-meta-pythonic-parallel",
+    "llama/l3-sglang-text-before-python-tag",
+    "gemma4/parallel-two-calls-thinking",
 ]
-"""One or more fixtures per family (parallel calls where the corpus has them)."""
+"""One or more fixtures per corpus family (parallel calls where the corpus has them): 10
+reasoning/tool families served over HTTP."""
 
 _BY_ID = {f.id: f for f in corpus()}
 
