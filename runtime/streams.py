@@ -39,12 +39,10 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any, Self, TypeVar
+from typing import Any
 
-import anyio
 import numpy as np
 from anyio.from_thread import BlockingPortal
 
@@ -53,29 +51,29 @@ from .batch_errors import BatchTokenError, RequestFailedError, UnknownRequestErr
 from .batch_result import BatchStepResult
 from .batch_types import RequestUsage, Spill
 from .decoding import LabelledDecoder
-from .errors import InvalidOptionError, ReasonspanError
+from .errors import InvalidOptionError
 from .labels import TOOL_CALL
 from .openai import (
     FINISH_REASONS,
-    ChatCompletion,
     ChatCompletionChunk,
     ChoiceDelta,
-    ChoiceDeltaToolCall,
     ChunkChoice,
-    CompletionBuilder,
     FinishReason,
-    Usage,
     usage_for,
 )
 from .parser import ReasoningParser
+from .request_stream import DuplicateRequestIdError as DuplicateRequestIdError
+from .request_stream import RequestCancelledError as RequestCancelledError
+from .request_stream import RequestKey as RequestKey
+from .request_stream import RequestNotOpenError as RequestNotOpenError
+from .request_stream import RequestStream as RequestStream
+from .request_stream import RequestTokenError as RequestTokenError
+from .request_stream import RuntimeClosedError as RuntimeClosedError
+from .request_stream import StreamRecord
 from .stops import StopMatcher, stop_strings
-from .tool_calls import ToolCallStream, call_deltas, merge_tool_call_deltas
-from .toolcalls import ToolCallExtractor, Tools
-
-RequestKey = str | int
-"""A server's request id: a string (``"chatcmpl-…"``) or an int64."""
-
-T = TypeVar("T")
+from .stream_threads import RuntimeFromThread as RuntimeFromThread
+from .tool_calls import ToolCallStream, call_deltas
+from .toolcalls import Tools
 
 _STRING_IDS_FROM = 1 << 62
 """Engine ids of string-keyed requests are drawn from here up (an int key that lands in
@@ -88,197 +86,6 @@ bug worth an error)."""
 
 STEP_HISTORY = 1024
 """Step timings kept in :attr:`ReasoningRuntime.step_ns` (the most recent ones)."""
-
-
-class RequestCancelledError(ReasonspanError, RuntimeError):
-    """Raised to a consumer whose request was cancelled or aborted."""
-
-
-class RuntimeClosedError(ReasonspanError, RuntimeError):
-    """The runtime was closed, or its engine failed: open streams end with this error
-    (the engine's exception is its ``__cause__``), and no request can be added."""
-
-
-class DuplicateRequestIdError(ReasonspanError, ValueError):
-    """``add()`` of an id whose request is still open in this runtime."""
-
-    def __init__(self, key: RequestKey) -> None:
-        self.request_id = key
-        super().__init__(
-            f"request {key!r} is still open in this runtime; finish() or abort() it before "
-            "adding the id again"
-        )
-
-
-class RequestNotOpenError(ReasonspanError, KeyError):
-    """``finish()`` of an id that is not open in this runtime: never added, or already
-    finished by the engine. (An id the runtime ended itself -- aborted, cancelled, failed,
-    stopped on a stop string -- is not an error: the engine may not have heard yet.)"""
-
-    def __init__(self, key: RequestKey, where: str) -> None:
-        self.request_id = key
-        super().__init__(
-            f"{where}: request {key!r} is not open in this runtime (never added, or already "
-            "finished)"
-        )
-
-    def __str__(self) -> str:  # KeyError would repr() the message
-        return str(self.args[0])
-
-
-class RequestTokenError(ReasonspanError, ValueError):
-    """The engine sent a token id outside the vocabulary of one request: that request
-    fails alone with this error (the step goes on for the others). Named by the caller's
-    request id; the batch's own error, with the engine id and step position, is
-    ``__cause__``."""
-
-    def __init__(self, key: RequestKey, cause: BatchTokenError) -> None:
-        self.request_id = key
-        self.value = cause.value
-        self.vocab_size = cause.vocab_size
-        self.parser = cause.parser
-        value = cause.value
-        what = (
-            f"is outside the vocabulary [0, {cause.vocab_size})"
-            if isinstance(value, int) and not isinstance(value, bool)
-            else f"is of type {type(value).__name__}, not int"
-        )
-        super().__init__(
-            f"request {key!r}: the engine sent token id {value!r}, which {what} "
-            f"(parser {cause.parser!r})"
-        )
-        self.__cause__ = cause
-
-
-@dataclass
-class _Record:
-    """Everything the runtime keeps for one request besides its batch slot."""
-
-    key: RequestKey
-    engine_id: int
-    completion_id: str
-    model: str
-    parser: ReasoningParser
-    decoder: LabelledDecoder
-    prompt_tokens: int
-    created: int
-    queue: deque[ChatCompletionChunk | BaseException] = field(default_factory=deque)
-    wake: anyio.Event = field(default_factory=anyio.Event)
-    include_reasoning: bool = True
-    """False: reasoning is generated and counted, never sent (``include_reasoning``)."""
-    hold_reasoning: bool = False
-    """The family may return a reasoning-only output as content (nemotron_v3 with thinking
-    off): reasoning text is held until content shows up or the request ends, so the stream
-    never sends as reasoning what the final answer presents as content."""
-    held_reasoning: list[str] = field(default_factory=list)
-    closed: bool = False
-    cancelled: bool = False
-    coalesced: int = 0
-    finish_reason: FinishReason | None = None
-    usage: Usage | None = None
-    options: dict[str, Any] = field(default_factory=dict)
-    response_format: Any = None
-    tools: ToolCallStream | None = None
-    """The family's tool-call messages as ``delta.tool_calls`` (harmony); None: the
-    family has none (its tool markers stay in the content)."""
-    calls: ToolCallExtractor | None = None
-    """The request offered tools and the family declares a tool-call format: its call
-    regions are taken out of the answer and sent as whole ``delta.tool_calls``."""
-    stop: StopMatcher | None = None
-    """The request's stop strings, matched on its content text (None: none)."""
-
-
-class RequestStream:
-    """One request's chunks, as an async iterator (and async context manager)."""
-
-    def __init__(self, runtime: ReasoningRuntime, record: _Record) -> None:
-        self._runtime = runtime
-        self._rec = record
-
-    @property
-    def request_id(self) -> RequestKey:
-        """The id the request was added with."""
-        return self._rec.key
-
-    @property
-    def engine_id(self) -> int:
-        """The int64 id of this request in the step arrays (the id itself for int ids)."""
-        return self._rec.engine_id
-
-    @property
-    def finish_reason(self) -> FinishReason | None:
-        """The finish reason sent, once the engine finished the request: the engine's,
-        or "tool_calls" when it said "stop" after the output called a tool."""
-        return self._rec.finish_reason
-
-    @property
-    def usage(self) -> Usage | None:
-        """Final usage (with ``reasoning_ended``), once the engine finished the request."""
-        return self._rec.usage
-
-    @property
-    def options(self) -> dict[str, Any]:
-        """The batch options the request was added with (budget, grammar, ...)."""
-        return self._rec.options
-
-    @property
-    def response_format(self) -> Any:
-        """The request's ``response_format``, kept for a grammar engine (None: none)."""
-        return self._rec.response_format
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> ChatCompletionChunk:
-        rec = self._rec
-        try:
-            while not rec.queue:
-                if rec.cancelled:
-                    raise RequestCancelledError(f"request {rec.key!r} was cancelled")
-                if rec.closed:
-                    raise StopAsyncIteration
-                await rec.wake.wait()
-                rec.wake = anyio.Event()
-        except anyio.get_cancelled_exc_class():
-            self._runtime._cancel(rec)
-            raise
-        item = rec.queue.popleft()
-        if isinstance(item, BaseException):
-            raise item
-        return item
-
-    def ready(self) -> list[ChatCompletionChunk]:
-        """Every chunk delivered so far, without waiting (for a writer that polls after
-        each step instead of awaiting each stream); raises the request's error, if any."""
-        rec = self._rec
-        out: list[ChatCompletionChunk] = []
-        while rec.queue:
-            item = rec.queue.popleft()
-            if isinstance(item, BaseException):
-                raise item
-            out.append(item)
-        return out
-
-    async def collect(self) -> ChatCompletion:
-        """Read the whole stream into the non-streaming ``chat.completion``:
-        ``message.reasoning``, ``message.content``, ``message.tool_calls``,
-        ``finish_reason`` and usage."""
-        builder = CompletionBuilder()
-        async with self:
-            async for chunk in self:
-                builder.add(chunk)
-        return builder.build(reasoning_content_alias=self._runtime.alias)
-
-    async def aclose(self) -> None:
-        """Stop reading: the request is cancelled and its slot freed now."""
-        if not (self._rec.closed and not self._rec.queue):
-            self._runtime._cancel(self._rec)
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 class ReasoningRuntime:
@@ -306,8 +113,8 @@ class ReasoningRuntime:
         self.alias = reasoning_content_alias
         self.skip_special_tokens = skip_special_tokens
         self.batch = batch if batch is not None else ReasoningBatch()
-        self._records: dict[RequestKey, _Record] = {}
-        self._by_engine: dict[int, _Record] = {}
+        self._records: dict[RequestKey, StreamRecord] = {}
+        self._by_engine: dict[int, StreamRecord] = {}
         self._aborted: list[int] = []
         self._gone: OrderedDict[int, None] = OrderedDict()
         """Engine ids ended by the runtime (aborted, cancelled, failed, stopped on a stop
@@ -387,7 +194,7 @@ class ReasoningRuntime:
             call_gaps=extractor is not None and extractor.trims_gaps,
         )
         prompt_tokens = 0 if prompt_token_ids is None else len(prompt_token_ids)
-        rec = _Record(
+        rec = StreamRecord(
             key=key,
             engine_id=engine_id,
             completion_id=completion_id
@@ -424,7 +231,7 @@ class ReasoningRuntime:
             self._gone_keys.pop(key, None)
         self._records[key] = rec
         self._by_engine[engine_id] = rec
-        self._push(rec, ChoiceDelta(role="assistant", content=""))
+        rec.push(ChoiceDelta(role="assistant", content=""), self.alias, self.buffer_size)
         return RequestStream(self, rec)
 
     def _engine_id_for(self, key: RequestKey) -> int:
@@ -443,7 +250,7 @@ class ReasoningRuntime:
         machine), so a stream and ``parse()`` / ``TextSplitter`` skip the same tokens."""
         return parser.skipped_token_ids()
 
-    def _record(self, request_id: object) -> _Record | None:
+    def _record(self, request_id: object) -> StreamRecord | None:
         if isinstance(request_id, str):
             return self._records.get(request_id)
         if isinstance(request_id, (int, np.integer)) and not isinstance(request_id, bool):
@@ -478,7 +285,7 @@ class ReasoningRuntime:
         """The batch's name for :meth:`abort`: forget the request now, freeing its slot."""
         return self.abort(request_id)
 
-    def _cancel(self, rec: _Record) -> None:
+    def _cancel(self, rec: StreamRecord) -> None:
         """The consumer went away (its iteration was cancelled or closed)."""
         if rec.closed:
             rec.cancelled = True
@@ -486,7 +293,7 @@ class ReasoningRuntime:
             return
         self._end_early(rec, None)
 
-    def _end_early(self, rec: _Record, err: BaseException | None) -> None:
+    def _end_early(self, rec: StreamRecord, err: BaseException | None) -> None:
         if rec.closed:
             return
         rec.cancelled = True
@@ -499,7 +306,7 @@ class ReasoningRuntime:
         self._forget(rec)
         self._aborted.append(rec.engine_id)
 
-    def _forget(self, rec: _Record) -> None:
+    def _forget(self, rec: StreamRecord) -> None:
         """The runtime ended the request before the engine did: remember its ids."""
         self._gone[rec.engine_id] = None
         if len(self._gone) > _GONE_MEMORY:
@@ -514,7 +321,7 @@ class ReasoningRuntime:
             return request_id in self._gone_keys
         return isinstance(request_id, (int, np.integer)) and int(request_id) in self._gone
 
-    def _drop(self, rec: _Record) -> None:
+    def _drop(self, rec: StreamRecord) -> None:
         if self._records.get(rec.key) is rec:
             del self._records[rec.key]
         if self._by_engine.get(rec.engine_id) is rec:
@@ -640,7 +447,7 @@ class ReasoningRuntime:
             r_text, c_text = got.decoder.feed(ids, labels, spill)
             tools = got.tools
             if tools is not None and (TOOL_CALL in labels or tools.reader.busy):
-                calls = self._tool_calls(got, ids, labels)
+                calls = got.message_calls(ids, labels)
             if not (r_text or c_text or calls):
                 continue
             if got.include_reasoning and not got.hold_reasoning and len(got.queue) < room:
@@ -665,7 +472,7 @@ class ReasoningRuntime:
                 )
                 got.wake.set()
             else:
-                self._emit_text(got, r_text, c_text, calls)
+                got.emit_text(self.alias, self.buffer_size, r_text, c_text, calls)
         self.steps += 1
         self.step_ns.append(time.perf_counter_ns() - t0)
         return res
@@ -725,101 +532,31 @@ class ReasoningRuntime:
         except RequestFailedError as err:
             self._fail(rec, err)
             return
-        ids, labels, spill = tail.token_ids, bytearray(tail.labels), list(tail.spill)
-        calls = None
-        if rec.calls is not None:
-            ext = rec.calls
-            ids, labels, spill, done = ext.feed(ids, labels, spill)
-            more_ids, more_labels, more_spill, more = ext.finish()
-            spill += [(i + len(ids), b, ch, a) for i, b, ch, a in more_spill]
-            ids = ids + more_ids
-            labels += more_labels
-            done += more
-            if done:
-                calls = call_deltas(done, ext.count - len(done))
-        r1, c1 = rec.decoder.feed(ids, labels, spill)
-        r2, c2 = rec.decoder.finish()
-        if rec.tools is not None:
-            calls = self._tool_calls(rec, tail.token_ids, tail.labels, final=True)
-        # Reasoning held for a possible swap is released here, whatever ends the request:
-        # content whose text is empty (``<|im_end|>``) does not release it in step().
-        held = "".join(rec.held_reasoning) + r1 + r2
-        rec.held_reasoning.clear()
-        rec.hold_reasoning = False
-        reasoning, content = held, c1 + c2
-        if tail.reasoning_as_content:
-            # Nothing but reasoning came: present it as the content, as parse() does.
-            reasoning, content = "", held + content
-        if rec.stop is not None:
-            content, stopped = rec.stop.feed(content)
-            if stopped:
-                calls = None  # after the stop string, with everything else
-                finish_reason = "stop"
-            else:
-                content += rec.stop.flush()
-        self._emit_text(rec, reasoning, content, calls)
-        called = (rec.tools is not None and rec.tools.count) or (
-            rec.calls is not None and rec.calls.count
-        )
-        if finish_reason == "stop" and called and not (rec.stop and rec.stop.matched):
-            finish_reason = "tool_calls"  # as OpenAI: the turn ended to call its tools
+        finish_reason = rec.finish_text(self.alias, self.buffer_size, tail, finish_reason)
         self._end(rec, finish_reason, tail.usage)
 
-    def _end(self, rec: _Record, finish_reason: FinishReason, u: RequestUsage) -> None:
+    def _end(self, rec: StreamRecord, finish_reason: FinishReason, u: RequestUsage) -> None:
         """Send the final chunk (finish reason, usage) and free the request's slot."""
         rec.finish_reason = finish_reason
         rec.usage = usage_for(
             rec.prompt_tokens, u.completion_tokens, u.reasoning_tokens, u.reasoning_ended
         )
-        chunk = self._chunk(rec, ChoiceDelta(), finish_reason)
+        chunk = rec.chunk(ChoiceDelta(), finish_reason)
         chunk.usage = rec.usage
-        self._queue(rec, chunk)
+        rec.put(chunk)
         rec.closed = True
         rec.wake.set()
         self._drop(rec)
 
     def _step_with_stop(
-        self, rec: _Record, ids: list[int], labels: bytes, spill: tuple[Spill, ...]
+        self, rec: StreamRecord, ids: list[int], labels: bytes, spill: tuple[Spill, ...]
     ) -> None:
-        """One step of a request with stop strings (see :meth:`step`): its tokens are
-        decoded one at a time, so the text after a match is cut at the token that
-        completed it; on a match the request ends here with "stop"."""
-        stop = rec.stop
-        assert stop is not None
-        calls = None
-        if rec.calls is not None:
-            ids, out_labels, out_spill, done = rec.calls.feed(ids, labels, spill)
-            labels, spill = bytes(out_labels), tuple(out_spill)
-            if done:
-                calls = call_deltas(done, rec.calls.count - len(done))
-        r_parts: list[str] = []
-        c_parts: list[str] = []
-        hit = False
-        if len(ids) == 1:
-            r, c = rec.decoder.feed(ids, labels, spill)
-            c, hit = stop.feed(c)
-            r_parts.append(r)
-            c_parts.append(c)
-        else:
-            at: dict[int, list[Spill]] = {}
-            for i, data, channel, after in spill:
-                at.setdefault(i, []).append((0, data, channel, after))
-            for i, t in enumerate(ids):
-                r, c = rec.decoder.feed([t], labels[i : i + 1], at.get(i, ()))
-                c, hit = stop.feed(c)
-                r_parts.append(r)
-                c_parts.append(c)
-                if hit:
-                    break
-        if hit:
-            calls = None
-        elif rec.tools is not None and (TOOL_CALL in labels or rec.tools.reader.busy):
-            calls = self._tool_calls(rec, ids, labels)
-        self._emit_text(rec, "".join(r_parts), "".join(c_parts), calls)
-        if hit:
+        """One step of a request with stop strings (:meth:`StreamRecord.step_with_stop`);
+        on a match the request ends here with "stop"."""
+        if rec.step_with_stop(self.alias, self.buffer_size, ids, labels, spill):
             self._end_on_stop(rec)
 
-    def _end_on_stop(self, rec: _Record) -> None:
+    def _end_on_stop(self, rec: StreamRecord) -> None:
         """A stop string matched: finish the request now with "stop" and tell the engine
         (:meth:`take_aborted`). Tokens the batch still held come after the match: dropped."""
         try:
@@ -832,130 +569,15 @@ class ReasoningRuntime:
             held = "".join(rec.held_reasoning)
             rec.held_reasoning.clear()
             rec.hold_reasoning = False
-            self._emit_text(rec, held, "")
+            rec.emit_text(self.alias, self.buffer_size, held, "")
         self._end(rec, "stop", tail.usage)
         self._forget(rec)
         self._aborted.append(rec.engine_id)
 
-    # ------------------------------------------------------------------ chunks
-
-    def _chunk(
-        self, rec: _Record, delta: ChoiceDelta, finish: FinishReason | None = None
-    ) -> ChatCompletionChunk:
-        return ChatCompletionChunk(
-            id=rec.completion_id,
-            created=rec.created,
-            model=rec.model,
-            choices=[ChunkChoice(index=0, delta=delta, finish_reason=finish)],
-        )
-
-    def _tool_calls(
-        self, rec: _Record, ids: list[int], labels: bytes | bytearray, *, final: bool = False
-    ) -> list[ChoiceDeltaToolCall] | None:
-        """The request's ``tool_calls`` entries for these tokens. The decoder's own copy of
-        the tool-call text (for ``take_tool_calls()`` users) is dropped: the runtime sends
-        the calls themselves."""
-        assert rec.tools is not None
-        if TOOL_CALL in labels:
-            rec.decoder.take_tool_calls()
-        return rec.tools.feed(ids, labels, final=final)
-
-    def _emit_text(
-        self,
-        rec: _Record,
-        reasoning: str,
-        content: str,
-        calls: list[ChoiceDeltaToolCall] | None = None,
-    ) -> None:
-        if not rec.include_reasoning and not rec.hold_reasoning:
-            reasoning = ""
-        if rec.hold_reasoning:
-            if not content and not calls:
-                if reasoning:
-                    rec.held_reasoning.append(reasoning)
-                return
-            reasoning = "".join(rec.held_reasoning) + reasoning
-            rec.held_reasoning.clear()
-            rec.hold_reasoning = False
-            if not rec.include_reasoning:
-                reasoning = ""
-        if not reasoning and not content and not calls:
-            return
-        delta = ChoiceDelta(
-            content=content or None,
-            reasoning=reasoning or None,
-            reasoning_content=(reasoning or None) if self.alias else None,
-            tool_calls=calls,
-        )
-        self._push(rec, delta)
-
-    def _push(self, rec: _Record, delta: ChoiceDelta) -> None:
-        """Queue a delta; past ``buffer_size`` undelivered chunks, merge into the last one."""
-        if rec.cancelled:
-            return
-        if len(rec.queue) >= self.buffer_size:
-            last = rec.queue[-1]
-            if isinstance(last, ChatCompletionChunk) and last.choices[0].finish_reason is None:
-                d = last.choices[0].delta
-                if delta.reasoning:
-                    d.reasoning = (d.reasoning or "") + delta.reasoning
-                    if self.alias:
-                        d.reasoning_content = d.reasoning
-                if delta.content:
-                    d.content = (d.content or "") + delta.content
-                if delta.tool_calls:
-                    if d.tool_calls is None:
-                        d.tool_calls = []
-                    merge_tool_call_deltas(d.tool_calls, delta.tool_calls)
-                rec.coalesced += 1
-                rec.wake.set()
-                return
-        self._queue(rec, self._chunk(rec, delta))
-
-    def _queue(self, rec: _Record, item: ChatCompletionChunk | BaseException) -> None:
-        if rec.cancelled:
-            return
-        rec.queue.append(item)
-        rec.wake.set()
-
-    def _fail(self, rec: _Record, err: BaseException) -> None:
-        self._queue(rec, err)
+    def _fail(self, rec: StreamRecord, err: BaseException) -> None:
+        rec.put(err)
         rec.closed = True
         rec.wake.set()
         self._drop(rec)
         self._forget(rec)
         self._aborted.append(rec.engine_id)
-
-
-class RuntimeFromThread:
-    """The engine-side calls of a :class:`ReasoningRuntime`, for an engine loop on another
-    thread: each call runs on the event loop (see :meth:`ReasoningRuntime.from_thread`)."""
-
-    def __init__(self, runtime: ReasoningRuntime, portal: BlockingPortal) -> None:
-        self.runtime = runtime
-        self._portal = portal
-
-    def call(self, fn: Callable[[], T]) -> T:
-        """Run ``fn`` on the event loop and return its result (one hop for several calls:
-        step, finish, take_aborted together)."""
-        return self._portal.call(fn)
-
-    def step(
-        self,
-        request_ids: np.ndarray[Any, Any],
-        token_ids: np.ndarray[Any, Any],
-        offsets: np.ndarray[Any, Any],
-    ) -> BatchStepResult:
-        return self._portal.call(self.runtime.step, request_ids, token_ids, offsets)
-
-    def finish(self, request_id: RequestKey, finish_reason: FinishReason = "stop") -> None:
-        self._portal.call(self.runtime.finish, request_id, finish_reason)
-
-    def take_aborted(self) -> list[int]:
-        return self._portal.call(self.runtime.take_aborted)
-
-    def abort(self, request_id: RequestKey) -> bool:
-        return self._portal.call(self.runtime.abort, request_id)
-
-    def fail(self, exc: BaseException) -> None:
-        self._portal.call(self.runtime.fail, exc)
