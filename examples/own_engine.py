@@ -1,6 +1,6 @@
 """Your own engine behind reasonspan's OpenAI-compatible server.
 
-    pip install 'reasonspan[server]'
+    pip install -e '.[server]'   # in a clone of the repository
     python examples/own_engine.py --model path/to/model_folder --parser qwen3
 
 An engine fills two methods: ``submit()`` (a new request, on the event loop) and ``run()``

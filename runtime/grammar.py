@@ -89,7 +89,8 @@ class GrammarUnavailableError(ReasonspanError, ImportError):
 
     def __init__(self) -> None:
         super().__init__(
-            "response_format needs the grammar engine llguidance: pip install 'reasonspan[grammar]'"
+            "response_format needs the grammar engine llguidance: "
+            "pip install -e '.[grammar]' in the clone"
         )
 
 

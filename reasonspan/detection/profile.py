@@ -184,7 +184,8 @@ def template_profile(
     try:
         from jinja2 import __version__  # noqa: F401  (only to say why, if it is missing)
     except ImportError:
-        return _documented(cls, tok, "jinja2 is not installed (pip install 'reasonspan[demo]')")
+        why = "jinja2 is not installed (pip install -e '.[demo]' in the clone)"
+        return _documented(cls, tok, why)
     settings = tuple(_profile_one(cls, tok, kw, template) for kw in _settings(cls))
     if settings[0].error:
         return _documented(cls, tok, f"the chat template did not render: {settings[0].error}")

@@ -104,7 +104,7 @@ def _compile(template: str) -> Any:
         from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError as exc:
         raise ChatTemplateError(
-            "rendering a chat template needs jinja2: pip install 'reasonspan[server]' "
+            "rendering a chat template needs jinja2: pip install -e '.[server]' in the clone "
             "(or any extra that carries jinja2)"
         ) from exc
     env = ImmutableSandboxedEnvironment(
