@@ -520,7 +520,7 @@ def test_a_missing_grammar_engine_names_the_extra(monkeypatch: pytest.MonkeyPatc
     p = CASES[0].parser()
     monkeypatch.setitem(sys.modules, "llguidance", None)  # import llguidance now fails
     batch = ReasoningBatch()
-    with pytest.raises(GrammarUnavailableError, match=r"reasonspan\[grammar\]"):
+    with pytest.raises(GrammarUnavailableError, match=r"pip install -e '\.\[grammar\]'"):
         batch.add(1, p, [], response_format=FORMAT)
     assert len(batch) == 0
     batch.add(1, p, [], structured_output=True)  # the gate alone needs no engine
