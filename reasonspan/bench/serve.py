@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..baseline import TextBaseline
-from ..runtime import create_parser_sync
+from ..runtime import ReasoningParser, create_parser_sync
 from ..runtime.openai import ChatCompletionChunk, ChoiceDelta, ChunkChoice, FinishReason
 from ..runtime.streams import ReasoningRuntime
 from ..serving.sse import chunk_events
@@ -43,14 +44,28 @@ def _schedule(ids: list[int], n: int) -> np.ndarray:
 def _ours(tok: LoadedTokenizer, tokens: np.ndarray, family: Family) -> Callable[[], int]:
     parser = create_parser_sync(family.parser, tok)
     prompt = tok.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
+    return runtime_to_sse(parser, prompt, tokens, "length")
+
+
+def runtime_to_sse(
+    parser: ReasoningParser,
+    prompt: list[int],
+    tokens: np.ndarray,
+    finish_reason: FinishReason,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+) -> Callable[[], int]:
+    """One timed run: ``tokens.shape[1]`` requests admitted, stepped one token each per
+    row of ``tokens``, every chunk encoded as SSE bytes as it is ready, then finished with
+    ``finish_reason``; returns the bytes sent. The runtime is created once, outside the
+    run, as a server does (not a per-request cost)."""
     n = tokens.shape[1]
     offsets = np.arange(n + 1, dtype=np.int64)
-    runtime = ReasoningRuntime(model="bench")  # one per server: not a per-request cost
+    runtime = ReasoningRuntime(model="bench")
     runs = iter(range(1 << 62))
 
     def run() -> int:
         r = next(runs)
-        streams = [runtime.add(f"chatcmpl-{r}-{i}", parser, prompt) for i in range(n)]
+        streams = [runtime.add(f"chatcmpl-{r}-{i}", parser, prompt, tools=tools) for i in range(n)]
         eids = np.asarray([s.engine_id for s in streams], dtype=np.int64)
         sent = 0
         for step in tokens:
@@ -59,7 +74,7 @@ def _ours(tok: LoadedTokenizer, tokens: np.ndarray, family: Family) -> Callable[
                 for chunk in s.ready():
                     sent += len(chunk_events(chunk, include_usage=False))
         for s in streams:
-            runtime.finish(s.engine_id, "length")
+            runtime.finish(s.engine_id, finish_reason)
             for chunk in s.ready():
                 sent += len(chunk_events(chunk, include_usage=False))
         return sent

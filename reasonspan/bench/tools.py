@@ -26,12 +26,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..runtime import TextSplitter, create_parser_sync
-from ..runtime.streams import ReasoningRuntime
-from ..serving.sse import chunk_events
 from ..tokenizer import LoadedTokenizer
 from ..transcripts import long_reasoning
 from .common import Plan, Row, median_ns
-from .serve import _paired_median_ns
+from .serve import _paired_median_ns, runtime_to_sse
 
 SIZES = (1, 256)
 TOOLS = [
@@ -102,29 +100,8 @@ def _per_request(tok: LoadedTokenizer, ids: list[int], repeats: int) -> float:
 
 def _runtime(tok: LoadedTokenizer, ids: list[int], n: int) -> Callable[[], int]:
     parser = create_parser_sync("qwen3", tok)
-    prompt = tok.encode(PROMPT)
     tokens = np.tile(np.asarray(ids, dtype=np.int64)[:, None], (1, n))
-    offsets = np.arange(n + 1, dtype=np.int64)
-    runtime = ReasoningRuntime(model="bench")
-    runs = iter(range(1 << 62))
-
-    def run() -> int:
-        r = next(runs)
-        streams = [runtime.add(f"r{r}-{i}", parser, prompt, tools=TOOLS) for i in range(n)]
-        eids = np.asarray([s.engine_id for s in streams], dtype=np.int64)
-        sent = 0
-        for step in tokens:
-            runtime.step(eids, step, offsets)
-            for s in streams:
-                for chunk in s.ready():
-                    sent += len(chunk_events(chunk, include_usage=False))
-        for s in streams:
-            runtime.finish(s.engine_id, "stop")
-            for chunk in s.ready():
-                sent += len(chunk_events(chunk, include_usage=False))
-        return sent
-
-    return run
+    return runtime_to_sse(parser, tok.encode(PROMPT), tokens, "stop", TOOLS)
 
 
 def bench_tools(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
