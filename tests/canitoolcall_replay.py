@@ -44,7 +44,7 @@ from canitoolcall.pytest_plugin import family_for
 from canitoolcall.results import Observation, ParsedToolCall, ParseResult, Status
 from fixtures import tokenizer
 from reasonspan.runtime.parser import ReasoningParser
-from reasonspan.runtime.streams import ReasoningRuntime
+from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
 from reasonspan.runtime.toolcalls import ToolCall
 
 from reasonspan import LoadedTokenizer, TextSplitter, create_parser_sync
@@ -203,6 +203,17 @@ async def _runtime(
     for group in groups:
         rt.step([stream.engine_id], group, [0, len(group)])
     rt.finish("r", "stop")
+    reasoning, content, calls = await assemble(stream)
+    return ParseResult(
+        content=content or None,
+        reasoning_content=reasoning or None,
+        tool_calls=tuple(ParsedToolCall(n, a) for n, a in calls),
+    )
+
+
+async def assemble(stream: RequestStream) -> tuple[str, str, list[tuple[str, str]]]:
+    """A stream's reasoning, content and ``(name, arguments)`` calls, as a client assembles
+    them from its chunks (``delta.tool_calls`` joined by ``index``)."""
     reasoning: list[str] = []
     content: list[str] = []
     calls: dict[int, list[str]] = {}
@@ -215,11 +226,7 @@ async def _runtime(
             if tc.function is not None:
                 slot[0] += tc.function.name or ""
                 slot[1] += tc.function.arguments or ""
-    return ParseResult(
-        content="".join(content) or None,
-        reasoning_content="".join(reasoning) or None,
-        tool_calls=tuple(ParsedToolCall(n, a) for _, (n, a) in sorted(calls.items())),
-    )
+    return "".join(reasoning), "".join(content), [(n, a) for _, (n, a) in sorted(calls.items())]
 
 
 KNOWN_MISSES: dict[str, str] = {

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import pytest
 from canitoolcall.fixtures import Fixture
-from canitoolcall_replay import REFERENCE, _ids, _parser, corpus
+from canitoolcall_replay import REFERENCE, _ids, _parser, assemble, corpus
 from reasonspan.runtime.streams import ReasoningRuntime
 
 _BY_MODEL: dict[str, list[Fixture]] = defaultdict(list)
@@ -70,23 +70,8 @@ async def _together(fixtures: list[Fixture], seed: int) -> None:
                 rt.finish(item[4].engine_id, "stop")
                 live.remove(item)
     for fid, expected, _, _, stream in todo:
-        reasoning: list[str] = []
-        content: list[str] = []
-        calls: dict[int, list[str]] = {}
-        async for chunk in stream:
-            delta = chunk.choices[0].delta
-            reasoning.append(delta.reasoning or "")
-            content.append(delta.content or "")
-            for tc in delta.tool_calls or []:
-                slot = calls.setdefault(tc.index, ["", ""])
-                if tc.function is not None:
-                    slot[0] += tc.function.name or ""
-                    slot[1] += tc.function.arguments or ""
-        got = (
-            "".join(reasoning),
-            "".join(content),
-            [(n, a) for _, (n, a) in sorted(calls.items())],
-        )
+        reasoning, content, calls = await assemble(stream)
+        got = (reasoning, content, calls)
         assert got == expected, fid
 
 
