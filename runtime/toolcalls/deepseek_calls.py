@@ -15,7 +15,14 @@ Arguments are a JSON object, read JSON-aware (a marker inside an argument string
 from __future__ import annotations
 
 from .format import body_kind
-from .sections import call_from, json_object_at, plain_name, read_section, skip_space
+from .sections import (
+    call_from,
+    head_then_json,
+    json_object_at,
+    plain_name,
+    read_section,
+    skip_space,
+)
 from .types import ToolCall, Tools
 
 CALL_BEGIN = "<｜tool▁call▁begin｜>"
@@ -48,16 +55,8 @@ def _v3_call(text: str, i: int) -> tuple[ToolCall, int] | None:
     return call_from(name, args), j + len(_FENCE)
 
 
-def _v31_call(text: str, i: int) -> tuple[ToolCall, int] | None:
-    sep = text.find(SEP, i)
-    if sep < 0:
-        return None
-    name = plain_name(text[i:sep])
-    got = json_object_at(text, sep + len(SEP))
-    if name is None or got is None:
-        return None
-    args, j = got
-    return call_from(name, args), j
+_v31_call = head_then_json(SEP, plain_name)
+"""``NAME<｜tool▁sep｜>{…}``."""
 
 
 @body_kind("deepseek_v3")

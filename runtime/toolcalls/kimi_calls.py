@@ -15,7 +15,7 @@ it too); arguments are read JSON-aware, so a marker inside an argument string is
 from __future__ import annotations
 
 from .format import body_kind
-from .sections import call_from, json_object_at, plain_name, read_section
+from .sections import head_then_json, plain_name, read_section
 from .types import ToolCall, Tools
 
 CALL_BEGIN = "<|tool_call_begin|>"
@@ -34,16 +34,8 @@ def name_from_id(call_id: str) -> str | None:
     return plain_name(head.removeprefix("functions."))
 
 
-def _call(text: str, i: int) -> tuple[ToolCall, int] | None:
-    sep = text.find(ARGS_BEGIN, i)
-    if sep < 0:
-        return None
-    name = name_from_id(text[i:sep])
-    got = json_object_at(text, sep + len(ARGS_BEGIN))
-    if name is None or got is None:
-        return None
-    args, j = got
-    return call_from(name, args), j
+_call = head_then_json(ARGS_BEGIN, name_from_id)
+"""``functions.NAME:IDX<|tool_call_argument_begin|>{…}``."""
 
 
 @body_kind("kimi_k2")

@@ -63,6 +63,24 @@ def call_from(name: str, args: dict[str, Any]) -> ToolCall:
     return ToolCall(name=name, arguments=dump_arguments(args))
 
 
+def head_then_json(sep: str, name_of: Callable[[str], str | None]) -> ReadCall:
+    """The :data:`ReadCall` of a call written ``HEAD<sep>{…}``: the name read from the head
+    by ``name_of`` (DeepSeek V3.1 writes the name itself, Kimi K2 an id that encodes it)."""
+
+    def read_call(text: str, i: int) -> tuple[ToolCall, int] | None:
+        at = text.find(sep, i)
+        if at < 0:
+            return None
+        name = name_of(text[i:at])
+        got = json_object_at(text, at + len(sep))
+        if name is None or got is None:
+            return None
+        args, j = got
+        return call_from(name, args), j
+
+    return read_call
+
+
 def read_section(
     body: str, begin: str, end: str, read_call: ReadCall, *, noise: bool = False
 ) -> list[ToolCall] | None:
