@@ -23,30 +23,23 @@ template is not in the public corpus this was checked against, so the start stat
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import msgspec
 
-from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec, Trim
+from ..runtime.spec import Trim
+from .nemotron import NemotronV3Parser
 
 
 @register
-class GraniteThinkingParser(ReasoningParser):
-    spec = ReasoningSpec(
+class GraniteThinkingParser(NemotronV3Parser):
+    """Nemotron 3's parser (its switches hook included) with Granite's name, role opener
+    and template layout."""
+
+    spec = msgspec.structs.replace(
+        NemotronV3Parser.spec,
         name="granite_thinking",
         aliases=("granite4_thinking", "granite_4_thinking"),
-        start=("<think>",),
-        end=("</think>",),
-        tool=("<tool_call>",),
         turn=("<|start_of_role|>",),
-        required=("<think>", "</think>"),
-        prompt_start=True,
-        thinking_default=True,
-        thinking_switches=("enable_thinking",),
-        start_in_content="enter",
-        end_in_content="drop",
-        reasoning_as_content_if=(("enable_thinking", False), ("force_nonempty_content", True)),
         reasoning_trim=Trim(trail="\n", trail_max=1),
         content_trim=Trim(lead="\n"),
         start_source=(
@@ -56,9 +49,3 @@ class GraniteThinkingParser(ReasoningParser):
         notes="as nemotron_v3 (empty content → reasoning is the content when asked); the "
         "template's newlines around </think> trimmed from the text",
     )
-
-    @classmethod
-    def resolve_switches(cls, kwargs: Mapping[str, Any]) -> tuple[bool, bool]:
-        """Thinking off starts the turn in content but keeps the markers (module doc)."""
-        on, prompt_start = super().resolve_switches(kwargs)
-        return True, on and prompt_start
