@@ -26,9 +26,6 @@ not reasoning structure (``skip_special_tokens`` leaves the special tokens out).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import ReasoningSpec
@@ -47,6 +44,7 @@ class MiniCPMVParser(ReasoningParser):
         prompt_start=True,
         thinking_default=False,
         thinking_switches=("enable_thinking",),
+        thinking_off_keeps_markers=True,
         start_in_content="enter",
         start_source=(
             "documented: vLLM's minicpmv parser reads enable_thinking (default false); on, "
@@ -55,9 +53,3 @@ class MiniCPMVParser(ReasoningParser):
         notes="thinking off by default; a <think> block written anyway is split off the "
         "answer (reported as reasoning, not dropped)",
     )
-
-    @classmethod
-    def resolve_switches(cls, kwargs: Mapping[str, Any]) -> tuple[bool, bool]:
-        """Thinking off starts the turn in content but keeps the markers (module doc)."""
-        on, prompt_start = super().resolve_switches(kwargs)
-        return True, on and prompt_start

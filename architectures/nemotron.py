@@ -13,9 +13,6 @@ block, so a block the model writes anyway is split off, then swapped if it was a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
 from ..runtime.spec import ReasoningSpec
@@ -34,6 +31,7 @@ class NemotronV3Parser(ReasoningParser):
         prompt_start=True,
         thinking_default=True,
         thinking_switches=("enable_thinking",),
+        thinking_off_keeps_markers=True,
         start_in_content="enter",
         end_in_content="drop",
         reasoning_as_content_if=(("enable_thinking", False), ("force_nonempty_content", True)),
@@ -44,9 +42,3 @@ class NemotronV3Parser(ReasoningParser):
         notes="enable_thinking false or force_nonempty_content true: empty content → the "
         "reasoning is the content",
     )
-
-    @classmethod
-    def resolve_switches(cls, kwargs: Mapping[str, Any]) -> tuple[bool, bool]:
-        """Thinking off starts the turn in content but keeps the markers (see module doc)."""
-        on, prompt_start = super().resolve_switches(kwargs)
-        return True, on and prompt_start

@@ -27,9 +27,6 @@ model writes anyway is split off instead of leaking ``</think>`` into the answer
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import msgspec
 
 from ..runtime.parser import ReasoningParser
@@ -97,6 +94,7 @@ class MimoParser(ReasoningParser):
         name="mimo",
         aliases=("mimo_v2", "xiaomi_mimo"),
         thinking_default=False,
+        thinking_off_keeps_markers=True,
         start_in_content="enter",
         start_source=(
             "documented: MiMo thinks only with `enable_thinking: true` (then its template opens "
@@ -105,12 +103,6 @@ class MimoParser(ReasoningParser):
         notes="as qwen3, but thinking off unless enable_thinking is true (the turn then "
         "starts in content; a <think> the model writes anyway still opens a block)",
     )
-
-    @classmethod
-    def resolve_switches(cls, kwargs: Mapping[str, Any]) -> tuple[bool, bool]:
-        """Thinking off starts the turn in content but keeps the markers (module doc)."""
-        on, prompt_start = super().resolve_switches(kwargs)
-        return True, on and prompt_start
 
 
 @register

@@ -159,6 +159,8 @@ class ReasoningParser:
                 raise InvalidOptionError(key, value, f'a string such as "{off}"')
             if value == off:
                 thinking = False
+        if cls.spec.thinking_off_keeps_markers:
+            return True, thinking and cls.spec.prompt_start
         return thinking, cls.spec.prompt_start
 
     @classmethod

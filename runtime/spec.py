@@ -99,6 +99,10 @@ class ReasoningSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     thinking_off_when: tuple[tuple[str, str], ...] = ()
     """chat_template_kwargs ``(key, value)`` string settings that also turn thinking off,
     such as ``("reasoning_effort", "none")``."""
+    thinking_off_keeps_markers: bool = False
+    """Thinking off only moves the turn's start to the content: the markers stay matched,
+    so a block the model writes anyway is split off the answer (MiMo, Nemotron 3,
+    MiniCPM-V). False: thinking off stops matching them (the whole output is content)."""
     start_in_content: Literal["enter", "keep"] = "keep"
     """A start marker after content: re-enter reasoning, or keep it as content."""
     end_in_content: Literal["keep", "drop"] = "keep"
