@@ -127,6 +127,11 @@ class ReasoningBatch:
     def __contains__(self, request_id: object) -> bool:
         return request_id in self._slots.slot_of
 
+    def slot_of(self, request_id: int) -> int:
+        """The slot a request occupies (the index of its entries in the batch's arrays,
+        and of :attr:`BatchStepResult.slots`), until it is removed."""
+        return self._slots.slot(request_id, "slot_of()")
+
     def request_ids(self) -> list[int]:
         """The requests in the batch (finished ones included until removed)."""
         return list(self._slots.slot_of)

@@ -140,16 +140,32 @@ class BatchStepResult:
         a, b = int(self.offsets[i]), int(self.offsets[i + 1])
         return self.token_ids[a:b].tolist(), self.labels[a:b].tobytes()
 
-    def all_decided(self) -> Iterator[tuple[int, list[int], bytes, tuple[Spill, ...]]]:
-        """``(request_id, token_ids, labels, spill)`` for every request of the step, as
-        :meth:`decided` and :meth:`spill` give them, converting the arrays once (the
-        async runtime turns every request's tokens into text each step)."""
+    @property
+    def slots(self) -> IntArray:
+        """The batch slot of each request (aligned with ``request_ids``): an index for
+        per-slot arrays kept beside the batch (the runtime's output path)."""
+        return self._slots
+
+    def irregular_rows(self) -> list[int]:
+        """Rows whose decided tokens are not simply this step's tokens with ``labels``
+        (held-back tokens released or still held, markers covering part of a token)."""
+        return list(self._decided)
+
+    def all_decided(
+        self, rows: list[int] | None = None
+    ) -> Iterator[tuple[int, list[int], bytes, tuple[Spill, ...]]]:
+        """``(request_id, token_ids, labels, spill)`` for every request of the step (or
+        for the given rows), as :meth:`decided` and :meth:`spill` give them, converting
+        the arrays once (the async runtime turns every request's tokens into text each
+        step)."""
         toks = self.token_ids.tolist()
         labels = self.labels.tobytes()
         offs = self.offsets.tolist()
         decided = self._decided
         spill = self._spill
-        for i, rid in enumerate(self.request_ids.tolist()):
+        rids = self.request_ids.tolist()
+        for i in range(len(rids)) if rows is None else rows:
+            rid = rids[i]
             got = decided.get(i) if decided else None
             if got is not None:
                 yield rid, got[0], got[1], spill.get(i, ())

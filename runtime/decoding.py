@@ -41,6 +41,15 @@ class ByteDecoder:
         """A token the family keeps in the text (a tool marker), special or not."""
         return self._dec.decode(self._table[token_id]) or None
 
+    @property
+    def skip(self) -> frozenset[int]:
+        return self._skip
+
+    def idle(self) -> bool:
+        """No bytes of an incomplete character held: a whole token's text comes out as
+        its bytes decode on their own."""
+        return not self._dec.getstate()[0]
+
 
 class SkippingDecodeStream:
     """``DecodeStream`` that skips a chosen set of ids (not all special tokens): servers
@@ -220,3 +229,20 @@ class LabelledDecoder:
 
     def finish(self) -> tuple[str, str]:
         return self._rfmt.finish(), self._cfmt.finish()
+
+    def plain_channels(self) -> tuple[tuple[frozenset[int], str] | None, ...]:
+        """Per channel (reasoning, content): None when its next text must go through this
+        decoder (an incomplete character held, a formatter with something pending, a
+        decoder that is not the byte table's); else ``(skipped ids, trailing characters
+        the formatter would hold)``: a whole token outside both then yields exactly its
+        own text, with no state change, so the output path may take it from a table
+        (:class:`~reasonspan.runtime.token_text.TokenText`) instead of calling
+        :meth:`feed`."""
+        out: list[tuple[frozenset[int], str] | None] = []
+        for dec, fmt in ((self._rdec, self._rfmt), (self._cdec, self._cfmt)):
+            trail = fmt.idle_trail()
+            if trail is None or not isinstance(dec, ByteDecoder) or not dec.idle():
+                out.append(None)
+            else:
+                out.append((dec.skip, trail))
+        return tuple(out)

@@ -18,6 +18,12 @@ class TextFormatter(Protocol):
     def text(self, s: str) -> str: ...
     def marker(self) -> str: ...
     def finish(self) -> str: ...
+    def idle_trail(self) -> str | None:
+        """None while the formatter holds or owes something (the next text must go
+        through :meth:`text`); else the characters it would hold back at the end of a
+        text. Text not ending in one of them passes unchanged, so the vectorized output
+        path (``sse_path``) may write it without calling the formatter."""
+        ...
 
 
 TextFormatterFactory = Callable[[], TextFormatter]
@@ -35,6 +41,9 @@ class IdentityFormatter:
         return ""
 
     def finish(self) -> str:
+        return ""
+
+    def idle_trail(self) -> str | None:
         return ""
 
 
@@ -115,6 +124,13 @@ class TrimFormatter:
         self._tail = s[len(kept) :]
         return self._emit(kept)
 
+    def idle_trail(self) -> str | None:
+        if self._armed or self._lead_left or self._tail or self._prefix:
+            return None
+        if self._unseen or self._join or self._label_buf:
+            return None
+        return self._trim.trail
+
     def marker(self) -> str:
         trim = self._trim
         out = self._label_buf
@@ -178,6 +194,9 @@ class CallGapFormatter:
 
     def marker(self) -> str:
         return self._through(self._inner.marker())
+
+    def idle_trail(self) -> str | None:
+        return None  # held whitespace is decided only by what follows: never bypassed
 
     def call(self) -> None:
         """A tool call passed: the whitespace on either side of it is not answer."""

@@ -11,6 +11,7 @@ through :class:`StreamOwner`, so this module does not import it.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Self
 
@@ -32,6 +33,7 @@ from .openai import (
     Usage,
 )
 from .parser import ReasoningParser
+from .sse import DONE, chunk_events, chunk_of_event, error_event
 from .stops import StopMatcher
 from .tool_calls import ToolCallStream, call_deltas, merge_tool_call_deltas
 from .toolcalls import ToolCallExtractor
@@ -125,7 +127,8 @@ class StreamRecord:
     decoder: LabelledDecoder
     prompt_tokens: int
     created: int
-    queue: deque[ChatCompletionChunk | BaseException] = field(default_factory=deque)
+    queue: deque[ChatCompletionChunk | bytes | BaseException] = field(default_factory=deque)
+    """Undelivered chunks: Structs, or the SSE event bytes the output path wrote."""
     wake: anyio.Event = field(default_factory=anyio.Event)
     include_reasoning: bool = True
     """False: reasoning is generated and counted, never sent (``include_reasoning``)."""
@@ -149,6 +152,13 @@ class StreamRecord:
     regions are taken out of the answer and sent as whole ``delta.tool_calls``."""
     stop: StopMatcher | None = None
     """The request's stop strings, matched on its content text (None: none)."""
+    sse_slot: int = -1
+    """The request's slot on the runtime's vectorized output path (``sse_path``), whose
+    events go into ``queue`` as bytes; -1: it is not on it."""
+    include_usage: bool = False
+    """Its SSE stream ends with a usage chunk (``stream_options.include_usage``)."""
+    waiting: bool = False
+    """A consumer awaits ``wake`` (the output path sets it only then)."""
 
     def finish_text(
         self, alias: bool, room: int, tail: BatchFinish, finish_reason: FinishReason
@@ -364,15 +374,20 @@ class RequestStream:
     def __aiter__(self) -> Self:
         return self
 
-    async def __anext__(self) -> ChatCompletionChunk:
+    async def _next(self) -> ChatCompletionChunk | bytes | None:
+        """The next queued item (None: the stream ended); raises the request's error."""
         rec = self._rec
         try:
             while not rec.queue:
                 if rec.cancelled:
                     raise RequestCancelledError(f"request {rec.key!r} was cancelled")
                 if rec.closed:
-                    raise StopAsyncIteration
-                await rec.wake.wait()
+                    return None
+                rec.waiting = True
+                try:
+                    await rec.wake.wait()
+                finally:
+                    rec.waiting = False
                 rec.wake = anyio.Event()
         except anyio.get_cancelled_exc_class():
             self._runtime._cancel(rec)
@@ -382,11 +397,52 @@ class RequestStream:
             raise item
         return item
 
+    async def __anext__(self) -> ChatCompletionChunk:
+        item = await self._next()
+        if item is None:
+            raise StopAsyncIteration
+        return chunk_of_event(item) if isinstance(item, bytes) else item
+
+    async def sse_events(self) -> AsyncIterator[bytes]:
+        """The request's SSE bytes, as a server writes them: its events (usage too when
+        it was added with ``include_usage``), then ``data: [DONE]``; an error event
+        first if it ended with an error. A request added with ``sse=True`` gets most of
+        them ready-made from the runtime's vectorized output path; any other request has
+        its chunks encoded here. Leaving the loop early cancels the request."""
+        include_usage = self._rec.include_usage
+        try:
+            while True:
+                try:
+                    item = await self._next()
+                except Exception as exc:  # the request's own failure: an error event
+                    yield error_event(exc)
+                    break
+                if item is None:
+                    break
+                if isinstance(item, bytes):
+                    yield item
+                else:
+                    yield chunk_events(item, include_usage=include_usage)
+            yield DONE
+        finally:
+            await self.aclose()
+
     def ready(self) -> list[ChatCompletionChunk]:
         """Every chunk delivered so far, without waiting (for a writer that polls after
         each step instead of awaiting each stream); raises the request's error, if any."""
+        return [chunk_of_event(item) if isinstance(item, bytes) else item for item in self._drain()]
+
+    def ready_events(self) -> list[bytes]:
+        """:meth:`ready` as SSE event bytes (without the closing ``[DONE]``)."""
+        usage = self._rec.include_usage
+        return [
+            item if isinstance(item, bytes) else chunk_events(item, include_usage=usage)
+            for item in self._drain()
+        ]
+
+    def _drain(self) -> list[ChatCompletionChunk | bytes]:
         rec = self._rec
-        out: list[ChatCompletionChunk] = []
+        out: list[ChatCompletionChunk | bytes] = []
         while rec.queue:
             item = rec.queue.popleft()
             if isinstance(item, BaseException):

@@ -70,6 +70,7 @@ from .request_stream import RequestStream as RequestStream
 from .request_stream import RequestTokenError as RequestTokenError
 from .request_stream import RuntimeClosedError as RuntimeClosedError
 from .request_stream import StreamRecord
+from .sse_path import SSEPath
 from .stops import StopMatcher, stop_strings
 from .stream_threads import RuntimeFromThread as RuntimeFromThread
 from .tool_calls import ToolCallStream, call_deltas
@@ -124,6 +125,8 @@ class ReasoningRuntime:
         """The string ids of those requests (bounded alike), for ``finish(key)``."""
         self._next_engine_id = _STRING_IDS_FROM
         self._closed: BaseException | None = None
+        self._sse = SSEPath(reasoning_content_alias)
+        """The batch-wide output path of the requests added with ``sse=True``."""
         self.step_ns: deque[int] = deque(maxlen=STEP_HISTORY)
         """Wall time of the most recent steps (bounded; see :attr:`steps` for the count)."""
         self.steps = 0
@@ -149,6 +152,8 @@ class ReasoningRuntime:
         tools: Tools | Sequence[Mapping[str, Any]] | None = None,
         tool_choice: Any = None,
         stop: str | Sequence[str] | None = None,
+        sse: bool = False,
+        include_usage: bool = False,
         **options: Any,
     ) -> RequestStream:
         """Admit a request (``options`` as :meth:`ReasoningBatch.add`) and return its stream.
@@ -163,8 +168,11 @@ class ReasoningRuntime:
         (:meth:`ReasoningParser.tool_call_extractor`); the turn finishes with
         "tool_calls". ``stop`` (OpenAI's: a string or a list of strings) ends the request
         at the first stop string in its content text (see :meth:`step`); an empty or
-        non-string entry raises :class:`InvalidOptionError`. Nothing is kept when this
-        raises.
+        non-string entry raises :class:`InvalidOptionError`. ``sse=True``: the request
+        is read as SSE bytes (:meth:`RequestStream.sse_events`, ending with a usage chunk
+        when ``include_usage``), and its plain text tokens are written as event bytes by
+        the batch-wide output path (``sse_path``) instead of one chunk object each; it
+        can still be read as chunks. Nothing is kept when this raises.
         """
         if self._closed is not None:
             raise RuntimeClosedError("the runtime is closed; no request can be added") from (
@@ -212,6 +220,7 @@ class ReasoningRuntime:
         )
         rec.calls = extractor
         rec.stop = StopMatcher(stops) if stops else None
+        rec.include_usage = include_usage
         reader = parser.tool_call_reader() if extractor is None else None
         if reader is not None:
             rec.tools = ToolCallStream(reader, parser.tokenizer)
@@ -232,6 +241,8 @@ class ReasoningRuntime:
         self._records[key] = rec
         self._by_engine[engine_id] = rec
         rec.push(ChoiceDelta(role="assistant", content=""), self.alias, self.buffer_size)
+        if sse:
+            self._sse.admit(rec, self.batch.slot_of(engine_id))
         return RequestStream(self, rec)
 
     def _engine_id_for(self, key: RequestKey) -> int:
@@ -326,6 +337,7 @@ class ReasoningRuntime:
             del self._records[rec.key]
         if self._by_engine.get(rec.engine_id) is rec:
             del self._by_engine[rec.engine_id]
+        self._sse.release(rec)
         if rec.engine_id in self.batch:
             self.batch.remove(rec.engine_id)
 
@@ -431,10 +443,15 @@ class ReasoningRuntime:
         errors = res.errors
         alias = self.alias
         room = self.buffer_size
-        for rid, ids, labels, spill in res.all_decided():
+        sse = self._sse
+        rows = sse.emit(res, room)
+        touched: list[StreamRecord] = []
+        for rid, ids, labels, spill in res.all_decided(rows):
             got = records.get(rid)
             if got is None or got.closed or (errors and rid in errors) or not ids:
                 continue
+            if got.sse_slot >= 0:
+                touched.append(got)
             if got.stop is not None:
                 self._step_with_stop(got, ids, labels, spill)
                 continue
@@ -470,9 +487,12 @@ class ReasoningRuntime:
                         ],
                     )
                 )
-                got.wake.set()
+                if got.waiting:
+                    got.wake.set()
             else:
                 got.emit_text(self.alias, self.buffer_size, r_text, c_text, calls)
+        for got in touched:
+            sse.refresh(got)
         self.steps += 1
         self.step_ns.append(time.perf_counter_ns() - t0)
         return res

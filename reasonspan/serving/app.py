@@ -53,7 +53,6 @@ from ..runtime.streams import (
 from ..tokenizer import LoadedTokenizer
 from .engine import Engine, EngineRequest, SimulatedServingEngine
 from .protocol import ChatCompletionRequest, RequestError, parse_request
-from .sse import sse_stream
 from .templates import ChatTemplateError, Fallback, render_prompt_ids, template_problem
 
 log = logging.getLogger("reasonspan.serving")
@@ -188,6 +187,8 @@ class Server:
                 tools=req.tools,
                 tool_choice=req.tool_choice,
                 stop=req.stop,
+                sse=req.stream,
+                include_usage=req.include_usage,
             )
         except InvalidOptionError as exc:
             raise RequestError(str(exc), param=exc.key) from None
@@ -200,7 +201,7 @@ class Server:
 
             async def events() -> AsyncIterator[bytes]:
                 try:
-                    async for event in sse_stream(stream, include_usage=req.include_usage):
+                    async for event in stream.sse_events():
                         yield event
                 finally:  # the stream ended, or its task was cancelled: free the slot now
                     self.runtime.abort(key)

@@ -1,45 +1,16 @@
-"""Server-sent events: a request's chunk stream as the bytes an OpenAI server writes.
-
-Each chunk is one ``data: {...}`` event; the stream ends with ``data: [DONE]``. Usage is
-sent only when the request asked for it (``stream_options.include_usage``), as OpenAI
-does: one extra chunk with ``"choices": []`` and the usage, before ``[DONE]``; no other
-chunk carries a ``usage`` key. An error that ends the request mid-stream (its parser
-failed, the engine died) becomes an ``{"error": {...}}`` event, which OpenAI clients raise.
-"""
+"""Server-sent events for the reference server: the encoding lives in the runtime
+(:mod:`reasonspan.runtime.sse`, shared with its vectorized output path); this module
+adds the stream of a chunk iterator."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
 
-import msgspec
-
-from ..runtime.openai import ChatCompletionChunk, ErrorBody, ErrorDetail, encode
-
-DONE = b"data: [DONE]\n\n"
-
-
-def sse_event(obj: msgspec.Struct) -> bytes:
-    """One ``data:`` event holding ``obj`` as JSON."""
-    return b"data: " + encode(obj) + b"\n\n"
-
-
-def chunk_events(chunk: ChatCompletionChunk, *, include_usage: bool) -> bytes:
-    """The event bytes of one chunk (two events for the final chunk with usage asked)."""
-    usage = chunk.usage
-    if usage is None:
-        return sse_event(chunk)
-    bare = msgspec.structs.replace(chunk, usage=None)
-    if not include_usage:
-        return sse_event(bare)
-    tail = ChatCompletionChunk(
-        id=chunk.id, created=chunk.created, model=chunk.model, choices=[], usage=usage
-    )
-    return sse_event(bare) + sse_event(tail)
-
-
-def error_event(exc: BaseException) -> bytes:
-    detail = ErrorDetail(message=str(exc), type="server_error", code=type(exc).__name__)
-    return sse_event(ErrorBody(error=detail))
+from ..runtime.openai import ChatCompletionChunk
+from ..runtime.sse import DONE as DONE
+from ..runtime.sse import chunk_events as chunk_events
+from ..runtime.sse import error_event as error_event
+from ..runtime.sse import sse_event as sse_event
 
 
 async def sse_stream(

@@ -1,0 +1,279 @@
+"""The vectorized output path: a step's plain text tokens to SSE event bytes, batch-wide.
+
+Most generated tokens are plain text in the middle of a channel: the request's decoder
+holds no partial character, its formatter has nothing pending, and the token's bytes are
+a whole UTF-8 text that the formatter would not hold back. For such a token the event a
+server writes is fixed bytes: the request's event prefix (``data: {"object":...,"id":...,
+"delta":{"content":"``), the token's JSON-escaped text (:class:`TokenText`, escaped by
+msgspec), and the common suffix. :class:`SSEPath` finds those rows of a step with a few
+numpy gathers over per-slot arrays (is the request's channel plain now, which token table
+does it use) and per-token tables, and writes their events straight into the requests'
+queues; the runtime's exact per-request path takes every other row (markers, held-back
+tokens, split characters, trims, tool calls, stop strings, a full queue) and then tells
+this path, through :meth:`SSEPath.refresh`, whether the request is plain again.
+
+Only requests added with ``sse=True`` (their stream is read as event bytes) ride it. The
+bytes are identical to encoding the chunk Structs (``runtime.sse.chunk_events``): the
+prefix and suffix are cut from such an encoding at add time, and the escaped pieces come
+from msgspec itself.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .batch_result import BatchStepResult
+from .labels import CONTENT, REASONING
+from .openai import ChoiceDelta
+from .sse import sse_event
+from .token_text import TokenText
+
+if TYPE_CHECKING:
+    from .request_stream import StreamRecord
+
+_SENTINEL = "\ue000reasonspan\ue001"
+"""Text written into a template chunk where a token's escaped text goes (private-use
+characters: msgspec writes them as raw UTF-8, and no id or model name holds them)."""
+_SENT = _SENTINEL.encode("utf-8")
+
+BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
+
+
+def _templates(rec: StreamRecord, alias: bool) -> tuple[bytes, bytes, bytes, bytes] | None:
+    """``(content prefix, reasoning prefix, alias middle, suffix)`` of the request's text
+    events, cut from encoded chunks; None when they cannot be cut unambiguously."""
+    content = sse_event(rec.chunk(ChoiceDelta(content=_SENTINEL))).split(_SENT)
+    if alias:
+        delta = ChoiceDelta(reasoning=_SENTINEL, reasoning_content=_SENTINEL)
+        reasoning = sse_event(rec.chunk(delta)).split(_SENT)
+        if len(content) != 2 or len(reasoning) != 3 or reasoning[2] != content[1]:
+            return None
+        return content[0], reasoning[0], reasoning[1], content[1]
+    reasoning = sse_event(rec.chunk(ChoiceDelta(reasoning=_SENTINEL))).split(_SENT)
+    if len(content) != 2 or len(reasoning) != 2 or reasoning[1] != content[1]:
+        return None
+    return content[0], reasoning[0], b"", content[1]
+
+
+class SSEPath:
+    """Per-slot state of the requests that stream SSE bytes, and the batch-wide step."""
+
+    __slots__ = (
+        "_index",
+        "_stack",
+        "_tables",
+        "alias",
+        "bits",
+        "count",
+        "esc",
+        "mid",
+        "pre_c",
+        "pre_r",
+        "recs",
+        "suf",
+        "tab_c",
+        "tab_r",
+        "texts",
+    )
+
+    def __init__(self, alias: bool) -> None:
+        self.alias = alias
+        self.count = 0
+        """Requests on this path now (the step skips everything when there are none)."""
+        self.bits = np.zeros(0, np.uint8)
+        """Per slot: 1 = its reasoning is plain now, 2 = its content is."""
+        self.tab_r = np.zeros(0, np.intp)
+        """Per slot: the row of the token table its reasoning uses (0: none)."""
+        self.tab_c = np.zeros(0, np.intp)
+        self._tables: list[BoolArray] = [np.zeros(0, np.bool_)]
+        self._index: dict[tuple[int, frozenset[int], str], int] = {}
+        self._stack: np.ndarray[Any, np.dtype[np.bool_]] | None = None
+        self.recs: list[StreamRecord | None] = []
+        self.pre_c: list[bytes] = []
+        self.pre_r: list[bytes] = []
+        self.mid: list[bytes] = []
+        self.esc: list[list[bytes]] = []
+        self.texts: list[TokenText | None] = []
+        self.suf = b""
+
+    # ------------------------------------------------------------------ requests
+
+    def _grow(self, slot: int) -> None:
+        cap = len(self.recs)
+        if slot < cap:
+            return
+        new = max(slot + 1, 2 * cap, 64)
+        for name in ("bits", "tab_r", "tab_c"):
+            old = getattr(self, name)
+            arr = np.zeros(new, old.dtype)
+            arr[:cap] = old
+            setattr(self, name, arr)
+        more = new - cap
+        self.recs.extend([None] * more)
+        self.pre_c.extend([b""] * more)
+        self.pre_r.extend([b""] * more)
+        self.mid.extend([b""] * more)
+        self.esc.extend([[]] * more)
+        self.texts.extend([None] * more)
+
+    def admit(self, rec: StreamRecord, slot: int) -> bool:
+        """Put a request on the path (False: it cannot ride it, e.g. a tokenizer whose
+        text is not its token bytes; it then takes the exact path throughout)."""
+        table = TokenText.of(rec.parser.tokenizer)
+        cut = _templates(rec, self.alias) if table is not None else None
+        if table is None or cut is None or (self.suf and cut[3] != self.suf):
+            return False
+        self._grow(slot)
+        self.pre_c[slot], self.pre_r[slot], self.mid[slot], self.suf = cut
+        self.esc[slot] = table.escaped
+        self.texts[slot] = table
+        self.recs[slot] = rec
+        rec.sse_slot = slot
+        self.count += 1
+        self.refresh(rec)
+        return True
+
+    def release(self, rec: StreamRecord) -> None:
+        """The request leaves the batch: its slot takes nothing from now on."""
+        slot = rec.sse_slot
+        if slot < 0:
+            return
+        rec.sse_slot = -1
+        self.bits[slot] = 0
+        self.recs[slot] = None
+        self.esc[slot] = []
+        self.texts[slot] = None
+        self.count -= 1
+
+    def refresh(self, rec: StreamRecord) -> None:
+        """Recompute whether the request's channels are plain, after its exact path ran
+        (or its options changed): only the decoder and the record know."""
+        slot = rec.sse_slot
+        if slot < 0:
+            return
+        table = self.texts[slot]
+        if (
+            table is None
+            or rec.closed
+            or rec.hold_reasoning
+            or rec.stop is not None
+            or rec.calls is not None
+            or rec.tools is not None
+        ):
+            self.bits[slot] = 0
+            return
+        plain_r, plain_c = rec.decoder.plain_channels()
+        bits = 0
+        if plain_r is not None and rec.include_reasoning:
+            bits |= 1
+            self.tab_r[slot] = self._table(table, *plain_r)
+        if plain_c is not None:
+            bits |= 2
+            self.tab_c[slot] = self._table(table, *plain_c)
+        self.bits[slot] = bits
+
+    def _table(self, table: TokenText, skip: frozenset[int], trail: str) -> int:
+        key = (id(table), skip, trail)
+        got = self._index.get(key)
+        if got is None:
+            got = len(self._tables)
+            self._tables.append(table.plain(skip, trail))
+            self._index[key] = got
+            self._stack = None
+        return got
+
+    def _stacked(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        stack = self._stack
+        if stack is None:
+            width = max(t.shape[0] for t in self._tables)
+            stack = np.zeros((len(self._tables), width), np.bool_)
+            for i, t in enumerate(self._tables):
+                stack[i, : t.shape[0]] = t
+            self._stack = stack
+        return stack
+
+    # ------------------------------------------------------------------ the step
+
+    def emit(self, res: BatchStepResult, room: int) -> list[int] | None:
+        """Write the events of the step's plain rows into their requests' queues (each
+        queue holding fewer than ``room`` items); return the rows left for the exact
+        path (None: all of them)."""
+        if not self.count:
+            return None
+        slots = res.slots
+        n = slots.shape[0]
+        bits = self.bits[slots]
+        if not n or not bits.any():
+            return None
+        toks = res.token_ids
+        labs = res.labels
+        offs = res.offsets
+        m = toks.shape[0]
+        stack = self._stacked()
+        counts = np.diff(offs)
+        uniform = m == n and bool((counts == 1).all())
+        if uniform:
+            tok_bits, tok_slots = bits, slots
+        else:
+            tok_slots = np.repeat(slots, counts)
+            tok_bits = self.bits[tok_slots]
+        ok_r = (labs == REASONING) & ((tok_bits & 1) != 0)
+        ok_r &= stack[self.tab_r[tok_slots], toks]
+        ok_c = (labs == CONTENT) & ((tok_bits & 2) != 0)
+        ok_c &= stack[self.tab_c[tok_slots], toks]
+        if uniform:
+            row_r, row_c = ok_r, ok_c
+        else:
+            row_r = np.zeros(n, np.bool_)
+            row_c = np.zeros(n, np.bool_)
+            full = np.flatnonzero(counts > 0)
+            if full.shape[0]:
+                starts = offs[:-1][full]
+                row_r[full] = np.logical_and.reduceat(ok_r, starts)
+                row_c[full] = np.logical_and.reduceat(ok_c, starts)
+        irregular = res.irregular_rows()
+        if irregular:
+            row_r[irregular] = False
+            row_c[irregular] = False
+        fast = row_r | row_c
+        if not uniform:
+            fast |= (counts == 0) & ~np.isin(np.arange(n), irregular)  # nothing to write
+        slow = np.flatnonzero(~fast).tolist()
+        slots_l = slots.tolist()
+        toks_l = toks.tolist()
+        recs, esc, suf = self.recs, self.esc, self.suf
+        if uniform:
+            for pre, rows in ((self.pre_c, row_c), (self.pre_r, row_r)):
+                alias = self.alias and pre is self.pre_r
+                for i in np.flatnonzero(rows).tolist():
+                    s = slots_l[i]
+                    rec = recs[s]
+                    assert rec is not None
+                    q = rec.queue
+                    if len(q) >= room:
+                        slow.append(i)
+                        continue
+                    e = esc[s][toks_l[i]]
+                    q.append(pre[s] + e + self.mid[s] + e + suf if alias else pre[s] + e + suf)
+                    if rec.waiting:
+                        rec.wake.set()
+            return slow
+        offs_l = offs.tolist()
+        for pre, rows in ((self.pre_c, row_c), (self.pre_r, row_r)):
+            alias = self.alias and pre is self.pre_r
+            for i in np.flatnonzero(rows).tolist():
+                s = slots_l[i]
+                rec = recs[s]
+                assert rec is not None
+                q = rec.queue
+                if len(q) >= room:
+                    slow.append(i)
+                    continue
+                es = esc[s]
+                e = b"".join([es[t] for t in toks_l[offs_l[i] : offs_l[i + 1]]])
+                q.append(pre[s] + e + self.mid[s] + e + suf if alias else pre[s] + e + suf)
+                if rec.waiting:
+                    rec.wake.set()
+        return slow

@@ -1,0 +1,93 @@
+"""Per-token text pieces for the vectorized output path, built once per tokenizer.
+
+A server writes every generated token as JSON text inside an SSE event. For a token
+whose bytes are a complete UTF-8 text on their own (nearly every token of a byte-level
+vocabulary), that JSON text is a fixed byte string: escaping a string is per character,
+so the escaped text of a run of such tokens is the concatenation of their escaped
+pieces. :class:`TokenText` holds those pieces (escaped by msgspec itself, so the bytes
+are exactly what the chunk Structs encode to) and a mask of the tokens they are valid
+for; the output path (``sse_path``) gathers them instead of decoding, building and
+encoding per token. Tokens outside the mask (a multi-byte character split across tokens,
+invalid UTF-8, an empty token) take the exact per-request path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from ..tokenizer.loader import LoadedTokenizer
+
+_CACHE_KEY = "reasonspan.token_text"
+
+
+class TokenText:
+    """``escaped[id]``: the JSON string body of token ``id``'s text (no quotes);
+    ``whole[id]``: that text is the token's whole text (its bytes decode on their own).
+    Only for byte-level tokenizers (text = concatenated token bytes, decoded as UTF-8)."""
+
+    __slots__ = ("_ends_in", "_kept", "_token_bytes", "escaped", "whole")
+
+    def __init__(self, token_bytes: list[bytes]) -> None:
+        encode = msgspec.json.encode
+        escaped: list[bytes] = []
+        whole = np.zeros(len(token_bytes), np.bool_)
+        for i, data in enumerate(token_bytes):
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                escaped.append(b"")
+                continue
+            if text:
+                escaped.append(encode(text)[1:-1])
+                whole[i] = True
+            else:
+                escaped.append(b"")
+        self.escaped = escaped
+        self.whole = whole
+        self._ends_in: dict[str, np.ndarray[Any, np.dtype[np.bool_]]] = {}
+        self._kept: dict[tuple[frozenset[int], str], np.ndarray[Any, np.dtype[np.bool_]]] = {}
+        self._token_bytes = token_bytes
+
+    @classmethod
+    def of(cls, tok: LoadedTokenizer) -> TokenText | None:
+        """The tokenizer's table (built on first use, then cached on it); None for a
+        tokenizer whose text is not its tokens' bytes (SentencePiece-style decoders)."""
+        if not tok.byte_level:
+            return None
+        got = tok.cache.get(_CACHE_KEY)
+        if got is None:
+            got = cls(tok.token_bytes)
+            tok.cache[_CACHE_KEY] = got
+        assert isinstance(got, TokenText)
+        return got
+
+    def plain(self, skip: frozenset[int], trail: str) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """Tokens a channel's text can take from ``escaped`` with no decoder or formatter
+        in between, when both are idle: whole, not left out (``skip``), and not ending in
+        a character its formatter might trim (``trail``: held until the next text tells)."""
+        key = (skip, trail)
+        got = self._kept.get(key)
+        if got is None:
+            got = self.whole.copy()
+            if skip:
+                ids = np.fromiter((i for i in skip if 0 <= i < got.shape[0]), np.int64)
+                got[ids] = False
+            if trail:
+                got &= ~self._ending_in(trail)
+            self._kept[key] = got
+        return got
+
+    def _ending_in(self, chars: str) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        got = self._ends_in.get(chars)
+        if got is None:
+            last = [c.encode("utf-8") for c in chars]
+            got = np.fromiter(
+                (any(b.endswith(s) for s in last) for b in self._token_bytes),
+                np.bool_,
+                len(self._token_bytes),
+            )
+            self._ends_in[chars] = got
+        return got
