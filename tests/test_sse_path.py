@@ -1,0 +1,294 @@
+"""The batch-wide output path (``runtime/sse_path.py``): requests added with ``sse=True``
+get most of their events as bytes written straight from pre-escaped token pieces. The
+properties: those bytes are exactly what msgspec encodes the chunk Structs to; an SSE
+request's stream is the same chunk sequence as the same request read as chunk objects,
+for every family, any split into steps, k tokens per step, mixed batches with churn; and
+its text is parse()'s."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+import numpy as np
+import pytest
+from fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, real_folder, tokenizer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reasonspan.runtime.openai import ChatCompletionChunk
+from reasonspan.runtime.sse import DONE, chunk_of_event, sse_event
+from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
+from reasonspan.runtime.token_text import TokenText
+from reasonspan.tokenizer.loader import load_tokenizer_sync
+from strategies import outputs, splits
+
+import reasonspan
+
+CASES = [(f, k) for f in sorted(FAMILY_TOKENIZERS) for k in FAMILY_KWARGS.get(f, [{}])]
+_parsers: dict[str, reasonspan.ReasoningParser] = {}
+
+
+def parser_for(family: str, kwargs: dict[str, Any]) -> reasonspan.ReasoningParser:
+    key = f"{family}-{sorted(kwargs.items())}"
+    if key not in _parsers:
+        tok = tokenizer(FAMILY_TOKENIZERS[family])
+        _parsers[key] = reasonspan.create_parser_sync(family, tok, kwargs)
+    return _parsers[key]
+
+
+def events_of(blob: bytes) -> list[bytes]:
+    """Single ``data:`` events of a run of event bytes (a final chunk with usage is two)."""
+    parts = blob.split(b"\n\n")
+    assert parts[-1] == b""
+    return [p + b"\n\n" for p in parts[:-1]]
+
+
+def same_wire(chunk: ChatCompletionChunk) -> ChatCompletionChunk:
+    """The chunk without what differs between two requests added a moment apart (the
+    creation second, the random ids of tool calls)."""
+    for choice in chunk.choices:
+        for call in choice.delta.tool_calls or ():
+            if call.id is not None:
+                call.id = "call"
+    return msgspec.structs.replace(chunk, created=0, id="x")
+
+
+def texts(chunks: list[ChatCompletionChunk]) -> tuple[str, str]:
+    deltas = [c.choices[0].delta for c in chunks if c.choices]
+    return "".join(d.reasoning or "" for d in deltas), "".join(d.content or "" for d in deltas)
+
+
+class Pair:
+    """One output stepped twice in the same batch: read as chunk objects, and as SSE."""
+
+    def __init__(self, runtime: ReasoningRuntime, key: str, parser: reasonspan.ReasoningParser):
+        self.obj = runtime.add(f"{key}-obj", parser, None, completion_id="c")
+        self.sse = runtime.add(
+            f"{key}-sse", parser, None, completion_id="c", sse=True, include_usage=True
+        )
+        self.chunks: list[ChatCompletionChunk] = []
+        self.events: list[bytes] = []
+        self.written = 0
+        """Events the output path wrote as bytes (the rest were encoded on reading)."""
+
+    def drain(self) -> None:
+        self.written += sum(isinstance(x, bytes) for x in self.sse._rec.queue)
+        self.chunks += self.obj.ready()
+        for blob in self.sse.ready_events():
+            self.events += events_of(blob)
+
+    def check(self) -> list[ChatCompletionChunk]:
+        """Every event is the msgspec encoding of the chunk it holds, and the SSE stream is
+        the object stream chunk for chunk; returns the chunks."""
+        decoded = [chunk_of_event(e) for e in self.events]
+        for event, chunk in zip(self.events, decoded, strict=True):
+            assert sse_event(chunk) == event
+        # The wire sends the final usage apart, in a chunk without choices (include_usage).
+        *decoded, usage = decoded
+        assert usage.choices == [] and usage.usage is not None and decoded[-1].usage is None
+        decoded[-1] = msgspec.structs.replace(decoded[-1], usage=usage.usage)
+        assert [same_wire(c) for c in decoded] == [same_wire(c) for c in self.chunks]
+        return decoded
+
+
+def step_rows(runtime: ReasoningRuntime, rows: list[tuple[RequestStream, list[int]]]) -> None:
+    rids = np.array([s.engine_id for s, _ in rows], np.int64)
+    toks = np.array([t for _, d in rows for t in d], np.int64)
+    offs = np.cumsum([0] + [len(d) for _, d in rows])
+    runtime.step(rids, toks, offs)
+
+
+@pytest.mark.parametrize(("family", "kwargs"), CASES, ids=[f"{f}-{k}" for f, k in CASES])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_sse_stream_is_the_chunk_stream_byte_for_byte(
+    family: str, kwargs: dict[str, Any], data: st.DataObject
+) -> None:
+    """Every family, any output, any split into steps (k tokens, empty steps too): the
+    SSE request's events decode to the object request's chunks, each event is exactly
+    msgspec's encoding of its chunk, and the text is parse()'s."""
+    parser = parser_for(family, kwargs)
+    ids = data.draw(outputs(parser), label="ids")
+    deltas = data.draw(splits(ids), label="deltas")
+    runtime = ReasoningRuntime()
+    pair = Pair(runtime, "r", parser)
+    for delta in deltas:
+        step_rows(runtime, [(pair.obj, delta), (pair.sse, delta)])
+        pair.drain()
+    runtime.finish("r-obj", "length")
+    runtime.finish("r-sse", "length")
+    pair.drain()
+    chunks = pair.check()
+    expected = parser.parse(ids)
+    assert texts(chunks) == (expected.reasoning or "", expected.content or "")
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens == len(ids)
+
+
+def test_plain_tokens_are_written_by_the_batch_path() -> None:
+    """On ordinary prose nearly every token's event comes from the output path (not a
+    chunk Struct encoded later): the path is really taken, not just correct."""
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    prose = " ".join(["The quick brown fox jumps over the lazy dog, again."] * 12)
+    ids = tok.encode(f"<think>\n{prose}\n</think>\n\n{prose}")
+    runtime = ReasoningRuntime()
+    pair = Pair(runtime, "r", parser)
+    for t in ids:
+        step_rows(runtime, [(pair.obj, [t]), (pair.sse, [t])])
+        pair.drain()
+    runtime.finish("r-obj")
+    runtime.finish("r-sse")
+    pair.drain()
+    pair.check()
+    text_events = len(pair.chunks) - 2  # the role chunk and the final chunk
+    assert pair.written >= 0.9 * text_events
+
+
+def test_a_tokenizer_without_a_byte_table_takes_the_exact_path(tmp_path: Path) -> None:
+    """Text that is not simply the tokens' bytes (any decoder but a plain ByteLevel one;
+    here Qwen3's tokenizer with its ByteLevel decoder wrapped in a ``Sequence``, which
+    decodes the same but is not recognised as a byte table): such a request is served
+    entirely by the exact path, with the same stream."""
+    data = json.loads((real_folder("qwen-3") / "tokenizer.json").read_text(encoding="utf-8"))
+    data["decoder"] = {"type": "Sequence", "decoders": [data["decoder"]]}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+    tok = load_tokenizer_sync(tmp_path)
+    assert not tok.byte_level
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    ids = tok.encode("<think>\nA plan.\n</think>\n\nSome words, then more words.")
+    runtime = ReasoningRuntime()
+    pair = Pair(runtime, "r", parser)
+    for t in ids:
+        step_rows(runtime, [(pair.obj, [t]), (pair.sse, [t])])
+        pair.drain()
+    runtime.finish("r-obj")
+    runtime.finish("r-sse")
+    pair.drain()
+    assert texts(pair.check()) == ("A plan.", "Some words, then more words.")
+    assert pair.written == 0
+
+
+@pytest.mark.parametrize("alias", [False, True])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_mixed_batch_with_churn(alias: bool, seed: int) -> None:
+    """Requests of several families and tokenizers join and leave one batch over time, a
+    random k per request per step (0 to 4): each SSE stream is its object twin's, and
+    both are parse() of what the engine sent (``reasoning_content`` too, with the alias)."""
+    rng = random.Random(seed)
+    families = ["qwen3", "deepseek_r1", "glm47", "minimax_m3", "kimi_k3", "openai_gptoss"]
+    runtime = ReasoningRuntime(reasoning_content_alias=alias)
+    live: dict[str, tuple[Pair, list[int], int, reasonspan.ReasoningParser]] = {}
+    done = 0
+    n = 0
+    while done < 40:
+        while len(live) < 12 and n < 40:
+            parser = parser_for(rng.choice(families), {})
+            mock = parser.tokenizer.encode(
+                '<think>\nA plan: "quote"\t\\ é 日本語 😀\n</think>\n\nAnswer: 42 ✓.'
+            )
+            live[f"q{n}"] = (
+                Pair(runtime, f"q{n}", parser),
+                mock[: rng.randint(1, len(mock))],
+                0,
+                parser,
+            )
+            n += 1
+        rows: list[tuple[RequestStream, list[int]]] = []
+        for key, (pair, ids, at, parser) in list(live.items()):
+            k = rng.randint(0, 4)
+            delta = ids[at : at + k]
+            rows += [(pair.obj, delta), (pair.sse, delta)]
+            live[key] = (pair, ids, at + len(delta), parser)
+        rng.shuffle(rows)
+        step_rows(runtime, rows)
+        for key, (pair, ids, at, parser) in list(live.items()):
+            pair.drain()
+            if at == len(ids):
+                runtime.finish(f"{key}-obj")
+                runtime.finish(f"{key}-sse")
+                pair.drain()
+                chunks = pair.check()
+                expected = parser.parse(ids)
+                assert texts(chunks) == (expected.reasoning or "", expected.content or "")
+                if alias:
+                    alias_text = "".join(
+                        c.choices[0].delta.reasoning_content or "" for c in chunks if c.choices
+                    )
+                    assert alias_text == (expected.reasoning or "")
+                del live[key]
+                done += 1
+    assert len(runtime) == 0
+
+
+def test_a_full_queue_coalesces_after_written_bytes() -> None:
+    """A consumer that does not read: the queue stays bounded (the buffer, one coalesced
+    chunk after the written bytes, the final chunk) and nothing is lost."""
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    ids = tok.encode("<think>\n" + "word " * 200 + "\n</think>\n\n" + "answer " * 200)
+    runtime = ReasoningRuntime(buffer_size=4)
+    stream = runtime.add("r", parser, None, sse=True)
+    for t in ids:
+        step_rows(runtime, [(stream, [t])])
+        assert len(stream._rec.queue) <= 4 + 1
+    runtime.finish("r")
+    assert len(stream._rec.queue) <= 4 + 2
+    chunks = [chunk_of_event(e) for blob in stream.ready_events() for e in events_of(blob)]
+    expected = parser.parse(ids)
+    assert texts(chunks) == (expected.reasoning or "", expected.content or "")
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_escaped_pieces_concatenate_to_the_encoded_text(data: st.DataObject) -> None:
+    """The table's premise: for tokens whose bytes are whole UTF-8 text, the escaped
+    pieces of any run concatenate to msgspec's encoding of the run's text."""
+    name = data.draw(
+        st.sampled_from(sorted({n for n in FAMILY_TOKENIZERS.values() if tokenizer(n).byte_level}))
+    )
+    tok = tokenizer(name)
+    table = TokenText.of(tok)
+    assert table is not None
+    whole = np.flatnonzero(table.whole)
+    run = data.draw(st.lists(st.sampled_from(whole.tolist()), min_size=1, max_size=8))
+    text = b"".join(tok.token_bytes[t] for t in run).decode("utf-8")
+    assert b"".join(table.escaped[t] for t in run) == msgspec.json.encode(text)[1:-1]
+
+
+async def test_sse_events_end_with_done_and_report_errors() -> None:
+    """The async reader: usage chunk when asked, ``[DONE]`` last; a request that fails
+    (a token id outside its vocabulary) gets an error event, then ``[DONE]``."""
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    runtime = ReasoningRuntime()
+    good = runtime.add("good", parser, None, sse=True, include_usage=True)
+    bad = runtime.add("bad", parser, None, sse=True)
+    ids = tok.encode("<think>\nhm\n</think>\n\nok")
+    got: dict[str, list[bytes]] = {"good": [], "bad": []}
+
+    async def read(name: str, stream: RequestStream) -> None:
+        async for blob in stream.sse_events():
+            got[name] += events_of(blob)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read, "good", good)
+        tg.start_soon(read, "bad", bad)
+        await anyio.sleep(0)
+        for i, t in enumerate(ids):
+            rows = [(good, [t])] + ([(bad, [tok.vocab_size + 5])] if i == 2 else [])
+            if i > 2:
+                rows = [(good, [t])]
+            step_rows(runtime, rows)
+            await anyio.sleep(0)
+        runtime.finish("good")
+    assert got["good"][-1] == DONE
+    usage = chunk_of_event(got["good"][-2])
+    assert usage.choices == [] and usage.usage is not None
+    assert texts([chunk_of_event(e) for e in got["good"][:-2]]) == ("hm", "ok")
+    assert got["bad"][-1] == DONE
+    assert b'"error"' in got["bad"][-2] and b"bad" in got["bad"][-2]
