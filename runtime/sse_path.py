@@ -40,6 +40,10 @@ _SENT = _SENTINEL.encode("utf-8")
 
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 
+SMALL = 8
+"""Steps of at most this many requests take the scalar loop: a numpy call costs more
+than a request's few Python lookups."""
+
 
 def _templates(rec: StreamRecord, alias: bool) -> tuple[bytes, bytes, bytes, bytes] | None:
     """``(content prefix, reasoning prefix, alias middle, suffix)`` of the request's text
@@ -61,6 +65,7 @@ class SSEPath:
     """Per-slot state of the requests that stream SSE bytes, and the batch-wide step."""
 
     __slots__ = (
+        "_bytes",
         "_index",
         "_stack",
         "_tables",
@@ -74,7 +79,9 @@ class SSEPath:
         "recs",
         "suf",
         "tab_c",
+        "tab_cl",
         "tab_r",
+        "tab_rl",
         "texts",
     )
 
@@ -87,7 +94,12 @@ class SSEPath:
         self.tab_r = np.zeros(0, np.intp)
         """Per slot: the row of the token table its reasoning uses (0: none)."""
         self.tab_c = np.zeros(0, np.intp)
+        self.tab_rl: list[int] = []
+        self.tab_cl: list[int] = []
+        """``tab_r`` and ``tab_c`` as lists, for the scalar loop of small steps."""
         self._tables: list[BoolArray] = [np.zeros(0, np.bool_)]
+        self._bytes: list[bytes] = [b""]
+        """The tables as bytes (one 0/1 byte per token), for the scalar loop."""
         self._index: dict[tuple[int, frozenset[int], str], int] = {}
         self._stack: np.ndarray[Any, np.dtype[np.bool_]] | None = None
         self.recs: list[StreamRecord | None] = []
@@ -111,6 +123,8 @@ class SSEPath:
             arr[:cap] = old
             setattr(self, name, arr)
         more = new - cap
+        self.tab_rl.extend([0] * more)
+        self.tab_cl.extend([0] * more)
         self.recs.extend([None] * more)
         self.pre_c.extend([b""] * more)
         self.pre_r.extend([b""] * more)
@@ -168,10 +182,10 @@ class SSEPath:
         bits = 0
         if plain_r is not None and rec.include_reasoning:
             bits |= 1
-            self.tab_r[slot] = self._table(table, *plain_r)
+            self.tab_r[slot] = self.tab_rl[slot] = self._table(table, *plain_r)
         if plain_c is not None:
             bits |= 2
-            self.tab_c[slot] = self._table(table, *plain_c)
+            self.tab_c[slot] = self.tab_cl[slot] = self._table(table, *plain_c)
         self.bits[slot] = bits
 
     def _table(self, table: TokenText, skip: frozenset[int], trail: str) -> int:
@@ -179,7 +193,9 @@ class SSEPath:
         got = self._index.get(key)
         if got is None:
             got = len(self._tables)
-            self._tables.append(table.plain(skip, trail))
+            plain = table.plain(skip, trail)
+            self._tables.append(plain)
+            self._bytes.append(plain.tobytes())
             self._index[key] = got
             self._stack = None
         return got
@@ -204,6 +220,8 @@ class SSEPath:
             return None
         slots = res.slots
         n = slots.shape[0]
+        if n <= SMALL:
+            return self._emit_small(res, room)
         bits = self.bits[slots]
         if not n or not bits.any():
             return None
@@ -276,4 +294,50 @@ class SSEPath:
                 q.append(pre[s] + e + self.mid[s] + e + suf if alias else pre[s] + e + suf)
                 if rec.waiting:
                     rec.wake.set()
+        return slow
+
+    def _emit_small(self, res: BatchStepResult, room: int) -> list[int] | None:
+        """:meth:`emit` for a few requests, without numpy: the same decisions, row by row."""
+        slots_l = res.slots.tolist()
+        toks_l = res.token_ids.tolist()
+        labs = res.labels.tobytes()
+        offs_l = res.offsets.tolist()
+        irregular = res.irregular_rows()
+        bits = self.bits
+        slow: list[int] = []
+        for i, s in enumerate(slots_l):
+            b = int(bits[s])
+            a, z = offs_l[i], offs_l[i + 1]
+            if not b or (irregular and i in irregular):
+                slow.append(i)
+                continue
+            if a == z:
+                continue
+            lab = labs[a]
+            if lab == REASONING and b & 1:
+                table = self._bytes[self.tab_rl[s]]
+                pre = self.pre_r[s]
+            elif lab == CONTENT and b & 2:
+                table = self._bytes[self.tab_cl[s]]
+                pre = self.pre_c[s]
+            else:
+                slow.append(i)
+                continue
+            if not all(labs[j] == lab and table[toks_l[j]] for j in range(a, z)):
+                slow.append(i)
+                continue
+            rec = self.recs[s]
+            assert rec is not None
+            q = rec.queue
+            if len(q) >= room:
+                slow.append(i)
+                continue
+            es = self.esc[s]
+            e = es[toks_l[a]] if z - a == 1 else b"".join([es[t] for t in toks_l[a:z]])
+            if self.alias and lab == REASONING:
+                q.append(pre + e + self.mid[s] + e + self.suf)
+            else:
+                q.append(pre + e + self.suf)
+            if rec.waiting:
+                rec.wake.set()
         return slow

@@ -19,6 +19,7 @@ import pytest
 from fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, real_folder, tokenizer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reasonspan.runtime import sse_path
 from reasonspan.runtime.openai import ChatCompletionChunk
 from reasonspan.runtime.sse import DONE, chunk_of_event, sse_event
 from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
@@ -110,15 +111,19 @@ def test_sse_stream_is_the_chunk_stream_byte_for_byte(
 ) -> None:
     """Every family, any output, any split into steps (k tokens, empty steps too): the
     SSE request's events decode to the object request's chunks, each event is exactly
-    msgspec's encoding of its chunk, and the text is parse()'s."""
+    msgspec's encoding of its chunk, and the text is parse()'s. Half the examples force
+    the numpy path that batches of more than ``SMALL`` requests take."""
     parser = parser_for(family, kwargs)
     ids = data.draw(outputs(parser), label="ids")
     deltas = data.draw(splits(ids), label="deltas")
+    vectorized = data.draw(st.booleans(), label="vectorized")
     runtime = ReasoningRuntime()
     pair = Pair(runtime, "r", parser)
-    for delta in deltas:
-        step_rows(runtime, [(pair.obj, delta), (pair.sse, delta)])
-        pair.drain()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sse_path, "SMALL", 0 if vectorized else sse_path.SMALL)
+        for delta in deltas:
+            step_rows(runtime, [(pair.obj, delta), (pair.sse, delta)])
+            pair.drain()
     runtime.finish("r-obj", "length")
     runtime.finish("r-sse", "length")
     pair.drain()

@@ -24,6 +24,7 @@ from ..tokenizer import LoadedTokenizer, load_tokenizer_sync
 from .batch import KS, SIZES, run_batch_suite
 from .common import QWEN3, Family, Plan, Row, family_for, machine_line
 from .grammar import run_grammar_suite
+from .output import bench_output
 from .serve import bench_serve
 from .stream import bench_prompt, bench_stream
 from .tools import bench_tools
@@ -48,6 +49,7 @@ SUITES: dict[str, Callable[[LoadedTokenizer, Plan], list[Row]]] = {
     "grammar": bench_grammar,
     "serve": bench_serve,
     "tools": bench_tools,
+    "output": bench_output,
 }
 
 QUICK = Plan(

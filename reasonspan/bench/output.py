@@ -1,0 +1,228 @@
+"""The ``output`` suite: the whole output path, token ids to the SSE bytes a server writes,
+per request-token, for 1 to 4,096 concurrent requests and k = 1 or 4 tokens per step.
+
+Three paths over the same schedule (request i reads the transcript from its own offset,
+wrapping around), timed alternately so they see the same machine load:
+
+- *text baseline*: per request, ``DecodeStream`` + string search (:class:`TextBaseline`),
+  one ``chat.completion.chunk`` Struct per step with text, encoded as SSE;
+- *runtime, chunk objects*: :class:`ReasoningRuntime` as the ``serve`` suite uses it (its
+  chunks read with ``ready()`` and encoded by ``chunk_events``);
+- *runtime, SSE path*: the same runtime with the requests added ``sse=True``: the plain
+  tokens of a step become event bytes batch-wide (``runtime/sse_path.py``), read with
+  ``ready_events()``.
+
+Steps are timed in steady state: the requests are admitted before the clock starts and
+stay open (their streams never end), so a figure is what one more generated token costs
+a server at that concurrency. Admission is timed apart: adding one request to a runtime
+that holds N (and removing it), beside constructing the baseline's per-request parser.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from ..baseline import TextBaseline
+from ..runtime import create_parser_sync
+from ..runtime.openai import ChatCompletionChunk, ChoiceDelta, ChunkChoice
+from ..runtime.sse import chunk_events
+from ..runtime.streams import ReasoningRuntime
+from ..tokenizer import LoadedTokenizer
+from .common import Family, Plan, Row, transcript_ids
+
+SIZES = (1, 64, 256, 1024, 4096)
+KS = (1, 4)
+BUDGET = 32_768
+"""Request-tokens per timed run (steps = BUDGET / (N * k), between 4 and 256)."""
+CASES = (
+    "text baseline + chunk encoding",
+    "ReasoningRuntime, chunk objects + encoding",
+    "ReasoningRuntime, SSE path",
+)
+PROMPT = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+
+
+def _steps(n: int, k: int) -> int:
+    return max(4, min(256, BUDGET // (n * k)))
+
+
+def _schedule(ids: list[int], n: int, k: int) -> Iterator[np.ndarray]:
+    """Endless step arrays: request i's next k tokens of the transcript, from its own
+    offset, wrapping around."""
+    arr = np.asarray(ids, dtype=np.int64)
+    pos = (np.arange(n, dtype=np.int64) * 37) % len(ids)
+    inner = np.arange(k, dtype=np.int64)
+    while True:
+        yield arr[(pos[:, None] + inner[None, :]) % len(ids)].reshape(-1)
+        pos = (pos + k) % len(ids)
+
+
+def _baseline(
+    tok: LoadedTokenizer, family: Family, ids: list[int], n: int, k: int
+) -> Callable[[int], int]:
+    splitters = [
+        TextBaseline(tok.tokenizer, family.start, family.end, in_reasoning=True) for _ in range(n)
+    ]
+    keys = [f"chatcmpl-{i}" for i in range(n)]
+    created = int(time.time())
+    steps = _schedule(ids, n, k)
+
+    def run(count: int) -> int:
+        sent = 0
+        for _ in range(count):
+            toks = next(steps).tolist()
+            for i in range(n):
+                r, c = splitters[i].feed(toks[i * k : i * k + k])
+                if r or c:
+                    chunk = ChatCompletionChunk(
+                        id=keys[i],
+                        created=created,
+                        model="bench",
+                        choices=[
+                            ChunkChoice(0, ChoiceDelta(content=c or None, reasoning=r or None))
+                        ],
+                    )
+                    sent += len(chunk_events(chunk, include_usage=False))
+        return sent
+
+    return run
+
+
+def _runtime(
+    tok: LoadedTokenizer, family: Family, ids: list[int], n: int, k: int, *, sse: bool
+) -> Callable[[int], int]:
+    parser = create_parser_sync(family.parser, tok)
+    prompt = tok.encode(PROMPT)
+    runtime = ReasoningRuntime(model="bench")
+    streams = [runtime.add(f"chatcmpl-{i}", parser, prompt, sse=sse) for i in range(n)]
+    eids = np.asarray([s.engine_id for s in streams], dtype=np.int64)
+    offsets = np.arange(n + 1, dtype=np.int64) * k
+    steps = _schedule(ids, n, k)
+    for s in streams:  # the role chunks: admission, not a step
+        s.ready()
+
+    if sse:
+
+        def run(count: int) -> int:
+            sent = 0
+            for _ in range(count):
+                runtime.step(eids, next(steps), offsets)
+                for s in streams:
+                    for event in s.ready_events():
+                        sent += len(event)
+            return sent
+
+        return run
+
+    def run_chunks(count: int) -> int:
+        sent = 0
+        for _ in range(count):
+            runtime.step(eids, next(steps), offsets)
+            for s in streams:
+                for chunk in s.ready():
+                    sent += len(chunk_events(chunk, include_usage=False))
+        return sent
+
+    return run_chunks
+
+
+def _medians(fns: list[Callable[[], object]], repeats: int) -> list[float]:
+    """Median ns of each function, the functions timed in turn within every repeat."""
+    for fn in fns:
+        fn()  # warm-up
+    times: list[list[int]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, into in zip(fns, times, strict=True):
+            t0 = time.perf_counter_ns()
+            fn()
+            into.append(time.perf_counter_ns() - t0)
+    return [float(statistics.median(t)) for t in times]
+
+
+def _admission(tok: LoadedTokenizer, family: Family, live: int, repeats: int) -> list[Row]:
+    """One more request admitted to (and removed from) a runtime holding ``live`` ones,
+    beside constructing the baseline's per-request splitter."""
+    parser = create_parser_sync(family.parser, tok)
+    prompt = tok.encode(PROMPT)
+    runtime = ReasoningRuntime(model="bench")
+    for i in range(live):
+        runtime.add(f"live-{i}", parser, prompt, sse=True)
+    batch = 256
+    keys = iter(range(1 << 62))
+
+    def admit() -> None:
+        made = [f"new-{next(keys)}" for _ in range(batch)]
+        for key in made:
+            runtime.add(key, parser, prompt, sse=True)
+        for key in made:
+            runtime.abort(key)
+
+    def construct() -> None:
+        for _ in range(batch):
+            TextBaseline(tok.tokenizer, family.start, family.end, in_reasoning=True)
+
+    base, ours = _medians([construct, admit], repeats)
+    note = f"{live:,} live requests; per request, add + abort (the baseline: construct)"
+    return [
+        Row(
+            "output",
+            "admission: text baseline splitter",
+            base / batch,
+            base / batch / 1e3,
+            1,
+            None,
+            note,
+            batch=live,
+        ),
+        Row(
+            "output",
+            "admission: ReasoningRuntime.add(sse=True) + abort",
+            ours / batch,
+            ours / batch / 1e3,
+            1,
+            base / ours,
+            note,
+            batch=live,
+        ),
+    ]
+
+
+def bench_output(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
+    """Ids to SSE bytes per request-token, three paths, each concurrency and k."""
+    family = plan.family
+    ids = transcript_ids(tok, family=family)
+    rows: list[Row] = []
+    runs = max(3, plan.repeats // 3)
+    for n in plan.serve_sizes or SIZES:
+        for k in plan.batch_ks or KS:
+            count = _steps(n, k)
+            paths = [
+                _baseline(tok, family, ids, n, k),
+                _runtime(tok, family, ids, n, k, sse=False),
+                _runtime(tok, family, ids, n, k, sse=True),
+            ]
+            times = _medians([lambda p=p, c=count: p(c) for p in paths], runs)
+            total = n * k * count
+            base = times[0]
+            note = f"{n:,} concurrent, k={k}, {count} steps timed; µs/call = one step"
+            for i, (case, t) in enumerate(zip(CASES, times, strict=True)):
+                rows.append(
+                    Row(
+                        "output",
+                        f"{case}, {n:,} concurrent, k={k}",
+                        t / total,
+                        t / count / 1e3,
+                        total,
+                        base / t if i else None,
+                        note,
+                        batch=n,
+                        k=k,
+                        steps=count,
+                    )
+                )
+    rows += _admission(tok, family, max(plan.serve_sizes or SIZES), runs)
+    return rows
