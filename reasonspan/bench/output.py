@@ -23,6 +23,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 
 import numpy as np
 
@@ -205,7 +206,7 @@ def bench_output(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
                 _runtime(tok, family, ids, n, k, sse=False),
                 _runtime(tok, family, ids, n, k, sse=True),
             ]
-            times = _medians([lambda p=p, c=count: p(c) for p in paths], runs)
+            times = _medians([partial(p, count) for p in paths], runs)
             total = n * k * count
             base = times[0]
             note = f"{n:,} concurrent, k={k}, {count} steps timed; µs/call = one step"
