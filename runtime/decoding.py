@@ -17,6 +17,8 @@ from ..tokenizer.loader import LoadedTokenizer
 from .formatters import CallGapFormatter, IdentityFormatter, TextFormatter, TextFormatterFactory
 from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL
 
+_UTF8 = codecs.getincrementaldecoder("utf-8")
+
 
 class ByteDecoder:
     """Incremental detokenization from the per-token byte table, for tokenizers whose
@@ -30,7 +32,7 @@ class ByteDecoder:
     def __init__(self, table: list[bytes], skip: frozenset[int]) -> None:
         self._table = table
         self._skip = skip
-        self._dec = codecs.getincrementaldecoder("utf-8")("replace")
+        self._dec = _UTF8("replace")
 
     def step(self, _tokenizer: object, token_id: int) -> str | None:
         if token_id in self._skip:

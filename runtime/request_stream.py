@@ -129,7 +129,9 @@ class StreamRecord:
     created: int
     queue: deque[ChatCompletionChunk | bytes | BaseException] = field(default_factory=deque)
     """Undelivered chunks: Structs, or the SSE event bytes the output path wrote."""
-    wake: anyio.Event = field(default_factory=anyio.Event)
+    wake: anyio.Event | None = None
+    """Set to wake the consumer; made when a consumer starts waiting (``waiting``), so
+    admitting a request creates no event and a producer wakes only a waiting reader."""
     include_reasoning: bool = True
     """False: reasoning is generated and counted, never sent (``include_reasoning``)."""
     hold_reasoning: bool = False
@@ -158,7 +160,12 @@ class StreamRecord:
     include_usage: bool = False
     """Its SSE stream ends with a usage chunk (``stream_options.include_usage``)."""
     waiting: bool = False
-    """A consumer awaits ``wake`` (the output path sets it only then)."""
+    """A consumer awaits ``wake``."""
+
+    def notify(self) -> None:
+        """Wake the consumer if it is waiting (it looks at the queue before it waits)."""
+        if self.waiting and self.wake is not None:
+            self.wake.set()
 
     def finish_text(
         self, alias: bool, room: int, tail: BatchFinish, finish_reason: FinishReason
@@ -321,7 +328,7 @@ class StreamRecord:
                         d.tool_calls = []
                     merge_tool_call_deltas(d.tool_calls, delta.tool_calls)
                 rec.coalesced += 1
-                rec.wake.set()
+                rec.notify()
                 return
         self.put(self.chunk(delta))
 
@@ -330,7 +337,7 @@ class StreamRecord:
         if self.cancelled:
             return
         self.queue.append(item)
-        self.wake.set()
+        self.notify()
 
 
 class RequestStream:
@@ -383,12 +390,12 @@ class RequestStream:
                     raise RequestCancelledError(f"request {rec.key!r} was cancelled")
                 if rec.closed:
                     return None
+                wake = rec.wake = anyio.Event()
                 rec.waiting = True
                 try:
-                    await rec.wake.wait()
+                    await wake.wait()
                 finally:
                     rec.waiting = False
-                rec.wake = anyio.Event()
         except anyio.get_cancelled_exc_class():
             self._runtime._cancel(rec)
             raise

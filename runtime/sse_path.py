@@ -275,8 +275,7 @@ class SSEPath:
                         continue
                     e = esc[s][toks_l[i]]
                     q.append(pre[s] + e + self.mid[s] + e + suf if alias else pre[s] + e + suf)
-                    if rec.waiting:
-                        rec.wake.set()
+                    rec.notify()
             return slow
         offs_l = offs.tolist()
         for pre, rows in ((self.pre_c, row_c), (self.pre_r, row_r)):
@@ -292,8 +291,7 @@ class SSEPath:
                 es = esc[s]
                 e = b"".join([es[t] for t in toks_l[offs_l[i] : offs_l[i + 1]]])
                 q.append(pre[s] + e + self.mid[s] + e + suf if alias else pre[s] + e + suf)
-                if rec.waiting:
-                    rec.wake.set()
+                rec.notify()
         return slow
 
     def _emit_small(self, res: BatchStepResult, room: int) -> list[int] | None:
@@ -338,6 +336,5 @@ class SSEPath:
                 q.append(pre + e + self.mid[s] + e + self.suf)
             else:
                 q.append(pre + e + self.suf)
-            if rec.waiting:
-                rec.wake.set()
+            rec.notify()
         return slow

@@ -312,7 +312,7 @@ class ReasoningRuntime:
         rec.queue.clear()
         if err is not None:
             rec.queue.append(err)
-        rec.wake.set()
+        rec.notify()
         self._drop(rec)
         self._forget(rec)
         self._aborted.append(rec.engine_id)
@@ -358,7 +358,7 @@ class ReasoningRuntime:
         for rec in list(self._records.values()):
             rec.queue.append(err)
             rec.closed = True
-            rec.wake.set()
+            rec.notify()
             self._drop(rec)
         self._aborted.clear()
 
@@ -487,8 +487,7 @@ class ReasoningRuntime:
                         ],
                     )
                 )
-                if got.waiting:
-                    got.wake.set()
+                got.notify()
             else:
                 got.emit_text(self.alias, self.buffer_size, r_text, c_text, calls)
         for got in touched:
@@ -565,7 +564,7 @@ class ReasoningRuntime:
         chunk.usage = rec.usage
         rec.put(chunk)
         rec.closed = True
-        rec.wake.set()
+        rec.notify()
         self._drop(rec)
 
     def _step_with_stop(
@@ -597,7 +596,7 @@ class ReasoningRuntime:
     def _fail(self, rec: StreamRecord, err: BaseException) -> None:
         rec.put(err)
         rec.closed = True
-        rec.wake.set()
+        rec.notify()
         self._drop(rec)
         self._forget(rec)
         self._aborted.append(rec.engine_id)
