@@ -35,9 +35,9 @@ _BASE = ReasoningSpec(
     aliases=("response_template", "response_schema"),
     thinking_switches=("enable_thinking",),
     start_source=(
-        "documented: a response_schema whose start may be missing (`(?:<think>)?`) starts "
-        "in reasoning; a required start, or a response_template, starts in content (the "
-        "prompt's prefill decides)"
+        "documented: a response_schema whose top-level x-regex reads the block at the "
+        "start of the reply, or whose start may be missing, starts in reasoning; otherwise, "
+        "and for a response_template, the turn starts in content (the prompt decides)"
     ),
     notes="markers, trims and tool calls compiled from the checkpoint's response_template "
     "or response_schema (tokenizer_config.json); it wins over detection when it compiles",

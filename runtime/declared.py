@@ -34,10 +34,14 @@ family; nothing here scans model output):
 - optional whitespace next to a captured part (``\\n?``, ``\\s*``) is layout: a
   :class:`Trim` of that channel's text, never a marker; the template's ``text`` parser strips
   the whitespace around each field the same way.
-- a start the regex lets go missing (``(?:<think>)?``, ``(?:^|<think>)``) says the template
-  may prefill it, so a turn starts in reasoning; a required start says the output writes it.
-  A template says nothing about prefill (the prompt does: ``start_anchor`` and the prefix),
-  so a turn starts in content and the prompt scan decides.
+- where a turn starts: a schema whose top-level x-regex reads the reasoning block at the
+  start of the reply (SmolLM3, Qwen3) starts a turn in reasoning, and a start the model
+  writes there is consumed (whether the template prefills it or not, as the qwen3 family
+  reads it); a later start is content. A part searched anywhere (its own x-regex, Cohere)
+  or a template region may open after content; the turn starts in reasoning only when the
+  regex lets the start go missing (``(?:^|<think>)``: the template may prefill it). A
+  template says nothing about prefill (the prompt does, through ``start_anchor`` and the
+  prefix), so its turn starts in content and the prompt scan decides.
 - the tool-call part's opener ends reasoning and stays in content (an implicit end); its
   closer with it gives a :class:`ToolFormat` when the body is one the existing kinds read:
   ``json`` (a ``{"name", "arguments"}`` object: no transform, or one that wraps the body
@@ -131,7 +135,7 @@ class DeclaredFormat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             strip=strip,
             turn=turn,
             text_markers=(*self.start, *end, *self.tool, *strip, *turn),
-            prompt_start=self.start_optional,
+            prompt_start=self.start_optional or not self.anywhere,
             start_in_content="enter" if self.anywhere else "keep",
             end_in_content="drop",
             reasoning_trim=self.reasoning_trim,
