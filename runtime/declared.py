@@ -245,9 +245,7 @@ def _find(seq: Sequence[Item], group: int) -> list[tuple[list[Item], int]] | Non
     return None
 
 
-def _side(
-    items: list[Item], step: int
-) -> tuple[list[str], bool, tuple[str, int] | None, bool]:
+def _side(items: list[Item], step: int) -> tuple[list[str], bool, tuple[str, int] | None, bool]:
     """The delimiter on one side of a captured part (``items`` run away from it; ``step``
     is -1 when they are reversed): its literals, whether it may be absent, the layout
     whitespace between it and the part, and whether anything else stands there."""
@@ -369,9 +367,10 @@ class _Schema:
         node = self.props.get(name)
         node = node if isinstance(node, dict) else {}
         own = node.get("x-regex", node.get("x-regex-iterator"))
-        top_group = self.top is not None and name in _parse(
-            self.source, "x-regex", self.top
-        ).state.groupdict
+        top_group = (
+            self.top is not None
+            and name in _parse(self.source, "x-regex", self.top).state.groupdict
+        )
         if own is not None and not (top_group and not self._opens(name, own)):
             if not isinstance(own, str):
                 raise self.fail(name, own, "a pattern must be a string")
@@ -393,8 +392,10 @@ class _Schema:
         """The property's own pattern names an opener (else it only reshapes a part the
         top-level x-regex already cut out, as ``^(.*)$`` does)."""
         got = _captured(self.source, name, pattern, None)
-        return bool(got.before) if got is not None else bool(
-            _leading_literal(self.source, name, pattern)
+        return (
+            bool(got.before)
+            if got is not None
+            else bool(_leading_literal(self.source, name, pattern))
         )
 
     def check_parsers(self, name: str, node: object) -> None:

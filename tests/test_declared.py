@@ -32,12 +32,12 @@ from declarations import COHERE_SCHEMA, GEMMA4_SCHEMA, GEMMA4_TEMPLATE, SMOLLM_S
 from fixtures import folder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reasonspan.detection import describe, detect
+from reasonspan.runtime.errors import DeclarationError, ParserNotDetectedError
 from strategies import splits
 
 import reasonspan
 from reasonspan import LoadedTokenizer, ReasoningParser
-from reasonspan.runtime.errors import DeclarationError, ParserNotDetectedError
+from reasonspan.detection import describe, detect
 
 TOOLS = [
     {
@@ -190,7 +190,9 @@ def test_markers_come_from_the_declaration(
 def test_schema_whitespace_is_layout_and_json_calls_are_read(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    spec = reasonspan.create_parser_sync("declared", loaded("smollm3_schema", tmp_path_factory)).spec
+    spec = reasonspan.create_parser_sync(
+        "declared", loaded("smollm3_schema", tmp_path_factory)
+    ).spec
     # (?:<think>\n?(?P<thinking>.+?)\n?</think>)?\s*…\s*(?P<content>.+?)?
     assert (spec.reasoning_trim.lead, spec.reasoning_trim.lead_max) == ("\n", 1)
     assert (spec.reasoning_trim.trail, spec.reasoning_trim.trail_max) == ("\n", 1)
@@ -246,7 +248,9 @@ def test_declared_splits_as_the_family(
 
 def test_declared_tool_call_is_read(tmp_path_factory: pytest.TempPathFactory) -> None:
     declared, _ = pair("smollm3_schema", tmp_path_factory, None)
-    got = declared.parse(declared.tokenizer.encode(FORMATS["smollm3_schema"].outputs[2]), tools=TOOLS)
+    got = declared.parse(
+        declared.tokenizer.encode(FORMATS["smollm3_schema"].outputs[2]), tools=TOOLS
+    )
     assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [
         ("get_weather", {"city": "Paris"})
     ]
