@@ -1,10 +1,13 @@
 """Compile the output format a checkpoint declares about itself into a :class:`ReasoningSpec`.
 
 Hugging Face transformers lets a checkpoint publish how its replies read, as metadata in
-tokenizer_config.json, in two generations (the facts below, and the module's choices):
+tokenizer_config.json, in two generations (the facts below, with where each comes from; the
+paths are in the huggingface/transformers repository, or in its 5.23.0 wheel where so
+marked):
 
-- ``response_schema`` (transformers 5.0 to 5.12; TRL's ``chat_template_utils`` still sets it,
-  and Gemma 4's conversion script ``models/gemma4/convert_gemma4_weights.py`` writes one). A
+- ``response_schema`` (the older one: TRL's ``trl/chat_template_utils.py`` sets it on
+  transformers before 5.13 and says the newer format needs 5.13; Gemma 4's conversion script
+  ``models/gemma4/convert_gemma4_weights.py`` writes one into the checkpoint). A
   JSON schema whose ``x-regex`` / ``x-regex-iterator`` annotations capture the parts of the
   reply, read by ``recursive_parse`` in ``utils/chat_parsing_utils.py`` (``re.search`` with
   ``re.DOTALL``; a regex with named groups feeds the properties of the same names, one with a
@@ -12,16 +15,20 @@ tokenizer_config.json, in two generations (the facts below, and the module's cho
   with an optional jmespath ``transform``). Examples: ``tests/utils/test_chat_parsing_utils.py``
   (``cohere_schema``, ``ernie_schema``, ``gpt_oss_schema``, ``smollm_schema``,
   ``qwen3_schema``).
-- ``response_template`` (transformers 5.13 on; 5.23.0's ``tokenization_utils_base`` reads only
-  this key and silently drops a legacy ``response_schema``). Named ``fields`` with literal
+- ``response_template`` (transformers 5.13 on; the 5.23.0 wheel's
+  ``tokenization_utils_base.py`` saves and reads only this key and silently drops a legacy
+  ``response_schema``). Named ``fields`` with literal
   ``open`` / ``close`` delimiters (or ``open_pattern`` / ``close_pattern`` regexes), a
   ``content`` parser (``text``, ``json``, ``xml-inline`` …) and one implicit field without an
   opener that collects the rest; ``start_anchor`` marks where the assistant turn begins in
   the prompt (``utils/chat_parsing/response_templates.py``, ``docs/source/en/
-  chat_response_parsing.md``). ``transformers serve`` drives its generic parser with it and
-  ships per-model fallbacks (``_RESPONSE_TEMPLATE_FALLBACKS`` in ``cli/serving/utils.py``:
-  Qwen2/3, Qwen3.5, Gemma 4); the reasoning field may be named ``reasoning_content``,
-  ``thinking`` or ``reasoning`` (``_REASONING_FIELDS`` in ``utils/chat_template_utils.py``).
+  chat_response_parsing.md``). ``transformers serve`` is the serving engine with a generic
+  parser driven by it: ``get_response_template`` takes the tokenizer's, else a per-model
+  fallback (``_RESPONSE_TEMPLATE_FALLBACKS`` in the 5.23.0 wheel's ``cli/serving/utils.py``:
+  Qwen2/3, Qwen3.5, Gemma 4; earlier releases kept ``response_schema`` fallbacks there,
+  ``_TOOL_CALL_FALLBACKS``, PR #45690 "[serve] Support for reasoning"); the reasoning
+  field may be named ``reasoning_content``, ``thinking`` or ``reasoning``
+  (``_REASONING_FIELDS`` in ``utils/chat_template_utils.py``).
 
 When a folder carries both, ``response_template`` is read, as transformers 5.13+ does.
 
