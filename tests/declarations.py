@@ -8,9 +8,9 @@ Each is copied from its source verbatim (Python literals as written there):
 - ``GEMMA4_SCHEMA``: huggingface/transformers ``src/transformers/models/gemma4/
   convert_gemma4_weights.py`` (``_RESPONSE_SCHEMA``, written into the converted checkpoint's
   tokenizer config with ``--include_response_schema``).
-- ``GEMMA4_TEMPLATE``, ``QWEN_TEMPLATE``: the transformers 5.23.0 wheel (PyPI),
+- ``GEMMA4_TEMPLATE``, ``QWEN35_TEMPLATE``: the transformers 5.23.0 wheel (PyPI),
   ``transformers/cli/serving/utils.py``, ``_RESPONSE_TEMPLATE_FALLBACKS`` (the ``gemma4`` and
-  the ``qwen2``…``qwen3_vl_moe`` entries).
+  the ``qwen3_5``… entries; comments left out).
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ GEMMA4_TEMPLATE: dict[str, Any] = {
     },
 }
 
-QWEN_TEMPLATE: dict[str, Any] = {
+QWEN35_TEMPLATE: dict[str, Any] = {
     "defaults": {"role": "assistant"},
     "start_anchor": "<|im_start|>assistant\n",
     "fields": {
@@ -165,14 +165,20 @@ QWEN_TEMPLATE: dict[str, Any] = {
             "content": "text",
         },
         "tool_calls": {
-            "open_pattern": r"\s*<tool_call>",
-            "close": "</tool_call>",
+            "open_pattern": r"\s*<tool_call>\s*<function=(?P<name>[^>\n]+)>",
+            "close_pattern": r"</function>\s*</tool_call>",
             "repeats": True,
-            "content": "json",
-            "transform": {"type": "function", "function": "{content}"},
+            "content": "xml-inline",
+            "content_args": {
+                "tag_pattern": r"<parameter=(?P<key>[^>\n]+)>\s*(?P<value>.*?)\s*</parameter>",
+            },
+            "transform": {
+                "type": "function",
+                "function": {"name": "{name}", "arguments": "{content}"},
+            },
         },
         "content": {
-            "close_pattern": r"\s*(?:<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>)",
+            "close_pattern": r"\s*(?:<\|im_end\|>|<\|endoftext\|>)",
             "content": "text",
         },
     },

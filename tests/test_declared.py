@@ -28,7 +28,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from declarations import COHERE_SCHEMA, GEMMA4_SCHEMA, GEMMA4_TEMPLATE, SMOLLM_SCHEMA
+from declarations import (
+    COHERE_SCHEMA,
+    GEMMA4_SCHEMA,
+    GEMMA4_TEMPLATE,
+    QWEN35_TEMPLATE,
+    SMOLLM_SCHEMA,
+)
 from fixtures import folder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -287,6 +293,34 @@ def test_streamed_in_any_split_as_the_family_parses(
     assert bytes(labels) == declared.parse(ids).labels
     if f.same_labels:
         assert bytes(labels) == want.labels
+
+
+def test_template_xml_calls_read_as_qwen3_reads_them(tmp_path: Path) -> None:
+    """Qwen3.5's fallback template (``xml-inline`` with ``<function=`` / ``<parameter=``)
+    maps onto the ``xml`` kind; on Qwen3.5's own folder (its template prefills ``<think>``)
+    the declared parser splits and reads calls as qwen3 does."""
+    tok = reasonspan.load_tokenizer_sync(
+        declared_folder(tmp_path, "qwen-3.5", "response_template", QWEN35_TEMPLATE)
+    )
+    declared = reasonspan.create_parser_sync("declared", tok)
+    family = reasonspan.create_parser_sync("qwen3", tok)
+    assert declared.spec.tool_calls is not None
+    assert declared.spec.tool_calls.kinds == ("xml",)
+    assert declared.spec.tool_calls.open == ("<tool_call>",)
+    assert declared.spec.tool_calls.close == ("</tool_call>",)
+    call = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>"
+    for output in (f"hm\n</think>\n\nOk.\n\n{call}\n</tool_call>", f"hm\n</think>\n\n{call}"):
+        ids = tok.encode(output)
+        got, want = declared.parse(ids, tools=TOOLS), family.parse(ids, tools=TOOLS)
+        assert (got.reasoning, got.content, got.tool_calls) == (
+            want.reasoning,
+            want.content,
+            want.tool_calls,
+        )
+    got = declared.parse(tok.encode(f"hm\n</think>\n\n{call}\n</tool_call>"), tools=TOOLS)
+    assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [
+        ("get_weather", {"city": "Paris"})
+    ]
 
 
 # ---------------------------------------------------------------------- declarations it cannot honour
