@@ -165,10 +165,23 @@ def read_declaration(key: str, value: Any, source: str) -> DeclaredFormat:
     if not isinstance(value, dict):
         raise DeclarationError(source, key, value, "expected a JSON object")
     if key == "response_template":
-        return _Template(value, source).read()
-    if key == "response_schema":
-        return _Schema(value, source).read()
-    raise DeclarationError(source, key, value, f"unknown declaration; expected {DECLARATION_KEYS}")
+        got = _Template(value, source).read()
+    elif key == "response_schema":
+        got = _Schema(value, source).read()
+    else:
+        raise DeclarationError(
+            source, key, value, f"unknown declaration; expected {DECLARATION_KEYS}"
+        )
+    for marker in (*got.start, *got.end, *got.tool, *got.content_open, *got.turn):
+        if not marker.strip():
+            raise DeclarationError(source, key, marker, "a delimiter must not be blank")
+    return got
+
+
+def _args(field: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A template field's ``content_args`` (a mapping, or none)."""
+    args = field.get("content_args")
+    return args if isinstance(args, Mapping) else {}
 
 
 # ---------------------------------------------------------------------- regex reading
@@ -580,8 +593,8 @@ class _Template:
         turn = [anchor] if isinstance(anchor, str) else anchor if isinstance(anchor, list) else []
         if turn == [] and (pat := self.template.get("start_anchor_pattern")) is not None:
             turn = [lit] if (lit := _leading_literal(self.source, "start_anchor", pat)) else []
-        strip = reasoning.get("content_args", {}).get("strip", True)
-        cstrip = (content or {"content": "text"}).get("content_args", {}).get("strip", True)
+        strip = _args(reasoning).get("strip", True)
+        cstrip = _args(content).get("strip", True)
         return DeclaredFormat(
             key="response_template",
             start=tuple(start),
@@ -610,7 +623,7 @@ def _template_kinds(field: dict[str, Any]) -> tuple[str, ...]:
         return ("json",) if wrapped else ()
     if content == "xml-inline":
         pattern = str(field.get("open_pattern", ""))
-        tags = str(field.get("content_args", {}).get("tag_pattern", ""))
+        tags = str(_args(field).get("tag_pattern", ""))
         if "<function=" in pattern and "<parameter=" in tags:
             return ("xml",)
     return ()

@@ -378,6 +378,12 @@ def test_thinking_regex_without_literal_delimiters(tmp_path: Path) -> None:
             "thinking",
             "no literal close delimiter",
         ),
+        (
+            "response_template",
+            {"fields": {"thinking": {"open": "\n", "close": "</think>"}}},
+            "response_template",
+            "must not be blank",
+        ),
         ("response_schema", ["not", "an", "object"], "response_schema", "expected a JSON object"),
     ],
 )
