@@ -6,6 +6,7 @@ Importing this package registers every built-in family.
 from . import (  # issue 17, second half
     apertus,
     cohere,
+    declared,
     deepseek,
     deepseek_v4,
     ernie,
@@ -44,6 +45,7 @@ from . import (  # issue 17, second half
 __all__ = [
     "apertus",
     "cohere",
+    "declared",
     "deepseek",
     "deepseek_v4",
     "ernie",

@@ -4,6 +4,12 @@ A parser built on a tokenizer loaded from a folder with a template already takes
 start state from that template (the runtime asks :mod:`reasonspan.detection.profile`).
 ``model_path`` is for the other case: the tokenizer came from elsewhere (an in-memory
 ``tokenizers.Tokenizer``, a bare tokenizer.json) and the template lives in a model folder.
+
+The name ``"auto"`` chooses the parser the way ``reasonspan detect`` does: the format the
+folder declares (``response_template`` / ``response_schema``, the ``declared`` family) when
+it compiles, else the best-scoring family; no clear answer raises
+:class:`~reasonspan.runtime.errors.ParserNotDetectedError`. A tokenizer may be given as a
+model folder (or tokenizer.json) path.
 """
 
 from __future__ import annotations
@@ -15,9 +21,27 @@ from typing import Any
 import anyio.to_thread
 
 from .detection.profile import folder_chat_template, template_start_state
+from .detection.scoring import detect_tokenizer
+from .runtime.errors import ParserNotDetectedError
 from .runtime.parser import ReasoningParser
 from .runtime.registry import get_parser_class
-from .tokenizer.loader import as_loaded
+from .tokenizer.loader import LoadedTokenizer, as_loaded, load_tokenizer_sync
+
+AUTO = "auto"
+
+
+def choose_parser(tok: LoadedTokenizer) -> str:
+    """The parser ``"auto"`` means for this tokenizer (see the module doc)."""
+    found = detect_tokenizer(tok)
+    if found.parser is not None:
+        return found.parser
+    if found.ambiguous:
+        why = f"the evidence ties between {', '.join(found.tied)}"
+    else:
+        why = "no family's markers are in this folder"
+    if found.evidence.declaration_error is not None:
+        why += f"; the declared format could not be used: {found.evidence.declaration_error}"
+    raise ParserNotDetectedError(tok.source, why, (c.name for c in found.candidates[:5]))
 
 
 def create_parser_sync(
@@ -29,6 +53,11 @@ def create_parser_sync(
     default_reasoning: bool | None = None,
 ) -> ReasoningParser:
     """Blocking form of :func:`create_parser`."""
+    if isinstance(tokenizer, (str, Path)):
+        tokenizer = load_tokenizer_sync(tokenizer)
+    if isinstance(name, str) and name.strip().lower() == AUTO:
+        tokenizer = as_loaded(tokenizer)
+        name = choose_parser(tokenizer)
     cls = get_parser_class(name)
     if default_reasoning is None and model_path is not None:
         template = folder_chat_template(str(model_path))
@@ -51,7 +80,8 @@ async def create_parser(
     model_path: str | Path | None = None,
     default_reasoning: bool | None = None,
 ) -> ReasoningParser:
-    """Create the parser registered as ``name`` for this tokenizer.
+    """Create the parser registered as ``name`` (or chosen for the folder: ``"auto"``)
+    for this tokenizer (a loaded one, or a model folder path).
 
     Without a prompt (``parse(ids)``, ``TextSplitter(parser)``) the parser starts where the
     model's chat template leaves it: the template of ``model_path`` if given, else that of

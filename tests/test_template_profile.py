@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from fixtures import DATA, FAMILY_TOKENIZERS, real_folder, synthetic_folder, tokenizer
 from reasonspan.runtime import LabelledDecoder
+from reasonspan.runtime.declared import find_declaration
 
 import reasonspan
 from reasonspan import Label, LoadedTokenizer, TextSplitter, get_parser_class, template_profile
@@ -55,8 +56,14 @@ def shipped_template(name: str) -> str:
 
 
 def bare(tok: LoadedTokenizer) -> LoadedTokenizer:
-    """The same vocabulary with no folder files: no template, the documented default."""
-    return tok.vocabulary_only()
+    """The same vocabulary with no folder files: no template, the documented default. A
+    declared output format stays: it is the ``declared`` family's definition, not a
+    template."""
+    out = tok.vocabulary_only()
+    found = find_declaration(tok.config)
+    if found is not None:
+        out.config[found[0]] = found[1]
+    return out
 
 
 def cut_randomly(ids: list[int], rng: random.Random) -> list[list[int]]:

@@ -53,6 +53,11 @@ class Evidence(msgspec.Struct, frozen=True):
     template: TemplateEvidence | None
     model_type: str | None
     architectures: tuple[str, ...]
+    declared: str | None = None
+    """The output format the folder declares (transformers' ``response_template`` or
+    ``response_schema``) as compiled, when it compiles: it then chooses the parser."""
+    declaration_error: str | None = None
+    """Why a declared format could not be used (detection then fell back to scoring)."""
 
 
 class Detection(msgspec.Struct, frozen=True):

@@ -17,6 +17,13 @@ later, or by a plugin, is detected without touching this module:
 - the chat_template_kwargs its ``resolve_switches`` hook reads are compared with the ones
   the template reads, and its thinking default with the template's.
 
+A format the folder declares itself (transformers' ``response_template`` or
+``response_schema`` in tokenizer_config.json, compiled by the ``declared`` family) comes
+first: it is the most specific fact a checkpoint ships, written for this checkpoint, while
+every other rule is evidence about a family. When it compiles it chooses the parser and the
+scored families are listed after it; when it does not, the report says why and scoring
+decides as if nothing were declared.
+
 What the specs cannot tell comes from :data:`HINTS` (config.json model types, tokens
 that only one family's models ship, whether a family's templates prefill the start
 marker, families that share another's markers). Near ties are reported (``ambiguous``),
@@ -35,9 +42,11 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from ..runtime.errors import ReasonspanError
+from ..architectures.declared import DECLARED, declaration_source, declared_spec
+from ..runtime.declared import find_declaration
+from ..runtime.errors import DeclarationError, ReasonspanError
 from ..runtime.parser import ReasoningParser
-from ..runtime.registry import families
+from ..runtime.registry import families, get_parser_class
 from ..runtime.spec import ReasoningSpec
 from ..runtime.switches import defaults, kwargs_read, switch_effects
 from ..tokenizer.loader import LoadedTokenizer, load_tokenizer_sync
@@ -60,6 +69,7 @@ W_SIGNATURE = 2.0  # a HINTS token is (or an ``absent`` one is not) in the vocab
 W_PREFILL = 1.0
 W_PLAIN_TEXT = -3.0
 W_VARIANT = -2.0  # ``needs_evidence`` and none found
+W_DECLARED = 10.0  # the folder declares its format (above the best score: it decides)
 TIE_MARGIN = 1.0
 
 
@@ -85,6 +95,8 @@ def _registry(tok: LoadedTokenizer) -> _Registry:
     switches: set[str] = set()
     declared: dict[str, int] = {}
     for cls in families():
+        if cls.spec.name == DECLARED:  # not scored: a declaration decides on its own
+            continue
         switches.update(_reads(cls))
         try:
             spec: ReasoningSpec | None = cls.resolve_spec(tok)
@@ -368,9 +380,28 @@ def detect_tokenizer(tok: LoadedTokenizer) -> Detection:
         model_type=model_type,
         architectures=archs,
     )
+    declared, why_not = _declared(tok)
+    evidence = msgspec.structs.replace(evidence, declared=declared, declaration_error=why_not)
     ctx = _Context(vocab, template, frozenset(names), reg)
     scored = [_score(cls, spec, ctx) for cls, spec in reg.specs if spec is not None]
     ranked = sorted((c for c in scored if c is not None), key=lambda c: (-c.score, c.name))
+    if declared is not None:
+        cls = get_parser_class(DECLARED)
+        thinking_default, _ = cls.resolve_switches({})
+        off, on = _switch_dicts(cls, template.kwargs if template is not None else ())
+        best = Candidate(
+            name=DECLARED,
+            score=round(max((c.score for c in ranked), default=0.0) + W_DECLARED, 3),
+            reasons=(
+                f"+{W_DECLARED:.3g} the folder declares its output format "
+                f"({declared.partition(' ')[0]}); a declaration the checkpoint ships wins "
+                "over name and vocabulary evidence",
+            ),
+            thinking_default=thinking_default,
+            thinking_off=off if thinking_default else {},
+            thinking_on=on if not thinking_default else {},
+        )
+        return Detection(DECLARED, (best, *ranked), evidence, ambiguous=False, tied=(DECLARED,))
     if not ranked:
         return Detection(None, (), evidence, ambiguous=False)
     top = ranked[0].score
@@ -378,6 +409,23 @@ def detect_tokenizer(tok: LoadedTokenizer) -> Detection:
     if len(tied) > 1:
         return Detection(None, tuple(ranked), evidence, ambiguous=True, tied=tied)
     return Detection(ranked[0].name, tuple(ranked), evidence, ambiguous=False, tied=tied)
+
+
+def _declared(tok: LoadedTokenizer) -> tuple[str | None, str | None]:
+    """``(the declared format as compiled, why a declaration is not used)``."""
+    found = find_declaration(tok.config)
+    if found is None:
+        return None, None
+    try:
+        spec = declared_spec(tok)
+    except DeclarationError as exc:
+        return None, str(exc)
+    parts = [f"{found[0]} in {declaration_source(tok)}: {_list(spec.start)} … {_list(spec.end)}"]
+    if spec.tool:
+        parts.append(f"tool calls open with {_list(spec.tool)}")
+    if spec.tool_calls is not None:
+        parts.append(f"read as {'/'.join(spec.tool_calls.kinds)}")
+    return "; ".join(parts), None
 
 
 def detect(path: str | Path | LoadedTokenizer) -> Detection:
@@ -412,6 +460,13 @@ def describe(result: Detection, *, top: int = 5) -> str:
     else:
         lines.append("parser: none (no reasoning parser fits: no family's markers are here)")
     lines.append("evidence:")
+    if ev.declared is not None:
+        lines.append(f"  declared format: {ev.declared}")
+    elif ev.declaration_error is not None:
+        lines.append(
+            f"  declared format not used ({ev.declaration_error}); "
+            "fell back to name and vocabulary detection"
+        )
     lines.append(f"  single-token markers: {_list(ev.single_tokens)}")
     if ev.composed:
         lines.append(f"  markers built from special tokens: {_list(ev.composed)}")

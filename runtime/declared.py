@@ -1,0 +1,629 @@
+"""Compile the output format a checkpoint declares about itself into a :class:`ReasoningSpec`.
+
+Hugging Face transformers lets a checkpoint publish how its replies read, as metadata in
+tokenizer_config.json, in two generations (the facts below, with where each comes from; the
+paths are in the huggingface/transformers repository, or in its 5.23.0 wheel where so
+marked):
+
+- ``response_schema`` (the older one: TRL's ``trl/chat_template_utils.py`` sets it on
+  transformers before 5.13 and says the newer format needs 5.13; Gemma 4's conversion script
+  ``models/gemma4/convert_gemma4_weights.py`` writes one into the checkpoint). A
+  JSON schema whose ``x-regex`` / ``x-regex-iterator`` annotations capture the parts of the
+  reply, read by ``recursive_parse`` in ``utils/chat_parsing_utils.py`` (``re.search`` with
+  ``re.DOTALL``; a regex with named groups feeds the properties of the same names, one with a
+  single unnamed group feeds its own property; ``x-parser`` ``json`` reads a captured body,
+  with an optional jmespath ``transform``). Examples: ``tests/utils/test_chat_parsing_utils.py``
+  (``cohere_schema``, ``ernie_schema``, ``gpt_oss_schema``, ``smollm_schema``,
+  ``qwen3_schema``).
+- ``response_template`` (transformers 5.13 on; the 5.23.0 wheel's
+  ``tokenization_utils_base.py`` saves and reads only this key and silently drops a legacy
+  ``response_schema``). Named ``fields`` with literal
+  ``open`` / ``close`` delimiters (or ``open_pattern`` / ``close_pattern`` regexes), a
+  ``content`` parser (``text``, ``json``, ``xml-inline`` …) and one implicit field without an
+  opener that collects the rest; ``start_anchor`` marks where the assistant turn begins in
+  the prompt (``utils/chat_parsing/response_templates.py``, ``docs/source/en/
+  chat_response_parsing.md``). ``transformers serve`` is the serving engine with a generic
+  parser driven by it: ``get_response_template`` takes the tokenizer's, else a per-model
+  fallback (``_RESPONSE_TEMPLATE_FALLBACKS`` in the 5.23.0 wheel's ``cli/serving/utils.py``:
+  Qwen2/3, Qwen3.5, Gemma 4; earlier releases kept ``response_schema`` fallbacks there,
+  ``_TOOL_CALL_FALLBACKS``, PR #45690 "[serve] Support for reasoning"); the reasoning
+  field may be named ``reasoning_content``, ``thinking`` or ``reasoning``
+  (``_REASONING_FIELDS`` in ``utils/chat_template_utils.py``).
+
+When a folder carries both, ``response_template`` is read, as transformers 5.13+ does.
+
+What is compiled, and how (token ids and byte runs are matched by the runtime as for any
+family; nothing here scans model output):
+
+- the reasoning field's delimiters become the start and end markers: the literal right
+  before and right after its capture group (schema) or its ``open`` / ``close`` (template).
+  An end written as ``(?:LITERAL|$)`` is the literal (``$``: the output may stop inside).
+- optional whitespace next to a captured part (``\\n?``, ``\\s*``) is layout: a
+  :class:`Trim` of that channel's text, never a marker; the template's ``text`` parser strips
+  the whitespace around each field the same way.
+- where a turn starts: a schema whose top-level x-regex reads the reasoning block at the
+  start of the reply (SmolLM3, Qwen3) starts a turn in reasoning, and a start the model
+  writes there is consumed (whether the template prefills it or not, as the qwen3 family
+  reads it); a later start is content. A part searched anywhere (its own x-regex, Cohere)
+  or a template region may open after content; the turn starts in reasoning only when the
+  regex lets the start go missing (``(?:^|<think>)``: the template may prefill it). A
+  template says nothing about prefill (the prompt does, through ``start_anchor`` and the
+  prefix), so its turn starts in content and the prompt scan decides.
+- the tool-call part's opener ends reasoning and stays in content (an implicit end); its
+  closer with it gives a :class:`ToolFormat` when the body is one the existing kinds read:
+  ``json`` (a ``{"name", "arguments"}`` object: no transform, or one that wraps the body
+  whole) and ``xml`` (``<function=NAME>`` with ``<parameter=KEY>`` tags). Other bodies keep
+  the opener as an implicit end, without calls.
+- a content part with its own opener (Cohere's ``<|START_RESPONSE|>``, ERNIE's
+  ``<response>``) ends reasoning; its closer is stripped. Delimiters are never part of a
+  captured field, so an end marker after content is dropped.
+- ``start_anchor`` becomes the turn marker that bounds the prompt scan.
+
+A declaration this cannot honour raises :class:`DeclarationError`, naming the property and
+the pattern: no reasoning field, a reasoning part without literal delimiters, an ``x-parser``
+or content parser that transformers does not define or that has no counterpart here, a
+regex Python cannot read.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import msgspec
+
+from .errors import DeclarationError
+from .spec import ReasoningSpec, Trim
+from .toolcalls.format import ToolFormat
+
+DECLARATION_KEYS = ("response_template", "response_schema")
+"""tokenizer_config.json keys, in the order they are read (the newer format first)."""
+
+REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
+"""transformers' ``_REASONING_FIELDS``: the names a reasoning part may have."""
+
+WHITESPACE = " \t\n\r\f\v"
+
+# transformers' x-parser names (``recursive_parse``) and content parsers
+# (``CONTENT_PARSERS``); only ``json`` and ``xml-inline`` bodies map onto a tool-call kind.
+_SCHEMA_PARSERS = frozenset({"json"})
+_CONTENT_PARSERS = frozenset({"text", "int", "float", "bool", "json", "xml-inline", "kv-lines"})
+
+# Python's own regex reader, so a pattern is read exactly as ``re`` compiles it (the stdlib
+# keeps it as ``re._parser`` from 3.11 on; ``sre_parse`` is its deprecated alias).
+_sre: Any = importlib.import_module("re._parser")
+_c: Any = importlib.import_module("re._constants")
+
+Item = tuple[Any, Any]
+
+
+class DeclaredFormat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What a declaration says about the reply, before it meets a tokenizer."""
+
+    key: Literal["response_template", "response_schema"]
+    start: tuple[str, ...]
+    end: tuple[str, ...]
+    start_optional: bool
+    """The declaration lets the start go missing: a template may prefill it."""
+    reasoning_trim: Trim = Trim()
+    content_trim: Trim = Trim()
+    tool: tuple[str, ...] = ()
+    tool_close: tuple[str, ...] = ()
+    tool_kinds: tuple[str, ...] = ()
+    content_open: tuple[str, ...] = ()
+    content_close: tuple[str, ...] = ()
+    turn: tuple[str, ...] = ()
+    anywhere: bool = True
+    """The reasoning part may open after content (searched anywhere, or a template region)."""
+
+    def spec(self, base: ReasoningSpec) -> ReasoningSpec:
+        """``base`` (the family's name, switches and notes) with the declared markers."""
+        end = tuple(dict.fromkeys((*self.end, *self.content_open)))
+        taken = {*self.start, *end, *self.tool}
+        strip = tuple(m for m in dict.fromkeys(self.content_close) if m not in taken)
+        turn = tuple(m for m in self.turn if m not in taken and m not in strip)
+        tool_calls = None
+        if self.tool_kinds and self.tool and self.tool_close:
+            tool_calls = ToolFormat(
+                kinds=self.tool_kinds,
+                open=self.tool,
+                close=self.tool_close,
+                json_strings="json" in self.tool_kinds,
+                source=f"declared by the checkpoint's {self.key}",
+            )
+        return msgspec.structs.replace(
+            base,
+            start=self.start,
+            end=end,
+            tool=self.tool,
+            strip=strip,
+            turn=turn,
+            text_markers=(*self.start, *end, *self.tool, *strip, *turn),
+            prompt_start=self.start_optional or not self.anywhere,
+            start_in_content="enter" if self.anywhere else "keep",
+            end_in_content="drop",
+            reasoning_trim=self.reasoning_trim,
+            content_trim=self.content_trim,
+            tool_calls=tool_calls,
+        )
+
+
+def find_declaration(config: Mapping[str, Any]) -> tuple[str, Any] | None:
+    """The declaration in a tokenizer_config.json, as ``(key, value)``, or None."""
+    for key in DECLARATION_KEYS:
+        value = config.get(key)
+        if value is not None:
+            return key, value
+    return None
+
+
+def read_declaration(key: str, value: Any, source: str) -> DeclaredFormat:
+    """Read one declaration; :class:`DeclarationError` when it cannot be honoured."""
+    if not isinstance(value, dict):
+        raise DeclarationError(source, key, value, "expected a JSON object")
+    if key == "response_template":
+        got = _Template(value, source).read()
+    elif key == "response_schema":
+        got = _Schema(value, source).read()
+    else:
+        raise DeclarationError(
+            source, key, value, f"unknown declaration; expected {DECLARATION_KEYS}"
+        )
+    for marker in (*got.start, *got.end, *got.tool, *got.content_open, *got.turn):
+        if not marker.strip():
+            raise DeclarationError(source, key, marker, "a delimiter must not be blank")
+    return got
+
+
+def _args(field: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A template field's ``content_args`` (a mapping, or none)."""
+    args = field.get("content_args")
+    return args if isinstance(args, Mapping) else {}
+
+
+# ---------------------------------------------------------------------- regex reading
+
+
+def _ws(item: Item) -> tuple[str, int] | None:
+    """A whitespace atom, optional or repeated: ``(characters, at most; 0 = any)``.
+    A bare required whitespace literal is part of a delimiter, not layout."""
+    op, av = item
+    if op in (_c.MAX_REPEAT, _c.MIN_REPEAT):
+        lo, hi, sub = av
+        inner = list(sub)
+        if len(inner) != 1:
+            return None
+        chars = _ws_chars(inner[0])
+        if chars is None or (lo, hi) == (1, 1):
+            return None
+        return chars, 0 if hi == _c.MAXREPEAT else int(hi)
+    return None
+
+
+def _ws_chars(item: Item) -> str | None:
+    op, av = item
+    if op == _c.LITERAL and chr(av) in WHITESPACE:
+        return chr(av)
+    if op == _c.IN and list(av) == [(_c.CATEGORY, _c.CATEGORY_SPACE)]:
+        return WHITESPACE
+    return None
+
+
+def _lit(item: Item) -> str | None:
+    op, av = item
+    return chr(av) if op == _c.LITERAL else None
+
+
+def _alternatives(item: Item) -> tuple[list[str], bool] | None:
+    """A delimiter written as a group: ``(?:LIT)?`` or ``(?:LIT|^|$)`` → the literals, and
+    whether the group may match nothing (an anchor alternative, or ``?``)."""
+    op, av = item
+    if op in (_c.MAX_REPEAT, _c.MIN_REPEAT) and av[0] == 0 and av[1] == 1:
+        text = _only_literal(list(av[2]))
+        return ([text], True) if text else None
+    if op == _c.BRANCH:
+        lits: list[str] = []
+        optional = False
+        for alt in av[1]:
+            seq = [i for i in alt if _ws(i) is None]
+            if seq and all(i[0] == _c.AT for i in seq):
+                optional = True
+                continue
+            text = _only_literal(seq)
+            if not text:
+                return None
+            lits.append(text)
+        return (lits, optional) if lits else None
+    return None
+
+
+def _only_literal(seq: Sequence[Item]) -> str | None:
+    chars = [_lit(i) for i in seq]
+    return "".join(c for c in chars if c is not None) if seq and None not in chars else None
+
+
+def _find(seq: Sequence[Item], group: int) -> list[tuple[list[Item], int]] | None:
+    """Where capture group ``group`` is: the sequences that hold it, outermost first, each
+    with the index of the item the group is in."""
+    items = list(seq)
+    for i, (op, av) in enumerate(items):
+        if op == _c.SUBPATTERN:
+            if av[0] == group:
+                return [(items, i)]
+            found = _find(av[3], group)
+        elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT):
+            found = _find(av[2], group)
+        elif op == _c.BRANCH:
+            found = next((f for alt in av[1] if (f := _find(alt, group)) is not None), None)
+        else:
+            continue
+        if found is not None:
+            return [(items, i), *found]
+    return None
+
+
+def _side(items: list[Item], step: int) -> tuple[list[str], bool, tuple[str, int] | None, bool]:
+    """The delimiter on one side of a captured part (``items`` run away from it; ``step``
+    is -1 when they are reversed): its literals, whether it may be absent, the layout
+    whitespace between it and the part, and whether anything else stands there."""
+    ws: tuple[str, int] | None = None
+    k = 0
+    while k < len(items) and (w := _ws(items[k])) is not None:
+        ws = w if ws is None else (ws[0] + w[0], 0)
+        k += 1
+    chars: list[str] = []
+    while k < len(items) and (c := _lit(items[k])) is not None:
+        chars.append(c)
+        k += 1
+    if chars:
+        return ["".join(chars[::step])], False, ws, True
+    if k < len(items):
+        alts = _alternatives(items[k])
+        if alts is not None:
+            return alts[0], alts[1], ws, True
+    return [], True, ws, k < len(items)
+
+
+def _outward(
+    path: list[tuple[list[Item], int]], before: bool
+) -> tuple[list[str], bool, tuple[str, int] | None]:
+    """:func:`_side` from the group outwards: a group alone in an optional wrapper
+    (``(?P<content>.+?)?``) takes its delimiter from the sequence around the wrapper."""
+    ws: tuple[str, int] | None = None
+    for seq, i in reversed(path):
+        items = seq[:i][::-1] if before else seq[i + 1 :]
+        lits, optional, w, blocked = _side(items, -1 if before else 1)
+        if w is not None:
+            ws = w if ws is None else (ws[0] + w[0], 0)
+        if lits or blocked:
+            return lits, optional, ws
+    return [], True, ws
+
+
+def _trim(ws: tuple[str, int] | None, side: Literal["lead", "trail"]) -> Trim:
+    if ws is None:
+        return Trim()
+    chars = "".join(dict.fromkeys(ws[0]))
+    if side == "lead":
+        return Trim(lead=chars, lead_max=ws[1])
+    return Trim(trail=chars, trail_max=ws[1])
+
+
+class _Captured(msgspec.Struct, frozen=True):
+    """The delimiters around one captured part of a regex."""
+
+    before: list[str]
+    before_optional: bool
+    after: list[str]
+    lead: Trim
+    trail: Trim
+
+
+def _parse(source: str, prop: str, pattern: object) -> Any:
+    if not isinstance(pattern, str):
+        raise DeclarationError(source, prop, pattern, "a pattern must be a string")
+    try:
+        return _sre.parse(pattern)
+    except re.error as exc:
+        raise DeclarationError(source, prop, pattern, f"not a regular expression: {exc}") from exc
+
+
+def _captured(source: str, prop: str, pattern: str, group: str | None) -> _Captured | None:
+    """The delimiters around ``(?P<group>…)``, or around the one capture group when
+    ``group`` is None; None when there is no such group."""
+    tree = _parse(source, prop, pattern)
+    gid = tree.state.groupdict.get(group) if group else (1 if tree.state.groups > 1 else None)
+    if gid is None:
+        return None
+    path = _find(list(tree), gid)
+    if path is None:  # pragma: no cover - the parser reported the group
+        return None
+    seq, i = path[-1]
+    inner = list(seq[i][1][3])
+    before, optional, ws_lead = _outward(path, before=True)
+    after, _, ws_trail = _outward(path, before=False)
+    if not before:  # the group holds its own delimiters: (?P<tool_calls><\|tool_call>.*)
+        before, optional, _, _ = _side(inner, 1)
+    if not after:
+        after, _, _, _ = _side(inner[::-1], -1)
+    return _Captured(before, optional, after, _trim(ws_lead, "lead"), _trim(ws_trail, "trail"))
+
+
+def _leading_literal(source: str, prop: str, pattern: str) -> str:
+    """The literal a pattern starts with, past optional whitespace (``\\s*<tool_call>``)."""
+    lits, _, _, _ = _side(list(_parse(source, prop, pattern)), 1)
+    return lits[0] if len(lits) == 1 else ""
+
+
+def _trailing_literal(source: str, prop: str, pattern: str) -> str:
+    lits, _, _, _ = _side(list(_parse(source, prop, pattern))[::-1], -1)
+    return lits[0] if len(lits) == 1 else ""
+
+
+# ---------------------------------------------------------------------- the two formats
+
+
+class _Schema:
+    """A ``response_schema`` (transformers 5.0–5.12)."""
+
+    def __init__(self, schema: dict[str, Any], source: str) -> None:
+        self.schema = schema
+        self.source = f"{source} response_schema"
+        props = schema.get("properties")
+        self.props: dict[str, Any] = props if isinstance(props, dict) else {}
+        top = schema.get("x-regex")
+        self.top = top if isinstance(top, str) else None
+
+    def fail(self, prop: str, pattern: object, reason: str) -> DeclarationError:
+        return DeclarationError(self.source, prop, pattern, reason)
+
+    def part(self, name: str) -> tuple[_Captured | None, str | None, bool]:
+        """A property's delimiters: from its own x-regex (or x-regex-iterator), else from
+        the top-level x-regex's ``(?P<name>…)`` group. Also the pattern read, and whether it
+        was the property's own (searched anywhere in the reply)."""
+        node = self.props.get(name)
+        node = node if isinstance(node, dict) else {}
+        own = node.get("x-regex", node.get("x-regex-iterator"))
+        top_group = (
+            self.top is not None
+            and name in _parse(self.source, "x-regex", self.top).state.groupdict
+        )
+        if own is not None and not (top_group and not self._opens(name, own)):
+            if not isinstance(own, str):
+                raise self.fail(name, own, "a pattern must be a string")
+            got = _captured(self.source, name, own, None)
+            if got is None:  # no group: the whole match is the part
+                got = _Captured(
+                    [lit] if (lit := _leading_literal(self.source, name, own)) else [],
+                    False,
+                    [lit] if (lit := _trailing_literal(self.source, name, own)) else [],
+                    Trim(),
+                    Trim(),
+                )
+            return got, own, True
+        if self.top is not None:
+            return _captured(self.source, name, self.top, name), self.top, False
+        return None, None, False
+
+    def _opens(self, name: str, pattern: str) -> bool:
+        """The property's own pattern names an opener (else it only reshapes a part the
+        top-level x-regex already cut out, as ``^(.*)$`` does)."""
+        got = _captured(self.source, name, pattern, None)
+        return (
+            bool(got.before)
+            if got is not None
+            else bool(_leading_literal(self.source, name, pattern))
+        )
+
+    def check_parsers(self, name: str, node: object) -> None:
+        """Every x-parser under a property must be one transformers defines and reasonspan
+        can honour."""
+        if isinstance(node, dict):
+            parser = node.get("x-parser")
+            if parser is not None and parser not in _SCHEMA_PARSERS:
+                raise self.fail(
+                    name,
+                    parser,
+                    f"x-parser {parser!r} is not one reasonspan can honour "
+                    f"(known: {', '.join(sorted(_SCHEMA_PARSERS))})",
+                )
+            for child in node.values():
+                self.check_parsers(name, child)
+        elif isinstance(node, list):
+            for child in node:
+                self.check_parsers(name, child)
+
+    def read(self) -> DeclaredFormat:
+        field = next((f for f in REASONING_FIELDS if f in self.props), None)
+        if field is None:
+            raise self.fail(
+                "properties", sorted(self.props), f"no reasoning property ({REASONING_FIELDS})"
+            )
+        for name, node in self.props.items():
+            self.check_parsers(name, node)
+        got, pattern, anywhere = self.part(field)
+        if got is None or pattern is None:
+            raise self.fail(
+                field,
+                self.top,
+                f"neither an x-regex of its own nor a (?P<{field}>…) group in the top-level "
+                "x-regex captures it",
+            )
+        if not got.before or not got.after:
+            side = "before" if not got.before else "after"
+            raise self.fail(
+                field, pattern, f"no literal delimiter {side} the captured {field} part"
+            )
+        tool, tool_close, kinds = self.tool_part()
+        content = self.props.get("content")
+        content_open: list[str] = []
+        content_close: list[str] = []
+        content_trim = Trim()
+        if isinstance(content, dict) and content.get("const") is None:
+            part, _, own = self.part("content")
+            if part is not None and own:
+                content_open, content_close = part.before, part.after
+            elif part is not None:
+                content_trim = Trim(lead=part.lead.lead, lead_max=part.lead.lead_max)
+        return DeclaredFormat(
+            key="response_schema",
+            start=tuple(got.before),
+            end=tuple(got.after),
+            start_optional=got.before_optional,
+            reasoning_trim=Trim(
+                lead=got.lead.lead,
+                lead_max=got.lead.lead_max,
+                trail=got.trail.trail,
+                trail_max=got.trail.trail_max,
+            ),
+            content_trim=content_trim,
+            tool=tool,
+            tool_close=tool_close,
+            tool_kinds=kinds,
+            content_open=tuple(content_open),
+            content_close=tuple(content_close),
+            anywhere=anywhere,
+        )
+
+    def tool_part(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        node = self.props.get("tool_calls")
+        if not isinstance(node, dict):
+            return (), (), ()
+        got, _, _ = self.part("tool_calls")
+        if got is None or not got.before:
+            return (), (), ()
+        return tuple(got.before), tuple(got.after), _schema_kinds(node)
+
+
+def _schema_kinds(node: dict[str, Any]) -> tuple[str, ...]:
+    """The tool-call kind a schema's tool_calls node reads, if an existing one does."""
+    items = node.get("items")
+    items = items if isinstance(items, dict) else {}
+    for holder in (node, items):
+        if holder.get("x-parser") == "json":
+            args = holder.get("x-parser-args")
+            transform = args.get("transform") if isinstance(args, dict) else None
+            # The json kind reads {"name", "arguments"}: a transform may only wrap it.
+            if transform is None or re.search(r"function\s*:\s*@", str(transform)):
+                return ("json",)
+            return ()
+    blob = json.dumps(items)
+    if "<function=" in blob and "<parameter=" in blob:
+        return ("xml",)
+    return ()
+
+
+class _Template:
+    """A ``response_template`` (transformers 5.13+)."""
+
+    def __init__(self, template: dict[str, Any], source: str) -> None:
+        self.source = f"{source} response_template"
+        fields = template.get("fields")
+        self.fields: dict[str, Any] = fields if isinstance(fields, dict) else {}
+        self.template = template
+
+    def fail(self, prop: str, pattern: object, reason: str) -> DeclarationError:
+        return DeclarationError(self.source, prop, pattern, reason)
+
+    def delimiters(self, name: str, field: dict[str, Any], side: str) -> list[str]:
+        """A field's ``open`` / ``close`` literals, or the literal its pattern is built on."""
+        raw = field.get(side)
+        if isinstance(raw, str):
+            return [] if raw == "eos" else [raw]
+        if isinstance(raw, list) and all(isinstance(r, str) for r in raw) and raw:
+            return [r for r in raw if r != "eos"]
+        if raw is not None:
+            raise self.fail(f"{name}.{side}", raw, "expected a string or a list of strings")
+        pattern = field.get(f"{side}_pattern")
+        if pattern is None:
+            return []
+        prop = f"{name}.{side}_pattern"
+        lit = (
+            _leading_literal(self.source, prop, pattern)
+            if side == "open"
+            else _trailing_literal(self.source, prop, pattern)
+        )
+        if not lit:
+            raise self.fail(prop, pattern, "no literal delimiter in the pattern")
+        return [lit]
+
+    def field(self, name: str) -> dict[str, Any]:
+        node = self.fields.get(name)
+        if node is None:
+            return {}
+        if not isinstance(node, dict):
+            raise self.fail(name, node, "a field must be a JSON object")
+        content = node.get("content", "text")
+        if content not in _CONTENT_PARSERS:
+            raise self.fail(
+                f"{name}.content",
+                content,
+                f"content parser {content!r} is not one transformers defines "
+                f"({', '.join(sorted(_CONTENT_PARSERS))})",
+            )
+        return node
+
+    def read(self) -> DeclaredFormat:
+        name = next((f for f in REASONING_FIELDS if f in self.fields), None)
+        if name is None:
+            raise self.fail(
+                "fields", sorted(self.fields), f"no reasoning field ({REASONING_FIELDS})"
+            )
+        fields = {n: self.field(n) for n in self.fields}
+        reasoning = fields[name]
+        if reasoning.get("content", "text") != "text":
+            raise self.fail(f"{name}.content", reasoning["content"], "reasoning must be text")
+        start = self.delimiters(name, reasoning, "open")
+        end = self.delimiters(name, reasoning, "close")
+        if not start or not end:
+            side = "open" if not start else "close"
+            raise self.fail(name, reasoning, f"no literal {side} delimiter for {name}")
+        tools = fields.get("tool_calls", {})
+        tool = self.delimiters("tool_calls", tools, "open") if tools else []
+        tool_close = self.delimiters("tool_calls", tools, "close") if tools else []
+        content = fields.get("content", {})
+        content_open = self.delimiters("content", content, "open") if content else []
+        content_close = (
+            self.delimiters("content", content, "close") if content and content_open else []
+        )
+        anchor = self.template.get("start_anchor")
+        turn = [anchor] if isinstance(anchor, str) else anchor if isinstance(anchor, list) else []
+        if turn == [] and (pat := self.template.get("start_anchor_pattern")) is not None:
+            turn = [lit] if (lit := _leading_literal(self.source, "start_anchor", pat)) else []
+        strip = _args(reasoning).get("strip", True)
+        cstrip = _args(content).get("strip", True)
+        return DeclaredFormat(
+            key="response_template",
+            start=tuple(start),
+            end=tuple(end),
+            start_optional=False,
+            reasoning_trim=Trim(lead=WHITESPACE, trail=WHITESPACE) if strip else Trim(),
+            content_trim=Trim(lead=WHITESPACE) if cstrip else Trim(),
+            tool=tuple(tool),
+            tool_close=tuple(tool_close),
+            tool_kinds=_template_kinds(tools),
+            content_open=tuple(content_open),
+            content_close=tuple(content_close),
+            turn=tuple(t for t in turn if isinstance(t, str) and t),
+        )
+
+
+def _template_kinds(field: dict[str, Any]) -> tuple[str, ...]:
+    if not field:
+        return ()
+    content = field.get("content", "text")
+    transform = field.get("transform")
+    if content == "json" and "open_pattern" not in field:
+        wrapped = transform is None or (
+            isinstance(transform, dict) and transform.get("function") == "{content}"
+        )
+        return ("json",) if wrapped else ()
+    if content == "xml-inline":
+        pattern = str(field.get("open_pattern", ""))
+        tags = str(_args(field).get("tag_pattern", ""))
+        if "<function=" in pattern and "<parameter=" in tags:
+            return ("xml",)
+    return ()
