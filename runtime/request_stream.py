@@ -447,6 +447,16 @@ class RequestStream:
             for item in self._drain()
         ]
 
+    def ready_bytes(self) -> bytes:
+        """:meth:`ready_events` joined: everything there is to write now, as one bytes
+        (empty when nothing is ready); the cheapest read for a writer that polls."""
+        q = self._rec.queue
+        if not q:
+            return b""
+        if len(q) == 1 and type(q[0]) is bytes:
+            return q.popleft()  # type: ignore[return-value]
+        return b"".join(self.ready_events())
+
     def _drain(self) -> list[ChatCompletionChunk | bytes]:
         rec = self._rec
         out: list[ChatCompletionChunk | bytes] = []

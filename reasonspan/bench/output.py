@@ -10,7 +10,7 @@ wrapping around), timed alternately so they see the same machine load:
   chunks read with ``ready()`` and encoded by ``chunk_events``);
 - *runtime, SSE path*: the same runtime with the requests added ``sse=True``: the plain
   tokens of a step become event bytes batch-wide (``runtime/sse_path.py``), read with
-  ``ready_events()``.
+  ``ready_bytes()``.
 
 Steps are timed in steady state: the requests are admitted before the clock starts and
 stay open (their streams never end), so a figure is what one more generated token costs
@@ -113,8 +113,7 @@ def _runtime(
             for _ in range(count):
                 runtime.step(eids, next(steps), offsets)
                 for s in streams:
-                    for event in s.ready_events():
-                        sent += len(event)
+                    sent += len(s.ready_bytes())
             return sent
 
         return run
