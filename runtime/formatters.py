@@ -28,6 +28,12 @@ class TextFormatter(Protocol):
 
 TextFormatterFactory = Callable[[], TextFormatter]
 
+WHITESPACE = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+    "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+"""Every character ``str.strip()`` strips (``str.isspace``; checked by a test)."""
+
 
 class IdentityFormatter:
     """Passes text through; the formatter of every channel with nothing to trim."""
@@ -196,7 +202,10 @@ class CallGapFormatter:
         return self._through(self._inner.marker())
 
     def idle_trail(self) -> str | None:
-        return None  # held whitespace is decided only by what follows: never bypassed
+        if self._ws or self._after:
+            return None
+        inner = self._inner.idle_trail()
+        return None if inner is None else inner + WHITESPACE
 
     def call(self) -> None:
         """A tool call passed: the whitespace on either side of it is not answer."""

@@ -9,10 +9,14 @@ msgspec), and the common suffix. :class:`SSEPath` finds those rows of a step wit
 numpy gathers over per-slot arrays (is the request's channel plain now, which token table
 does it use) and per-token tables, and writes their events straight into the requests'
 queues; the runtime's exact per-request path takes every other row (markers, held-back
-tokens, split characters, trims, tool calls, stop strings, a full queue) and then tells
+tokens, split characters, trims, tool-call regions and their openers, stop strings,
+harmony's tool messages, a full queue) and then tells
 this path, through :meth:`SSEPath.refresh`, whether the request is plain again.
 
-Only requests added with ``sse=True`` (their stream is read as event bytes) ride it. The
+A request that offers tools rides it too while its call extractor only passes answer
+tokens through (outside a region, openers matched on ids): the openers are left out of
+its table, so a call region starts on the exact path. Only requests added with
+``sse=True`` (their stream is read as event bytes) ride it. The
 bytes are identical to encoding the chunk Structs (``runtime.sse.chunk_events``): the
 prefix and suffix are cut from such an encoding at add time, and the escaped pieces come
 from msgspec itself.
@@ -173,12 +177,16 @@ class SSEPath:
             or rec.closed
             or rec.hold_reasoning
             or rec.stop is not None
-            or rec.calls is not None
             or rec.tools is not None
         ):
             self.bits[slot] = 0
             return
         plain_r, plain_c = rec.decoder.plain_channels()
+        if rec.calls is not None and plain_c is not None:
+            # Outside a call region the extractor hands answer tokens back as they are,
+            # but for the openers: those go through it.
+            openers = rec.calls.passthrough_ids()
+            plain_c = None if openers is None else (plain_c[0] | openers, plain_c[1])
         bits = 0
         if plain_r is not None and rec.include_reasoning:
             bits |= 1

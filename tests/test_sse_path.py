@@ -20,6 +20,7 @@ from fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, real_folder, tokenizer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reasonspan.runtime import sse_path
+from reasonspan.runtime.formatters import WHITESPACE
 from reasonspan.runtime.openai import ChatCompletionChunk
 from reasonspan.runtime.sse import DONE, chunk_of_event, sse_event
 from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
@@ -66,10 +67,16 @@ def texts(chunks: list[ChatCompletionChunk]) -> tuple[str, str]:
 class Pair:
     """One output stepped twice in the same batch: read as chunk objects, and as SSE."""
 
-    def __init__(self, runtime: ReasoningRuntime, key: str, parser: reasonspan.ReasoningParser):
-        self.obj = runtime.add(f"{key}-obj", parser, None, completion_id="c")
+    def __init__(
+        self,
+        runtime: ReasoningRuntime,
+        key: str,
+        parser: reasonspan.ReasoningParser,
+        tools: list[dict[str, Any]] | None = None,
+    ):
+        self.obj = runtime.add(f"{key}-obj", parser, None, completion_id="c", tools=tools)
         self.sse = runtime.add(
-            f"{key}-sse", parser, None, completion_id="c", sse=True, include_usage=True
+            f"{key}-sse", parser, None, completion_id="c", tools=tools, sse=True, include_usage=True
         )
         self.chunks: list[ChatCompletionChunk] = []
         self.events: list[bytes] = []
@@ -152,6 +159,34 @@ def test_plain_tokens_are_written_by_the_batch_path() -> None:
     pair.check()
     text_events = len(pair.chunks) - 2  # the role chunk and the final chunk
     assert pair.written >= 0.9 * text_events
+
+
+def test_tool_requests_ride_the_path_outside_their_calls() -> None:
+    """A request that offers tools: its answer text around the calls is written by the
+    output path (the extractor sees only the openers), the calls come whole, and the
+    stream is its object twin's."""
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+    prose = " ".join(["Let me check the weather for you, one city at a time."] * 6)
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    ids = tok.encode(f"<think>\n{prose}\n</think>\n\n{prose}\n{call}\n{call}")
+    runtime = ReasoningRuntime()
+    pair = Pair(runtime, "r", parser, tools)
+    for t in ids:
+        step_rows(runtime, [(pair.obj, [t]), (pair.sse, [t])])
+        pair.drain()
+    runtime.finish("r-obj")
+    runtime.finish("r-sse")
+    pair.drain()
+    chunks = pair.check()
+    calls = [c for ch in chunks if ch.choices for c in ch.choices[0].delta.tool_calls or ()]
+    assert [(c.function.name, c.function.arguments) for c in calls if c.function] == [
+        ("get_weather", '{"city":"Paris"}')
+    ] * 2
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+    text_events = sum(1 for ch in chunks if ch.choices and not ch.choices[0].delta.tool_calls) - 2
+    assert pair.written >= 0.8 * text_events
 
 
 def test_a_tokenizer_without_a_byte_table_takes_the_exact_path(tmp_path: Path) -> None:
@@ -297,3 +332,9 @@ async def test_sse_events_end_with_done_and_report_errors() -> None:
     assert texts([chunk_of_event(e) for e in got["good"][:-2]]) == ("hm", "ok")
     assert got["bad"][-1] == DONE
     assert b'"error"' in got["bad"][-2] and b"bad" in got["bad"][-2]
+
+
+def test_whitespace_is_what_strip_strips() -> None:
+    """The characters the call-gap formatter may hold (its idle trail) are exactly
+    ``str.isspace``'s, which ``rstrip()`` strips."""
+    assert "".join(c for c in map(chr, range(0x110000)) if c.isspace()) == WHITESPACE

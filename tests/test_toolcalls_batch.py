@@ -40,14 +40,14 @@ def _alone(fixture: Fixture) -> tuple[Any, list[int], list[int], list[Any]]:
     return expected, ids, prompt, tools
 
 
-async def _together(fixtures: list[Fixture], seed: int) -> None:
+async def _together(fixtures: list[Fixture], seed: int, sse: bool) -> None:
     rng = random.Random(seed)
     rt = ReasoningRuntime()
     todo = []
     for i, f in enumerate(fixtures):
         expected, ids, prompt, tools = _alone(f)
         parser, _, _ = _parser(f)  # a parser per request, as a server keeps per request
-        stream = rt.add(f"r{i}", parser, prompt, tools=tools)
+        stream = rt.add(f"r{i}", parser, prompt, tools=tools, sse=sse)
         todo.append([f.id, expected, ids, 0, stream])
     live = list(todo)
     while live:
@@ -76,9 +76,17 @@ async def _together(fixtures: list[Fixture], seed: int) -> None:
 
 
 @pytest.mark.parametrize("model", sorted(REFERENCE))
-@pytest.mark.parametrize("seed", [0, *(pytest.param(s, marks=pytest.mark.slow) for s in (1, 2, 3))])
-def test_a_batch_of_fixtures_equals_each_alone(model: str, seed: int) -> None:
+@pytest.mark.parametrize(
+    ("seed", "sse"),
+    [
+        (0, False),
+        (0, True),
+        *(pytest.param(s, s % 2 == 1, marks=pytest.mark.slow) for s in (1, 2, 3)),
+    ],
+)
+def test_a_batch_of_fixtures_equals_each_alone(model: str, seed: int, sse: bool) -> None:
+    """``sse``: the requests ride the batch-wide SSE output path (read back as chunks)."""
     fixtures = _BY_MODEL.get(model, [])
     if not fixtures:
         pytest.fail(f"no corpus fixture names {model}: drop it from REFERENCE")
-    anyio.run(_together, fixtures, seed)
+    anyio.run(_together, fixtures, seed, sse)

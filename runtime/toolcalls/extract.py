@@ -85,6 +85,15 @@ class ToolCallExtractor:
         """Tokens are held (a region is open or a marker may be starting)."""
         return bool(self._held)
 
+    def passthrough_ids(self) -> frozenset[int] | None:
+        """The opener ids, while :meth:`feed` hands every other answer token back as it
+        is (nothing held, outside a region, openers matched on ids only); None otherwise.
+        The runtime's output path writes such tokens without calling :meth:`feed`."""
+        fmt = self._fmt
+        if self._held or self._mode != _OUT or fmt.open_bytes:
+            return None
+        return fmt.open_ids
+
     # ------------------------------------------------------------------ feeding
 
     def feed(
