@@ -1,14 +1,15 @@
 """The ``serve`` suite: what a server pays per generated token, token ids to SSE bytes.
 
 One engine step for N concurrent requests (1 new token each), then every request's
-output as the bytes a server writes: reasonspan's runtime (batched labels, text per
-channel, ``chat.completion.chunk`` Structs) with its chunks encoded by
-:func:`reasonspan.serving.sse.chunk_events`; beside it the text baseline (one
-``DecodeStream`` + string search per request) with the same chunk Structs and the same
-encoding, in the same run. Figures are medians over repeated runs of ``STEPS`` steps,
-the two sides timed alternately so both see the same machine load. Both include what
-each request costs (admission, the first and the final chunk); the runtime is created
-once, as a server does; the HTTP write is left out of both.
+output as the bytes a server writes: reasonspan's runtime as the reference server uses it
+(requests added with ``sse=True``: batched labels, then the step's plain tokens written as
+event bytes batch-wide, every other chunk encoded by
+:func:`reasonspan.runtime.sse.chunk_events`, read with ``ready_bytes()``); beside it
+the text baseline (one ``DecodeStream`` + string search per request) with the same chunk
+Structs and the same encoding, in the same run. Figures are medians over repeated runs of
+``STEPS`` steps, the two sides timed alternately so both see the same machine load. Both
+include what each request costs (admission, the first and the final chunk); the runtime
+is created once, as a server does; the HTTP write is left out of both.
 """
 
 from __future__ import annotations
@@ -65,18 +66,19 @@ def runtime_to_sse(
 
     def run() -> int:
         r = next(runs)
-        streams = [runtime.add(f"chatcmpl-{r}-{i}", parser, prompt, tools=tools) for i in range(n)]
+        streams = [
+            runtime.add(f"chatcmpl-{r}-{i}", parser, prompt, tools=tools, sse=True)
+            for i in range(n)
+        ]
         eids = np.asarray([s.engine_id for s in streams], dtype=np.int64)
         sent = 0
         for step in tokens:
             runtime.step(eids, step, offsets)
             for s in streams:
-                for chunk in s.ready():
-                    sent += len(chunk_events(chunk, include_usage=False))
+                sent += len(s.ready_bytes())
         for s in streams:
             runtime.finish(s.engine_id, finish_reason)
-            for chunk in s.ready():
-                sent += len(chunk_events(chunk, include_usage=False))
+            sent += len(s.ready_bytes())
         return sent
 
     return run
