@@ -35,7 +35,12 @@ class Trim(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     prefix: str = ""
     """Emitted once, before the channel's first text (minimax_m2_append_think's ``<think>``,
-    for clients that split the text themselves). Nothing is emitted for an empty channel."""
+    for clients that split the text themselves). Nothing is emitted for an empty channel,
+    unless ``prefix_always``."""
+    prefix_always: bool = False
+    """The prefix is the channel's text even when nothing follows it (emitted at the end of
+    the output if no text came): minimax_m2_append_think's reference parser prepends its
+    ``<think>`` unconditionally."""
     label: str = ""
     """Stripped once from the start of a block that follows a marker (gemma4 ``thought\\n``)."""
     lead: str = ""
