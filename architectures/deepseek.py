@@ -4,6 +4,18 @@ reasoning), Holo2.
 R1's template prefills ``<think>`` and the model sometimes omits it, so an assistant turn
 starts inside reasoning; output without ``</think>`` is all reasoning (truncated).
 
+Text the model writes before its own ``<think>`` is dropped (``blank_before_start``):
+vLLM's ``deepseek_r1`` parser (``BaseThinkingReasoningParser.extract_reasoning``)
+partitions the output on the first ``<think>`` and keeps only what follows, so
+``\n<think>x</think>y`` gives reasoning ``x``, content ``y``. Its ``deepseek_v3`` parser
+delegates to that parser when thinking is on (and Holo2 is served by it), so both rows do
+the same. That reference drops any text before the marker when it reads a whole output,
+but its streaming path has already sent that text as reasoning; a stream that must agree
+with ``parse()`` can only drop what it may hold back, so only a blank (whitespace-only)
+run that opens the output is dropped: other text stays reasoning, and the ``<think>``
+after it is consumed as before. sglang's ``deepseek-r1`` detector keeps the text (it
+only removes the marker), so this is vLLM's behaviour, bounded.
+
 Tool calls (read when a request offers tools):
 
 - ``deepseek_v3`` serves V3.1 and V3.2, which share this reasoning format but not their
@@ -77,6 +89,7 @@ class DeepSeekR1Parser(ReasoningParser):
         turn=TURNS,
         required=THINK + END_THINK,
         prompt_start=True,
+        blank_before_start="drop",
         start_source=(
             "template: DeepSeek-R1's tokenizer_config.json (and the R1 distills', QwQ-32B's) ends "
             "the generation prompt with `<think>\\n`"
@@ -95,6 +108,7 @@ class DeepSeekV3Parser(ReasoningParser):
         turn=TURNS,
         required=THINK + END_THINK,
         prompt_start=True,
+        blank_before_start="drop",
         thinking_default=False,
         thinking_switches=("thinking", "enable_thinking"),
         start_source=(
@@ -135,6 +149,7 @@ class Holo2Parser(ReasoningParser):
         turn=TURNS,
         required=THINK + END_THINK,
         prompt_start=True,
+        blank_before_start="drop",
         thinking_default=True,
         thinking_switches=("thinking", "enable_thinking"),
         start_source=(

@@ -20,6 +20,13 @@ recipient (``to=functions.get_weather``, before or after the channel) and a cont
   offered as functions) are TOOL_CALL too, in ``tool_call_text`` for such a server, but
   not in ``tool_calls`` and never in the content.
 - Structural tokens and the headers of other messages are DELIMITER.
+- Several messages of one channel read as one text joined with ``\n``: vLLM's
+  ``parse_chat_output`` (its harmony output reader, on the openai-harmony
+  ``StreamableParser`` messages) returns ``"\n".join`` of the analysis bodies as the
+  reasoning and of the final and recipient-less commentary bodies as the content, so two
+  preambles and an answer read ``pre1\npre2\nanswer``. The join goes between bodies that
+  have text (``Trim.join``): an empty message adds no blank line, where the reference
+  would join its empty text too.
 
 A header cannot be decided by start/end markers: the channel name may be one token or
 several (``analy`` + ``sis``), and the recipient may come before the channel. So the
@@ -48,7 +55,7 @@ from ..runtime.machine import Cursor, Machine, Spill
 from ..runtime.markers import resolve_markers
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
+from ..runtime.spec import ReasoningSpec, Trim
 from ..runtime.tool_calls import ToolCallPiece
 from ..tokenizer.loader import LoadedTokenizer
 
@@ -80,6 +87,10 @@ _RECIPIENT_PREFIX = re.compile(rb"[ \t]*(?:t|to|to=[^\s<]*[ \t]*)?")
 turn's first header, whose role is in the prompt): nothing, or a recipient being written."""
 
 _FRESH, _HEADER, _BODY = 0, 1, 2
+
+_JOIN_MESSAGES = Trim(join="\n")
+"""The bodies of several messages of one channel (analysis messages; commentary preambles
+and the final answer) are joined with ``\n``, as vLLM's harmony output reader does."""
 
 
 @dataclass(slots=True)
@@ -495,6 +506,9 @@ class HarmonyParser(ReasoningParser):
         turn=(START,),
         required=(START, END, MESSAGE, CHANNEL),
         prompt_start=False,
+        # Several messages of a channel read as one text joined with "\n" (module doc).
+        reasoning_trim=_JOIN_MESSAGES,
+        content_trim=_JOIN_MESSAGES,
         start_source=(
             "documented: harmony; the prompt ends `<|start|>assistant` and the model writes the "
             "channel header"

@@ -17,7 +17,13 @@ lists, ``]<]minimax[>[</tool_call>``), kind ``xml_nested``.
 M3's markers are single tokens in its own vocabulary and several tokens elsewhere
 (matched on token bytes); its template only prefills the start with
 ``thinking_mode: "enabled"``, otherwise the model may open a block itself.
-A leading ``</mm:think>`` after content is dropped.
+A stray ``</mm:think>`` that opens an output the turn started in content is dropped; any
+later one after content is content text, as written (``XXX</mm:think>YYY``): vLLM's
+``minimax_m3`` reasoning parser drops "that first token only; later unmatched closers stay
+visible as content" (``extract_reasoning`` strips a leading end token when the turn does
+not start in reasoning, and partitions on the first end token otherwise, so a repeated one
+stays in the content; its streaming path applies the same tolerance once, at the response
+start). ``end_in_content="drop_leading"`` says exactly that.
 """
 
 from __future__ import annotations
@@ -92,7 +98,7 @@ class MiniMaxM3Parser(ReasoningParser):
         tool_calls=MINIMAX_M3_TOOL_CALLS,
         prompt_start=False,
         start_in_content="enter",
-        end_in_content="drop",
+        end_in_content="drop_leading",
         thinking_switches=(),
         start_source=(
             "template: MiniMax-M3's chat_template.jinja ends with `]~b]ai\\n`, and `<mm:think>` "

@@ -10,6 +10,12 @@ reasoning), so a call is read only in the answer, after ``[/THINK]``. The prompt
 looks only behind the last ``[/INST]`` or ``[/TOOL_RESULTS]``: Magistral's default system
 prompt spells out ``[THINK]``/``[/THINK]``, and those must never decide it.
 
+A stray ``[/THINK]`` after content (no ``[THINK]`` open) is dropped
+(``end_in_content="drop"``): vLLM's ``mistral`` reasoning parser removes an end token
+that no start token precedes (``extract_reasoning``, case 3.a: ``prev_eot + post_eot``;
+``extract_content_ids`` case 4 leaves the end token out), and its streaming path skips a
+lone ``[/THINK]`` delta, so a server never shows it.
+
 Older Magistral (Small/Medium 2506) has no ``[THINK]`` token and writes plain-text
 ``<think>``/``</think>``. Those are matched on token bytes, but only for a tokenizer that
 lacks ``[THINK]``: in a current vocabulary ``<think>`` is ordinary text the model may write
@@ -62,6 +68,7 @@ _SPEC = ReasoningSpec(
     text_markers=(TEXT_THINK, TEXT_END_THINK),
     prompt_start=False,
     start_in_content="enter",
+    end_in_content="drop",
     start_source=(
         "documented: Magistral starts in content and opens `[THINK]` itself (its system prompt "
         "asks for it)"

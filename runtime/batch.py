@@ -70,7 +70,7 @@ from .batch_fallback import step_fallback
 from .batch_grammar import Grammars
 from .batch_result import BatchStepResult
 from .batch_slots import Slots, as_request_id, check_bool, int_array, token_array
-from .batch_tables import LOW, REASONING_BIT, Tables, is_hold_back
+from .batch_tables import ASIDE_BIT, LOW, REASONING_BIT, Tables, is_hold_back, starts_aside
 from .batch_types import (
     HELD,
     NO_BUDGET,
@@ -214,6 +214,8 @@ class ReasoningBatch:
         slot = self._slots.occupy(
             rid, owned, group, lutb, hybrid, reasoning, budget, seq, lead_len, structured, include
         )
+        if hybrid and starts_aside(p.machine):
+            self._slots.row[slot] |= ASIDE_BIT  # the output's start is its parser's to decide
         self._grammars.put(slot, grammar)
         if group is not None:
             self._tables.live[group] += 1

@@ -188,5 +188,15 @@ class Tables:
 def is_hold_back(machine: Machine) -> bool:
     """A machine with text markers that routes with the base tables: its ``stream()`` decides
     a token by ``trans[state][lut[t]]`` whenever nothing is held and the token has no HOLD
-    flag (the parser's own 1-token fast path), so the batch may do the same by table."""
-    return machine.has_byte_markers and type(machine).run is Machine.run
+    flag (the parser's own 1-token fast path), so the batch may do the same by table.
+
+    A machine with a lead rule (``Machine.has_lead``: the output's first tokens are decided
+    apart) is one too: its requests start aside (:func:`starts_aside`), so their parser
+    decides the output's start, and go by table once nothing is held."""
+    return (machine.has_byte_markers or machine.has_lead) and type(machine).run is Machine.run
+
+
+def starts_aside(machine: Machine) -> bool:
+    """A new request of this machine starts with the aside bit: its first token goes to its
+    own parser, which applies the family's rule for the output's first tokens."""
+    return machine.has_lead

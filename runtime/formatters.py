@@ -157,7 +157,10 @@ class TrimFormatter:
         out = self._label_buf + self._tail
         self._label_buf = ""
         self._tail = ""
-        return self._emit(out)
+        out = self._emit(out)
+        if self._prefix and self._trim.prefix_always:  # no text came: the prefix alone
+            out, self._prefix = self._prefix, ""
+        return out
 
 
 class CallGapFormatter:

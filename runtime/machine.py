@@ -65,6 +65,13 @@ class Cursor:
     """Where, inside the first held token, the candidate marker begins."""
     carry: Carry | None = None
     """The first held token (or the next one to be read) already ends a matched marker."""
+    started: bool = False
+    """A token of this output was decided (kept only by a machine with a lead rule,
+    ``Machine.has_lead``; ``clear()`` leaves it, since it is about the output, not the
+    held run). Until then the family's rule for the output's first tokens applies."""
+    lead_at: int = -1
+    """While not started: the length of the caller's output list when this call began, so
+    the byte matcher can tell a marker that opens the output (-1: no lead rule now)."""
 
     def clear(self) -> None:
         self.held.clear()
@@ -115,8 +122,26 @@ class Machine:
         self.lut: bytes = bytes(lut)
         self.np_lut = np.frombuffer(self.lut, dtype=np.uint8)
         self.has_byte_markers = bool(byte_markers)
-        self.vectorizable = not byte_markers and type(self).run is Machine.run
         self.trans = _transitions(spec, thinking)
+        # Rules for the output's first tokens (per request: Cursor.started).
+        self.lead_end = thinking and spec.end_in_content == "drop_leading"
+        self.lead_blank = thinking and spec.blank_before_start == "drop"
+        self.has_lead = self.lead_end or self.lead_blank
+        self.blank: bytes = b""
+        """Per token id: 1 for a token of whitespace only that is no marker (lead_blank)."""
+        if self.lead_blank:
+            if byte_markers:
+                raise ValueError(
+                    f"{spec.name}: blank_before_start='drop' needs single-token markers, but "
+                    f"{sorted(m.decode('utf-8', 'replace') for m in byte_markers)} are matched "
+                    f"on bytes in {tokenizer.source}"
+                )
+            blank = bytearray(self.vocab_size)
+            for tid, b in enumerate(tokenizer.token_bytes[: self.vocab_size]):
+                if b.isspace() and not lut[tid]:
+                    blank[tid] = 1
+            self.blank = bytes(blank)
+        self.vectorizable = not byte_markers and type(self).run is Machine.run and not self.has_lead
         self.skipped_ids: frozenset[int] | None = None
         """Special tokens text leaves out (``ReasoningParser.skipped_token_ids``), once."""
 
@@ -165,6 +190,8 @@ class Machine:
         trans = self.trans
         state = 1 if (reasoning and self.thinking) else 0
         if not self.has_byte_markers:
+            if self.has_lead and not cursor.started:
+                tokens = self._lead(tokens, state, cursor, out_ids, out_labels)
             for t in tokens:
                 k = lut[t]
                 if k:
@@ -176,8 +203,66 @@ class Machine:
             return bool(state)
         queue = list(tokens)
         queue.reverse()  # pop() from the end = next token
+        lead = self.has_lead and not cursor.started
+        if lead:
+            cursor.lead_at = len(out_ids)
         state = self._drain(queue, state, cursor, out_ids, out_labels, spill)
+        if lead:
+            self._lead_seen(cursor, out_ids)
         return bool(state)
+
+    def _lead(
+        self,
+        tokens: Sequence[int],
+        state: int,
+        cursor: Cursor,
+        out_ids: list[int],
+        out_labels: bytearray,
+    ) -> Sequence[int]:
+        """The output's first tokens under the family's lead rules (single-token markers):
+        decide what they make of the output's start and return the tokens left to route.
+        Nothing is decided yet while only blank tokens came (they are held)."""
+        if not tokens:
+            return tokens
+        lut = self.lut
+        if state and self.lead_blank:
+            blank = self.blank
+            held = cursor.held
+            i, n = 0, len(tokens)
+            while i < n and blank[tokens[i]]:
+                held.append(tokens[i])
+                i += 1
+            if i == n:
+                return ()
+            # A start marker drops the blank run before it (the marker itself is consumed
+            # by the transitions, as any start inside reasoning); other text keeps it.
+            label = DELIMITER if (lut[tokens[i]] & KIND_MASK) == _START else REASONING
+            out_ids.extend(held)
+            out_labels.extend(bytes((label,)) * len(held))
+            held.clear()
+            cursor.started = True
+            return tokens[i:]
+        cursor.started = True
+        if not state and self.lead_end and (lut[tokens[0]] & KIND_MASK) == _END:
+            out_ids.append(tokens[0])
+            out_labels.append(DELIMITER)
+            return tokens[1:]
+        return tokens
+
+    @staticmethod
+    def _lead_seen(cursor: Cursor, out_ids: list[int]) -> None:
+        """After a byte-matching call: the output has started once a token was decided (or
+        a marker consumed part of a carried one)."""
+        if len(out_ids) > cursor.lead_at or cursor.carry is not None:
+            cursor.started = True
+            cursor.lead_at = -1
+
+    def _leading_end(self, cursor: Cursor, out_ids: list[int], kind: int, label: int) -> bool:
+        """An end marker, about to be kept as content, that opens the output: dropped under
+        ``end_in_content="drop_leading"`` (the byte matcher's side of :meth:`_lead`)."""
+        return (
+            self.lead_end and kind == _END and label == CONTENT and cursor.lead_at == len(out_ids)
+        )
 
     def _drain(
         self,
@@ -225,6 +310,8 @@ class Machine:
                     continue
                 if k & KIND_MASK:
                     label, state = trans[state][k & KIND_MASK]
+                    if self._leading_end(cursor, out_ids, k & KIND_MASK, label):
+                        label = DELIMITER
                 else:
                     label = REASONING if state else CONTENT
                 out_ids.append(t)
@@ -309,6 +396,8 @@ class Machine:
         queue.extend(reversed(rest))
         kind = int(self.byte_markers[m])
         label, new_state = (trans or self.trans)[state][kind]
+        if off == 0 and carry is None and self._leading_end(cursor, out_ids, kind, label):
+            label = DELIMITER
         # The first token already ends a consumed marker: it stays a delimiter whatever
         # this marker is, and its earlier spill parts come first.
         forced = carry is not None and carry.label == DELIMITER
@@ -411,6 +500,17 @@ class Machine:
     ) -> bool:
         """End of output: settle whatever is held, as if no further token could match."""
         state = 1 if (reasoning and self.thinking) else 0
+        if self.has_lead and not cursor.started:
+            if not self.has_byte_markers:
+                # Blank tokens that no start marker followed: the reasoning's first text.
+                out_ids.extend(cursor.held)
+                out_labels.extend(bytes((REASONING,)) * len(cursor.held))
+                cursor.held.clear()
+                return bool(state)
+            cursor.lead_at = len(out_ids)
+            state = self._flush(state, cursor, out_ids, out_labels, spill, self.trans)
+            self._lead_seen(cursor, out_ids)
+            return bool(state)
         return bool(self._flush(state, cursor, out_ids, out_labels, spill, self.trans))
 
     def _flush(

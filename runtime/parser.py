@@ -137,6 +137,10 @@ class ReasoningParser:
         self._seen = 0
         if self._swap:
             self._fast = False
+        if machine.has_lead:
+            # The output's first tokens follow the family's lead rule (Machine._lead):
+            # the table fast path waits until the output has started.
+            self._fast = False
         # A custom machine may decide a lone ordinary token cheaply too (Machine.route_one).
         custom = type(machine).route_one is not Machine.route_one
         self._route_one = machine.route_one if custom and not self._swap else None
@@ -347,8 +351,12 @@ class ReasoningParser:
     def reset(self) -> None:
         """Forget held tokens: call between requests (or after an error)."""
         self._cursor.clear()
+        self._cursor.started = False
+        self._cursor.lead_at = -1
         self._last = self._default
         self._seen = 0
+        if self._machine.has_lead:
+            self._refresh_fast()
 
     def is_prompt_in_reasoning(self, prompt_token_ids: TokenIds) -> bool:
         """Is the model inside a reasoning block when it starts generating?
@@ -417,8 +425,20 @@ class ReasoningParser:
         ids: list[int] = []
         labels = bytearray()
         spill: list[Spill] = []
-        state = self._machine.run(toks, is_currently_reasoning, self._cursor, ids, labels, spill)
+        machine = self._machine
+        state = machine.run(toks, is_currently_reasoning, self._cursor, ids, labels, spill)
+        if machine.has_lead and not self._fast:
+            self._refresh_fast()
         return self._delta(ids, labels, state, spill)
+
+    def _refresh_fast(self) -> None:
+        """The 1-token fast path serves a lead-rule family once its output has started."""
+        machine = self._machine
+        self._fast = (
+            type(machine).run is Machine.run
+            and not self._swap
+            and (not machine.has_lead or self._cursor.started)
+        )
 
     def finish(self, is_currently_reasoning: bool | None = None) -> ParsedReasoningDelta:
         """End of request: decide the held-back tokens (they did not become a marker)."""
@@ -592,3 +612,5 @@ class ReasoningParser:
             setattr(cur, f, list(v) if isinstance(v, list) else v)
         self._last = last  # type: ignore[assignment]
         self._seen = seen  # type: ignore[assignment]
+        if self._machine.has_lead:
+            self._refresh_fast()

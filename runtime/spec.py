@@ -35,7 +35,12 @@ class Trim(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     prefix: str = ""
     """Emitted once, before the channel's first text (minimax_m2_append_think's ``<think>``,
-    for clients that split the text themselves). Nothing is emitted for an empty channel."""
+    for clients that split the text themselves). Nothing is emitted for an empty channel,
+    unless ``prefix_always``."""
+    prefix_always: bool = False
+    """The prefix is the channel's text even when nothing follows it (emitted at the end of
+    the output if no text came): minimax_m2_append_think's reference parser prepends its
+    ``<think>`` unconditionally."""
     label: str = ""
     """Stripped once from the start of a block that follows a marker (gemma4 ``thought\\n``)."""
     lead: str = ""
@@ -105,8 +110,18 @@ class ReasoningSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     MiniCPM-V). False: thinking off stops matching them (the whole output is content)."""
     start_in_content: Literal["enter", "keep"] = "keep"
     """A start marker after content: re-enter reasoning, or keep it as content."""
-    end_in_content: Literal["keep", "drop"] = "keep"
-    """An end marker after content (a repeated ``</think>``): keep it as content or drop it."""
+    end_in_content: Literal["keep", "drop", "drop_leading"] = "keep"
+    """An end marker after content (a stray or repeated ``</think>``): keep it as content,
+    drop it, or ``drop_leading``: drop it only when it opens the output (no token before
+    it), and keep any later one as content text (MiniMax M3's reference parser tolerates
+    one leading stray closer; ``XXX</mm:think>YYY`` is content as written)."""
+    blank_before_start: Literal["keep", "drop"] = "keep"
+    """Whitespace-only text that opens an output the turn started in reasoning, before the
+    model's own start marker: keep it as reasoning, or drop it with the marker (DeepSeek
+    R1's reference parser drops the text before its ``<think>``: ``\n<think>x</think>y``
+    has reasoning ``x``). Only blank text can be dropped: it is held back (a bounded run of
+    whitespace tokens) until the start marker or any other token decides it; text that is
+    not blank stays reasoning, since a stream cannot take back what it has sent."""
     turn_in_output: Literal["keep", "drop"] = "keep"
     """A turn marker in the output: text of the channel it falls in, or structure that is
     dropped (a family whose model writes message framing tokens, such as inkling's

@@ -328,10 +328,58 @@ def test_single_token_families_take_the_vectorized_path() -> None:
     """Otherwise the identity tests above would say nothing about the vectorized path."""
     batch = ReasoningBatch()
     batch.add(1, parser("qwen3", "qwen-3"), [])
-    batch.add(2, parser("deepseek_r1", "deepseek-r1"), [])
+    batch.add(2, parser("deepseek_v3", "deepseek-v3.1"), [])  # thinking off: no lead rule
     batch.add(3, parser("minimax_m3", "minimax"), [])  # text markers: held back
     batch.add(4, parser("openai_gptoss", FAMILY_TOKENIZERS["openai_gptoss"]), [])  # custom
-    assert [batch.is_vectorized(r) for r in (1, 2, 3, 4)] == [True, True, False, False]
+    batch.add(5, parser("deepseek_r1", "deepseek-r1"), [])  # lead rule: starts aside
+    assert [batch.is_vectorized(r) for r in (1, 2, 3, 4, 5)] == [True, True, False, False, False]
+
+
+LEAD_CASES = [
+    # (family, tokenizer, kwargs, the output's first text: what the lead rule decides)
+    ("deepseek_r1", "deepseek-r1", {}, "\n \n<think>"),  # blank run dropped with the start
+    ("deepseek_r1", "deepseek-r1", {}, "\n\nOkay"),  # blank run kept: other text came
+    ("minimax_m3", "minimax-m3", {}, "</mm:think>"),  # a leading stray closer is dropped
+    ("minimax_m3", "minimax-m3", {}, "Hi"),
+]
+
+
+@pytest.mark.parametrize("kmax", [1, 3])
+@pytest.mark.parametrize(("family", "tok", "kwargs", "lead"), LEAD_CASES)
+def test_lead_rule_families_go_by_table_once_their_output_started(
+    family: str,
+    tok: str,
+    kwargs: dict[str, Any],
+    lead: str,
+    kmax: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A family with a rule for the output's first tokens (``end_in_content=
+    "drop_leading"``, ``blank_before_start="drop"``) starts each request aside: its own
+    stream() decides the start, then the table routes the rest. Every step equals the
+    request's own stream() and the finished request parse() (simulate checks both), and
+    stream() sees only the tokens of the start."""
+    p = parser(family, tok, kwargs)
+    assert p.machine.has_lead and not p.machine.vectorizable
+    batch_calls: list[int] = []
+    original = ReasoningParser.stream
+
+    def counting(self: ReasoningParser, delta: Any, reasoning: bool = True) -> Any:
+        if sys._getframe(1).f_code.co_name == "step_fallback":
+            batch_calls.append(len(delta))
+        return original(self, delta, reasoning)
+
+    monkeypatch.setattr(ReasoningParser, "stream", counting)
+    rng = random.Random(kmax)
+    body = "x</think> The answer</think> is 42." if family == "deepseek_r1" else "a</mm:think>b"
+    reqs = [
+        Req(rid=i, template=p, prompt=[], output=p.tokenizer.encode(lead + body * 20))
+        for i in range(6)
+    ]
+    simulate(reqs, [0, 0, 1, 2, 3, 3], rng, kmax)
+    tokens = sum(r.pos for r in reqs)
+    lead_tokens = len(p.tokenizer.encode(lead)) + 1
+    assert sum(batch_calls) <= len(reqs) * (lead_tokens + kmax) < tokens / 2
 
 
 def _hold_back(p: ReasoningParser) -> bool:

@@ -574,5 +574,26 @@ def test_minimax_m2_append_think_everything_is_content() -> None:
     truncated = split("minimax_m2_append_think", "half a thou")
     assert texts(truncated) == (None, "<think>half a thou")
     assert truncated.reasoning_ended
-    assert texts(split("minimax_m2_append_think", "")) == (None, None)
+    # The prefix is unconditional, as vLLM's parser (`"<think>" + model_output`): an empty
+    # output is content `<think>`, streamed or whole (split checks both).
+    empty = split("minimax_m2_append_think", "")
+    assert texts(empty) == (None, "<think>")
+    assert empty.token_ids == [] and empty.reasoning_tokens == 0
     assert not in_reasoning("minimax_m2_append_think", "]~b]ai\n<think>\n")
+
+
+async def test_minimax_m2_append_think_empty_output_is_served_as_its_prefix() -> None:
+    """A server streaming an empty output sends the content `<think>` too (the prefix
+    comes out of the request's finish), as parse() returns it."""
+    from reasonspan.runtime.streams import ReasoningRuntime
+
+    parser = parser_for("minimax_m2_append_think")
+    runtime = ReasoningRuntime()
+    stream = runtime.add(1, parser, parser.tokenizer.encode("]~b]ai\n<think>\n"))
+    runtime.finish(1)
+    content = ""
+    async for chunk in stream:
+        if chunk.choices:
+            assert not chunk.choices[0].delta.reasoning
+            content += chunk.choices[0].delta.content or ""
+    assert content == "<think>"

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from strategies import splits
 
 import reasonspan
-from reasonspan import ParseResult, ReasoningParser
+from reasonspan import Label, ParseResult, ReasoningParser
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -373,3 +373,121 @@ async def test_harmony_runtime_chunks_carry_no_tool_call_text() -> None:
     assert usage.completion_tokens == len(ids)
     assert usage.completion_tokens_details is not None
     assert usage.completion_tokens_details.reasoning_tokens == len(tok.encode("Need the weather."))
+
+
+# ---------------------------------------------------------------- stray end markers (issue 17)
+
+MM_END = "</mm:think>"
+
+
+@pytest.mark.parametrize(
+    ("family", "kwargs", "output", "reasoning", "content"),
+    [
+        # minimax_m3 (vLLM minimax_m3 parser: a leading stray closer is dropped, "later
+        # unmatched closers stay visible as content"; a repeated one after a block too).
+        ("minimax_m3", {}, f"XXX{MM_END}YYY", None, f"XXX{MM_END}YYY"),
+        ("minimax_m3", {}, f"{MM_END}XXX{MM_END}YYY", None, f"XXX{MM_END}YYY"),
+        ("minimax_m3", {}, f"{MM_END}{MM_END}YYY", None, f"{MM_END}YYY"),
+        ("minimax_m3", {}, f"<mm:think>r{MM_END}XXX{MM_END}YYY", "r", f"XXX{MM_END}YYY"),
+        # Started in reasoning: the first closer ends it, the next one is content.
+        ("minimax_m3", {"thinking_mode": "enabled"}, f"r{MM_END}a{MM_END}b", "r", f"a{MM_END}b"),
+        # mistral (vLLM mistral parser: an end token with no start before it is removed;
+        # its streaming path skips a lone [/THINK] delta).
+        ("mistral", {}, "XXX[/THINK]YYY", None, "XXXYYY"),
+        ("mistral", {}, "[/THINK]YYY", None, "YYY"),
+        ("mistral", {}, "[THINK]r[/THINK]XXX[/THINK]YYY", "r", "XXXYYY"),
+    ],
+)
+@SETTINGS
+@given(data=st.data())
+def test_stray_end_marker_follows_the_family_reference(
+    data: st.DataObject,
+    family: str,
+    kwargs: dict[str, Any],
+    output: str,
+    reasoning: str | None,
+    content: str | None,
+) -> None:
+    check_split(data, family, output, reasoning, content, kwargs=kwargs)
+
+
+def test_stray_end_marker_labels_and_raw_text() -> None:
+    """The rule is in the labels, not only the text: a dropped marker is a DELIMITER, a
+    kept one CONTENT, so the raw text (special tokens kept) says the same."""
+    m3 = parser_for("minimax_m3")
+    ids = m3.tokenizer.encode(f"{MM_END}XXX{MM_END}YYY")
+    res = m3.parse(ids, skip_special_tokens=False)
+    end = m3.tokenizer.single_token_id(MM_END)
+    assert [lab for t, lab in zip(ids, res.labels, strict=True) if t == end] == [
+        Label.DELIMITER,
+        Label.CONTENT,
+    ]
+    assert res.content == f"XXX{MM_END}YYY"
+    mistral = parser_for("mistral")
+    ids = mistral.tokenizer.encode("XXX[/THINK]YYY")
+    res = mistral.parse(ids, skip_special_tokens=False)
+    assert res.content == "XXXYYY"
+    assert res.delimiter_tokens == 1
+
+
+def test_minimax_m3_leading_closer_on_text_markers() -> None:
+    """On a vocabulary where the markers are several tokens (matched on bytes), the same
+    rule: only a closer at the output's first byte is dropped."""
+    tok = tokenizer("minimax")
+    parser = reasonspan.create_parser_sync("minimax_m3", tok)
+    assert parser.machine.has_byte_markers
+    for output, content in [
+        (f"{MM_END}XXX{MM_END}YYY", f"XXX{MM_END}YYY"),
+        (f"X{MM_END}Y", f"X{MM_END}Y"),
+        (f"{MM_END}{MM_END}", MM_END),
+    ]:
+        ids = tok.encode(output)
+        assert parser.parse(ids).content == content
+        for cut in range(len(ids) + 1):
+            split = reasonspan.TextSplitter(parser)
+            r1, c1 = split.feed(ids[:cut])
+            r2, c2 = split.feed(ids[cut:])
+            r3, c3 = split.finish()
+            assert (r1 + r2 + r3, c1 + c2 + c3) == ("", content)
+
+
+# ---------------------------------------------------------------- text before R1's own <think>
+
+R1_Q = "<｜User｜>q<｜Assistant｜><think>\n"
+
+
+@pytest.mark.parametrize("family", ["deepseek_r1", "holo2"])
+@pytest.mark.parametrize(
+    ("output", "reasoning", "content"),
+    [
+        # vLLM deepseek_r1: the output is partitioned on its first <think>.
+        ("\n<think>x</think>y", "x", "y"),
+        ("\n \n\n<think>x</think>y", "x", "y"),
+        ("<think>x</think>y", "x", "y"),
+        # No start marker: the blank run is the reasoning's first text.
+        ("\nx</think>y", "\nx", "y"),
+        ("\n\n", "\n\n", None),
+        ("\n</think>y", "\n", "y"),
+        # Text that is not blank was already reasoning: kept (bounded hold, module doc).
+        ("ok\n<think>x</think>y", "ok\nx", "y"),
+        ("\nok<think>x</think>y", "\nokx", "y"),
+    ],
+)
+@SETTINGS
+@given(data=st.data())
+def test_blank_before_the_models_own_start_is_dropped(
+    data: st.DataObject, family: str, output: str, reasoning: str | None, content: str | None
+) -> None:
+    check_split(data, family, output, reasoning, content, prompt=R1_Q)
+
+
+def test_blank_before_start_only_applies_in_reasoning() -> None:
+    """A turn that starts in content (thinking off on V3.1) has no lead rule at all."""
+    parser = parser_for("deepseek_v3")
+    assert not parser.machine.has_lead
+    on = parser_for("deepseek_v3", {"thinking": True})
+    assert on.machine.has_lead
+    ids = on.tokenizer.encode("\n<think>x</think>y")
+    res = on.parse(ids)
+    assert (res.reasoning, res.content) == ("x", "y")
+    assert res.labels[0] == Label.DELIMITER

@@ -351,3 +351,65 @@ def test_prompt_scan_rejects_bad_ids_it_reads(
     with pytest.raises(reasonspan.InvalidTokenError) as err:
         parser.is_prompt_in_reasoning(prompt)  # type: ignore[arg-type]
     assert err.value.position == position
+
+
+# ---------------------------------------------------------------- several messages per channel
+
+
+def _msg(channel: str, body: str, end: str = "<|end|>", first: bool = False) -> str:
+    head = "" if first else "<|start|>assistant"
+    return f"{head}<|channel|>{channel}<|message|>{body}{end}"
+
+
+JOIN_CASES = [
+    # (output, reasoning, content): vLLM's parse_chat_output joins the analysis bodies,
+    # and the final and recipient-less commentary bodies, with "\n".
+    (
+        _msg("commentary", "Let me check.", first=True)
+        + _msg("commentary", "Still checking.")
+        + _msg("final", "It is sunny.", "<|return|>"),
+        None,
+        "Let me check.\nStill checking.\nIt is sunny.",
+    ),
+    (
+        _msg("analysis", "Think one.", first=True)
+        + _msg("commentary", "One moment.")
+        + _msg("analysis", "Think two.")
+        + _msg("final", "Done.", ""),
+        "Think one.\nThink two.",
+        "One moment.\nDone.",
+    ),
+    (
+        # A tool call between a preamble and the answer: not content, and the two content
+        # bodies still join once.
+        _msg("commentary", "Calling.", first=True)
+        + "<|start|>assistant to=functions.get_weather<|channel|>commentary <|constrain|>json"
+        '<|message|>{"location": "Paris"}<|call|>' + _msg("final", "Sunny.", ""),
+        None,
+        "Calling.\nSunny.",
+    ),
+    # An empty body adds no blank line (the join goes between bodies with text).
+    (
+        _msg("final", "a", first=True) + _msg("final", "") + _msg("final", "b", ""),
+        None,
+        "a\nb",
+    ),
+]
+
+
+@pytest.mark.parametrize(("output", "reasoning", "content"), JOIN_CASES)
+@pytest.mark.parametrize("cut", [1, 2, 3, 5])
+def test_messages_of_a_channel_join_with_newline(
+    parser: ReasoningParser, output: str, reasoning: str | None, content: str | None, cut: int
+) -> None:
+    """parse() and a TextSplitter fed in pieces of ``cut`` tokens give the joined text."""
+    toks = ids(output)
+    res = parser.parse(toks)
+    assert (res.reasoning, res.content) == (reasoning, content)
+    split = reasonspan.TextSplitter(parser)
+    r = c = ""
+    for i in range(0, len(toks), cut):
+        a, b = split.feed(toks[i : i + cut])
+        r, c = r + a, c + b
+    a, b = split.finish()
+    assert (r + a or None, c + b or None) == (reasoning, content)
