@@ -16,7 +16,8 @@ from ..tokenizer.loader import LoadedTokenizer, as_loaded
 from .arguments import check_container, reasoning_arg, swap_requested
 from .decoding import LabelledDecoder
 from .errors import InvalidOptionError, InvalidTokenError
-from .formatters import TextFormatterFactory, formatter_factory
+from .citations import as_content, channel_formatter
+from .formatters import TextFormatterFactory
 from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL, split_labels, tool_call_ids
 from .machine import HOLD, Machine, Spill
 from .markers import compile_machine
@@ -129,8 +130,9 @@ class ReasoningParser:
             for s in (0, 1)
         )
         self._vocab = machine.vocab_size
-        self._rfmt = formatter_factory(machine.spec.reasoning_trim)
-        self._cfmt = formatter_factory(machine.spec.content_trim)
+        spec = machine.spec
+        self._rfmt = channel_formatter(spec.reasoning_trim, spec.citations, "reasoning")
+        self._cfmt = channel_formatter(spec.content_trim, spec.citations, "content")
         # reasoning_as_content_if: remember which channels this request has fed, so that
         # finish() can tell the stream what parse() does (the general path records it).
         self._swap = swap_requested(machine.spec, self.chat_template_kwargs)
@@ -486,8 +488,10 @@ class ReasoningParser:
             reader = self.tool_call_reader()
             if reader is not None:
                 calls = calls_from_reader(reader, self.tokenizer, ids, labels)
+        citations = dec.take_citations()
         swap = self._swap and _seen(labels, spill) == _SAW_REASONING
         if swap:
+            citations = as_content(citations, len(r_text))
             labels = bytearray(labels.translate(_AS_CONTENT))
             spill = [(i, b, CONTENT, a) for i, b, _, a in spill]
             reasoning_ids, content_ids = [], reasoning_ids
@@ -508,6 +512,7 @@ class ReasoningParser:
             tool_call_token_ids=tool_ids,
             tool_call_text=dec.take_tool_calls() if tool_ids else None,
             tool_calls=calls,
+            citations=citations,
         )
 
     # ------------------------------------------------------------------ helpers

@@ -130,6 +130,11 @@ class ReasoningSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     chat template's generation prompt (which file, how it ends), ``documented: ...`` when it
     rests on the family's documentation or its reference parser. A parser built on a model
     folder with a template takes the start state from that template instead."""
+    citations: Literal["none", "cohere"] = "none"
+    """Inline citation markup the model writes in its text: "cohere" takes Cohere's
+    ``<co>…</co: 0:[1]>`` out of both channels' text and keeps each closed span as a
+    :class:`~reasonspan.runtime.citations.Citation` (``ParseResult.citations``,
+    ``TextSplitter.take_citations()``). Labels do not change, as with ``Trim``."""
 
     def markers(self) -> list[tuple[str, MarkerKind]]:
         """All markers with their kind, in declaration order (start, end, tool, strip, turn)."""
