@@ -31,7 +31,11 @@ HOLD = 8
 (or the token holds a whole one), so it is held until the following tokens decide."""
 KIND_MASK = 7
 
-_START, _END, _TOOL, _STRIP, _TURN = (int(k) for k in list(MarkerKind)[1:])
+_START, _END, _TOOL, _STRIP, _TURN, _CUT = (int(k) for k in list(MarkerKind)[1:])
+CUT_STATE = 2
+"""Third row of ``Machine.trans`` for a spec with cut markers: the output is over, every
+token is a DELIMITER. Only a CUT marker leads there; a request's cursor remembers it
+(``Cursor.cut``), since the caller's state is a bool (reasoning or not)."""
 
 Spill = tuple[int, bytes, int, int]
 """``(index, text bytes, label, after)``: bytes of a token matched as part of a marker that
@@ -65,8 +69,11 @@ class Cursor:
     """Where, inside the first held token, the candidate marker begins."""
     carry: Carry | None = None
     """The first held token (or the next one to be read) already ends a matched marker."""
+    cut: bool = False
+    """A cut marker passed (``ReasoningSpec.cut``): every later token is a DELIMITER."""
 
     def clear(self) -> None:
+        """Forget the held tokens (a cut stays: it ends the request's output)."""
         self.held.clear()
         self.held_bytes = b""
         self.offset = 0
@@ -115,7 +122,11 @@ class Machine:
         self.lut: bytes = bytes(lut)
         self.np_lut = np.frombuffer(self.lut, dtype=np.uint8)
         self.has_byte_markers = bool(byte_markers)
-        self.vectorizable = not byte_markers and type(self).run is Machine.run
+        self.has_cut = any(k == MarkerKind.CUT for k in id_markers.values())
+        """A cut marker (``ReasoningSpec.cut``): ``trans`` has the third row CUT_STATE."""
+        self.vectorizable = (
+            not byte_markers and not self.has_cut and type(self).run is Machine.run
+        )
         self.trans = _transitions(spec, thinking)
         self.skipped_ids: frozenset[int] | None = None
         """Special tokens text leaves out (``ReasoningParser.skipped_token_ids``), once."""
@@ -163,12 +174,21 @@ class Machine:
         """Label ``tokens`` (after any held ones); append decided tokens; return the state."""
         lut = self.lut
         trans = self.trans
+        if cursor.cut:
+            out_ids.extend(tokens)
+            out_labels.extend(bytes((DELIMITER,)) * len(tokens))
+            return False
         state = 1 if (reasoning and self.thinking) else 0
         if not self.has_byte_markers:
-            for t in tokens:
+            for i, t in enumerate(tokens):
                 k = lut[t]
                 if k:
                     label, state = trans[state][k]
+                    if state == CUT_STATE:
+                        out_ids.append(t)
+                        out_labels.append(label)
+                        self._cut(list(reversed(tokens[i + 1 :])), cursor, out_ids, out_labels)
+                        return False
                 else:
                     label = REASONING if state else CONTENT
                 out_ids.append(t)
@@ -177,7 +197,17 @@ class Machine:
         queue = list(tokens)
         queue.reverse()  # pop() from the end = next token
         state = self._drain(queue, state, cursor, out_ids, out_labels, spill)
-        return bool(state)
+        return state == 1
+
+    @staticmethod
+    def _cut(queue: list[int], cursor: Cursor, out_ids: list[int], out_labels: bytearray) -> None:
+        """A cut marker passed: the rest of ``queue`` (reversed) and every later token are
+        DELIMITERs (nothing is held at a cut: the marker is one token, read unheld)."""
+        cursor.cut = True
+        queue.reverse()
+        out_ids.extend(queue)
+        out_labels.extend(bytes((DELIMITER,)) * len(queue))
+        queue.clear()
 
     def _drain(
         self,
@@ -225,6 +255,11 @@ class Machine:
                     continue
                 if k & KIND_MASK:
                     label, state = trans[state][k & KIND_MASK]
+                    if state == CUT_STATE and trans is not _PROBE:
+                        out_ids.append(t)
+                        out_labels.append(label)
+                        self._cut(queue, cursor, out_ids, out_labels)
+                        return state
                 else:
                     label = REASONING if state else CONTENT
                 out_ids.append(t)
@@ -410,8 +445,10 @@ class Machine:
         spill: list[Spill] | None = None,
     ) -> bool:
         """End of output: settle whatever is held, as if no further token could match."""
+        if cursor.cut:
+            return False
         state = 1 if (reasoning and self.thinking) else 0
-        return bool(self._flush(state, cursor, out_ids, out_labels, spill, self.trans))
+        return self._flush(state, cursor, out_ids, out_labels, spill, self.trans) == 1
 
     def _flush(
         self,
@@ -517,7 +554,7 @@ class Machine:
         kind &= KIND_MASK
         if kind == _START:
             return True
-        if kind in (_END, _TOOL):
+        if kind in (_END, _TOOL, _CUT):
             return False
         if kind == _TURN:
             return self.turn_start_reasoning
@@ -551,16 +588,24 @@ class Machine:
 _Trans = tuple[tuple[tuple[int, int], ...], ...]
 
 _PROBE: _Trans = tuple(
-    tuple((CONTENT, k if k in (_START, _END, _TOOL) else 0 if k == _TURN else s) for k in range(8))
+    tuple(
+        (
+            CONTENT,
+            k if k in (_START, _END, _TOOL) else _END if k == _CUT else 0 if k == _TURN else s,
+        )
+        for k in range(8)
+    )
     for s in range(8)
 )
-"""Prompt-scan table: the state becomes the kind of the last START/END/TOOL marker. A turn
-marker matched on bytes (a multi-token turn opener) resets it to 0, "nothing seen in this
-turn yet", so markers in the history before it never decide the scan."""
+"""Prompt-scan table: the state becomes the kind of the last START/END/TOOL marker (a cut
+marker counts as an end). A turn marker matched on bytes (a multi-token turn opener)
+resets it to 0, "nothing seen in this turn yet", so markers in the history before it
+never decide the scan."""
 
 
 def _transitions(spec: ReasoningSpec, thinking: bool) -> _Trans:
-    """``trans[state][kind] -> (label, next_state)`` for state 0 (content) and 1 (reasoning)."""
+    """``trans[state][kind] -> (label, next_state)`` for state 0 (content) and 1 (reasoning),
+    and CUT_STATE (the output is over) when the spec has cut markers."""
     ordinary = ((CONTENT, 0), (REASONING, 1))
     rows: list[tuple[tuple[int, int], ...]] = []
     for state in (0, 1):
@@ -576,5 +621,9 @@ def _transitions(spec: ReasoningSpec, thinking: bool) -> _Trans:
                 row[_TOOL] = (CONTENT, 0)
         row[_STRIP] = (DELIMITER, state)
         row[_TURN] = (DELIMITER, state) if spec.turn_in_output == "drop" else ordinary[state]
+        if spec.cut:
+            row[_CUT] = (DELIMITER, CUT_STATE)
         rows.append(tuple(row))
+    if spec.cut:
+        rows.append(((DELIMITER, CUT_STATE),) * 8)
     return tuple(rows)
