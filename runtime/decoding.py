@@ -88,8 +88,8 @@ class LabelledDecoder:
     __slots__ = (
         "_cdec",
         "_cfmt",
-        "_ckept",
         "_cites",
+        "_ckept",
         "_gaps",
         "_rdec",
         "_rfmt",

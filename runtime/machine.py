@@ -124,9 +124,7 @@ class Machine:
         self.has_byte_markers = bool(byte_markers)
         self.has_cut = any(k == MarkerKind.CUT for k in id_markers.values())
         """A cut marker (``ReasoningSpec.cut``): ``trans`` has the third row CUT_STATE."""
-        self.vectorizable = (
-            not byte_markers and not self.has_cut and type(self).run is Machine.run
-        )
+        self.vectorizable = not byte_markers and not self.has_cut and type(self).run is Machine.run
         self.trans = _transitions(spec, thinking)
         self.skipped_ids: frozenset[int] | None = None
         """Special tokens text leaves out (``ReasoningParser.skipped_token_ids``), once."""
