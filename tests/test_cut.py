@@ -198,7 +198,7 @@ def test_thinking_off_plamo3_goes_by_table_until_the_cut() -> None:
 
 
 def test_runtime_sends_nothing_after_the_cut() -> None:
-    ids, at = pieces(PLAMO, f"{THOUGHT}{END}{ANSWER}", EOT, AFTER)
+    ids, _ = pieces(PLAMO, f"{THOUGHT}{END}{ANSWER}", EOT, AFTER)
     runtime = ReasoningRuntime()
     stream = runtime.add("r", plamo(), None)
     for t in ids:
