@@ -319,3 +319,22 @@ async def test_collect_puts_the_citations_on_the_message() -> None:
     runtime.finish("q")
     chunks = stream.ready()
     assert all(b"citations" not in encode(c) for c in chunks)
+
+
+def test_a_message_with_citations_goes_back_into_the_history() -> None:
+    """Clients append the returned message to the next request: the server accepts its
+    ``citations`` and does not hand them to the chat template."""
+    from reasonspan.serving.protocol import parse_request
+
+    cite = msgspec.json.decode(encode(Citation("content", 0, 1, "x", (CitationSource(0, (1,)),))))
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "x", "citations": [cite]},
+            {"role": "user", "content": "more?"},
+        ],
+    }
+    req = parse_request(msgspec.json.encode(body))
+    assert req.messages[1].citations == [cite]
+    assert "citations" not in req.messages[1].for_template()
