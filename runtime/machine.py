@@ -185,7 +185,7 @@ class Machine:
                     if state == CUT_STATE:
                         out_ids.append(t)
                         out_labels.append(label)
-                        self._cut(list(reversed(tokens[i + 1 :])), cursor, out_ids, out_labels)
+                        self._cut(tokens[i + 1 :], cursor, out_ids, out_labels)
                         return False
                 else:
                     label = REASONING if state else CONTENT
@@ -198,14 +198,15 @@ class Machine:
         return state == 1
 
     @staticmethod
-    def _cut(queue: list[int], cursor: Cursor, out_ids: list[int], out_labels: bytearray) -> None:
-        """A cut marker passed: the rest of ``queue`` (reversed) and every later token are
-        DELIMITERs (nothing is held at a cut: the marker is one token, read unheld)."""
+    def _cut(
+        rest: Sequence[int], cursor: Cursor, out_ids: list[int], out_labels: bytearray
+    ) -> None:
+        """A cut marker passed: ``rest`` (the tokens after it, in order) and every later
+        token are DELIMITERs. Nothing is held at a cut: the marker is one token, and a
+        token is read as a marker only when nothing is held."""
         cursor.cut = True
-        queue.reverse()
-        out_ids.extend(queue)
-        out_labels.extend(bytes((DELIMITER,)) * len(queue))
-        queue.clear()
+        out_ids.extend(rest)
+        out_labels.extend(bytes((DELIMITER,)) * len(rest))
 
     def _drain(
         self,
@@ -256,7 +257,8 @@ class Machine:
                     if state == CUT_STATE and trans is not _PROBE:
                         out_ids.append(t)
                         out_labels.append(label)
-                        self._cut(queue, cursor, out_ids, out_labels)
+                        self._cut(queue[::-1], cursor, out_ids, out_labels)
+                        queue.clear()
                         return state
                 else:
                     label = REASONING if state else CONTENT
