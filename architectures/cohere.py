@@ -60,7 +60,8 @@ _COMMAND3 = ReasoningSpec(
         "(consumed in reasoning)"
     ),
     notes="<|START_RESPONSE|> … <|END_RESPONSE|> stripped (the opener also ends reasoning); "
-    "<|START_ACTION|> ends reasoning",
+    "<|START_ACTION|> ends reasoning; inline citations <co>…</co: 0:[1]> taken out of the "
+    "text, kept as citations",
 )
 
 
@@ -78,5 +79,5 @@ class CohereCommand4Parser(ReasoningParser):
         aliases=("cohere_cmd",),
         end=(END_THINKING, START_RESPONSE, START_TEXT),
         strip=(END_RESPONSE, END_TEXT),
-        notes="as cohere_command3, plus the <|START_TEXT|> … <|END_TEXT|> wrapper",
+        notes="as cohere_command3 (citations too), plus the <|START_TEXT|> … <|END_TEXT|> wrapper",
     )
