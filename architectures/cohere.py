@@ -17,6 +17,15 @@ content. A stray ``<|END_THINKING|>`` after content (seen with thinking off) is 
 Text: whitespace the model writes right after ``<|START_THINKING|>`` (and after the
 response opener) is trimmed from the text, as other families trim the newline after their
 start marker; the tokens keep their labels.
+
+Citations: with documents or tool results in the prompt the model grounds spans of its
+text as ``<co>cited text</co: 0:[1,2],1:[0]>`` (tool call index, then the indices of that
+call's results; Cohere's ``melody`` parser, ``parsing/citations.rs``, "Command 3" format,
+which Command R7B and Command A write in thinking and answer alike). The markup is taken
+out of both channels' text and each span is kept as a ``Citation`` (its text, its
+position in the cleaned text, its sources): ``ParseResult.citations``,
+``TextSplitter.take_citations()`` (see :mod:`reasonspan.runtime.citations`). The tokens of
+the markup keep their channel's label.
 """
 
 from __future__ import annotations
@@ -45,12 +54,14 @@ _COMMAND3 = ReasoningSpec(
     end_in_content="drop",
     reasoning_trim=Trim(lead=" \t\n"),
     content_trim=Trim(lead=" \t\n"),
+    citations="cohere",
     start_source=(
         "documented: Command A Reasoning thinks by default and writes `<|START_THINKING|>` itself "
         "(consumed in reasoning)"
     ),
     notes="<|START_RESPONSE|> … <|END_RESPONSE|> stripped (the opener also ends reasoning); "
-    "<|START_ACTION|> ends reasoning",
+    "<|START_ACTION|> ends reasoning; inline citations <co>…</co: 0:[1]> taken out of the "
+    "text, kept as citations",
 )
 
 
@@ -68,5 +79,5 @@ class CohereCommand4Parser(ReasoningParser):
         aliases=("cohere_cmd",),
         end=(END_THINKING, START_RESPONSE, START_TEXT),
         strip=(END_RESPONSE, END_TEXT),
-        notes="as cohere_command3, plus the <|START_TEXT|> … <|END_TEXT|> wrapper",
+        notes="as cohere_command3 (citations too), plus the <|START_TEXT|> … <|END_TEXT|> wrapper",
     )

@@ -13,14 +13,17 @@ Facts and where they come from (vLLM's ``vllm/parser/plamo3.py``, adapters
   here too (the machine is built without them).
 - ``<|plamo:begin_tool_requests:plamo|>`` ends reasoning and stays in content.
 - ``<|plamo:tag|>`` (one token) ends a turn. In reasoning it ends the reasoning, and in
-  content it is consumed (vLLM's ``EOT`` transitions), so here it is an end marker that
-  is dropped after content. It is normally the stop token, so nothing follows it. Decided
-  here: text after it, if an engine keeps generating, stays content as in vLLM's grammar;
-  dropping it would need the output cut at a marker, which no spec field says.
+  content it is consumed (vLLM's ``EOT`` transitions). It is normally the stop token
+  (``generation_config.json`` lists it in ``eos_token_id``), so nothing follows it; when
+  an engine keeps generating anyway, the text after it is not part of the turn: vLLM's
+  ``plamo3`` tool parser (``vllm/tool_parsers/plamo3_tool_parser.py``) moves to its
+  ``DONE`` phase at ``EOT_TAG`` and emits nothing more. So here it is a cut marker
+  (``ReasoningSpec.cut``): consumed, and every token after it is a DELIMITER -- decided,
+  counted in neither reasoning nor content tokens, never text -- with thinking on or off.
 - The prompt scan reads right to left; vLLM's ``is_reasoning_end`` stops at
-  ``<|plamo:tag|>``; here the tag is an end marker, so a prompt whose current turn primes
-  nothing after the last message's tag starts in content, and one ending with the begin
-  marker starts in reasoning.
+  ``<|plamo:tag|>``; here the prompt scan reads a cut marker as an end, so a prompt whose
+  current turn primes nothing after the last message's tag starts in content, and one
+  ending with the begin marker starts in reasoning.
 """
 
 from __future__ import annotations
@@ -49,8 +52,9 @@ class Plamo3Parser(ReasoningParser):
         name="plamo3",
         aliases=("plamo_3", "plamo"),
         start=(BEGIN_THINK,),
-        end=(END_THINK, EOT),
+        end=(END_THINK,),
         tool=(BEGIN_TOOL_REQUESTS,),
+        cut=(EOT,),
         text_markers=(BEGIN_THINK, END_THINK, BEGIN_TOOL_REQUESTS),
         required=(EOT,),
         prompt_start=True,
@@ -61,17 +65,17 @@ class Plamo3Parser(ReasoningParser):
             "documented: vLLM's plamo3 parser starts in reasoning with enable_thinking on "
             "(the template prefills the begin marker)"
         ),
-        notes="multi-token text markers matched on bytes; <|plamo:tag|> ends reasoning and "
-        "is dropped after content",
+        notes="multi-token text markers matched on bytes; <|plamo:tag|> ends the output "
+        "(it and everything after it dropped)",
     )
 
     @classmethod
     def compile(cls, tokenizer: LoadedTokenizer, kwargs: Mapping[str, Any]) -> Machine:
-        """Thinking off, every token is content (vLLM's grammar without the think markers):
-        the machine is built without the text markers, so no token is held back for them
-        and the family stays on the vectorized batch path."""
+        """Thinking off, every token up to ``<|plamo:tag|>`` is content (vLLM's grammar
+        without the think markers): the machine is built without the text markers, so no
+        token is held back for them; the batch routes it by table up to the cut."""
         thinking, prompt_start = cls.resolve_switches(kwargs)
         spec = cls.spec
         if not thinking:
-            spec = msgspec.structs.replace(spec, start=(), end=(EOT,), tool=(), text_markers=())
+            spec = msgspec.structs.replace(spec, start=(), end=(), tool=(), text_markers=())
         return compile_machine(spec, tokenizer, thinking=thinking, prompt_start=prompt_start)

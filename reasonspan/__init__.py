@@ -13,6 +13,8 @@ from .factory import create_parser, create_parser_sync
 from .runtime import (
     BatchFinish,
     BatchStepResult,
+    Citation,
+    CitationSource,
     InvalidOptionError,
     InvalidTokenError,
     Label,
@@ -46,6 +48,8 @@ __version__ = "0.1.0"
 __all__ = [
     "BatchFinish",
     "BatchStepResult",
+    "Citation",
+    "CitationSource",
     "Detection",
     "InvalidOptionError",
     "InvalidTokenError",

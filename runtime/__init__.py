@@ -11,6 +11,7 @@ from .batch_errors import (
 )
 from .batch_result import BatchStepResult
 from .batch_types import FAILED, HELD, BatchFinish, RequestUsage
+from .citations import Citation, CitationSource
 from .decoding import LabelledDecoder
 from .errors import (
     InvalidOptionError,
@@ -51,6 +52,8 @@ __all__ = [
     "BatchFinish",
     "BatchStepResult",
     "BatchTokenError",
+    "Citation",
+    "CitationSource",
     "DuplicateRequestError",
     "InvalidOptionError",
     "InvalidStepError",

@@ -34,6 +34,7 @@ from .batch_slots import Slots
 from .batch_tables import ASIDE_BIT, REASONING_BIT, TOTAL
 from .batch_types import FAILED, HELD, NO_BUDGET, BoolArray, IntArray, LabelArray, Spill
 from .labels import DELIMITER, REASONING
+from .parser import ReasoningParser
 
 _FEW_ROWS = 32
 """Up to this many per-request rows in a step, slot fields are read and written element by
@@ -278,8 +279,9 @@ def step_fallback(
             elif b > a:
                 labels[a:b] = np.frombuffer(decided, np.uint8, b - a, o)
             o += b - a
-            # Tokens held (or a failed parser): the table leaves its tokens aside.
-            side = 16 if held_l[i] or x in failed else 0
+            # Tokens held, a cut passed or a failed parser: the table leaves its tokens
+            # aside.
+            side = 16 if held_l[i] or x in failed or _cut(parsers[x]) else 0
             row_a[x] = (rows0[i] & ~24) | (8 if state_l[i] else 0) | side
             held_a[x] = held_l[i]
             cnt_a[x] = cnt_a.item(x) + add_cnt[i]
@@ -296,7 +298,8 @@ def step_fallback(
                 bytes(out), np.uint8
             )
         held_now = np.array(held_l, np.int64)
-        sides = (held_now > 0) | sl.failed[fs]
+        cuts = np.array([_cut(parsers[x]) for x in slot_l], np.bool_)
+        sides = (held_now > 0) | sl.failed[fs] | cuts
         sl.row[fs] = (
             (sl.row[fs] & ~(REASONING_BIT | ASIDE_BIT))
             | np.array(state_l, np.int64) * REASONING_BIT
@@ -314,3 +317,9 @@ def step_fallback(
         labels[a0:a] = FAILED
         if gmask is not None:
             gmask[a0:a] = False
+
+
+def _cut(parser: ReasoningParser | None) -> bool:
+    """The request's output was cut (``ReasoningSpec.cut``): its row stays aside, so its
+    parser labels every later token."""
+    return parser is not None and parser.output_cut

@@ -30,6 +30,7 @@ import numpy.typing as npt
 from .batch_types import HELD, IntArray
 from .labels import REASONING
 from .machine import HOLD, Machine
+from .spec import MarkerKind
 
 TOTAL = 1 << 32
 """Packed counts: ``total_tokens * TOTAL + reasoning_tokens``."""
@@ -42,6 +43,8 @@ ASIDE_BIT = np.int64(16)
 request with tokens held (or whose parser failed)."""
 ASIDE = 7
 """Table kind of a token the table leaves to the request's own parser (see Tables)."""
+CUT = int(MarkerKind.CUT)
+"""Kind of a cut marker (``ReasoningSpec.cut``): left to the request's parser, like ASIDE."""
 
 
 class Tables:
@@ -94,12 +97,19 @@ class Tables:
         if not (machine.vectorizable or hold_back):
             return None
         trans = machine.trans
+        cut = machine.has_cut
         # The vectorized step knows two states and eight kinds; anything else is routed
-        # per request rather than guessed at.
-        if len(trans) != 2 or any(len(row) != 8 for row in trans):
+        # per request rather than guessed at. A cut marker's third state (the output is
+        # over) is not a table state: the marker is left to the request's parser, whose
+        # cursor remembers the cut, and its row stays aside from then on.
+        if len(trans) != 2 + cut or any(len(row) != 8 for row in trans):
             return None
-        flat = [cell for row in trans for cell in row]
-        if any(not (0 <= lab <= 3 and nxt in (0, 1)) for lab, nxt in flat):
+        flat = [cell for row in trans[:2] for cell in row]
+        if any(
+            not (0 <= lab <= 3 and nxt in (0, 1))
+            for i, (lab, nxt) in enumerate(flat)
+            if not (cut and i % 8 == CUT)
+        ):
             return None
         lut = machine.np_lut
         # Marker kinds stay below ASIDE; HOLD tokens (hold-back machines only) are exactly
@@ -132,9 +142,10 @@ class Tables:
         gnxt = np.array([32 * g + 8 * nxt for _, nxt in flat], np.int64)
         ginc = np.array([TOTAL + (lab == REASONING) for lab, _ in flat], np.int64)
         for state in (0, 1):  # the token is left to the request's parser
-            glab[8 * state + ASIDE] = HELD
-            gnxt[8 * state + ASIDE] = 32 * g + 8 * state
-            ginc[8 * state + ASIDE] = 0
+            for kind in (ASIDE, CUT) if cut else (ASIDE,):
+                glab[8 * state + kind] = HELD
+                gnxt[8 * state + kind] = 32 * g + 8 * state
+                ginc[8 * state + kind] = 0
         # Rows with the aside bit: every kind is left to the parser, the row stays.
         glab = np.concatenate([glab, np.full(16, HELD, np.uint8)])
         gnxt = np.concatenate([gnxt, 32 * g + 16 + 8 * (np.arange(16, dtype=np.int64) >= 8)])
@@ -186,14 +197,17 @@ class Tables:
 
 
 def is_hold_back(machine: Machine) -> bool:
-    """A machine with text markers that routes with the base tables: its ``stream()`` decides
-    a token by ``trans[state][lut[t]]`` whenever nothing is held and the token has no HOLD
-    flag (the parser's own 1-token fast path), so the batch may do the same by table.
+    """A machine with text markers (or a cut marker) that routes with the base tables: its
+    ``stream()`` decides a token by ``trans[state][lut[t]]`` whenever nothing is held, no
+    cut passed and the token has no HOLD flag and is no cut marker (the parser's own
+    1-token fast path), so the batch may do the same by table.
 
     A machine with a lead rule (``Machine.has_lead``: the output's first tokens are decided
     apart) is one too: its requests start aside (:func:`starts_aside`), so their parser
     decides the output's start, and go by table once nothing is held."""
-    return (machine.has_byte_markers or machine.has_lead) and type(machine).run is Machine.run
+    return (machine.has_byte_markers or machine.has_lead or machine.has_cut) and type(
+        machine
+    ).run is Machine.run
 
 
 def starts_aside(machine: Machine) -> bool:

@@ -14,6 +14,7 @@ from tokenizers import Tokenizer
 from tokenizers.decoders import DecodeStream
 
 from ..tokenizer.loader import LoadedTokenizer
+from .citations import Citation, CitationFormatter
 from .formatters import CallGapFormatter, IdentityFormatter, TextFormatter, TextFormatterFactory
 from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL
 
@@ -98,6 +99,7 @@ class LabelledDecoder:
     __slots__ = (
         "_cdec",
         "_cfmt",
+        "_cites",
         "_ckept",
         "_gaps",
         "_rdec",
@@ -134,6 +136,12 @@ class LabelledDecoder:
         rf, cf = formatters
         self._rfmt: TextFormatter = rf() if rf else IdentityFormatter()
         self._cfmt: TextFormatter = cf() if cf else IdentityFormatter()
+        # Citation markup (a family with ``ReasoningSpec.citations``): both channels record
+        # into one list, in the order their closing tags are decoded.
+        self._cites: list[Citation] = []
+        for fmt in (self._rfmt, self._cfmt):
+            if isinstance(fmt, CitationFormatter):
+                fmt.sink = self._cites
         self._gaps: CallGapFormatter | None = None
         if call_gaps:
             self._gaps = CallGapFormatter(self._cfmt)
@@ -205,6 +213,13 @@ class LabelledDecoder:
         """Text of TOOL_CALL tokens decoded since the last call (for the tool parser)."""
         out = "".join(self._tool)
         self._tool.clear()
+        return out
+
+    def take_citations(self) -> list[Citation]:
+        """Citations whose closing tag was decoded since the last call (a family with
+        ``ReasoningSpec.citations``; always empty otherwise)."""
+        out = self._cites[:]
+        self._cites.clear()
         return out
 
     def _spill(

@@ -31,7 +31,11 @@ HOLD = 8
 (or the token holds a whole one), so it is held until the following tokens decide."""
 KIND_MASK = 7
 
-_START, _END, _TOOL, _STRIP, _TURN = (int(k) for k in list(MarkerKind)[1:])
+_START, _END, _TOOL, _STRIP, _TURN, _CUT = (int(k) for k in list(MarkerKind)[1:])
+CUT_STATE = 2
+"""Third row of ``Machine.trans`` for a spec with cut markers: the output is over, every
+token is a DELIMITER. Only a CUT marker leads there; a request's cursor remembers it
+(``Cursor.cut``), since the caller's state is a bool (reasoning or not)."""
 
 Spill = tuple[int, bytes, int, int]
 """``(index, text bytes, label, after)``: bytes of a token matched as part of a marker that
@@ -72,8 +76,11 @@ class Cursor:
     lead_at: int = -1
     """While not started: the length of the caller's output list when this call began, so
     the byte matcher can tell a marker that opens the output (-1: no lead rule now)."""
+    cut: bool = False
+    """A cut marker passed (``ReasoningSpec.cut``): every later token is a DELIMITER."""
 
     def clear(self) -> None:
+        """Forget the held tokens (a cut stays: it ends the request's output)."""
         self.held.clear()
         self.held_bytes = b""
         self.offset = 0
@@ -122,6 +129,8 @@ class Machine:
         self.lut: bytes = bytes(lut)
         self.np_lut = np.frombuffer(self.lut, dtype=np.uint8)
         self.has_byte_markers = bool(byte_markers)
+        self.has_cut = any(k == MarkerKind.CUT for k in id_markers.values())
+        """A cut marker (``ReasoningSpec.cut``): ``trans`` has the third row CUT_STATE."""
         self.trans = _transitions(spec, thinking)
         # Rules for the output's first tokens (per request: Cursor.started).
         self.lead_end = thinking and spec.end_in_content == "drop_leading"
@@ -141,7 +150,12 @@ class Machine:
                 if b.isspace() and not lut[tid]:
                     blank[tid] = 1
             self.blank = bytes(blank)
-        self.vectorizable = not byte_markers and type(self).run is Machine.run and not self.has_lead
+        self.vectorizable = (
+            not byte_markers
+            and not self.has_cut
+            and not self.has_lead
+            and type(self).run is Machine.run
+        )
         self.skipped_ids: frozenset[int] | None = None
         """Special tokens text leaves out (``ReasoningParser.skipped_token_ids``), once."""
 
@@ -188,14 +202,23 @@ class Machine:
         """Label ``tokens`` (after any held ones); append decided tokens; return the state."""
         lut = self.lut
         trans = self.trans
+        if cursor.cut:
+            out_ids.extend(tokens)
+            out_labels.extend(bytes((DELIMITER,)) * len(tokens))
+            return False
         state = 1 if (reasoning and self.thinking) else 0
         if not self.has_byte_markers:
             if self.has_lead and not cursor.started:
                 tokens = self._lead(tokens, state, cursor, out_ids, out_labels)
-            for t in tokens:
+            for i, t in enumerate(tokens):
                 k = lut[t]
                 if k:
                     label, state = trans[state][k]
+                    if state == CUT_STATE:
+                        out_ids.append(t)
+                        out_labels.append(label)
+                        self._cut(tokens[i + 1 :], cursor, out_ids, out_labels)
+                        return False
                 else:
                     label = REASONING if state else CONTENT
                 out_ids.append(t)
@@ -209,7 +232,18 @@ class Machine:
         state = self._drain(queue, state, cursor, out_ids, out_labels, spill)
         if lead:
             self._lead_seen(cursor, out_ids)
-        return bool(state)
+        return state == 1
+
+    @staticmethod
+    def _cut(
+        rest: Sequence[int], cursor: Cursor, out_ids: list[int], out_labels: bytearray
+    ) -> None:
+        """A cut marker passed: ``rest`` (the tokens after it, in order) and every later
+        token are DELIMITERs. Nothing is held at a cut: the marker is one token, and a
+        token is read as a marker only when nothing is held."""
+        cursor.cut = True
+        out_ids.extend(rest)
+        out_labels.extend(bytes((DELIMITER,)) * len(rest))
 
     def _lead(
         self,
@@ -310,6 +344,12 @@ class Machine:
                     continue
                 if k & KIND_MASK:
                     label, state = trans[state][k & KIND_MASK]
+                    if state == CUT_STATE and trans is not _PROBE:
+                        out_ids.append(t)
+                        out_labels.append(label)
+                        self._cut(queue[::-1], cursor, out_ids, out_labels)
+                        queue.clear()
+                        return state
                     if self._leading_end(cursor, out_ids, k & KIND_MASK, label):
                         label = DELIMITER
                 else:
@@ -499,6 +539,8 @@ class Machine:
         spill: list[Spill] | None = None,
     ) -> bool:
         """End of output: settle whatever is held, as if no further token could match."""
+        if cursor.cut:
+            return False
         state = 1 if (reasoning and self.thinking) else 0
         if self.has_lead and not cursor.started:
             if not self.has_byte_markers:
@@ -510,8 +552,8 @@ class Machine:
             cursor.lead_at = len(out_ids)
             state = self._flush(state, cursor, out_ids, out_labels, spill, self.trans)
             self._lead_seen(cursor, out_ids)
-            return bool(state)
-        return bool(self._flush(state, cursor, out_ids, out_labels, spill, self.trans))
+            return state == 1
+        return self._flush(state, cursor, out_ids, out_labels, spill, self.trans) == 1
 
     def _flush(
         self,
@@ -617,7 +659,7 @@ class Machine:
         kind &= KIND_MASK
         if kind == _START:
             return True
-        if kind in (_END, _TOOL):
+        if kind in (_END, _TOOL, _CUT):
             return False
         if kind == _TURN:
             return self.turn_start_reasoning
@@ -651,16 +693,24 @@ class Machine:
 _Trans = tuple[tuple[tuple[int, int], ...], ...]
 
 _PROBE: _Trans = tuple(
-    tuple((CONTENT, k if k in (_START, _END, _TOOL) else 0 if k == _TURN else s) for k in range(8))
+    tuple(
+        (
+            CONTENT,
+            k if k in (_START, _END, _TOOL) else _END if k == _CUT else 0 if k == _TURN else s,
+        )
+        for k in range(8)
+    )
     for s in range(8)
 )
-"""Prompt-scan table: the state becomes the kind of the last START/END/TOOL marker. A turn
-marker matched on bytes (a multi-token turn opener) resets it to 0, "nothing seen in this
-turn yet", so markers in the history before it never decide the scan."""
+"""Prompt-scan table: the state becomes the kind of the last START/END/TOOL marker (a cut
+marker counts as an end). A turn marker matched on bytes (a multi-token turn opener)
+resets it to 0, "nothing seen in this turn yet", so markers in the history before it
+never decide the scan."""
 
 
 def _transitions(spec: ReasoningSpec, thinking: bool) -> _Trans:
-    """``trans[state][kind] -> (label, next_state)`` for state 0 (content) and 1 (reasoning)."""
+    """``trans[state][kind] -> (label, next_state)`` for state 0 (content) and 1 (reasoning),
+    and CUT_STATE (the output is over) when the spec has cut markers."""
     ordinary = ((CONTENT, 0), (REASONING, 1))
     rows: list[tuple[tuple[int, int], ...]] = []
     for state in (0, 1):
@@ -676,5 +726,9 @@ def _transitions(spec: ReasoningSpec, thinking: bool) -> _Trans:
                 row[_TOOL] = (CONTENT, 0)
         row[_STRIP] = (DELIMITER, state)
         row[_TURN] = (DELIMITER, state) if spec.turn_in_output == "drop" else ordinary[state]
+        if spec.cut:
+            row[_CUT] = (DELIMITER, CUT_STATE)
         rows.append(tuple(row))
+    if spec.cut:
+        rows.append(((DELIMITER, CUT_STATE),) * 8)
     return tuple(rows)

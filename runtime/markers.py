@@ -25,7 +25,7 @@ def resolve_markers(
         if tid is not None:
             id_markers.setdefault(tid, kind)
             continue
-        if text in spec.required:
+        if text in spec.required or kind == MarkerKind.CUT:
             pieces = tokenizer.encode(text)
             raise MissingMarkerError(
                 spec.name, text, tokenizer.source, f"it encodes as {len(pieces)} tokens {pieces}"

@@ -6,6 +6,15 @@ Reasoning tokens are reported in ``usage.completion_tokens_details.reasoning_tok
 Tool calls a family frames as messages of their own (harmony) go in ``delta.tool_calls`` /
 ``message.tool_calls``, as OpenAI sends them.
 
+``citations`` (an extension, left out unless the family writes inline citation markup,
+Cohere's ``<co>…</co: 0:[1]>``): each entry is a
+:class:`~reasonspan.runtime.citations.Citation` -- ``channel`` ("reasoning" or
+"content"), ``start``/``end`` (code point offsets into that channel's whole text),
+``text`` and ``sources`` (``[{"tool_call_index", "tool_result_indices"}]``, as the model
+wrote them). A stream sends a citation in the first chunk after which its span's text has
+been sent (usually the chunk that closes it); a citation of text never sent (cut by a stop
+string, or reasoning left out) is not sent. ``message.citations`` holds them all.
+
 This module is the one place the wire format is declared: the runtime builds these
 objects, the serving layer encodes them (SSE) and aggregates them (non-streaming) with the
 helpers here. Fields that carry nothing are left out (no ``"usage": null`` in every
@@ -17,6 +26,8 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 import msgspec
+
+from .citations import Citation
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"]
 FINISH_REASONS: tuple[str, ...] = get_args(FinishReason)
@@ -63,6 +74,7 @@ class ChoiceDelta(msgspec.Struct, omit_defaults=True):
     reasoning: str | None = None
     reasoning_content: str | None = None
     tool_calls: list[ChoiceDeltaToolCall] | None = None
+    citations: list[Citation] | None = None
 
 
 class ChunkChoice(msgspec.Struct):
@@ -111,6 +123,7 @@ class ChatMessage(msgspec.Struct, omit_defaults=True, kw_only=True):
     reasoning: str | None = None
     reasoning_content: str | None = None
     tool_calls: list[ToolCall] | None = None
+    citations: list[Citation] | None = None
 
 
 class Choice(msgspec.Struct):
@@ -175,6 +188,7 @@ class CompletionBuilder:
 
     __slots__ = (
         "_calls",
+        "_citations",
         "_content",
         "_created",
         "_finish",
@@ -188,6 +202,7 @@ class CompletionBuilder:
         self._reasoning: list[str] = []
         self._content: list[str] = []
         self._calls: dict[int, _CallParts] = {}
+        self._citations: list[Citation] = []
         self._finish: FinishReason | None = None
         self._usage: Usage | None = None
         self._id = ""
@@ -204,6 +219,8 @@ class CompletionBuilder:
                 self._content.append(d.content)
             if d.tool_calls:
                 self._add_calls(d.tool_calls)
+            if d.citations:
+                self._citations += d.citations
             if choice.finish_reason is not None:
                 self._finish = choice.finish_reason
         if chunk.usage is not None:
@@ -244,6 +261,7 @@ class CompletionBuilder:
                         reasoning=reasoning,
                         reasoning_content=reasoning if reasoning_content_alias else None,
                         tool_calls=calls or None,
+                        citations=self._citations or None,
                     ),
                     finish_reason=self._finish,
                 )

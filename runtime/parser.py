@@ -14,11 +14,12 @@ import numpy as np
 
 from ..tokenizer.loader import LoadedTokenizer, as_loaded
 from .arguments import check_container, reasoning_arg, swap_requested
+from .citations import as_content, channel_formatter
 from .decoding import LabelledDecoder
 from .errors import InvalidOptionError, InvalidTokenError
-from .formatters import TextFormatterFactory, formatter_factory
+from .formatters import TextFormatterFactory
 from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL, split_labels, tool_call_ids
-from .machine import HOLD, Machine, Spill
+from .machine import Machine, Spill
 from .markers import compile_machine
 from .option_keys import check_near_misses, keys_read
 from .results import ParsedReasoningDelta, ParseResult
@@ -35,6 +36,7 @@ _KNOWN_KEYS: dict[type[Any], frozenset[str]] = {}
 
 
 _LABEL_BYTES = tuple(bytes((label,)) for label in range(5))
+_CUT = int(MarkerKind.CUT)
 _AS_CONTENT = bytes.maketrans(bytes((REASONING,)), bytes((CONTENT,)))
 _SAW_REASONING, _SAW_CONTENT = 1, 2
 
@@ -121,6 +123,8 @@ class ReasoningParser:
         # The 1-token fast path serves any machine that routes with the base tables;
         # tokens that may begin a multi-token marker (HOLD) take the general path.
         self._fast = type(machine).run is Machine.run
+        """The 1-token fast path; off once a cut marker passed (every later token is a
+        DELIMITER, which the general path decides) and with ``reasoning_as_content_if``."""
         self._lut = machine.lut
         # _rows[is_reasoning][kind] -> (label, still_reasoning, label as bytes)
         start_rows = (0, 1 if machine.thinking else 0)
@@ -129,8 +133,9 @@ class ReasoningParser:
             for s in (0, 1)
         )
         self._vocab = machine.vocab_size
-        self._rfmt = formatter_factory(machine.spec.reasoning_trim)
-        self._cfmt = formatter_factory(machine.spec.content_trim)
+        spec = machine.spec
+        self._rfmt = channel_formatter(spec.reasoning_trim, spec.citations, "reasoning")
+        self._cfmt = channel_formatter(spec.content_trim, spec.citations, "content")
         # reasoning_as_content_if: remember which channels this request has fed, so that
         # finish() can tell the stream what parse() does (the general path records it).
         self._swap = swap_requested(machine.spec, self.chat_template_kwargs)
@@ -349,14 +354,22 @@ class ReasoningParser:
     # ------------------------------------------------------------------ the contract
 
     def reset(self) -> None:
-        """Forget held tokens: call between requests (or after an error)."""
+        """Forget held tokens (and a cut): call between requests (or after an error)."""
         self._cursor.clear()
         self._cursor.started = False
         self._cursor.lead_at = -1
+        self._cursor.cut = False
+        self._fast = type(self._machine).run is Machine.run and not self._swap
         self._last = self._default
         self._seen = 0
         if self._machine.has_lead:
             self._refresh_fast()
+
+    @property
+    def output_cut(self) -> bool:
+        """A cut marker (``ReasoningSpec.cut``) ended this request's output: every later
+        token is a DELIMITER."""
+        return self._cursor.cut
 
     def is_prompt_in_reasoning(self, prompt_token_ids: TokenIds) -> bool:
         """Is the model inside a reasoning block when it starts generating?
@@ -387,7 +400,8 @@ class ReasoningParser:
             if type(t) is int and 0 <= t < self._vocab:
                 if self._fast:
                     k = self._lut[t]
-                    if k < HOLD and not self._cursor.held:
+                    # Kinds from CUT up (a cut marker, HOLD tokens) take the general path.
+                    if k < _CUT and not self._cursor.held:
                         label, still, label_bytes = self._rows[1 if is_currently_reasoning else 0][
                             k
                         ]
@@ -437,6 +451,7 @@ class ReasoningParser:
         self._fast = (
             type(machine).run is Machine.run
             and not self._swap
+            and not self._cursor.cut
             and (not machine.has_lead or self._cursor.started)
         )
 
@@ -506,8 +521,10 @@ class ReasoningParser:
             reader = self.tool_call_reader()
             if reader is not None:
                 calls = calls_from_reader(reader, self.tokenizer, ids, labels)
+        citations = dec.take_citations()
         swap = self._swap and _seen(labels, spill) == _SAW_REASONING
         if swap:
+            citations = as_content(citations, len(r_text))
             labels = bytearray(labels.translate(_AS_CONTENT))
             spill = [(i, b, CONTENT, a) for i, b, _, a in spill]
             reasoning_ids, content_ids = [], reasoning_ids
@@ -528,6 +545,7 @@ class ReasoningParser:
             tool_call_token_ids=tool_ids,
             tool_call_text=dec.take_tool_calls() if tool_ids else None,
             tool_calls=calls,
+            citations=citations,
         )
 
     # ------------------------------------------------------------------ helpers
@@ -542,6 +560,8 @@ class ReasoningParser:
         final: bool = False,
     ) -> ParsedReasoningDelta:
         self._last = state
+        if self._cursor.cut:
+            self._fast = False
         swap = False
         if self._swap:
             self._seen |= _seen(labels, spill)

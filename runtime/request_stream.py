@@ -19,6 +19,7 @@ import anyio
 
 from .batch_errors import BatchTokenError
 from .batch_types import BatchFinish, Spill
+from .citations import Citation, as_content
 from .decoding import LabelledDecoder
 from .errors import ReasonspanError
 from .labels import TOOL_CALL
@@ -154,6 +155,15 @@ class StreamRecord:
     regions are taken out of the answer and sent as whole ``delta.tool_calls``."""
     stop: StopMatcher | None = None
     """The request's stop strings, matched on its content text (None: none)."""
+    cites: bool = False
+    """The family writes inline citations (``ReasoningSpec.citations``): each delta may
+    carry ``citations``, so every step of the request goes through :meth:`emit_text`."""
+    pending_citations: list[Citation] = field(default_factory=list)
+    """Citations decoded whose span has not all been sent yet (held by a stop matcher or
+    with the reasoning)."""
+    sent_chars: list[int] = field(default_factory=lambda: [0, 0])
+    """Code points of reasoning and of content sent so far: where a citation's span must
+    end before it is sent."""
     sse_slot: int = -1
     """The request's slot on the runtime's vectorized output path (``sse_path``), whose
     events go into ``queue`` as bytes; -1: it is not on it."""
@@ -197,6 +207,9 @@ class StreamRecord:
         if tail.reasoning_as_content:
             # Nothing but reasoning came: present it as the content, as parse() does.
             reasoning, content = "", held + content
+            if self.cites:
+                got = self.pending_citations + self.decoder.take_citations()
+                self.pending_citations = as_content(got, len(held))
         if self.stop is not None:
             content, stopped = self.stop.feed(content)
             if stopped:
@@ -205,6 +218,7 @@ class StreamRecord:
             else:
                 content += self.stop.flush()
         self.emit_text(alias, room, reasoning, content, calls)
+        self.pending_citations.clear()  # their text was never sent (a stop string cut it)
         called = (self.tools is not None and self.tools.count) or (
             self.calls is not None and self.calls.count
         )
@@ -297,15 +311,34 @@ class StreamRecord:
             rec.hold_reasoning = False
             if not rec.include_reasoning:
                 reasoning = ""
-        if not reasoning and not content and not calls:
+        cites = rec.sendable_citations(reasoning, content) if rec.cites else None
+        if not reasoning and not content and not calls and not cites:
             return
         delta = ChoiceDelta(
             content=content or None,
             reasoning=reasoning or None,
             reasoning_content=(reasoning or None) if alias else None,
             tool_calls=calls,
+            citations=cites,
         )
         self.push(delta, alias, room)
+
+    def sendable_citations(self, reasoning: str, content: str) -> list[Citation] | None:
+        """Count this delta's text as sent; return the citations whose span now has all
+        been sent (a reasoning citation is never sent when reasoning is left out)."""
+        sent = self.sent_chars
+        sent[0] += len(reasoning)
+        sent[1] += len(content)
+        ready: list[Citation] = []
+        wait: list[Citation] = []
+        for c in self.pending_citations + self.decoder.take_citations():
+            if c.channel == "reasoning":
+                if self.include_reasoning:
+                    (ready if c.end <= sent[0] else wait).append(c)
+            else:
+                (ready if c.end <= sent[1] else wait).append(c)
+        self.pending_citations = wait
+        return ready or None
 
     def push(self, delta: ChoiceDelta, alias: bool, room: int) -> None:
         """Queue a delta; past ``room`` undelivered chunks (the runtime's ``buffer_size``),
@@ -327,6 +360,8 @@ class StreamRecord:
                     if d.tool_calls is None:
                         d.tool_calls = []
                     merge_tool_call_deltas(d.tool_calls, delta.tool_calls)
+                if delta.citations:
+                    d.citations = (d.citations or []) + delta.citations
                 rec.coalesced += 1
                 rec.notify()
                 return

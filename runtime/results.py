@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
+from .citations import Citation
 from .formatters import TextFormatterFactory
 from .toolcalls import ToolCall
 
@@ -64,3 +65,7 @@ class ParseResult(msgspec.Struct, frozen=True):
     """The text of those tokens, markup included (None when there are none)."""
     tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
     """The complete tool calls, in order (``parse(tools=...)``; harmony's always)."""
+    citations: list[Citation] = msgspec.field(default_factory=list)
+    """Inline citations taken out of the text (a family with ``ReasoningSpec.citations``,
+    Cohere's), in the order their closing tags come: ``reasoning[c.start:c.end] == c.text``
+    for a reasoning citation, and likewise ``content`` for a content one."""

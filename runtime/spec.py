@@ -24,6 +24,7 @@ class MarkerKind(IntEnum):
     TOOL = 3  # closes reasoning and stays in content for the tool parser (implicit end)
     STRIP = 4  # consumed wherever it appears, state unchanged (wrappers such as <answer>)
     TURN = 5  # start of an assistant turn: bounds the right-to-left prompt scan
+    CUT = 6  # the output is over: consumed, and every later token is dropped (no text)
 
 
 class Trim(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -145,9 +146,22 @@ class ReasoningSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     chat template's generation prompt (which file, how it ends), ``documented: ...`` when it
     rests on the family's documentation or its reference parser. A parser built on a model
     folder with a template takes the start state from that template instead."""
+    citations: Literal["none", "cohere"] = "none"
+    """Inline citation markup the model writes in its text: "cohere" takes Cohere's
+    ``<co>…</co: 0:[1]>`` out of both channels' text and keeps each closed span as a
+    :class:`~reasonspan.runtime.citations.Citation` (``ParseResult.citations``,
+    ``TextSplitter.take_citations()``). Labels do not change, as with ``Trim``."""
+    cut: tuple[str, ...] = ()
+    """Markers after which the output is over, whatever the state (PLaMo 3's end of turn
+    ``<|plamo:tag|>``, when an engine keeps generating past it): the marker is consumed
+    (DELIMITER) and ends reasoning, and every token after it is labelled DELIMITER too --
+    decided, counted in neither reasoning nor content tokens, never text. A cut marker
+    must be one token of the vocabulary (else MissingMarkerError); the prompt scan reads
+    it as an end marker."""
 
     def markers(self) -> list[tuple[str, MarkerKind]]:
-        """All markers with their kind, in declaration order (start, end, tool, strip, turn)."""
+        """All markers with their kind, in declaration order (start, end, tool, strip, turn,
+        cut)."""
         out: list[tuple[str, MarkerKind]] = []
         for texts, kind in (
             (self.start, MarkerKind.START),
@@ -155,6 +169,7 @@ class ReasoningSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             (self.tool, MarkerKind.TOOL),
             (self.strip, MarkerKind.STRIP),
             (self.turn, MarkerKind.TURN),
+            (self.cut, MarkerKind.CUT),
         ):
             out.extend((t, kind) for t in texts)
         return out

@@ -178,6 +178,7 @@ class SSEPath:
             or rec.hold_reasoning
             or rec.stop is not None
             or rec.tools is not None
+            or rec.cites
         ):
             self.bits[slot] = 0
             return

@@ -221,6 +221,7 @@ class ReasoningRuntime:
         rec.calls = extractor
         rec.stop = StopMatcher(stops) if stops else None
         rec.include_usage = include_usage
+        rec.cites = parser.machine.spec.citations != "none"
         reader = parser.tool_call_reader() if extractor is None else None
         if reader is not None:
             rec.tools = ToolCallStream(reader, parser.tokenizer)
@@ -465,9 +466,14 @@ class ReasoningRuntime:
             tools = got.tools
             if tools is not None and (TOOL_CALL in labels or tools.reader.busy):
                 calls = got.message_calls(ids, labels)
-            if not (r_text or c_text or calls):
+            if not (r_text or c_text or calls or got.cites):
                 continue
-            if got.include_reasoning and not got.hold_reasoning and len(got.queue) < room:
+            if (
+                got.include_reasoning
+                and not got.hold_reasoning
+                and not got.cites
+                and len(got.queue) < room
+            ):
                 # The common case, inlined (it runs once per request-token): a new chunk.
                 got.queue.append(
                     ChatCompletionChunk(

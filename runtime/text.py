@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .citations import Citation, as_content
 from .labels import TOOL_CALL
 from .parser import ReasoningParser, TokenIds
 from .tool_calls import ToolCallReader, complete_arguments
@@ -61,6 +62,8 @@ class TextSplitter:
         or the request ends, so the text returned is never reasoning that ``parse()``
         calls content."""
         self._held: list[str] = []
+        self._swapped: list[Citation] = []
+        """Citations held with the reasoning and moved to the content by the swap."""
         self.reasoning_as_content = False
         """Set by :meth:`finish` when the reasoning was returned as the content because no
         content came, as ``parse()`` returns it; nothing was returned as reasoning."""
@@ -104,6 +107,7 @@ class TextSplitter:
             r = "".join(self._held) + r
             self._held.clear()
             if d.reasoning_as_content:
+                self._swapped = as_content(self._decoder.take_citations(), len(r))
                 return "", r + c
         return r, c
 
@@ -112,6 +116,19 @@ class TextSplitter:
         harmony's ``to=functions.X`` messages always)."""
         out = self._calls
         self._calls = []
+        return out
+
+    def take_citations(self) -> list[Citation]:
+        """The inline citations whose closing tag was decoded since the last call, in order
+        (a family with ``ReasoningSpec.citations``, Cohere's: ``<co>…</co: 0:[1]>`` is taken
+        out of the text). A citation's ``start``/``end`` index the concatenation of its
+        channel's text returned so far, so a client may take them after each ``feed`` or
+        once after ``finish``; together they are ``parse(...).citations``. While reasoning
+        is held for a possible swap (``reasoning_as_content``) none are handed out."""
+        if self._hold:
+            return []
+        out = self._swapped + self._decoder.take_citations()
+        self._swapped = []
         return out
 
     def take_tool_call_text(self) -> str:

@@ -51,6 +51,10 @@ FAMILY_PIECES: dict[str, tuple[str, ...]] = {
     ),
     # The label after <|channel>, whole, split and look-alike.
     "gemma4": ("<|channel>thought\n", "thought\n", "thought", "thoughtful", "<|think|>", "<turn|>"),
+    # Cohere's inline citations, whole, split and look-alike (cohere_command3/4 take the
+    # markup out of the text).
+    "cohere_command3": ("<co>", "</co: 0:[1]>", "</co: 0:[1,2],1:[3]>", "<co", "</co: ", "]>"),
+    "cohere_command4": ("<co>", "</co: 0:[1]>", "</co: 0:[1,2],1:[3]>", "<co", "</co: ", "]>"),
     # Granite's phrases with the neighbours that change their tokens (a leading space or
     # punctuation merges into "Here", a newline or "**" into the final ":"), and phrases
     # that break off, so held tokens must be released.

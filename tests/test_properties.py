@@ -126,15 +126,20 @@ def test_text_splitter_equals_parse(
     r_parts: list[str] = []
     c_parts: list[str] = []
     t_parts: list[str] = []
+    citations = []
     for delta in deltas:
         r, c = split.feed(delta)
         r_parts.append(r)
         c_parts.append(c)
         t_parts.append(split.take_tool_call_text())
+        citations += split.take_citations()
     r, c = split.finish()
     r_parts.append(r)
     c_parts.append(c)
     t_parts.append(split.take_tool_call_text())
+    citations += split.take_citations()
+    # Inline citations (cohere) come out of the splitter as parse() gives them.
+    assert citations == expected.citations
     # Tool-call messages (harmony) are a channel of their own, split or whole.
     assert ("".join(t_parts) or None) == expected.tool_call_text
     r_text, c_text = "".join(r_parts), "".join(c_parts)

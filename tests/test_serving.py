@@ -363,6 +363,8 @@ def test_runtime_equals_parse_when_a_held_channel_ends_in_empty_text(
     stream = runtime.add("r", case_parser(family, kwargs), None)
     chunks = run_steps(runtime, stream, deltas)
     assert texts(chunks) == (expected.reasoning or "", expected.content or "")
+    # Inline citations (cohere) are sent as parse() gives them.
+    assert [x for ch in chunks for x in ch.choices[0].delta.citations or []] == (expected.citations)
     usage = chunks[-1].usage
     assert usage is not None
     assert usage.completion_tokens_details.reasoning_tokens == expected.reasoning_tokens

@@ -98,11 +98,13 @@ class Message(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     audio: dict[str, Any] | None = None
     function_call: dict[str, Any] | None = None
     annotations: list[Any] | None = None
+    citations: list[Any] | None = None
+    """What this server sends in ``message.citations`` (inline citations, Cohere's)."""
 
     def for_template(self) -> dict[str, Any]:
         """The message as chat templates read it (content parts joined into one string)."""
         out: dict[str, Any] = msgspec.to_builtins(self)
-        for unused in ("refusal", "audio", "function_call", "annotations"):
+        for unused in ("refusal", "audio", "function_call", "annotations", "citations"):
             out.pop(unused, None)
         if isinstance(self.content, list):
             out["content"] = "".join(
