@@ -8,6 +8,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import os
 
 import pytest
+from sampling import LONG_ENV, long_run, sample
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -15,19 +16,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--long",
         action="store_true",
         default=False,
-        help="run the long adversarial tests (marked slow); same as REASONSPAN_LONG=1",
+        help="run the long adversarial tests (marked slow) and every case of the sampled ones;"
+        " same as REASONSPAN_LONG=1",
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--long"):
-        os.environ["REASONSPAN_LONG"] = "1"
+        os.environ[LONG_ENV] = "1"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get("REASONSPAN_LONG"):
+    if long_run():
         return
     skip = pytest.mark.skip(reason="long run: pass --long (or set REASONSPAN_LONG=1)")
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+    sampled_out = pytest.mark.skip(reason="not in the CI sample: --long runs every case")
+    for item in sample(items):
+        item.add_marker(sampled_out)
