@@ -38,6 +38,7 @@ from reasonspan.runtime import (
 )
 from reasonspan.runtime.machine import HOLD, Cursor, Machine, Spill
 from reasonspan.tokenizer import LoadedTokenizer
+from sampling import examples
 from strategies import FILLER, marker_texts, outputs
 
 import reasonspan
@@ -272,7 +273,7 @@ def requests(draw: st.DrawFn) -> tuple[list[Req], list[int]]:
     return reqs, admit
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batch=requests(), seed=st.integers(0, 2**32 - 1), kmax=st.integers(1, 4))
 def test_random_batches_equal_each_request_alone(
     batch: tuple[list[Req], list[int]], seed: int, kmax: int

@@ -147,6 +147,7 @@ def run(batch: ReasoningBatch, rid: int, out: list[int], sizes: list[int]) -> Ru
     return Run(flags, gmask, results, refused, content)
 
 
+@pytest.mark.sampled(every=2, by="case")
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_the_grammar_starts_right_after_reasoning(case: Case, k: int) -> None:

@@ -2,15 +2,14 @@
 step, leak checks for add/remove churn and tokenizer reloads, and one regression test per
 hardening item.
 
-CI-sized by default; ``pytest --long`` (or ``REASONSPAN_LONG=1``) runs the tests marked
-``slow`` and widens the sampled ones.
+CI-sized by default; ``pytest --long`` (or ``REASONSPAN_LONG=1``) runs every case of the
+``sampled`` tests and widens the others (see ``tests/sampling.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import os
 import random
 import subprocess
 import sys
@@ -26,12 +25,13 @@ from fixtures import FAMILY_TOKENIZERS, folder, tokenizer
 from reasonspan.runtime import InvalidOptionError, InvalidTokenError
 from reasonspan.runtime.batch_errors import BatchTokenError
 from reasonspan.tokenizer import load_tokenizer_sync
+from sampling import long_run
 
 import reasonspan
 from reasonspan import ReasoningBatch, ReasoningParser
 from reasonspan.cli import main as cli_main
 
-LONG = bool(os.environ.get("REASONSPAN_LONG"))
+LONG = long_run()
 
 
 @cache
@@ -421,7 +421,8 @@ def test_near_miss_kwargs_are_refused(family: str, typo: str, meant: str) -> Non
 # ---------------------------------------------------------------------------- bad input, everywhere
 
 
-@pytest.mark.parametrize("family", FAMILIES if LONG else FAMILIES[::3])
+@pytest.mark.sampled(every=3)
+@pytest.mark.parametrize("family", FAMILIES)
 def test_bad_ids_at_every_entry_point_change_nothing(family: str) -> None:
     p = fresh(family)
     good = p.tokenizer.encode("<think>a</think>b")
@@ -468,7 +469,7 @@ def test_stateful_families_need_a_parser_per_request(family: str) -> None:
     assert [_fields(p.stream([t])) for t in out] + [_fields(p.finish())] == first
 
 
-@pytest.mark.slow
+@pytest.mark.sampled(every=6)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_random_garbage_never_corrupts_a_parser(family: str) -> None:
     """Long run: random mixes of good and bad deltas; a refused delta changes nothing."""

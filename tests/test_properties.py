@@ -14,6 +14,7 @@ import pytest
 from fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, tokenizer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sampling import examples
 from strategies import outputs, splits
 
 import reasonspan
@@ -46,7 +47,9 @@ def presented(labels: bytes, reasoning_as_content: bool) -> bytes:
     return labels.replace(_R, _C) if reasoning_as_content else labels
 
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @pytest.mark.parametrize(("family", "kwargs"), CASES, ids=[f"{f}-{k}" for f, k in CASES])

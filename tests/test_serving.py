@@ -18,6 +18,7 @@ from reasonspan.runtime.batch_errors import RequestFailedError
 from reasonspan.runtime.openai import ChatCompletionChunk, encode
 from reasonspan.runtime.simulation import SimRequest, SimulatedEngine, drive
 from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
+from sampling import examples
 from strategies import held_then_empty, splits
 
 import reasonspan
@@ -346,7 +347,7 @@ def texts(chunks: list[ChatCompletionChunk]) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize(("family", "kwargs"), CASES, ids=[f"{f}-{k}" for f, k in CASES])
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_runtime_equals_parse_when_a_held_channel_ends_in_empty_text(
     family: str, kwargs: dict[str, Any], data: st.DataObject
