@@ -26,6 +26,7 @@ from reasonspan.runtime.sse import DONE, chunk_of_event, sse_event
 from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
 from reasonspan.runtime.token_text import TokenText
 from reasonspan.tokenizer.loader import load_tokenizer_sync
+from sampling import examples
 from strategies import outputs, splits
 
 import reasonspan
@@ -111,7 +112,7 @@ def step_rows(runtime: ReasoningRuntime, rows: list[tuple[RequestStream, list[in
 
 
 @pytest.mark.parametrize(("family", "kwargs"), CASES, ids=[f"{f}-{k}" for f, k in CASES])
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_sse_stream_is_the_chunk_stream_byte_for_byte(
     family: str, kwargs: dict[str, Any], data: st.DataObject
@@ -283,7 +284,7 @@ def test_a_full_queue_coalesces_after_written_bytes() -> None:
     assert texts(chunks) == (expected.reasoning or "", expected.content or "")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(data=st.data())
 def test_escaped_pieces_concatenate_to_the_encoded_text(data: st.DataObject) -> None:
     """The table's premise: for tokens whose bytes are whole UTF-8 text, the escaped
