@@ -74,10 +74,20 @@ class Pair:
         key: str,
         parser: reasonspan.ReasoningParser,
         tools: list[dict[str, Any]] | None = None,
+        **options: Any,
     ):
-        self.obj = runtime.add(f"{key}-obj", parser, None, completion_id="c", tools=tools)
+        self.obj = runtime.add(
+            f"{key}-obj", parser, None, completion_id="c", tools=tools, **options
+        )
         self.sse = runtime.add(
-            f"{key}-sse", parser, None, completion_id="c", tools=tools, sse=True, include_usage=True
+            f"{key}-sse",
+            parser,
+            None,
+            completion_id="c",
+            tools=tools,
+            sse=True,
+            include_usage=True,
+            **options,
         )
         self.chunks: list[ChatCompletionChunk] = []
         self.events: list[bytes] = []
@@ -188,6 +198,37 @@ def test_tool_requests_ride_the_path_outside_their_calls() -> None:
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
     text_events = sum(1 for ch in chunks if ch.choices and not ch.choices[0].delta.tool_calls) - 2
     assert pair.written >= 0.8 * text_events
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"include_reasoning": False}, {"stop": ["42"]}, {"skip_special_tokens": False}],
+    ids=["no-reasoning", "stop", "keep-special"],
+)
+def test_request_options_on_the_path(options: dict[str, Any]) -> None:
+    """Options that change what is sent (reasoning left out, a stop string, special
+    tokens kept) give the same stream on the SSE path as read as chunk objects."""
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    prose = " ".join(["Think it through, step by step."] * 5)
+    ids = tok.encode(f"<think>\n{prose}\n</think>\n\nThe answer is 42, of course.<|im_end|>")
+    runtime = ReasoningRuntime()
+    pair = Pair(runtime, "r", parser, **options)
+    for t in ids:
+        if pair.obj.request_id not in runtime:
+            break  # the stop string ended both
+        step_rows(runtime, [(pair.obj, [t]), (pair.sse, [t])])
+        pair.drain()
+    if pair.obj.request_id in runtime:
+        runtime.finish("r-obj")
+        runtime.finish("r-sse")
+    pair.drain()
+    reasoning, content = texts(pair.check())
+    assert reasoning == ("" if options.get("include_reasoning") is False else prose)
+    if "stop" in options:
+        assert content == "The answer is "
+    elif options.get("skip_special_tokens") is False:
+        assert content == "The answer is 42, of course.<|im_end|>"
 
 
 def test_a_tokenizer_without_a_byte_table_takes_the_exact_path(tmp_path: Path) -> None:
