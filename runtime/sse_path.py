@@ -270,22 +270,26 @@ class SSEPath:
         slow = np.flatnonzero(~fast).tolist()
         slots_l = slots.tolist()
         toks_l = toks.tolist()
-        recs, esc, suf = self.recs, self.esc, self.suf
-        if uniform:
-            for pre, rows in ((self.pre_c, row_c), (self.pre_r, row_r)):
-                alias = self.alias and pre is self.pre_r
-                for i in np.flatnonzero(rows).tolist():
-                    s = slots_l[i]
-                    rec = recs[s]
-                    assert rec is not None
-                    q = rec.queue
-                    if len(q) >= room:
-                        slow.append(i)
-                        continue
+        recs, esc, suf, mid = self.recs, self.esc, self.suf, self.mid
+        offs_l = None if uniform else offs.tolist()
+        for pre, rows in ((self.pre_c, row_c), (self.pre_r, row_r)):
+            alias = self.alias and pre is self.pre_r
+            for i in np.flatnonzero(rows).tolist():
+                s = slots_l[i]
+                rec = recs[s]
+                assert rec is not None
+                q = rec.queue
+                if len(q) >= room:
+                    slow.append(i)
+                    continue
+                if offs_l is None:  # one token per request: its piece as it is
                     e = esc[s][toks_l[i]]
-                    q.append(pre[s] + e + self.mid[s] + e + suf if alias else pre[s] + e + suf)
-                    rec.notify()
-            return slow
+                else:
+                    es = esc[s]
+                    e = b"".join([es[t] for t in toks_l[offs_l[i] : offs_l[i + 1]]])
+                q.append(pre[s] + e + mid[s] + e + suf if alias else pre[s] + e + suf)
+                rec.notify()
+        return slow
         offs_l = offs.tolist()
         for pre, rows in ((self.pre_c, row_c), (self.pre_r, row_r)):
             alias = self.alias and pre is self.pre_r

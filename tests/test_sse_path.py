@@ -94,6 +94,20 @@ class Pair:
         self.written = 0
         """Events the output path wrote as bytes (the rest were encoded on reading)."""
 
+    def run(self, runtime: ReasoningRuntime, ids: list[int]) -> list[ChatCompletionChunk]:
+        """Step both requests one token at a time (until a stop string ends them), finish
+        them, and return the checked chunks (:meth:`check`)."""
+        for t in ids:
+            if self.obj.request_id not in runtime:
+                break  # a stop string ended both
+            step_rows(runtime, [(self.obj, [t]), (self.sse, [t])])
+            self.drain()
+        if self.obj.request_id in runtime:
+            runtime.finish(self.obj.request_id)
+            runtime.finish(self.sse.request_id)
+        self.drain()
+        return self.check()
+
     def drain(self) -> None:
         self.written += sum(isinstance(x, bytes) for x in self.sse._rec.queue)
         self.chunks += self.obj.ready()
@@ -161,13 +175,7 @@ def test_plain_tokens_are_written_by_the_batch_path() -> None:
     ids = tok.encode(f"<think>\n{prose}\n</think>\n\n{prose}")
     runtime = ReasoningRuntime()
     pair = Pair(runtime, "r", parser)
-    for t in ids:
-        step_rows(runtime, [(pair.obj, [t]), (pair.sse, [t])])
-        pair.drain()
-    runtime.finish("r-obj")
-    runtime.finish("r-sse")
-    pair.drain()
-    pair.check()
+    pair.run(runtime, ids)
     text_events = len(pair.chunks) - 2  # the role chunk and the final chunk
     assert pair.written >= 0.9 * text_events
 
@@ -184,13 +192,7 @@ def test_tool_requests_ride_the_path_outside_their_calls() -> None:
     ids = tok.encode(f"<think>\n{prose}\n</think>\n\n{prose}\n{call}\n{call}")
     runtime = ReasoningRuntime()
     pair = Pair(runtime, "r", parser, tools)
-    for t in ids:
-        step_rows(runtime, [(pair.obj, [t]), (pair.sse, [t])])
-        pair.drain()
-    runtime.finish("r-obj")
-    runtime.finish("r-sse")
-    pair.drain()
-    chunks = pair.check()
+    chunks = pair.run(runtime, ids)
     calls = [c for ch in chunks if ch.choices for c in ch.choices[0].delta.tool_calls or ()]
     assert [(c.function.name, c.function.arguments) for c in calls if c.function] == [
         ("get_weather", '{"city":"Paris"}')
@@ -214,16 +216,7 @@ def test_request_options_on_the_path(options: dict[str, Any]) -> None:
     ids = tok.encode(f"<think>\n{prose}\n</think>\n\nThe answer is 42, of course.<|im_end|>")
     runtime = ReasoningRuntime()
     pair = Pair(runtime, "r", parser, **options)
-    for t in ids:
-        if pair.obj.request_id not in runtime:
-            break  # the stop string ended both
-        step_rows(runtime, [(pair.obj, [t]), (pair.sse, [t])])
-        pair.drain()
-    if pair.obj.request_id in runtime:
-        runtime.finish("r-obj")
-        runtime.finish("r-sse")
-    pair.drain()
-    reasoning, content = texts(pair.check())
+    reasoning, content = texts(pair.run(runtime, ids))
     assert reasoning == ("" if options.get("include_reasoning") is False else prose)
     if "stop" in options:
         assert content == "The answer is "
@@ -245,13 +238,7 @@ def test_a_tokenizer_without_a_byte_table_takes_the_exact_path(tmp_path: Path) -
     ids = tok.encode("<think>\nA plan.\n</think>\n\nSome words, then more words.")
     runtime = ReasoningRuntime()
     pair = Pair(runtime, "r", parser)
-    for t in ids:
-        step_rows(runtime, [(pair.obj, [t]), (pair.sse, [t])])
-        pair.drain()
-    runtime.finish("r-obj")
-    runtime.finish("r-sse")
-    pair.drain()
-    assert texts(pair.check()) == ("A plan.", "Some words, then more words.")
+    assert texts(pair.run(runtime, ids)) == ("A plan.", "Some words, then more words.")
     assert pair.written == 0
 
 
