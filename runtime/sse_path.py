@@ -290,22 +290,6 @@ class SSEPath:
                 q.append(pre[s] + e + mid[s] + e + suf if alias else pre[s] + e + suf)
                 rec.notify()
         return slow
-        offs_l = offs.tolist()
-        for pre, rows in ((self.pre_c, row_c), (self.pre_r, row_r)):
-            alias = self.alias and pre is self.pre_r
-            for i in np.flatnonzero(rows).tolist():
-                s = slots_l[i]
-                rec = recs[s]
-                assert rec is not None
-                q = rec.queue
-                if len(q) >= room:
-                    slow.append(i)
-                    continue
-                es = esc[s]
-                e = b"".join([es[t] for t in toks_l[offs_l[i] : offs_l[i + 1]]])
-                q.append(pre[s] + e + self.mid[s] + e + suf if alias else pre[s] + e + suf)
-                rec.notify()
-        return slow
 
     def _emit_small(self, res: BatchStepResult, room: int) -> list[int] | None:
         """:meth:`emit` for a few requests, without numpy: the same decisions, row by row."""
