@@ -69,7 +69,6 @@ class SSEPath:
     """Per-slot state of the requests that stream SSE bytes, and the batch-wide step."""
 
     __slots__ = (
-        "_bytes",
         "_index",
         "_stack",
         "_tables",
@@ -83,9 +82,7 @@ class SSEPath:
         "recs",
         "suf",
         "tab_c",
-        "tab_cl",
         "tab_r",
-        "tab_rl",
         "texts",
     )
 
@@ -98,12 +95,7 @@ class SSEPath:
         self.tab_r = np.zeros(0, np.intp)
         """Per slot: the row of the token table its reasoning uses (0: none)."""
         self.tab_c = np.zeros(0, np.intp)
-        self.tab_rl: list[int] = []
-        self.tab_cl: list[int] = []
-        """``tab_r`` and ``tab_c`` as lists, for the scalar loop of small steps."""
         self._tables: list[BoolArray] = [np.zeros(0, np.bool_)]
-        self._bytes: list[bytes] = [b""]
-        """The tables as bytes (one 0/1 byte per token), for the scalar loop."""
         self._index: dict[tuple[int, frozenset[int], str], int] = {}
         self._stack: np.ndarray[Any, np.dtype[np.bool_]] | None = None
         self.recs: list[StreamRecord | None] = []
@@ -127,8 +119,6 @@ class SSEPath:
             arr[:cap] = old
             setattr(self, name, arr)
         more = new - cap
-        self.tab_rl.extend([0] * more)
-        self.tab_cl.extend([0] * more)
         self.recs.extend([None] * more)
         self.pre_c.extend([b""] * more)
         self.pre_r.extend([b""] * more)
@@ -191,10 +181,10 @@ class SSEPath:
         bits = 0
         if plain_r is not None and rec.include_reasoning:
             bits |= 1
-            self.tab_r[slot] = self.tab_rl[slot] = self._table(table, *plain_r)
+            self.tab_r[slot] = self._table(table, *plain_r)
         if plain_c is not None:
             bits |= 2
-            self.tab_c[slot] = self.tab_cl[slot] = self._table(table, *plain_c)
+            self.tab_c[slot] = self._table(table, *plain_c)
         self.bits[slot] = bits
 
     def _table(self, table: TokenText, skip: frozenset[int], trail: str) -> int:
@@ -202,9 +192,7 @@ class SSEPath:
         got = self._index.get(key)
         if got is None:
             got = len(self._tables)
-            plain = table.plain(skip, trail)
-            self._tables.append(plain)
-            self._bytes.append(plain.tobytes())
+            self._tables.append(table.plain(skip, trail))
             self._index[key] = got
             self._stack = None
         return got
@@ -292,7 +280,8 @@ class SSEPath:
         return slow
 
     def _emit_small(self, res: BatchStepResult, room: int) -> list[int] | None:
-        """:meth:`emit` for a few requests, without numpy: the same decisions, row by row."""
+        """:meth:`emit` for a few requests, without array operations: the same decisions,
+        row by row."""
         slots_l = res.slots.tolist()
         toks_l = res.token_ids.tolist()
         labs = res.labels.tobytes()
@@ -310,10 +299,10 @@ class SSEPath:
                 continue
             lab = labs[a]
             if lab == REASONING and b & 1:
-                table = self._bytes[self.tab_rl[s]]
+                table = self._tables[self.tab_r[s]]
                 pre = self.pre_r[s]
             elif lab == CONTENT and b & 2:
-                table = self._bytes[self.tab_cl[s]]
+                table = self._tables[self.tab_c[s]]
                 pre = self.pre_c[s]
             else:
                 slow.append(i)
