@@ -34,7 +34,7 @@ from .openai import (
     Usage,
 )
 from .parser import ReasoningParser
-from .sse import DONE, chunk_events, chunk_of_event, error_event
+from .sse import chunk_of_event, event_bytes, event_stream
 from .stops import StopMatcher
 from .tool_calls import ToolCallStream, call_deltas, merge_tool_call_deltas
 from .toolcalls import ToolCallExtractor
@@ -451,23 +451,15 @@ class RequestStream:
         first if it ended with an error. A request added with ``sse=True`` gets most of
         them ready-made from the runtime's vectorized output path; any other request has
         its chunks encoded here. Leaving the loop early cancels the request."""
-        include_usage = self._rec.include_usage
         try:
-            while True:
-                try:
-                    item = await self._next()
-                except Exception as exc:  # the request's own failure: an error event
-                    yield error_event(exc)
-                    break
-                if item is None:
-                    break
-                if isinstance(item, bytes):
-                    yield item
-                else:
-                    yield chunk_events(item, include_usage=include_usage)
-            yield DONE
+            async for event in event_stream(self._items(), include_usage=self._rec.include_usage):
+                yield event
         finally:
             await self.aclose()
+
+    async def _items(self) -> AsyncIterator[ChatCompletionChunk | bytes]:
+        while (item := await self._next()) is not None:
+            yield item
 
     def ready(self) -> list[ChatCompletionChunk]:
         """Every chunk delivered so far, without waiting (for a writer that polls after
@@ -477,10 +469,7 @@ class RequestStream:
     def ready_events(self) -> list[bytes]:
         """:meth:`ready` as SSE event bytes (without the closing ``[DONE]``)."""
         usage = self._rec.include_usage
-        return [
-            item if isinstance(item, bytes) else chunk_events(item, include_usage=usage)
-            for item in self._drain()
-        ]
+        return [event_bytes(item, include_usage=usage) for item in self._drain()]
 
     def ready_bytes(self) -> bytes:
         """:meth:`ready_events` joined: everything there is to write now, as one bytes

@@ -13,6 +13,8 @@ same bytes (tested byte for byte).
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable, AsyncIterator
+
 import msgspec
 
 from .openai import ChatCompletionChunk, ErrorBody, ErrorDetail, encode
@@ -39,6 +41,24 @@ def chunk_events(chunk: ChatCompletionChunk, *, include_usage: bool) -> bytes:
         id=chunk.id, created=chunk.created, model=chunk.model, choices=[], usage=usage
     )
     return sse_event(bare) + sse_event(tail)
+
+
+def event_bytes(item: ChatCompletionChunk | bytes, *, include_usage: bool) -> bytes:
+    """A queued item as event bytes: ready-made ones (the output path's) as they are."""
+    return item if isinstance(item, bytes) else chunk_events(item, include_usage=include_usage)
+
+
+async def event_stream(
+    items: AsyncIterable[ChatCompletionChunk | bytes], *, include_usage: bool
+) -> AsyncIterator[bytes]:
+    """The SSE bytes of a request: its chunks (or ready-made events), then ``[DONE]``; an
+    error event first if the request ended with an error."""
+    try:
+        async for item in items:
+            yield event_bytes(item, include_usage=include_usage)
+    except Exception as exc:  # the request's own failure, or a bug: an error event either way
+        yield error_event(exc)
+    yield DONE
 
 
 def error_event(exc: BaseException) -> bytes:

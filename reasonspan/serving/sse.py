@@ -10,17 +10,13 @@ from ..runtime.openai import ChatCompletionChunk
 from ..runtime.sse import DONE as DONE
 from ..runtime.sse import chunk_events as chunk_events
 from ..runtime.sse import error_event as error_event
+from ..runtime.sse import event_stream
 from ..runtime.sse import sse_event as sse_event
 
 
-async def sse_stream(
+def sse_stream(
     chunks: AsyncIterable[ChatCompletionChunk], *, include_usage: bool = False
 ) -> AsyncIterator[bytes]:
     """The SSE bytes of a request: its chunks, then ``[DONE]`` (an error event first if
     the request ended with an error)."""
-    try:
-        async for chunk in chunks:
-            yield chunk_events(chunk, include_usage=include_usage)
-    except Exception as exc:  # the request's own failure, or a bug: an error event either way
-        yield error_event(exc)
-    yield DONE
+    return event_stream(chunks, include_usage=include_usage)
