@@ -86,13 +86,22 @@ class Row(msgspec.Struct):
 
 
 def median_ns(fn: Callable[[], object], repeats: int) -> float:
-    fn()  # warm-up
-    times = []
+    """Median ns of ``fn`` over ``repeats`` calls, after one warm-up call."""
+    return interleaved_medians([fn], repeats)[0]
+
+
+def interleaved_medians(fns: list[Callable[[], object]], repeats: int) -> list[float]:
+    """Median ns of each function, the functions timed in turn within every repeat (after
+    one warm-up call each), so all of them see the same machine load."""
+    for fn in fns:
+        fn()  # warm-up
+    times: list[list[int]] = [[] for _ in fns]
     for _ in range(repeats):
-        t0 = time.perf_counter_ns()
-        fn()
-        times.append(time.perf_counter_ns() - t0)
-    return float(statistics.median(times))
+        for fn, into in zip(fns, times, strict=True):
+            t0 = time.perf_counter_ns()
+            fn()
+            into.append(time.perf_counter_ns() - t0)
+    return [float(statistics.median(t)) for t in times]
 
 
 def transcript_ids(tok: LoadedTokenizer, n_tokens: int = 1000, family: Family = QWEN3) -> list[int]:

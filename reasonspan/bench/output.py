@@ -20,7 +20,6 @@ that holds N (and removing it), beside constructing the baseline's per-request p
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -33,7 +32,7 @@ from ..runtime.openai import ChatCompletionChunk, ChoiceDelta, ChunkChoice
 from ..runtime.sse import chunk_events
 from ..runtime.streams import ReasoningRuntime
 from ..tokenizer import LoadedTokenizer
-from .common import Family, Plan, Row, transcript_ids
+from .common import Family, Plan, Row, interleaved_medians, transcript_ids
 
 SIZES = (1, 64, 256, 1024, 4096)
 KS = (1, 4)
@@ -130,19 +129,6 @@ def _runtime(
     return run_chunks
 
 
-def _medians(fns: list[Callable[[], object]], repeats: int) -> list[float]:
-    """Median ns of each function, the functions timed in turn within every repeat."""
-    for fn in fns:
-        fn()  # warm-up
-    times: list[list[int]] = [[] for _ in fns]
-    for _ in range(repeats):
-        for fn, into in zip(fns, times, strict=True):
-            t0 = time.perf_counter_ns()
-            fn()
-            into.append(time.perf_counter_ns() - t0)
-    return [float(statistics.median(t)) for t in times]
-
-
 def _admission(tok: LoadedTokenizer, family: Family, live: int, repeats: int) -> list[Row]:
     """One more request admitted to (and removed from) a runtime holding ``live`` ones,
     beside constructing the baseline's per-request splitter."""
@@ -165,7 +151,7 @@ def _admission(tok: LoadedTokenizer, family: Family, live: int, repeats: int) ->
         for _ in range(batch):
             TextBaseline(tok.tokenizer, family.start, family.end, in_reasoning=True)
 
-    base, ours = _medians([construct, admit], repeats)
+    base, ours = interleaved_medians([construct, admit], repeats)
     note = f"{live:,} live requests; per request, add + abort (the baseline: construct)"
     return [
         Row(
@@ -205,7 +191,7 @@ def bench_output(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
                 _runtime(tok, family, ids, n, k, sse=False),
                 _runtime(tok, family, ids, n, k, sse=True),
             ]
-            times = _medians([partial(p, count) for p in paths], runs)
+            times = interleaved_medians([partial(p, count) for p in paths], runs)
             total = n * k * count
             base = times[0]
             note = f"{n:,} concurrent, k={k}, {count} steps timed; µs/call = one step"

@@ -14,7 +14,6 @@ is created once, as a server does; the HTTP write is left out of both.
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -27,7 +26,7 @@ from ..runtime.openai import ChatCompletionChunk, ChoiceDelta, ChunkChoice, Fini
 from ..runtime.streams import ReasoningRuntime
 from ..serving.sse import chunk_events
 from ..tokenizer import LoadedTokenizer
-from .common import Family, Plan, Row, transcript_ids
+from .common import Family, Plan, Row, interleaved_medians, transcript_ids
 
 SIZES = (1, 64, 256)
 STEPS = 200
@@ -117,24 +116,6 @@ def _baseline(tok: LoadedTokenizer, tokens: np.ndarray, family: Family) -> Calla
     return run
 
 
-def _paired_median_ns(
-    a: Callable[[], int], b: Callable[[], int], repeats: int
-) -> tuple[float, float]:
-    """Medians of ``a`` and ``b`` timed alternately, so both see the same machine load."""
-    a(), b()  # warm-up
-    ta: list[int] = []
-    tb: list[int] = []
-    for _ in range(repeats):
-        t0 = time.perf_counter_ns()
-        a()
-        t1 = time.perf_counter_ns()
-        b()
-        t2 = time.perf_counter_ns()
-        ta.append(t1 - t0)
-        tb.append(t2 - t1)
-    return float(statistics.median(ta)), float(statistics.median(tb))
-
-
 def bench_serve(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
     """Token ids to SSE bytes per request-token, at each concurrency, beside the baseline."""
     family = plan.family
@@ -144,8 +125,8 @@ def bench_serve(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
     for n in plan.serve_sizes or SIZES:
         tokens = _schedule(ids, n)
         total = n * STEPS
-        base, ours = _paired_median_ns(
-            _baseline(tok, tokens, family), _ours(tok, tokens, family), runs
+        base, ours = interleaved_medians(
+            [_baseline(tok, tokens, family), _ours(tok, tokens, family)], runs
         )
         note = f"{n} concurrent, {STEPS} steps; µs/call = one step"
         rows.append(

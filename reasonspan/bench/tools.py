@@ -28,8 +28,8 @@ import numpy as np
 from ..runtime import TextSplitter, create_parser_sync
 from ..tokenizer import LoadedTokenizer
 from ..transcripts import long_reasoning
-from .common import Plan, Row, median_ns
-from .serve import _paired_median_ns, runtime_to_sse
+from .common import Plan, Row, interleaved_medians, median_ns
+from .serve import runtime_to_sse
 
 SIZES = (1, 256)
 TOOLS = [
@@ -129,7 +129,7 @@ def bench_tools(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
     runs = max(3, repeats // 10)
     for size in sizes:
         total = size * n
-        b, o = _paired_median_ns(_runtime(tok, plain, size), _runtime(tok, heavy, size), runs)
+        b, o = interleaved_medians([_runtime(tok, plain, size), _runtime(tok, heavy, size)], runs)
         for case, t, ratio in (
             (f"ReasoningRuntime + SSE, plain, {size} concurrent", b, None),
             (f"ReasoningRuntime + SSE, tool-heavy, {size} concurrent", o, b / o),
