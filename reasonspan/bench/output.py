@@ -28,11 +28,12 @@ import numpy as np
 
 from ..baseline import TextBaseline
 from ..runtime import create_parser_sync
-from ..runtime.openai import ChatCompletionChunk, ChoiceDelta, ChunkChoice
+from ..runtime.openai import ChoiceDelta
 from ..runtime.sse import chunk_events
 from ..runtime.streams import ReasoningRuntime
 from ..tokenizer import LoadedTokenizer
 from .common import Family, Plan, Row, interleaved_medians, transcript_ids
+from .serve import baseline_event
 
 SIZES = (1, 64, 256, 1024, 4096)
 KS = (1, 4)
@@ -78,15 +79,8 @@ def _baseline(
             for i in range(n):
                 r, c = splitters[i].feed(toks[i * k : i * k + k])
                 if r or c:
-                    chunk = ChatCompletionChunk(
-                        id=keys[i],
-                        created=created,
-                        model="bench",
-                        choices=[
-                            ChunkChoice(0, ChoiceDelta(content=c or None, reasoning=r or None))
-                        ],
-                    )
-                    sent += len(chunk_events(chunk, include_usage=False))
+                    delta = ChoiceDelta(content=c or None, reasoning=r or None)
+                    sent += len(baseline_event(keys[i], created, delta))
         return sent
 
     return run

@@ -83,19 +83,27 @@ def runtime_to_sse(
     return run
 
 
+def baseline_event(
+    rid: str, created: int, delta: ChoiceDelta, finish: FinishReason | None = None
+) -> bytes:
+    """The text baseline's SSE bytes for one delta: the same chunk Struct and encoding as
+    the runtime's, so the suites compare splitting, not encoding."""
+    c = ChatCompletionChunk(
+        id=rid,
+        created=created,
+        model="bench",
+        choices=[ChunkChoice(index=0, delta=delta, finish_reason=finish)],
+    )
+    return chunk_events(c, include_usage=False)
+
+
 def _baseline(tok: LoadedTokenizer, tokens: np.ndarray, family: Family) -> Callable[[], int]:
     n = tokens.shape[1]
     rows = tokens.tolist()
     created = int(time.time())
 
     def chunk(rid: str, delta: ChoiceDelta, finish: FinishReason | None = None) -> bytes:
-        c = ChatCompletionChunk(
-            id=rid,
-            created=created,
-            model="bench",
-            choices=[ChunkChoice(index=0, delta=delta, finish_reason=finish)],
-        )
-        return chunk_events(c, include_usage=False)
+        return baseline_event(rid, created, delta, finish)
 
     def run() -> int:
         splitters = [
