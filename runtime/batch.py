@@ -70,6 +70,7 @@ from .batch_fallback import step_fallback
 from .batch_grammar import Grammars
 from .batch_result import BatchStepResult
 from .batch_slots import Slots, as_request_id, check_bool, int_array, token_array
+from .batch_small import step_small
 from .batch_tables import ASIDE_BIT, LOW, REASONING_BIT, Tables, is_hold_back, starts_aside
 from .batch_types import (
     HELD,
@@ -366,6 +367,13 @@ class ReasoningBatch:
         before any request's state changes.
         """
         sl = self._slots
+        if (
+            not (sl.n_fallback or sl.n_hybrid or sl.n_budget or sl.n_struct or sl.failures)
+            and not self._grammars
+        ):
+            small = step_small(sl, self._tables, request_ids, token_ids, offsets)
+            if small is not None:
+                return small
         rids = int_array(request_ids, "request_ids")
         toks, bad = token_array(token_ids)
         offs = int_array(offsets, "offsets")

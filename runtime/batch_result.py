@@ -13,7 +13,9 @@ module but the shared types and errors.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+import numpy as np
 
 from .batch_errors import RequestFailedError, UnknownRequestError
 from .batch_types import BoolArray, IntArray, LabelArray, Spill
@@ -33,6 +35,41 @@ class ForcedSource(Protocol):
         ...
 
 
+class StepLists(NamedTuple):
+    """A step's per-request and per-token facts as Python lists: what the runtime's
+    per-request loop reads (:meth:`BatchStepResult.lists`), and all that the scalar step
+    for a few requests builds (its arrays are made from these only when read)."""
+
+    request_ids: list[int]
+    token_ids: list[int]
+    offsets: list[int]
+    labels: bytes
+    slots: list[int]
+    is_reasoning: list[bool]
+    reasoning_tokens: list[int]
+
+
+_LAZY = frozenset(
+    (
+        "_slots",
+        "budget_remaining",
+        "forcing",
+        "grammar_active",
+        "grammar_mask",
+        "grammar_stopped",
+        "held_tokens",
+        "is_reasoning",
+        "labels",
+        "next_forced_token",
+        "offsets",
+        "reasoning_tokens",
+        "request_ids",
+        "token_ids",
+    )
+)
+"""The array fields a scalar step leaves unset until they are read."""
+
+
 class BatchStepResult:
     """One engine step, for the whole batch. Arrays are aligned with ``request_ids``
     (per request) or with ``token_ids`` (per token); all of them are owned by the result.
@@ -47,6 +84,7 @@ class BatchStepResult:
         "_forced_pos",
         "_gen",
         "_include",
+        "_lists",
         "_rows",
         "_slots",
         "_spill",
@@ -116,6 +154,71 @@ class BatchStepResult:
         self._rows: dict[int, int] | None = None
         self._decided: dict[int, tuple[list[int], bytes]] = {}
         self._spill: dict[int, tuple[Spill, ...]] = {}
+        self._lists: StepLists | None = None
+
+    @classmethod
+    def of_lists(
+        cls, batch: ForcedSource, lists: StepLists, include: BoolArray | None
+    ) -> BatchStepResult:
+        """The result of a step of table-routed requests with nothing held, forced,
+        failed or under a grammar, from its lists: the arrays are made when first read
+        (a server loop that reads only the text of a few requests never pays for them)."""
+        res = cls(batch)
+        res._lists = lists
+        res._include = include
+        res._forced_pos = None
+        res._gen = None
+        res.errors = {}
+        return res
+
+    def lists(self) -> StepLists:
+        """The step's ids, offsets, labels, slots, states and reasoning counts as Python
+        lists (converted once)."""
+        got = self._lists
+        if got is None:
+            got = self._lists = StepLists(
+                self.request_ids.tolist(),
+                self.token_ids.tolist(),
+                self.offsets.tolist(),
+                self.labels.tobytes(),
+                self._slots.tolist(),
+                self.is_reasoning.tolist(),
+                self.reasoning_tokens.tolist(),
+            )
+        return got
+
+    if not TYPE_CHECKING:  # the type checker sees the declared fields, never this
+
+        def __getattr__(self, name: str) -> Any:
+            """An array field a scalar step left unset (:meth:`of_lists`): made now."""
+            lists = self._lists
+            if name not in _LAZY or lists is None:
+                raise AttributeError(name)
+            self._arrays(lists)
+            return object.__getattribute__(self, name)
+
+    def _arrays(self, lists: StepLists) -> None:
+        n, m = len(lists.request_ids), len(lists.token_ids)
+        ints = np.array(
+            lists.request_ids
+            + lists.token_ids
+            + lists.offsets
+            + lists.slots
+            + lists.reasoning_tokens,
+            np.int64,
+        )
+        a, b, c = n + m, 2 * n + m + 1, 3 * n + m + 1  # views of one owned buffer
+        self.request_ids, self.token_ids, self.offsets = ints[:n], ints[n:a], ints[a:b]
+        self._slots, self.reasoning_tokens = ints[b:c], ints[c:]
+        self.labels = np.frombuffer(bytearray(lists.labels), np.uint8)
+        self.is_reasoning = np.array(lists.is_reasoning, np.bool_)
+        self.grammar_mask = np.zeros(m, np.bool_)
+        self.grammar_active = np.zeros(n, np.bool_)
+        self.grammar_stopped = np.zeros(n, np.bool_)
+        self.forcing = np.zeros(n, np.bool_)
+        self.held_tokens = np.zeros(n, np.int64)
+        self.next_forced_token = np.full(n, -1, np.int64)
+        self.budget_remaining = np.full(n, -1, np.int64)
 
     # ------------------------------------------------------------------ lookups
 
@@ -158,12 +261,9 @@ class BatchStepResult:
         for the given rows), as :meth:`decided` and :meth:`spill` give them, converting
         the arrays once (the async runtime turns every request's tokens into text each
         step)."""
-        toks = self.token_ids.tolist()
-        labels = self.labels.tobytes()
-        offs = self.offsets.tolist()
+        rids, toks, offs, labels = self.lists()[:4]
         decided = self._decided
         spill = self._spill
-        rids = self.request_ids.tolist()
         for i in range(len(rids)) if rows is None else rows:
             rid = rids[i]
             got = decided.get(i) if decided else None
@@ -202,7 +302,8 @@ class BatchStepResult:
         return self._batch.forced_sequence(slot)[pos:]
 
     def __len__(self) -> int:
-        return int(self.request_ids.shape[0])
+        lists = self._lists
+        return len(lists.request_ids) if lists is not None else int(self.request_ids.shape[0])
 
     def __repr__(self) -> str:
         return (

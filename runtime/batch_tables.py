@@ -23,6 +23,7 @@ parsers: it sees compiled machines only.
 from __future__ import annotations
 
 import weakref
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +46,15 @@ ASIDE = 7
 """Table kind of a token the table leaves to the request's own parser (see Tables)."""
 CUT = int(MarkerKind.CUT)
 """Kind of a cut marker (``ReasoningSpec.cut``): left to the request's parser, like ASIDE."""
+
+
+class ScalarTables(NamedTuple):
+    """:class:`Tables` as bytes and lists (see :meth:`Tables.scalar`)."""
+
+    lut: bytes
+    lab: list[int]
+    nxt: list[int]
+    inc: list[int]
 
 
 class Tables:
@@ -83,6 +93,19 @@ class Tables:
         """Per group: its ``luts`` entry is a view of the flat table (hold-back groups)."""
         self._free: list[int] = []
         """Groups released when their last request left, reused by the next new group."""
+        self._scalar: ScalarTables | None = None
+        """The tables as bytes and lists, for the scalar step (built when first asked for,
+        dropped whenever a group is built or released)."""
+
+    def scalar(self) -> ScalarTables:
+        """The same tables for a step of a few requests in plain Python: indexing bytes
+        and lists costs a tenth of indexing a numpy array with a Python int."""
+        got = self._scalar
+        if got is None:
+            got = self._scalar = ScalarTables(
+                self.lut.tobytes(), self.lab.tolist(), self.nxt.tolist(), self.inc.tolist()
+            )
+        return got
 
     def group(self, machine: Machine) -> int | None:
         """The group of a machine, or None when the batch must route it per request."""
@@ -130,6 +153,7 @@ class Tables:
         else:
             self.base[g] = base
             self.vocab[g] = int(machine.vocab_size)
+        self._scalar = None
         flat_lut = np.empty(base + lut.size, np.uint8)
         flat_lut[:base] = self.lut
         if hold_back:  # HOLD (8, never with a kind) becomes ASIDE, written in place
@@ -178,6 +202,7 @@ class Tables:
             if got_g == g:
                 del self._by_machine[m]
         self._free.append(g)
+        self._scalar = None
         live = [x for x in range(len(self.base)) if x not in self._free]
         parts: list[npt.NDArray[np.uint8]] = []
         at = 0

@@ -1,0 +1,129 @@
+"""The batch step for a few requests, in plain Python.
+
+The vectorized step makes some forty numpy calls whatever the batch size, a microsecond
+or two each: for one request alone that is about 50 µs per token, many times what the
+request's own ``stream()`` costs. A step of at most :data:`SMALL_REQUESTS` requests over
+table-routed families (no request of the batch routed by its parser, budgeted, under a
+grammar or failed) goes through the same tables one token at a time with Python ints,
+and hands back a result whose arrays are made only when read
+(:meth:`BatchStepResult.of_lists`).
+
+The step changes nothing unless it can take the whole step: input that is not plain ints,
+an id it does not know (or twice), a finished request, offsets that do not fit, a token
+outside its request's vocabulary, all go to the vectorized step, which checks the input
+and raises exactly as before. Same tables, same transitions, same counts: a request gets
+what the vectorized step gives it (tests/test_batch.py runs both on the same batches).
+
+Owns the scalar routing only: it reads the tables (``batch_tables``) and the slots
+(``batch_slots``), and the batch decides when it may run (:func:`step_small`'s caller
+checks the batch-wide conditions).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .batch_result import BatchStepResult, StepLists
+from .batch_slots import Slots
+from .batch_tables import LOW, REASONING_BIT, Tables
+from .labels import DELIMITER
+
+SMALL_REQUESTS = 8
+"""Steps of at most this many requests take the scalar step (above it, the numpy calls
+cost less than the per-token Python)."""
+SMALL_TOKENS = 64
+"""And at most this many tokens in all."""
+
+_I64_MIN = -(1 << 63)
+_I64_MAX = (1 << 63) - 1
+_LOW = int(LOW)
+_REASONING = int(REASONING_BIT)
+
+
+def plain_ints(x: object) -> list[int] | None:
+    """``x`` as a list of ints that fit in int64 (a 1-D signed integer array, or a list or
+    tuple of ints), or None for anything else (the vectorized step then checks it)."""
+    if isinstance(x, np.ndarray):
+        if x.ndim != 1 or x.dtype.kind != "i":
+            return None
+        got: list[int] = x.tolist()
+        return got
+    if type(x) is list or type(x) is tuple:
+        if not x:
+            return []
+        if not set(map(type, x)) <= {int}:
+            return None
+        if min(x) < _I64_MIN or max(x) > _I64_MAX:
+            return None
+        return list(x)
+    return None
+
+
+def step_small(
+    sl: Slots, tables: Tables, request_ids: Any, token_ids: Any, offsets: Any
+) -> BatchStepResult | None:
+    """The step for a few table-routed requests, or None (nothing changed) when the
+    vectorized step must take it."""
+    rids = plain_ints(request_ids)
+    if rids is None or not 0 < len(rids) <= SMALL_REQUESTS:
+        return None
+    toks = plain_ints(token_ids)
+    offs = plain_ints(offsets)
+    n = len(rids)
+    if toks is None or offs is None or len(toks) > SMALL_TOKENS or len(offs) != n + 1:
+        return None
+    if offs[0] != 0 or offs[n] != len(toks):
+        return None
+    slot_of = sl.slot_of
+    slots: list[int] = []
+    for rid in rids:
+        s = slot_of.get(rid)
+        if s is None:
+            return None
+        slots.append(s)
+    if n > 1 and len(set(slots)) != n:
+        return None
+    done = sl.done
+    vocab = sl.vocab
+    for i, s in enumerate(slots):
+        a, z = offs[i], offs[i + 1]
+        if z < a or (sl.n_done and done[s]):
+            return None
+        if a < z:
+            v = int(vocab[s])
+            for t in toks[a:z]:
+                if not 0 <= t < v:
+                    return None
+
+    # ---- validated: from here on the batch changes
+    lut, lab_t, nxt_t, inc_t = tables.scalar()
+    row_a, cnt_a, dcnt_a, lutb = sl.row, sl.cnt, sl.dcnt, sl.lutb
+    labels = bytearray(len(toks))
+    is_reasoning: list[bool] = []
+    reasoning_tokens: list[int] = []
+    for i, s in enumerate(slots):
+        a, z = offs[i], offs[i + 1]
+        row = int(row_a[s])
+        cnt = int(cnt_a[s])
+        if a < z:
+            base = int(lutb[s])
+            delimiters = 0
+            for j in range(a, z):
+                idx = row + lut[base + toks[j]]
+                lab = lab_t[idx]
+                labels[j] = lab
+                row = nxt_t[idx]
+                cnt += inc_t[idx]
+                if lab == DELIMITER:
+                    delimiters += 1
+            row_a[s] = row
+            cnt_a[s] = cnt
+            if delimiters:
+                dcnt_a[s] += delimiters
+        is_reasoning.append(bool(row & _REASONING))
+        reasoning_tokens.append(cnt & _LOW)
+    lists = StepLists(rids, toks, offs, bytes(labels), slots, is_reasoning, reasoning_tokens)
+    include = sl.incl[np.asarray(slots, np.int64)] if sl.n_exclude else None
+    return BatchStepResult.of_lists(sl, lists, include)
