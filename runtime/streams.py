@@ -436,18 +436,19 @@ class ReasoningRuntime:
                 if rids is None:
                     raise
                 rids_in, toks_in, offs_in = rids, toks, offs
-        for rid, exc in res.errors.items():
-            failed = self._by_engine.get(int(rid))
-            if failed is not None:
-                self._fail(failed, exc)
-        records = self._by_engine
         errors = res.errors
+        if errors:
+            for rid, exc in errors.items():
+                failed = self._by_engine.get(int(rid))
+                if failed is not None:
+                    self._fail(failed, exc)
+        records = self._by_engine
         alias = self.alias
         room = self.buffer_size
         sse = self._sse
         rows = sse.emit(res, room)
         touched: list[StreamRecord] = []
-        for rid, ids, labels, spill in res.all_decided(rows):
+        for rid, ids, labels, spill in res.all_decided(rows) if rows != [] else ():
             got = records.get(rid)
             if got is None or got.closed or (errors and rid in errors) or not ids:
                 continue

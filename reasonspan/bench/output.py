@@ -21,7 +21,7 @@ that holds N (and removing it), beside constructing the baseline's per-request p
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import partial
 
 import numpy as np
@@ -51,15 +51,18 @@ def _steps(n: int, k: int) -> int:
     return max(4, min(256, BUDGET // (n * k)))
 
 
-def _schedule(ids: list[int], n: int, k: int) -> Iterator[np.ndarray]:
-    """Endless step arrays: request i's next k tokens of the transcript, from its own
-    offset, wrapping around."""
+def _schedule(ids: list[int], n: int, k: int) -> list[np.ndarray]:
+    """The step arrays of one timed run, made before the clock starts (an engine hands
+    them over ready): request i's next k tokens of the transcript, from its own offset,
+    wrapping around. Every run replays them; the requests' state goes on."""
     arr = np.asarray(ids, dtype=np.int64)
     pos = (np.arange(n, dtype=np.int64) * 37) % len(ids)
     inner = np.arange(k, dtype=np.int64)
-    while True:
-        yield arr[(pos[:, None] + inner[None, :]) % len(ids)].reshape(-1)
+    steps = []
+    for _ in range(_steps(n, k)):
+        steps.append(arr[(pos[:, None] + inner[None, :]) % len(ids)].reshape(-1))
         pos = (pos + k) % len(ids)
+    return steps
 
 
 def _baseline(
@@ -74,8 +77,8 @@ def _baseline(
 
     def run(count: int) -> int:
         sent = 0
-        for _ in range(count):
-            toks = next(steps).tolist()
+        for step in steps[:count]:
+            toks = step.tolist()
             for i in range(n):
                 r, c = splitters[i].feed(toks[i * k : i * k + k])
                 if r or c:
@@ -103,8 +106,8 @@ def _runtime(
 
         def run(count: int) -> int:
             sent = 0
-            for _ in range(count):
-                runtime.step(eids, next(steps), offsets)
+            for step in steps[:count]:
+                runtime.step(eids, step, offsets)
                 for s in streams:
                     sent += len(s.ready_bytes())
             return sent
@@ -113,8 +116,8 @@ def _runtime(
 
     def run_chunks(count: int) -> int:
         sent = 0
-        for _ in range(count):
-            runtime.step(eids, next(steps), offsets)
+        for step in steps[:count]:
+            runtime.step(eids, step, offsets)
             for s in streams:
                 for chunk in s.ready():
                     sent += len(chunk_events(chunk, include_usage=False))
