@@ -168,9 +168,10 @@ class Slots:
         self.slot_of: dict[int, int] = {}
         self.free: list[int] = []
         self.parsers: list[ReasoningParser | None] = []
-        self._facts: list[tuple[int, bool, bool, bool, bool, int, int]] = []
-        """Per live slot, what :meth:`release` needs back: ``(request id, routed by its
-        parser only, hold-back, budgeted, include reasoning, forced length, vocabulary)``
+        self._facts: list[tuple[int, int, bool, bool, bool, int, int]] = []
+        """Per live slot, what :meth:`release` needs back: ``(request id, table group (-1:
+        routed by its parser only), hold-back, budgeted, include reasoning, forced length,
+        vocabulary)``
         (Python values: reading them back from the arrays costs more than the writes)."""
         self.failures: dict[int, RequestFailedError] = {}
         """The error of each failed slot, reported at every step until it is removed."""
@@ -210,7 +211,7 @@ class Slots:
                 arr[:old] = getattr(self, name)
             setattr(self, name, arr)
         self.parsers.extend([None] * (cap - old))
-        self._facts.extend([(0, False, False, False, True, 0, 0)] * (cap - old))
+        self._facts.extend([(0, -1, False, False, True, 0, 0)] * (cap - old))
         self.free.extend(range(cap - 1, old - 1, -1))
         self.cap = cap
 
@@ -251,7 +252,8 @@ class Slots:
         self.failed[slot] = False
         self.vec[slot] = group is not None and not hybrid
         self.tab[slot] = group is not None
-        self.group[slot] = -1 if group is None else group
+        gid = -1 if group is None else group
+        self.group[slot] = gid
         self.lutb[slot] = lutb
         self.row[slot] = (0 if group is None else 32 * group) + (8 if reasoning else 0)
         self.vocab[slot] = vocab
@@ -280,7 +282,7 @@ class Slots:
         elif hybrid:
             self.n_hybrid += 1
         self.parsers[slot] = parser
-        self._facts[slot] = (rid, group is None, hybrid, budgeted, include, len(seq), vocab)
+        self._facts[slot] = (rid, gid, hybrid, budgeted, include, len(seq), vocab)
         self.slot_of[rid] = slot
         self._recent += 1  # found through slot_of until the sorted index is rebuilt
         if self.vmin is not None and vocab < self.vmin:
@@ -288,10 +290,10 @@ class Slots:
         self.version += 1
         return slot
 
-    def release(self, slot: int) -> None:
+    def release(self, slot: int) -> int:
         """Free a slot at once (finished, cancelled or failed alike), putting back the
-        defaults :meth:`occupy` relies on."""
-        rid, fallback, hybrid, budgeted, include, flen, vocab = self._facts[slot]
+        defaults :meth:`occupy` relies on. Returns the table group it had (-1: none)."""
+        rid, group, hybrid, budgeted, include, flen, vocab = self._facts[slot]
         del self.slot_of[rid]
         ids = self._ids
         if ids.shape[0]:
@@ -299,7 +301,7 @@ class Slots:
             if pos < ids.shape[0] and int(ids[pos]) == rid:
                 self._id_slots[pos] = -1  # a tombstone: the sorted index is not copied
         self._recent += 1
-        if fallback:
+        if group < 0:
             self.n_fallback -= 1
         elif hybrid:
             self.n_hybrid -= 1
@@ -330,6 +332,7 @@ class Slots:
         if vocab == self.vmin:
             self.vmin = None
         self.version += 1
+        return group
 
     def _store_forced(self, slot: int, seq: list[int]) -> None:
         need = len(seq)
