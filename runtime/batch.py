@@ -193,8 +193,16 @@ class ReasoningBatch:
         if rid in self._slots.slot_of:
             raise DuplicateRequestError(rid)
         p = self._resolve_parser(parser, name, tokenizer, chat_template_kwargs)
-        include = check_bool("include_reasoning", include_reasoning)
-        structured = check_bool("structured_output", structured_output)
+        include = (
+            include_reasoning
+            if include_reasoning is True
+            else check_bool("include_reasoning", include_reasoning)
+        )
+        structured = (
+            structured_output
+            if structured_output is False
+            else check_bool("structured_output", structured_output)
+        )
         grammar = compile_grammar(response_format, p.tokenizer) if response_format else None
         structured = structured or grammar is not None
         gate = getattr(p, "grammar_gate_token", None) if grammar is not None else None

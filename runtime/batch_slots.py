@@ -84,6 +84,8 @@ def token_array(x: object) -> tuple[IntArray, BadToken | None]:
 
 def as_request_id(x: object, where: str) -> int:
     """A request id as an int (ints and numpy integers that fit in int64), or a clear error."""
+    if type(x) is int and _I64_MIN <= x <= _I64_MAX:  # the usual id, without the checks below
+        return x
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
         raise TypeError(f"{where}: request ids are ints, not {type(x).__name__}")
     v = int(x)
