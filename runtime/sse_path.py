@@ -173,7 +173,8 @@ class SSEPath:
     def _cut(self, rec: StreamRecord) -> tuple[bytes, bytes, bytes, bytes] | None:
         """The request's templates (:func:`_templates`): the ones of its model and second
         with its escaped id put in (two chunk encodings saved per request), else cut
-        from its own chunks."""
+        from its own chunks. The key must hold every field ``StreamRecord.chunk`` takes
+        from the request but the id (tests/test_sse_path.py checks the ids)."""
         key = (rec.model, rec.created)
         shared = self._shared
         if key in shared:
