@@ -53,6 +53,7 @@ Not thread-safe: one batch belongs to one scheduler loop.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -84,6 +85,7 @@ from .batch_types import (
 )
 from .grammar import compile_grammar
 from .labels import CONTENT, DELIMITER, REASONING, split_labels
+from .machine import Machine
 from .parser import ReasoningParser
 from .registry import create_parser_sync
 
@@ -116,6 +118,8 @@ class ReasoningBatch:
         """The one table group of the batch when it holds a single family (-1: mixed)."""
         self._grammars = Grammars()
         """The response_format matchers, by slot (``batch_grammar``)."""
+        self._last_group: tuple[weakref.ref[Machine], int | None] | None = None
+        """The table group of the last vectorizable machine admitted (``_vector_group``)."""
 
     @property
     def capacity(self) -> int:
@@ -141,6 +145,16 @@ class ReasoningBatch:
         """Cache the single vectorized group when the batch holds only one family."""
         live = [g for g, n in enumerate(self._tables.live) if n]
         self._single = live[0] if (len(live) == 1 and not self._slots.n_fallback) else -1
+
+    def _recount_after(self, group: int | None) -> None:
+        """:meth:`_recount` after a request of ``group`` came or went, skipping the scan
+        when the answer cannot have changed: a request of the single group came, or left
+        while others of it stay (a request of any other group, or routed by its own
+        parser, means a mixed batch either way when it comes, and may end one when it
+        goes)."""
+        single = self._single
+        if group is None or single < 0 or group != single or not self._tables.live[group]:
+            self._recount()
 
     # ------------------------------------------------------------------ add / remove
 
@@ -180,11 +194,19 @@ class ReasoningBatch:
         if rid in self._slots.slot_of:
             raise DuplicateRequestError(rid)
         p = self._resolve_parser(parser, name, tokenizer, chat_template_kwargs)
-        include = check_bool("include_reasoning", include_reasoning)
-        structured = check_bool("structured_output", structured_output)
+        include = (
+            include_reasoning
+            if include_reasoning is True
+            else check_bool("include_reasoning", include_reasoning)
+        )
+        structured = (
+            structured_output
+            if structured_output is False
+            else check_bool("structured_output", structured_output)
+        )
         grammar = compile_grammar(response_format, p.tokenizer) if response_format else None
         structured = structured or grammar is not None
-        gate = getattr(p, "grammar_gate_token", None)
+        gate = getattr(p, "grammar_gate_token", None) if grammar is not None else None
         if grammar is not None and gate is not None:
             wait = gate(prompt_token_ids if prompt_token_ids is not None else [])
             grammar.wait_for = -1 if wait is None else int(wait)
@@ -217,10 +239,12 @@ class ReasoningBatch:
         )
         if hybrid and starts_aside(p.machine):
             self._slots.row[slot] |= ASIDE_BIT  # the output's start is its parser's to decide
-        self._grammars.put(slot, grammar)
+        grammars = self._grammars
+        if grammar is not None or slot >= grammars.has.shape[0]:
+            grammars.put(slot, grammar)  # a reused slot's entry was cleared by remove()
         if group is not None:
             self._tables.live[group] += 1
-        self._recount()
+        self._recount_after(group)
 
     def _resolve_parser(
         self,
@@ -260,7 +284,14 @@ class ReasoningBatch:
             return None, False
         machine = p.machine
         if machine.vectorizable:
-            return self._tables.group(machine), False
+            last = self._last_group
+            if last is not None and last[0]() is machine:
+                return last[1], False
+            g = self._tables.group(machine)
+            # Most requests use the previous one's machine: skip the weak-dict lookup.
+            # Dropped when a group is released (group numbers are reused then).
+            self._last_group = (weakref.ref(machine), g)
+            return g, False
         if not is_hold_back(machine) or p.may_return_reasoning_as_content:
             return None, False
         g = self._tables.group(machine)
@@ -270,19 +301,22 @@ class ReasoningBatch:
         """Free the request's slot at once (finished, cancelled or failed alike)."""
         sl = self._slots
         slot = sl.slot(request_id, "remove()")
-        group = int(sl.group[slot])
-        sl.release(slot)
+        group = sl.release(slot)
         if group >= 0:
             tables = self._tables
             tables.live[group] -= 1
-            if not tables.live[group] and tables.release(group):
-                # The flat lookup table was repacked: move the live slots' offsets.
-                every = sl.live_slots()
-                live = every[sl.group[every] >= 0]
-                base = np.asarray(tables.base, np.int64)
-                sl.lutb[live] = base[sl.group[live]]
-        self._grammars.put(slot, None)
-        self._recount()
+            if not tables.live[group]:
+                self._last_group = None  # the group's number may go to another machine
+                if tables.release(group):
+                    # The flat lookup table was repacked: move the live slots' offsets.
+                    every = sl.live_slots()
+                    live = every[sl.group[every] >= 0]
+                    base = np.asarray(tables.base, np.int64)
+                    sl.lutb[live] = base[sl.group[live]]
+        grammars = self._grammars
+        if grammars.has[slot]:  # add() sized ``has`` for every slot it gave out
+            grammars.put(slot, None)
+        self._recount_after(group if group >= 0 else None)
 
     # ------------------------------------------------------------------ queries
 

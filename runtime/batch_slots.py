@@ -84,6 +84,8 @@ def token_array(x: object) -> tuple[IntArray, BadToken | None]:
 
 def as_request_id(x: object, where: str) -> int:
     """A request id as an int (ints and numpy integers that fit in int64), or a clear error."""
+    if type(x) is int and _I64_MIN <= x <= _I64_MAX:  # the usual id, without the checks below
+        return x
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
         raise TypeError(f"{where}: request ids are ints, not {type(x).__name__}")
     v = int(x)
@@ -168,6 +170,11 @@ class Slots:
         self.slot_of: dict[int, int] = {}
         self.free: list[int] = []
         self.parsers: list[ReasoningParser | None] = []
+        self._facts: list[tuple[int, int, bool, bool, bool, int, int]] = []
+        """Per live slot, what :meth:`release` needs back: ``(request id, table group (-1:
+        routed by its parser only), hold-back, budgeted, include reasoning, forced length,
+        vocabulary)``
+        (Python values: reading them back from the arrays costs more than the writes)."""
         self.failures: dict[int, RequestFailedError] = {}
         """The error of each failed slot, reported at every step until it is removed."""
         self._ids: IntArray = np.zeros(0, np.int64)
@@ -206,6 +213,7 @@ class Slots:
                 arr[:old] = getattr(self, name)
             setattr(self, name, arr)
         self.parsers.extend([None] * (cap - old))
+        self._facts.extend([(0, -1, False, False, True, 0, 0)] * (cap - old))
         self.free.extend(range(cap - 1, old - 1, -1))
         self.cap = cap
 
@@ -232,48 +240,62 @@ class Slots:
         structured: bool,
         include: bool,
     ) -> int:
-        """Give a validated request a slot (growing the store when none is free)."""
+        """Give a validated request a slot (growing the store when none is free).
+
+        A free slot already holds the defaults of the fields a request rarely sets
+        (:meth:`release` puts them back): only the ones that differ are written, and
+        what :meth:`release` needs back is kept as one tuple, not read from the arrays."""
         if not self.free:
             self.grow(self.cap * 2)
         slot = self.free.pop()
-        self._store_forced(slot, seq)
+        vocab = parser.machine.vocab_size
         self.rid[slot] = rid
         self.gen[slot] += 1
-        self.done[slot] = False
         self.failed[slot] = False
         self.vec[slot] = group is not None and not hybrid
         self.tab[slot] = group is not None
-        self.group[slot] = -1 if group is None else group
+        gid = -1 if group is None else group
+        self.group[slot] = gid
         self.lutb[slot] = lutb
         self.row[slot] = (0 if group is None else 32 * group) + (8 if reasoning else 0)
-        self.vocab[slot] = parser.machine.vocab_size
+        self.vocab[slot] = vocab
         self.cnt[slot] = 0
         self.dcnt[slot] = 0
         self.held[slot] = 0
-        self.budget[slot] = budget
-        self.flen[slot] = len(seq)
-        self.lead[slot] = lead_len
         start = reasoning and budget <= 0
         self.fpos[slot] = 0 if start else -1
         self.hit[slot] = start
-        self.struct[slot] = structured
-        self.incl[slot] = include
+        budgeted = budget != NO_BUDGET
+        if budgeted:
+            self.budget[slot] = budget
+            self.n_budget += 1
+        if seq:
+            self._store_forced(slot, seq)
+            self.flen[slot] = len(seq)
+            self.lead[slot] = lead_len  # 0 without a forced sequence (release puts it back)
+        if structured:
+            self.struct[slot] = True
+            self.n_struct += 1
+        if not include:
+            self.incl[slot] = False
+            self.n_exclude += 1
+        if group is None:
+            self.n_fallback += 1
+        elif hybrid:
+            self.n_hybrid += 1
         self.parsers[slot] = parser
+        self._facts[slot] = (rid, gid, hybrid, budgeted, include, len(seq), vocab)
         self.slot_of[rid] = slot
         self._recent += 1  # found through slot_of until the sorted index is rebuilt
-        self.n_fallback += group is None
-        self.n_hybrid += hybrid
-        self.n_struct += structured
-        self.n_budget += budget != NO_BUDGET
-        self.n_exclude += not include
-        vocab = int(parser.machine.vocab_size)
-        self.vmin = None if self.vmin is None else min(self.vmin, vocab)
+        if self.vmin is not None and vocab < self.vmin:
+            self.vmin = vocab
         self.version += 1
         return slot
 
-    def release(self, slot: int) -> None:
-        """Free a slot at once (finished, cancelled or failed alike)."""
-        rid = int(self.rid[slot])
+    def release(self, slot: int) -> int:
+        """Free a slot at once (finished, cancelled or failed alike), putting back the
+        defaults :meth:`occupy` relies on. Returns the table group it had (-1: none)."""
+        rid, group, hybrid, budgeted, include, flen, vocab = self._facts[slot]
         del self.slot_of[rid]
         ids = self._ids
         if ids.shape[0]:
@@ -281,28 +303,38 @@ class Slots:
             if pos < ids.shape[0] and int(ids[pos]) == rid:
                 self._id_slots[pos] = -1  # a tombstone: the sorted index is not copied
         self._recent += 1
-        self.n_fallback -= int(self.group[slot]) < 0
-        self.n_hybrid -= bool(self.tab[slot]) and not self.vec[slot]
+        if group < 0:
+            self.n_fallback -= 1
+        elif hybrid:
+            self.n_hybrid -= 1
         self.tab[slot] = False
-        self.n_struct -= bool(self.struct[slot])
-        self.n_budget -= int(self.budget[slot]) != NO_BUDGET
-        self.n_exclude -= not self.incl[slot]
-        self.n_done -= bool(self.done[slot])
-        self.done[slot] = False
-        self.struct[slot] = False
-        self.budget[slot] = NO_BUDGET
-        self.incl[slot] = True
+        if self.n_struct and self.struct[slot]:  # the grammar may have dropped it already
+            self.n_struct -= 1
+            self.struct[slot] = False
+        if budgeted:
+            self.n_budget -= 1
+            self.budget[slot] = NO_BUDGET
+        if not include:
+            self.n_exclude -= 1
+            self.incl[slot] = True
+        if self.n_done and self.done[slot]:
+            self.n_done -= 1
+            self.done[slot] = False
         self.parsers[slot] = None
-        self.failures.pop(slot, None)
-        self.flive -= int(self.flen[slot])
-        self.flen[slot] = 0
-        self.fbase[slot] = 0
-        if self.fpool.shape[0] > 4 * self.flive + 1024:  # mostly freed space: shrink
-            self._compact_forced(0)
+        if self.failures:
+            self.failures.pop(slot, None)
+        if flen:
+            self.flive -= flen
+            self.flen[slot] = 0
+            self.fbase[slot] = 0
+            self.lead[slot] = 0
+            if self.fpool.shape[0] > 4 * self.flive + 1024:  # mostly freed space: shrink
+                self._compact_forced(0)
         self.free.append(slot)
-        if int(self.vocab[slot]) == self.vmin:
+        if vocab == self.vmin:
             self.vmin = None
         self.version += 1
+        return group
 
     def _store_forced(self, slot: int, seq: list[int]) -> None:
         need = len(seq)

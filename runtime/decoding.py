@@ -129,19 +129,29 @@ class LabelledDecoder:
         self._skip = skip_special_tokens
         self._tdec: ByteDecoder | DecodeStream | SkippingDecodeStream | None = None
         self._tool: list[str] = []
-        self._rdec = _decoder(tokenizer, skip_special_tokens, skip_ids)
-        self._cdec = _decoder(tokenizer, skip_special_tokens, skip_ids)
+        if skip_ids is not None and tokenizer.byte_level:
+            # The common case (a runtime stream), without _decoder's second look-ups.
+            table = tokenizer.token_bytes
+            rdec: ByteDecoder | DecodeStream | SkippingDecodeStream = ByteDecoder(table, skip_ids)
+            cdec: ByteDecoder | DecodeStream | SkippingDecodeStream = ByteDecoder(table, skip_ids)
+        else:
+            rdec = _decoder(tokenizer, skip_special_tokens, skip_ids)
+            cdec = _decoder(tokenizer, skip_special_tokens, skip_ids)
+        self._rdec = rdec
+        self._cdec = cdec
         # TOOL-labelled tokens are markers the family keeps in the content: never skipped.
-        self._ckept = getattr(self._cdec, "step_kept", self._cdec.step)
+        kept = getattr(cdec, "step_kept", None)
+        self._ckept = kept if kept is not None else cdec.step
         rf, cf = formatters
         self._rfmt: TextFormatter = rf() if rf else IdentityFormatter()
         self._cfmt: TextFormatter = cf() if cf else IdentityFormatter()
         # Citation markup (a family with ``ReasoningSpec.citations``): both channels record
         # into one list, in the order their closing tags are decoded.
         self._cites: list[Citation] = []
-        for fmt in (self._rfmt, self._cfmt):
-            if isinstance(fmt, CitationFormatter):
-                fmt.sink = self._cites
+        if isinstance(self._rfmt, CitationFormatter):
+            self._rfmt.sink = self._cites
+        if isinstance(self._cfmt, CitationFormatter):
+            self._cfmt.sink = self._cites
         self._gaps: CallGapFormatter | None = None
         if call_gaps:
             self._gaps = CallGapFormatter(self._cfmt)

@@ -24,13 +24,15 @@ from msgspec itself.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import numpy as np
 
 from .batch_result import BatchStepResult
 from .labels import CONTENT, REASONING
-from .openai import ChoiceDelta
+from .openai import ChatCompletionChunk, ChoiceDelta
 from .sse import sse_event
 from .token_text import TokenText
 
@@ -41,6 +43,12 @@ _SENTINEL = "\ue000reasonspan\ue001"
 """Text written into a template chunk where a token's escaped text goes (private-use
 characters: msgspec writes them as raw UTF-8, and no id or model name holds them)."""
 _SENT = _SENTINEL.encode("utf-8")
+_ID = "\ue002reasonspan-id\ue003"
+"""Written where the request id goes in the templates shared by requests of one model
+and second (:meth:`SSEPath.admit`); replaced by each request's escaped id."""
+_ID_B = _ID.encode("utf-8")
+_SHARED = 64
+"""Shared templates kept (by model and ``created`` second; cleared when full)."""
 
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 
@@ -49,20 +57,36 @@ SMALL = 8
 than a request's few Python lookups."""
 
 
-def _templates(rec: StreamRecord, alias: bool) -> tuple[bytes, bytes, bytes, bytes] | None:
-    """``(content prefix, reasoning prefix, alias middle, suffix)`` of the request's text
-    events, cut from encoded chunks; None when they cannot be cut unambiguously."""
-    content = sse_event(rec.chunk(ChoiceDelta(content=_SENTINEL))).split(_SENT)
+def _templates(
+    chunk: Callable[[ChoiceDelta], ChatCompletionChunk], alias: bool
+) -> tuple[bytes, bytes, bytes, bytes] | None:
+    """``(content prefix, reasoning prefix, alias middle, suffix)`` of a request's text
+    events, cut from encoded chunks (``chunk``: the request's chunk of a delta); None when
+    they cannot be cut unambiguously."""
+    content = sse_event(chunk(ChoiceDelta(content=_SENTINEL))).split(_SENT)
     if alias:
         delta = ChoiceDelta(reasoning=_SENTINEL, reasoning_content=_SENTINEL)
-        reasoning = sse_event(rec.chunk(delta)).split(_SENT)
+        reasoning = sse_event(chunk(delta)).split(_SENT)
         if len(content) != 2 or len(reasoning) != 3 or reasoning[2] != content[1]:
             return None
         return content[0], reasoning[0], reasoning[1], content[1]
-    reasoning = sse_event(rec.chunk(ChoiceDelta(reasoning=_SENTINEL))).split(_SENT)
+    reasoning = sse_event(chunk(ChoiceDelta(reasoning=_SENTINEL))).split(_SENT)
     if len(content) != 2 or len(reasoning) != 2 or reasoning[1] != content[1]:
         return None
     return content[0], reasoning[0], b"", content[1]
+
+
+def _shared_templates(rec: StreamRecord, alias: bool) -> tuple[bytes, bytes, bytes, bytes] | None:
+    """The request's templates with :data:`_ID` for its id, or None unless that id sits
+    once in each prefix and nowhere else (then every request of the same model and
+    ``created`` second has these templates but for its JSON-escaped id)."""
+    cut = _templates(lambda d: msgspec.structs.replace(rec.chunk(d), id=_ID), alias)
+    if cut is None:
+        return None
+    pre_c, pre_r, mid, suf = cut
+    if pre_c.count(_ID_B) != 1 or pre_r.count(_ID_B) != 1 or _ID_B in mid or _ID_B in suf:
+        return None
+    return cut
 
 
 class SSEPath:
@@ -71,6 +95,7 @@ class SSEPath:
     __slots__ = (
         "_index",
         "_py",
+        "_shared",
         "_stack",
         "_tables",
         "_tables_b",
@@ -116,6 +141,8 @@ class SSEPath:
         self.esc: list[list[bytes]] = []
         self.texts: list[TokenText | None] = []
         self.suf = b""
+        self._shared: dict[tuple[str, int], tuple[bytes, bytes, bytes, bytes] | None] = {}
+        """Templates by (model, created) with :data:`_ID` for the id (:meth:`_cut`)."""
 
     # ------------------------------------------------------------------ requests
 
@@ -145,7 +172,7 @@ class SSEPath:
         """Put a request on the path (False: it cannot ride it, e.g. a tokenizer whose
         text is not its token bytes; it then takes the exact path throughout)."""
         table = TokenText.of(rec.parser.tokenizer)
-        cut = _templates(rec, self.alias) if table is not None else None
+        cut = self._cut(rec) if table is not None else None
         if table is None or cut is None or (self.suf and cut[3] != self.suf):
             return False
         self._grow(slot)
@@ -157,6 +184,27 @@ class SSEPath:
         self.count += 1
         self.refresh(rec)
         return True
+
+    def _cut(self, rec: StreamRecord) -> tuple[bytes, bytes, bytes, bytes] | None:
+        """The request's templates (:func:`_templates`): the ones of its model and second
+        with its escaped id put in (two chunk encodings saved per request), else cut
+        from its own chunks. The key must hold every field ``StreamRecord.chunk`` takes
+        from the request but the id (tests/test_sse_path.py checks the ids)."""
+        key = (rec.model, rec.created)
+        shared = self._shared
+        if key in shared:
+            cut = shared[key]
+        else:
+            cut = _shared_templates(rec, self.alias)
+            if len(shared) >= _SHARED:
+                shared.clear()
+            shared[key] = cut
+        if cut is not None:
+            esc = msgspec.json.encode(rec.completion_id)[1:-1]
+            if _SENT not in esc and _ID_B not in esc:
+                pre_c, pre_r, mid, suf = cut
+                return pre_c.replace(_ID_B, esc), pre_r.replace(_ID_B, esc), mid, suf
+        return _templates(rec.chunk, self.alias)
 
     def release(self, rec: StreamRecord) -> None:
         """The request leaves the batch: its slot takes nothing from now on."""

@@ -182,12 +182,16 @@ class ReasoningRuntime:
             raise TypeError(
                 f"add(): parser must be a created ReasoningParser, not {type(parser).__name__}"
             )
-        if isinstance(request_id, bool) or not isinstance(request_id, (str, int, np.integer)):
+        key: RequestKey
+        if type(request_id) is str:  # the usual id, checked first
+            key = request_id
+        elif isinstance(request_id, bool) or not isinstance(request_id, (str, int, np.integer)):
             raise TypeError(f"add(): request ids are str or int, not {type(request_id).__name__}")
-        key: RequestKey = request_id if isinstance(request_id, str) else int(request_id)
+        else:
+            key = request_id if isinstance(request_id, str) else int(request_id)
         if key in self._records:
             raise DuplicateRequestIdError(key)
-        stops = stop_strings(stop)
+        stops = stop_strings(stop) if stop is not None else ()
         engine_id = self._engine_id_for(key)
         skip = self.skip_special_tokens if skip_special_tokens is None else skip_special_tokens
         extractor = (

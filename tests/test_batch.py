@@ -999,6 +999,60 @@ def test_slots_are_reused_and_start_clean() -> None:
     assert res.held_tokens.tolist() == [0]
 
 
+def test_a_reused_slot_keeps_nothing_of_its_last_request() -> None:
+    """add() writes only the slot fields a request sets and remove() puts the others
+    back: a slot freed by a request with every option (a budget with a lead-in, structured
+    output, reasoning left out, finished) serves a plain request exactly as a fresh batch
+    would, and the other way round."""
+    qwen = parser("qwen3", "qwen-3")
+    enc = qwen.tokenizer.encode
+    end = qwen.end_marker_token_ids()
+    out = enc("<think>Let me see") + end + enc("The answer.")
+    expected = qwen.parse(out, [])
+    batch = ReasoningBatch(capacity=1)
+    lead = "Enough thinking."
+    batch.add(1, qwen, [], thinking_token_budget=0, budget_lead_in=lead, structured_output=True)
+    batch.add(2, qwen, [], include_reasoning=False)  # grows to a second slot
+    assert batch.forced_token_ids(1) == enc(lead) + end
+    slot = batch.slot_of(1)
+    batch.finish(1)
+    batch.remove(1)
+    batch.add(3, qwen, [])
+    assert batch.slot_of(3) == slot
+    assert batch.forced_token_ids(3) == []
+    assert batch.usage(3) == reasonspan.RequestUsage(0, 0, 0, 0, 0, False, False)
+    assert not batch.grammar_active(3)
+    res = batch.step([3, 2], out + out, [0, len(out), 2 * len(out)])
+    assert res.labels[: len(out)].tobytes() == expected.labels
+    assert res.split(3) == (expected.reasoning_token_ids, expected.content_token_ids)
+    assert res.split(2) == ([], expected.content_token_ids)
+    assert res.next_forced_token.tolist() == [-1, -1]
+    assert batch.finish(3).usage.reasoning_tokens == expected.reasoning_tokens
+    # And the plain request's slot now takes a budgeted, structured one.
+    batch.remove(3)
+    batch.add(4, qwen, [], thinking_token_budget=0, budget_lead_in=lead, structured_output=True)
+    assert batch.slot_of(4) == slot
+    assert batch.forced_token_ids(4) == enc(lead) + end
+    assert batch.usage(4).budget_exhausted
+
+
+def test_a_released_table_group_is_not_remembered_for_its_machine() -> None:
+    """The batch remembers the last machine's table group; once that group's last request
+    leaves, its number can go to another family, and the machine must get its own again."""
+    qwen = parser("qwen3", "qwen-3")
+    mm = parser("minimax_m3", "minimax")
+    batch = ReasoningBatch()
+    batch.add(1, qwen, [])
+    batch.remove(1)  # qwen's group is released
+    batch.add(2, mm, [])
+    batch.add(3, qwen, [])
+    for rid, p in ((2, mm), (3, qwen)):
+        ids = p.tokenizer.encode("<think>hmm") + p.end_marker_token_ids()
+        ids += p.tokenizer.encode("done")
+        (res,) = one(batch, [(rid, ids)])
+        assert res.labels.tobytes() == p.parse(ids, []).labels
+
+
 def test_usage_and_include_reasoning() -> None:
     qwen = parser("qwen3", "qwen-3")
     enc = qwen.tokenizer.encode

@@ -180,6 +180,46 @@ def test_plain_tokens_are_written_by_the_batch_path() -> None:
     assert pair.written >= 0.9 * text_events
 
 
+def test_each_request_s_events_carry_its_own_id() -> None:
+    """Requests of one model added in the same second share their event templates but for
+    the id: every event, written by the output path or encoded, carries its own request's
+    id, JSON-escaped as msgspec escapes it (quotes, backslashes, control and non-ASCII
+    characters, the templates' own placeholder characters)."""
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    prose = " ".join(["Plain words, one after another."] * 4)
+    ids = tok.encode(f"<think>\n{prose}\n</think>\n\n{prose}")
+    completion_ids = [
+        "chatcmpl-a",
+        "chatcmpl-b",
+        'quote " and back\\slash',
+        "tab\tnewline\n\u00e9\u4e2d\U0001f600",
+        sse_path._ID,
+        sse_path._SENTINEL,
+        "",
+    ]
+    runtime = ReasoningRuntime(model="one-model")
+    streams = [
+        runtime.add(f"r{i}", parser, None, completion_id=cid, sse=True)
+        for i, cid in enumerate(completion_ids)
+    ]
+    events: list[list[bytes]] = [[] for _ in streams]
+    written = 0
+    for t in ids:
+        step_rows(runtime, [(s, [t]) for s in streams])
+        for got, s in zip(events, streams, strict=True):
+            written += sum(isinstance(x, bytes) for x in s._rec.queue)
+            for blob in s.ready_events():
+                got += events_of(blob)
+    assert written > len(ids)  # the output path wrote most of them
+    for cid, got in zip(completion_ids, events, strict=True):
+        assert len(got) > len(ids) // 2
+        for event in got:
+            chunk = chunk_of_event(event)
+            assert chunk.id == cid
+            assert sse_event(chunk) == event
+
+
 def test_tool_requests_ride_the_path_outside_their_calls() -> None:
     """A request that offers tools: its answer text around the calls is written by the
     output path (the extractor sees only the openers), the calls come whole, and the
