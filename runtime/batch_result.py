@@ -163,7 +163,11 @@ class BatchStepResult:
         """The result of a step of table-routed requests with nothing held, forced,
         failed or under a grammar, from its lists: the arrays are made when first read
         (a server loop that reads only the text of a few requests never pays for them)."""
-        res = cls(batch)
+        res = cls.__new__(cls)  # what __init__ sets, in one frame
+        res._batch = batch
+        res._rows = None
+        res._decided = {}
+        res._spill = {}
         res._lists = lists
         res._include = include
         res._forced_pos = None

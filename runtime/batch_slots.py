@@ -18,7 +18,7 @@ through the other.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -99,6 +99,18 @@ def check_bool(key: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise InvalidOptionError(key, value, "a bool")
     return value
+
+
+class SlotViews(NamedTuple):
+    """Memoryviews of the slot arrays the scalar step reads and writes (the same memory:
+    a Python int in and out at a fraction of the cost of indexing the array)."""
+
+    row: memoryview
+    cnt: memoryview
+    dcnt: memoryview
+    lutb: memoryview
+    vocab: memoryview
+    done: memoryview
 
 
 class Slots:
@@ -212,6 +224,14 @@ class Slots:
             if old:
                 arr[:old] = getattr(self, name)
             setattr(self, name, arr)
+        self.py = SlotViews(
+            self.row.data,
+            self.cnt.data,
+            self.dcnt.data,
+            self.lutb.data,
+            self.vocab.data,
+            self.done.data,
+        )
         self.parsers.extend([None] * (cap - old))
         self._facts.extend([(0, -1, False, False, True, 0, 0)] * (cap - old))
         self.free.extend(range(cap - 1, old - 1, -1))

@@ -85,30 +85,30 @@ def step_small(
         slots.append(s)
     if n > 1 and len(set(slots)) != n:
         return None
-    done = sl.done
-    vocab = sl.vocab
-    for i, s in enumerate(slots):
-        a, z = offs[i], offs[i + 1]
-        if z < a or (sl.n_done and done[s]):
+    py = sl.py
+    done = py.done
+    for i in range(n):
+        if offs[i + 1] < offs[i] or (sl.n_done and done[slots[i]]):
             return None
-        if a < z:
-            v = int(vocab[s])
-            for t in toks[a:z]:
-                if not 0 <= t < v:
-                    return None
+    if toks and (min(toks) < 0 or max(toks) >= sl.vocab_floor()):
+        vocab = py.vocab  # some id is past the smallest vocabulary: check each request's
+        for i, s in enumerate(slots):
+            v = vocab[s]
+            if not all(0 <= t < v for t in toks[offs[i] : offs[i + 1]]):
+                return None
 
     # ---- validated: from here on the batch changes
     lut, lab_t, nxt_t, inc_t = tables.scalar()
-    row_a, cnt_a, dcnt_a, lutb = sl.row, sl.cnt, sl.dcnt, sl.lutb
+    row_a, cnt_a, lutb = py.row, py.cnt, py.lutb
     labels = bytearray(len(toks))
     is_reasoning: list[bool] = []
     reasoning_tokens: list[int] = []
     for i, s in enumerate(slots):
         a, z = offs[i], offs[i + 1]
-        row = int(row_a[s])
-        cnt = int(cnt_a[s])
+        row = row_a[s]
+        cnt = cnt_a[s]
         if a < z:
-            base = int(lutb[s])
+            base = lutb[s]
             delimiters = 0
             for j in range(a, z):
                 idx = row + lut[base + toks[j]]
@@ -121,9 +121,11 @@ def step_small(
             row_a[s] = row
             cnt_a[s] = cnt
             if delimiters:
-                dcnt_a[s] += delimiters
+                py.dcnt[s] += delimiters
         is_reasoning.append(bool(row & _REASONING))
         reasoning_tokens.append(cnt & _LOW)
-    lists = StepLists(rids, toks, offs, bytes(labels), slots, is_reasoning, reasoning_tokens)
+    lists: StepLists = tuple.__new__(  # the NamedTuple without its Python-level __new__
+        StepLists, (rids, toks, offs, bytes(labels), slots, is_reasoning, reasoning_tokens)
+    )
     include = sl.incl[np.asarray(slots, np.int64)] if sl.n_exclude else None
     return BatchStepResult.of_lists(sl, lists, include)
