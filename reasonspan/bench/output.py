@@ -1,7 +1,7 @@
 """The ``output`` suite: the whole output path, token ids to the SSE bytes a server writes,
 per request-token, for 1 to 4,096 concurrent requests and k = 1 or 4 tokens per step.
 
-Three paths over the same schedule (request i reads the transcript from its own offset,
+Four paths over the same schedule (request i reads the transcript from its own offset,
 wrapping around), timed alternately so they see the same machine load:
 
 - *text baseline*: per request, ``DecodeStream`` + string search (:class:`TextBaseline`),
@@ -10,7 +10,10 @@ wrapping around), timed alternately so they see the same machine load:
   chunks read with ``ready()`` and encoded by ``chunk_events``);
 - *runtime, SSE path*: the same runtime with the requests added ``sse=True``: the plain
   tokens of a step become event bytes batch-wide (``runtime/sse_path.py``), read with
-  ``ready_bytes()``.
+  ``ready_bytes()``;
+- *text baseline, labels + text only*: the baseline without its chunks and encoding, so the
+  SSE path (which writes the bytes) is also set against a server's reasoning split and
+  text alone.
 
 Steps are timed in steady state: the requests are admitted before the clock starts and
 stay open (their streams never end), so a figure is what one more generated token costs
@@ -43,6 +46,7 @@ CASES = (
     "text baseline + chunk encoding",
     "ReasoningRuntime, chunk objects + encoding",
     "ReasoningRuntime, SSE path",
+    "text baseline, labels + text only (no encoding)",
 )
 PROMPT = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
 
@@ -66,8 +70,11 @@ def _schedule(ids: list[int], n: int, k: int) -> list[np.ndarray]:
 
 
 def _baseline(
-    tok: LoadedTokenizer, family: Family, ids: list[int], n: int, k: int
+    tok: LoadedTokenizer, family: Family, ids: list[int], n: int, k: int, *, encode: bool = True
 ) -> Callable[[int], int]:
+    """The text baseline: per request, ``DecodeStream`` + string search, then (``encode``)
+    one chunk per step encoded as SSE; without ``encode``, labels and text only (what the
+    issue's "labels + text" row compares with)."""
     splitters = [
         TextBaseline(tok.tokenizer, family.start, family.end, in_reasoning=True) for _ in range(n)
     ]
@@ -86,7 +93,16 @@ def _baseline(
                     sent += len(baseline_event(keys[i], created, delta))
         return sent
 
-    return run
+    def run_text(count: int) -> int:
+        got = 0
+        for step in steps[:count]:
+            toks = step.tolist()
+            for i in range(n):
+                r, c = splitters[i].feed(toks[i * k : i * k + k])
+                got += len(r) + len(c)
+        return got
+
+    return run if encode else run_text
 
 
 def _runtime(
@@ -187,12 +203,14 @@ def bench_output(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
                 _baseline(tok, family, ids, n, k),
                 _runtime(tok, family, ids, n, k, sse=False),
                 _runtime(tok, family, ids, n, k, sse=True),
+                _baseline(tok, family, ids, n, k, encode=False),
             ]
             times = interleaved_medians([partial(p, count) for p in paths], runs)
             total = n * k * count
             base = times[0]
             note = f"{n:,} concurrent, k={k}, {count} steps timed; µs/call = one step"
             for i, (case, t) in enumerate(zip(CASES, times, strict=True)):
+                alone = f"; {times[3] / t:.1f}x the baseline's labels + text alone"
                 rows.append(
                     Row(
                         "output",
@@ -201,7 +219,7 @@ def bench_output(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
                         t / count / 1e3,
                         total,
                         base / t if i else None,
-                        note,
+                        note + alone if i == 2 else note,
                         batch=n,
                         k=k,
                         steps=count,
