@@ -158,6 +158,9 @@ class Machine:
         )
         self.skipped_ids: frozenset[int] | None = None
         """Special tokens text leaves out (``ReasoningParser.skipped_token_ids``), once."""
+        self.parser_shared: object | None = None
+        """What the parsers on this machine compute once and share (their formatters and
+        1-token deltas); this layer does not know parsers, so it only holds it."""
 
     vectorizable: bool = True
     """True when every marker is one token and no family hook overrides routing, so the
