@@ -207,19 +207,19 @@ class LabelledDecoder:
         labels: bytes | bytearray,
         spill: Sequence[tuple[int, bytes, int, int]] = (),
     ) -> tuple[str, str]:
-        tok = self._tok
         if len(token_ids) == 1 and not spill:
             # One token per step: the common case, without the loop's lists.
             lab = labels[0]
             if lab == REASONING:
-                s = self._rdec.step(tok, token_ids[0])
+                s = self._rdec.step(self._tok, token_ids[0])
                 return (self._rfmt.text(s) if s else ""), ""
             if lab == CONTENT:
-                s = self._cdec.step(tok, token_ids[0])
+                s = self._cdec.step(self._tok, token_ids[0])
                 return "", (self._cfmt.text(s) if s else "")
             if lab == TOOL:
-                s = self._ckept(tok, token_ids[0])
+                s = self._ckept(self._tok, token_ids[0])
                 return "", (self._cfmt.text(s) if s else "")
+        tok = self._tok
         r: list[str] = []
         c: list[str] = []
         rstep = self._rdec.step
