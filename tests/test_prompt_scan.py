@@ -51,7 +51,7 @@ def test_out_of_vocabulary_id_far_from_the_end_is_refused_before_a_marker_decide
     filler = tok.encode("The quick brown fox. ") * 5_000
     (end,) = tok.encode("</think>")
     at = len(filler)  # ~600 ids before the end: past the Python tail, in the first chunk
-    prompt = filler + [value] + filler[:100] + [end] + filler[:500]
+    prompt = [*filler, value, *filler[:100], end, *filler[:500]]
     ids = np.asarray(prompt, dtype=np.int64) if as_array else prompt
     with pytest.raises(reasonspan.InvalidTokenError, match=rf"prompt_token_ids\[{at}\]"):
         parser.is_prompt_in_reasoning(ids)
