@@ -466,7 +466,7 @@ class ReasoningParser:
                             self._rfmt,
                             self._cfmt,
                         )
-                        hits = self._hits[1 if is_currently_reasoning is True else 0]
+                        hits = self._hits[row]
                         if len(hits) < _HIT_CAP:
                             hits[t] = got
                         return got
