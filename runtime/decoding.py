@@ -46,7 +46,15 @@ def shared_texts(tok: LoadedTokenizer, skip: frozenset[int]) -> list[str | None]
     key = (_TEXTS_KEY, skip)
     got = tok.cache.get(key)
     if got is None:
-        got = tok.cache[key] = whole_texts(tok.token_bytes, skip)
+        if skip:
+            # A copy of the skip-nothing table: the texts themselves are shared.
+            got = list(shared_texts(tok, frozenset()))
+            for tid in skip:
+                if 0 <= tid < len(got):
+                    got[tid] = ""
+        else:
+            got = whole_texts(tok.token_bytes, skip)
+        tok.cache[key] = got
     return got  # type: ignore[return-value]
 
 
