@@ -21,28 +21,89 @@ from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL
 _UTF8 = codecs.getincrementaldecoder("utf-8")
 
 
+_TEXTS_KEY = "reasonspan.decoding.texts"
+
+
+def whole_texts(table: list[bytes], skip: frozenset[int]) -> list[str | None]:
+    """``texts[id]``: the text of token ``id`` when its bytes are a complete UTF-8 text on
+    their own (nearly every token of a byte-level vocabulary), ``""`` for a skipped id, else
+    None (its bytes need the incremental decoder: part of a character, invalid, empty)."""
+    texts: list[str | None] = []
+    for b in table:
+        try:
+            texts.append(b.decode("utf-8") or None)
+        except UnicodeDecodeError:
+            texts.append(None)
+    for tid in skip:
+        if 0 <= tid < len(texts):
+            texts[tid] = ""
+    return texts
+
+
+def shared_texts(tok: LoadedTokenizer, skip: frozenset[int]) -> list[str | None]:
+    """:func:`whole_texts` for this tokenizer and skip set, built once and kept on the
+    tokenizer (every decoder of every request reads the same table)."""
+    key = (_TEXTS_KEY, skip)
+    got = tok.cache.get(key)
+    if got is None:
+        if skip:
+            # A copy of the skip-nothing table: the texts themselves are shared.
+            got = list(shared_texts(tok, frozenset()))
+            for tid in skip:
+                if 0 <= tid < len(got):
+                    got[tid] = ""
+        else:
+            got = whole_texts(tok.token_bytes, skip)
+        tok.cache[key] = got
+    return got  # type: ignore[return-value]
+
+
 class ByteDecoder:
     """Incremental detokenization from the per-token byte table, for tokenizers whose
     decoder is plain ByteLevel (Qwen, DeepSeek, GLM, MiniMax, Llama 3 ...): the same text
-    as ``DecodeStream`` at about a third of the cost. A multi-byte character split across
+    as ``DecodeStream`` at a fraction of the cost. A multi-byte character split across
     tokens is held until it is complete; incomplete bytes at the very end are dropped, as
-    ``DecodeStream`` drops them."""
+    ``DecodeStream`` drops them.
 
-    __slots__ = ("_dec", "_skip", "_table")
+    While no bytes of an incomplete character are held, a token whose bytes decode on their
+    own (``texts``, :func:`whole_texts`) gives its text from the table, without the codec;
+    only the other tokens go through the incremental UTF-8 decoder."""
 
-    def __init__(self, table: list[bytes], skip: frozenset[int]) -> None:
+    __slots__ = ("_dec", "_pending", "_skip", "_table", "_texts")
+
+    def __init__(
+        self,
+        table: list[bytes],
+        skip: frozenset[int],
+        texts: list[str | None] | None = None,
+    ) -> None:
+        """``texts`` is :func:`whole_texts` of ``table`` and ``skip`` (the tokenizer's
+        shared one, :func:`shared_texts`); built here when not given."""
         self._table = table
         self._skip = skip
+        self._texts = whole_texts(table, skip) if texts is None else texts
         self._dec = _UTF8("replace")
+        self._pending = False
+        """The codec holds bytes of an incomplete character: every token goes through it."""
 
     def step(self, _tokenizer: object, token_id: int) -> str | None:
+        if not self._pending:
+            s = self._texts[token_id]
+            if s is not None:
+                return s or None
         if token_id in self._skip:
             return None
-        return self._dec.decode(self._table[token_id]) or None
+        return self._decode(token_id)
 
     def step_kept(self, _tokenizer: object, token_id: int) -> str | None:
         """A token the family keeps in the text (a tool marker), special or not."""
-        return self._dec.decode(self._table[token_id]) or None
+        return self._decode(token_id)
+
+    def _decode(self, token_id: int) -> str | None:
+        dec = self._dec
+        out = dec.decode(self._table[token_id])
+        self._pending = bool(dec.getstate()[0])
+        return out or None
 
     @property
     def skip(self) -> frozenset[int]:
@@ -51,7 +112,7 @@ class ByteDecoder:
     def idle(self) -> bool:
         """No bytes of an incomplete character held: a whole token's text comes out as
         its bytes decode on their own."""
-        return not self._dec.getstate()[0]
+        return not self._pending
 
 
 class SkippingDecodeStream:
@@ -81,10 +142,11 @@ def _decoder(
 ) -> ByteDecoder | DecodeStream | SkippingDecodeStream:
     if skip_ids is not None:
         if tok.byte_level:
-            return ByteDecoder(tok.token_bytes, skip_ids)
+            return ByteDecoder(tok.token_bytes, skip_ids, shared_texts(tok, skip_ids))
         return SkippingDecodeStream(skip_ids)
     if tok.byte_level:
-        return ByteDecoder(tok.token_bytes, tok.special_ids if skip_special_tokens else frozenset())
+        skip = tok.special_ids if skip_special_tokens else frozenset()
+        return ByteDecoder(tok.token_bytes, skip, shared_texts(tok, skip))
     return DecodeStream(skip_special_tokens=skip_special_tokens)
 
 
@@ -163,19 +225,19 @@ class LabelledDecoder:
         labels: bytes | bytearray,
         spill: Sequence[tuple[int, bytes, int, int]] = (),
     ) -> tuple[str, str]:
-        tok = self._tok
         if len(token_ids) == 1 and not spill:
             # One token per step: the common case, without the loop's lists.
             lab = labels[0]
             if lab == REASONING:
-                s = self._rdec.step(tok, token_ids[0])
+                s = self._rdec.step(self._tok, token_ids[0])
                 return (self._rfmt.text(s) if s else ""), ""
             if lab == CONTENT:
-                s = self._cdec.step(tok, token_ids[0])
+                s = self._cdec.step(self._tok, token_ids[0])
                 return "", (self._cfmt.text(s) if s else "")
             if lab == TOOL:
-                s = self._ckept(tok, token_ids[0])
+                s = self._ckept(self._tok, token_ids[0])
                 return "", (self._cfmt.text(s) if s else "")
+        tok = self._tok
         r: list[str] = []
         c: list[str] = []
         rstep = self._rdec.step

@@ -64,7 +64,9 @@ class TrimFormatter:
         "_label_buf",
         "_lead_left",
         "_prefix",
+        "_quiet",
         "_tail",
+        "_trail",
         "_trim",
         "_unseen",
     )
@@ -81,6 +83,20 @@ class TrimFormatter:
         self._unseen = bool(trim.join)
         """No text emitted yet, and a join depends on that (keeps ``text`` off its fast
         path until the first text)."""
+        self._trail = trim.trail
+        self._quiet = self._idle()
+        """Nothing pending (:meth:`_idle`), kept up to date by every method that changes
+        the state: ``text``'s fast path reads this one flag."""
+
+    def _idle(self) -> bool:
+        return not (
+            self._armed
+            or self._lead_left
+            or self._tail
+            or self._prefix
+            or self._unseen
+            or self._join
+        )
 
     def _emit(self, out: str) -> str:
         """Put the prefix (once) in front of the first non-empty output, and the join in
@@ -96,13 +112,15 @@ class TrimFormatter:
         return out
 
     def text(self, s: str) -> str:
-        pending = self._armed or self._lead_left or self._tail or self._prefix
-        if not (pending or self._unseen or self._join):
+        if self._quiet and (not s or s[-1] not in self._trail):
             # Mid-text with nothing pending (almost every token): only a trailing
-            # trimmable character needs the slow path below.
-            trail = self._trim.trail
-            if not trail or not s or s[-1] not in trail:
-                return s
+            # trimmable character needs the slow path.
+            return s
+        out = self._text(s)
+        self._quiet = self._idle()
+        return out
+
+    def _text(self, s: str) -> str:
         trim = self._trim
         if self._armed and trim.label:
             buf = self._label_buf + s
@@ -151,6 +169,7 @@ class TrimFormatter:
         self._lead_left = (-1 if trim.lead_max == 0 else trim.lead_max) if trim.lead else 0
         if trim.join and not self._unseen:
             self._join = True
+        self._quiet = self._idle()
         return out
 
     def finish(self) -> str:
@@ -160,6 +179,7 @@ class TrimFormatter:
         out = self._emit(out)
         if self._prefix and self._trim.prefix_always:  # no text came: the prefix alone
             out, self._prefix = self._prefix, ""
+        self._quiet = self._idle()
         return out
 
 

@@ -158,6 +158,9 @@ class Machine:
         )
         self.skipped_ids: frozenset[int] | None = None
         """Special tokens text leaves out (``ReasoningParser.skipped_token_ids``), once."""
+        self.parser_shared: object | None = None
+        """What the parsers on this machine compute once and share (their formatters and
+        1-token deltas); this layer does not know parsers, so it only holds it."""
 
     vectorizable: bool = True
     """True when every marker is one token and no family hook overrides routing, so the
@@ -602,12 +605,23 @@ class Machine:
                 decided = self._decide(k)
                 if decided is not None:
                     return decided
-        lowest = self._lowest_marker
-        for _begin, part, top in self.chunks_backward(prompt, tail_start):
-            if top < lowest:
-                continue  # no marker id can be in this chunk (markers are mostly high ids)
-            flags = self.np_lut[part]
-            for j in np.flatnonzero(flags)[::-1]:
+        # Markers are mostly high ids (added tokens): one comparison per chunk picks the
+        # positions that may hold one, and only those are read through the table. As
+        # uint64, a negative id is huge, so the same comparison picks every id outside
+        # the vocabulary too, and the chunk is validated when one is among them.
+        lowest = np.uint64(self._lowest_marker)
+        vocab = self.vocab_size
+        np_lut = self.np_lut
+        for begin, part in self._int64_chunks(prompt, tail_start):
+            u = part.view(np.uint64)
+            ids = u.compress(u >= lowest)  # in order; positions are never needed
+            if not ids.size:
+                continue
+            if ids.max() >= vocab:
+                self.validate(part.tolist(), begin, "prompt_token_ids")
+            flags = np_lut.take(ids)
+            hits = flags.nonzero()[0]
+            for j in hits[::-1]:
                 decided = self._decide(int(flags[j]))
                 if decided is not None:
                     return decided
@@ -617,8 +631,20 @@ class Machine:
         self, prompt: Sequence[int] | np.ndarray, end: int
     ) -> Iterator[tuple[int, npt.NDArray[np.int64], int]]:
         """``(begin, ids, max id)`` for ``prompt[:end]`` as validated int64 arrays, last
-        chunk first, chunks growing 4x: a right-to-left scan that usually stops in the
+        chunk first, chunks growing 8x: a right-to-left scan that usually stops in the
         first chunk reads little."""
+        for begin, part in self._int64_chunks(prompt, end):
+            top = int(part.max())
+            if top >= self.vocab_size or part.min() < 0:
+                self.validate(part.tolist(), begin, "prompt_token_ids")
+            yield begin, part, top
+
+    def _int64_chunks(
+        self, prompt: Sequence[int] | np.ndarray, end: int
+    ) -> Iterator[tuple[int, npt.NDArray[np.int64]]]:
+        """``(begin, ids)`` for ``prompt[:end]`` as int64 arrays, last chunk first, chunks
+        growing 8x (few numpy calls on a prompt read to its start); every id an integer
+        (refused otherwise), not yet checked against the vocabulary."""
         chunk = 4096
         where = "prompt_token_ids"
         while end > 0:
@@ -637,12 +663,9 @@ class Machine:
                 except (TypeError, ValueError, OverflowError):
                     self.validate(list(seg), begin, where)
                     raise
-            top = int(part.max())
-            if top >= self.vocab_size or part.min() < 0:
-                self.validate(part.tolist(), begin, "prompt_token_ids")
-            yield begin, part, top
+            yield begin, part
             end = begin
-            chunk = min(chunk * 4, 1 << 20)
+            chunk = min(chunk * 8, 1 << 20)
 
     def validate(self, ids: Sequence[object], offset: int, where: str) -> None:
         """Raise InvalidTokenError for the first id that is not an int in the vocabulary."""

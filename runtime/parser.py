@@ -40,6 +40,32 @@ _CUT = int(MarkerKind.CUT)
 _AS_CONTENT = bytes.maketrans(bytes((REASONING,)), bytes((CONTENT,)))
 _SAW_REASONING, _SAW_CONTENT = 1, 2
 
+_HIT_CAP = 1 << 14
+"""Most 1-token deltas kept per machine and start state: the tokens of ordinary text
+repeat (a few thousand ids make up most of any output), so a bounded table serves nearly
+every step while its memory stays a few MB whatever the server runs through it."""
+
+_NO_HITS: dict[int, ParsedReasoningDelta] = {}
+"""The table of a parser whose fast path is off: always empty, never written."""
+
+
+class _Shared:
+    """What every parser on one machine computes once and shares (``Machine.parser_shared``):
+    its text formatters, and the 1-token deltas of the fast path, one table per start state
+    (``hits[is_reasoning][token id]``). A delta there is a frozen Struct whose lists are
+    returned to every caller that streams the same lone token in the same state: the
+    contract already says to treat them as read-only."""
+
+    __slots__ = ("cfmt", "hits", "rfmt")
+
+    def __init__(self, spec: ReasoningSpec) -> None:
+        self.rfmt = channel_formatter(spec.reasoning_trim, spec.citations, "reasoning")
+        self.cfmt = channel_formatter(spec.content_trim, spec.citations, "content")
+        self.hits: tuple[dict[int, ParsedReasoningDelta], dict[int, ParsedReasoningDelta]] = (
+            {},
+            {},
+        )
+
 
 def _seen(labels: bytearray, spill: list[Spill]) -> int:
     """Which channels got tokens or text: ``_SAW_REASONING | _SAW_CONTENT`` bits."""
@@ -89,6 +115,9 @@ class ReasoningParser:
         "_cursor",
         "_default",
         "_fast",
+        "_hit_c",
+        "_hit_r",
+        "_hits",
         "_last",
         "_lut",
         "_machine",
@@ -133,9 +162,12 @@ class ReasoningParser:
             for s in (0, 1)
         )
         self._vocab = machine.vocab_size
-        spec = machine.spec
-        self._rfmt = channel_formatter(spec.reasoning_trim, spec.citations, "reasoning")
-        self._cfmt = channel_formatter(spec.content_trim, spec.citations, "content")
+        shared = machine.parser_shared
+        if not isinstance(shared, _Shared):
+            shared = machine.parser_shared = _Shared(machine.spec)
+        self._rfmt = shared.rfmt
+        self._cfmt = shared.cfmt
+        self._hits = shared.hits
         # reasoning_as_content_if: remember which channels this request has fed, so that
         # finish() can tell the stream what parse() does (the general path records it).
         self._swap = swap_requested(machine.spec, self.chat_template_kwargs)
@@ -149,6 +181,7 @@ class ReasoningParser:
         # A custom machine may decide a lone ordinary token cheaply too (Machine.route_one).
         custom = type(machine).route_one is not Machine.route_one
         self._route_one = machine.route_one if custom and not self._swap else None
+        self._sync_hits()
 
     # ------------------------------------------------------------------ construction
 
@@ -364,6 +397,7 @@ class ReasoningParser:
         self._seen = 0
         if self._machine.has_lead:
             self._refresh_fast()
+        self._sync_hits()
 
     @property
     def output_cut(self) -> bool:
@@ -388,26 +422,40 @@ class ReasoningParser:
         ``is_currently_reasoning`` is a bool (what the caller tracked), or None for the state
         this parser tracked itself, as in :meth:`finish`; anything else is refused.
 
-        The returned lists may share one list object; treat them as read-only."""
+        The returned lists may share one list object, with each other and with earlier
+        results; treat them as read-only."""
+        if type(delta_token_ids) is list and len(delta_token_ids) == 1:
+            # Plain decoding (one token per step): the common case in a server. A lone
+            # ordinary token in a given state always makes the same delta, so the fast path
+            # is one table lookup (the table holds only tokens that cannot begin a marker,
+            # and is empty while the fast path is off or tokens are held).
+            t = delta_token_ids[0]
+            if type(t) is int:
+                if is_currently_reasoning is True:
+                    got = self._hit_r.get(t)
+                elif is_currently_reasoning is False:
+                    got = self._hit_c.get(t)
+                else:
+                    got = None
+                if got is not None:
+                    self._last = got.is_still_reasoning
+                    return got
         if is_currently_reasoning is not True and is_currently_reasoning is not False:
             is_currently_reasoning = reasoning_arg(
                 is_currently_reasoning, self._last, "is_currently_reasoning"
             )
         if type(delta_token_ids) is list and len(delta_token_ids) == 1:
-            # Plain decoding (one token per step): the common case in a server, kept to
-            # two table lookups and one Struct when the token cannot begin a marker.
             t = delta_token_ids[0]
             if type(t) is int and 0 <= t < self._vocab:
                 if self._fast:
                     k = self._lut[t]
                     # Kinds from CUT up (a cut marker, HOLD tokens) take the general path.
                     if k < _CUT and not self._cursor.held:
-                        label, still, label_bytes = self._rows[1 if is_currently_reasoning else 0][
-                            k
-                        ]
+                        row = 1 if is_currently_reasoning else 0
+                        label, still, label_bytes = self._rows[row][k]
                         self._last = still
                         one = [t]
-                        return ParsedReasoningDelta(
+                        got = ParsedReasoningDelta(
                             one,
                             label_bytes,
                             one if label == REASONING else [],
@@ -418,10 +466,14 @@ class ReasoningParser:
                             self._rfmt,
                             self._cfmt,
                         )
+                        hits = self._hits[row]
+                        if len(hits) < _HIT_CAP:
+                            hits[t] = got
+                        return got
                 elif self._route_one is not None:
-                    got = self._route_one(t, is_currently_reasoning, self._cursor)
-                    if got is not None:
-                        label, still = got
+                    got_one = self._route_one(t, is_currently_reasoning, self._cursor)
+                    if got_one is not None:
+                        label, still = got_one
                         self._last = still
                         one = [t]
                         return ParsedReasoningDelta(
@@ -454,6 +506,16 @@ class ReasoningParser:
             and not self._cursor.cut
             and (not machine.has_lead or self._cursor.started)
         )
+        self._sync_hits()
+
+    def _sync_hits(self) -> None:
+        """Point the fast path's tables at the machine's shared ones while it may serve
+        (``_fast`` and nothing held), else at an empty table: whatever changes either
+        (``_delta``, ``reset``, ``restore``) calls this, so a lookup needs no other check."""
+        if self._fast and not self._cursor.held:
+            self._hit_c, self._hit_r = self._hits
+        else:
+            self._hit_c = self._hit_r = _NO_HITS
 
     def finish(self, is_currently_reasoning: bool | None = None) -> ParsedReasoningDelta:
         """End of request: decide the held-back tokens (they did not become a marker)."""
@@ -562,6 +624,7 @@ class ReasoningParser:
         self._last = state
         if self._cursor.cut:
             self._fast = False
+        self._sync_hits()
         swap = False
         if self._swap:
             self._seen |= _seen(labels, spill)
@@ -634,3 +697,4 @@ class ReasoningParser:
         self._seen = seen  # type: ignore[assignment]
         if self._machine.has_lead:
             self._refresh_fast()
+        self._sync_hits()

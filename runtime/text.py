@@ -62,6 +62,10 @@ class TextSplitter:
         or the request ends, so the text returned is never reasoning that ``parse()``
         calls content."""
         self._held: list[str] = []
+        self._plain = self._tools is None and self._reader is None and not self._hold
+        """Neither tool calls nor held reasoning: a delta's labels go straight to text."""
+        self._stream = parser.stream
+        self._feed_text = self._decoder.feed
         self._swapped: list[Citation] = []
         """Citations held with the reasoning and moved to the content by the swap."""
         self.reasoning_as_content = False
@@ -70,8 +74,10 @@ class TextSplitter:
 
     def feed(self, delta_token_ids: TokenIds) -> tuple[str, str]:
         """Return ``(reasoning_text, content_text)`` released by these tokens."""
-        d = self.parser.stream(delta_token_ids, self.is_reasoning)
+        d = self._stream(delta_token_ids, self.is_reasoning)
         self.is_reasoning = d.is_still_reasoning
+        if self._plain:
+            return self._feed_text(d.token_ids, d.labels, d.spill)
         if self._tools is not None:
             ids, labels, spill, calls = self._tools.feed(d.token_ids, d.labels, d.spill)
             self._calls += calls
@@ -104,6 +110,7 @@ class TextSplitter:
         r, c = r1 + r2, c1 + c2
         if self._hold:
             self._hold = False
+            self._plain = self._tools is None and self._reader is None
             r = "".join(self._held) + r
             self._held.clear()
             if d.reasoning_as_content:
@@ -167,6 +174,7 @@ class TextSplitter:
             return "", ""
         # Content came: no swap is possible any more; release what was held.
         self._hold = False
+        self._plain = self._tools is None and self._reader is None
         r = "".join(self._held) + r
         self._held.clear()
         return r, c

@@ -34,3 +34,27 @@ def test_invalid_id_far_from_the_end_is_reported_where_it_is() -> None:
     prompt[100] = tok.vocab_size + 5
     with pytest.raises(reasonspan.InvalidTokenError, match=r"prompt_token_ids\[100\]"):
         parser.is_prompt_in_reasoning(np.asarray(prompt))
+
+
+@pytest.mark.parametrize("as_array", [False, True])
+@pytest.mark.parametrize("bad", [-1, -(2**40), "vocab", "vocab+2**40"])
+def test_out_of_vocabulary_id_far_from_the_end_is_refused_before_a_marker_decides(
+    bad: int | str, as_array: bool
+) -> None:
+    """The scan reads only the ids at or above the lowest marker id; a negative id (huge as
+    an unsigned number) and an id past the vocabulary must still be found, even when a
+    marker later in the same chunk would decide the scan."""
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    value = {"vocab": tok.vocab_size, "vocab+2**40": tok.vocab_size + 2**40}.get(str(bad), bad)
+    assert isinstance(value, int)
+    filler = tok.encode("The quick brown fox. ") * 5_000
+    (end,) = tok.encode("</think>")
+    at = len(filler)  # ~600 ids before the end: past the Python tail, in the first chunk
+    prompt = [*filler, value, *filler[:100], end, *filler[:500]]
+    ids = np.asarray(prompt, dtype=np.int64) if as_array else prompt
+    with pytest.raises(reasonspan.InvalidTokenError, match=rf"prompt_token_ids\[{at}\]"):
+        parser.is_prompt_in_reasoning(ids)
+    # The same prompt without the bad id: the end marker decides.
+    del prompt[at]
+    assert parser.is_prompt_in_reasoning(np.asarray(prompt) if as_array else prompt) is False
