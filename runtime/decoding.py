@@ -75,13 +75,14 @@ class ByteDecoder:
         self,
         table: list[bytes],
         skip: frozenset[int],
-        texts: list[str | None] | None = None,
+        texts: list[str | None],
     ) -> None:
-        """``texts`` is :func:`whole_texts` of ``table`` and ``skip`` (the tokenizer's
-        shared one, :func:`shared_texts`); built here when not given."""
+        """``texts`` is :func:`whole_texts` of ``table`` and ``skip``: the tokenizer's
+        shared one (:func:`shared_texts`), never one per decoder (it decodes the whole
+        vocabulary)."""
         self._table = table
         self._skip = skip
-        self._texts = whole_texts(table, skip) if texts is None else texts
+        self._texts = texts
         self._dec = _UTF8("replace")
         self._pending = False
         """The codec holds bytes of an incomplete character: every token goes through it."""
@@ -193,9 +194,13 @@ class LabelledDecoder:
         self._tool: list[str] = []
         if skip_ids is not None and tokenizer.byte_level:
             # The common case (a runtime stream), without _decoder's second look-ups.
-            table = tokenizer.token_bytes
-            rdec: ByteDecoder | DecodeStream | SkippingDecodeStream = ByteDecoder(table, skip_ids)
-            cdec: ByteDecoder | DecodeStream | SkippingDecodeStream = ByteDecoder(table, skip_ids)
+            table, texts = tokenizer.token_bytes, shared_texts(tokenizer, skip_ids)
+            rdec: ByteDecoder | DecodeStream | SkippingDecodeStream = ByteDecoder(
+                table, skip_ids, texts
+            )
+            cdec: ByteDecoder | DecodeStream | SkippingDecodeStream = ByteDecoder(
+                table, skip_ids, texts
+            )
         else:
             rdec = _decoder(tokenizer, skip_special_tokens, skip_ids)
             cdec = _decoder(tokenizer, skip_special_tokens, skip_ids)

@@ -51,7 +51,7 @@ def test_prompt_seeds_the_splitter() -> None:
 @pytest.mark.parametrize("name", ["qwen-3", "deepseek-r1", "glm-4.7-flash", "minimax-m3"])
 def test_byte_decoder_matches_decode_stream(name: str) -> None:
     """On plain ByteLevel tokenizers the byte-table decoder gives DecodeStream's text."""
-    from reasonspan.runtime.decoding import ByteDecoder
+    from reasonspan.runtime.decoding import ByteDecoder, whole_texts
     from tokenizers.decoders import DecodeStream
 
     from reasonspan.transcripts import ALL
@@ -61,7 +61,8 @@ def test_byte_decoder_matches_decode_stream(name: str) -> None:
     text = "".join(t.reasoning + "<think>思考 🙂</think>" + t.answer for t in ALL)
     ids = tok.encode(text)
     for skip in (False, True):
-        ours = ByteDecoder(tok.token_bytes, tok.special_ids if skip else frozenset())
+        skip_ids = tok.special_ids if skip else frozenset()
+        ours = ByteDecoder(tok.token_bytes, skip_ids, whole_texts(tok.token_bytes, skip_ids))
         theirs = DecodeStream(skip_special_tokens=skip)
         a = "".join(ours.step(None, t) or "" for t in ids)
         b = "".join(theirs.step(tok.tokenizer, t) or "" for t in ids)
