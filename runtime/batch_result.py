@@ -86,22 +86,9 @@ class BatchStepResult:
         "_include",
         "_lists",
         "_rows",
-        "_slots",
         "_spill",
-        "budget_remaining",
         "errors",
-        "forcing",
-        "grammar_active",
-        "grammar_mask",
-        "grammar_stopped",
-        "held_tokens",
-        "is_reasoning",
-        "labels",
-        "next_forced_token",
-        "offsets",
-        "reasoning_tokens",
-        "request_ids",
-        "token_ids",
+        *sorted(_LAZY),
     )
 
     request_ids: IntArray

@@ -88,21 +88,14 @@ def _baseline(
             toks = step.tolist()
             for i in range(n):
                 r, c = splitters[i].feed(toks[i * k : i * k + k])
-                if r or c:
+                if not encode:
+                    sent += len(r) + len(c)
+                elif r or c:
                     delta = ChoiceDelta(content=c or None, reasoning=r or None)
                     sent += len(baseline_event(keys[i], created, delta))
         return sent
 
-    def run_text(count: int) -> int:
-        got = 0
-        for step in steps[:count]:
-            toks = step.tolist()
-            for i in range(n):
-                r, c = splitters[i].feed(toks[i * k : i * k + k])
-                got += len(r) + len(c)
-        return got
-
-    return run if encode else run_text
+    return run
 
 
 def _runtime(
