@@ -30,9 +30,11 @@ from .batch_slots import Slots
 from .batch_tables import LOW, REASONING_BIT, Tables
 from .labels import DELIMITER
 
-SMALL_REQUESTS = 8
-"""Steps of at most this many requests take the scalar step (above it, the numpy calls
-cost less than the per-token Python)."""
+SMALL_REQUESTS = 32
+"""Steps of at most this many requests take the scalar step. Measured on a 2-core
+machine (BENCHMARKS.md, issue 16): the step alone breaks even with the vectorized
+one near 30 requests; with the output path behind it (which reads the step's lists, not
+its arrays), ids to SSE bytes stays cheaper up to about 100."""
 SMALL_TOKENS = 64
 """And at most this many tokens in all."""
 

@@ -31,6 +31,7 @@ import msgspec
 import numpy as np
 
 from .batch_result import BatchStepResult
+from .batch_small import SMALL_REQUESTS
 from .labels import CONTENT, REASONING
 from .openai import ChatCompletionChunk, ChoiceDelta
 from .sse import sse_event
@@ -52,9 +53,10 @@ _SHARED = 64
 
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 
-SMALL = 8
+SMALL = SMALL_REQUESTS
 """Steps of at most this many requests take the scalar loop: a numpy call costs more
-than a request's few Python lookups."""
+than a request's few Python lookups (the scalar batch step's bound: its results carry
+the lists this loop reads)."""
 
 
 def _templates(
