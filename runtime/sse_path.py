@@ -244,12 +244,15 @@ class SSEPath:
             openers = rec.calls.passthrough_ids()
             plain_c = None if openers is None else (plain_c[0] | openers, plain_c[1])
         bits = 0
+        index = self._index  # the tables made so far, looked up here without a call
         if plain_r is not None and rec.include_reasoning:
             bits = 1
-            tab_r[slot] = self._table(table, *plain_r)
+            got = index.get((id(table), *plain_r))
+            tab_r[slot] = self._table(table, *plain_r) if got is None else got
         if plain_c is not None:
             bits |= 2
-            tab_c[slot] = self._table(table, *plain_c)
+            got = index.get((id(table), *plain_c))
+            tab_c[slot] = self._table(table, *plain_c) if got is None else got
         bits_v[slot] = bits
 
     def _table(self, table: TokenText, skip: frozenset[int], trail: str) -> int:
