@@ -8,7 +8,8 @@ It knows token ids, labels and text formatters; it does not know parsers.
 from __future__ import annotations
 
 import codecs
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from tokenizers import Tokenizer
 from tokenizers.decoders import DecodeStream
@@ -193,36 +194,40 @@ class LabelledDecoder:
         self._tdec: ByteDecoder | DecodeStream | SkippingDecodeStream | None = None
         self._tool: list[str] = []
         if skip_ids is not None and tokenizer.byte_level:
-            # The common case (a runtime stream), without _decoder's second look-ups.
+            # The common case (a runtime stream, built at every admission), without
+            # _decoder's second look-ups.
             table, texts = tokenizer.token_bytes, shared_texts(tokenizer, skip_ids)
             rdec: ByteDecoder | DecodeStream | SkippingDecodeStream = ByteDecoder(
                 table, skip_ids, texts
             )
-            cdec: ByteDecoder | DecodeStream | SkippingDecodeStream = ByteDecoder(
-                table, skip_ids, texts
-            )
+            cbyte = ByteDecoder(table, skip_ids, texts)
+            cdec: ByteDecoder | DecodeStream | SkippingDecodeStream = cbyte
+            # TOOL-labelled tokens are markers the family keeps in the content: never
+            # skipped.
+            ckept: Callable[[Any, int], str | None] = cbyte.step_kept
         else:
             rdec = _decoder(tokenizer, skip_special_tokens, skip_ids)
             cdec = _decoder(tokenizer, skip_special_tokens, skip_ids)
+            kept = getattr(cdec, "step_kept", None)
+            ckept = kept if kept is not None else cdec.step
         self._rdec = rdec
         self._cdec = cdec
-        # TOOL-labelled tokens are markers the family keeps in the content: never skipped.
-        kept = getattr(cdec, "step_kept", None)
-        self._ckept = kept if kept is not None else cdec.step
+        self._ckept = ckept
         rf, cf = formatters
-        self._rfmt: TextFormatter = rf() if rf else IdentityFormatter()
-        self._cfmt: TextFormatter = cf() if cf else IdentityFormatter()
+        rfmt: TextFormatter = rf() if rf else IdentityFormatter()
+        cfmt: TextFormatter = cf() if cf else IdentityFormatter()
         # Citation markup (a family with ``ReasoningSpec.citations``): both channels record
         # into one list, in the order their closing tags are decoded.
         self._cites: list[Citation] = []
-        if isinstance(self._rfmt, CitationFormatter):
-            self._rfmt.sink = self._cites
-        if isinstance(self._cfmt, CitationFormatter):
-            self._cfmt.sink = self._cites
+        if isinstance(rfmt, CitationFormatter):
+            rfmt.sink = self._cites
+        if isinstance(cfmt, CitationFormatter):
+            cfmt.sink = self._cites
+        self._rfmt = rfmt
         self._gaps: CallGapFormatter | None = None
         if call_gaps:
-            self._gaps = CallGapFormatter(self._cfmt)
-            self._cfmt = self._gaps
+            self._gaps = cfmt = CallGapFormatter(cfmt)
+        self._cfmt = cfmt
 
     def feed(
         self,
@@ -332,11 +337,15 @@ class LabelledDecoder:
         own text, with no state change, so the output path may take it from a table
         (:class:`~reasonspan.runtime.token_text.TokenText`) instead of calling
         :meth:`feed`."""
-        out: list[tuple[frozenset[int], str] | None] = []
-        for dec, fmt in ((self._rdec, self._rfmt), (self._cdec, self._cfmt)):
-            trail = fmt.idle_trail()
-            if trail is None or not isinstance(dec, ByteDecoder) or not dec.idle():
-                out.append(None)
-            else:
-                out.append((dec.skip, trail))
-        return tuple(out)
+        return _plain(self._rdec, self._rfmt), _plain(self._cdec, self._cfmt)
+
+
+def _plain(
+    dec: ByteDecoder | DecodeStream | SkippingDecodeStream, fmt: TextFormatter
+) -> tuple[frozenset[int], str] | None:
+    """One channel of :meth:`LabelledDecoder.plain_channels` (asked at every SSE admit and
+    after every exact-path step of such a request: kept to a few look-ups)."""
+    if not isinstance(dec, ByteDecoder) or dec._pending:  # not dec.idle(), inlined
+        return None
+    trail = fmt.idle_trail()
+    return None if trail is None else (dec._skip, trail)

@@ -116,9 +116,10 @@ class RequestTokenError(ReasonspanError, ValueError):
         self.__cause__ = cause
 
 
-@dataclass
+@dataclass(slots=True)
 class StreamRecord:
-    """Everything the runtime keeps for one request besides its batch slot."""
+    """Everything the runtime keeps for one request besides its batch slot (slots: one
+    is built per admitted request, and its fields are read on every step)."""
 
     key: RequestKey
     engine_id: int

@@ -214,7 +214,7 @@ class SSEPath:
         if slot < 0:
             return
         rec.sse_slot = -1
-        self.bits[slot] = 0
+        self._py[0][slot] = 0  # the memory of ``bits``, a tenth of numpy's item cost
         self.recs[slot] = None
         self.esc[slot] = []
         self.texts[slot] = None
@@ -222,10 +222,12 @@ class SSEPath:
 
     def refresh(self, rec: StreamRecord) -> None:
         """Recompute whether the request's channels are plain, after its exact path ran
-        (or its options changed): only the decoder and the record know."""
+        (or its options changed): only the decoder and the record know. Writes go through
+        ``_py`` (the same memory as ``bits``, ``tab_r`` and ``tab_c``)."""
         slot = rec.sse_slot
         if slot < 0:
             return
+        bits_v, tab_r, tab_c = self._py
         table = self.texts[slot]
         if (
             table is None
@@ -235,7 +237,7 @@ class SSEPath:
             or rec.tools is not None
             or rec.cites
         ):
-            self.bits[slot] = 0
+            bits_v[slot] = 0
             return
         plain_r, plain_c = rec.decoder.plain_channels()
         if rec.calls is not None and plain_c is not None:
@@ -244,13 +246,16 @@ class SSEPath:
             openers = rec.calls.passthrough_ids()
             plain_c = None if openers is None else (plain_c[0] | openers, plain_c[1])
         bits = 0
+        index = self._index  # the tables made so far, looked up here without a call
         if plain_r is not None and rec.include_reasoning:
-            bits |= 1
-            self.tab_r[slot] = self._table(table, *plain_r)
+            bits = 1
+            got = index.get((id(table), *plain_r))
+            tab_r[slot] = self._table(table, *plain_r) if got is None else got
         if plain_c is not None:
             bits |= 2
-            self.tab_c[slot] = self._table(table, *plain_c)
-        self.bits[slot] = bits
+            got = index.get((id(table), *plain_c))
+            tab_c[slot] = self._table(table, *plain_c) if got is None else got
+        bits_v[slot] = bits
 
     def _table(self, table: TokenText, skip: frozenset[int], trail: str) -> int:
         key = (id(table), skip, trail)

@@ -338,13 +338,16 @@ class ReasoningRuntime:
         return isinstance(request_id, (int, np.integer)) and int(request_id) in self._gone
 
     def _drop(self, rec: StreamRecord) -> None:
-        if self._records.get(rec.key) is rec:
-            del self._records[rec.key]
-        if self._by_engine.get(rec.engine_id) is rec:
-            del self._by_engine[rec.engine_id]
-        self._sse.release(rec)
-        if rec.engine_id in self.batch:
-            self.batch.remove(rec.engine_id)
+        key, eid = rec.key, rec.engine_id
+        records, by_engine = self._records, self._by_engine
+        if records.get(key) is rec:
+            del records[key]
+        if by_engine.get(eid) is rec:
+            del by_engine[eid]
+        if rec.sse_slot >= 0:
+            self._sse.release(rec)
+        if eid in self.batch:
+            self.batch.remove(eid)
 
     def fail(self, exc: BaseException) -> None:
         """The engine loop died: every open stream ends with :class:`RuntimeClosedError`
