@@ -14,6 +14,8 @@ from .spec import ReasoningSpec
 
 
 def check_container(ids: object, where: str) -> None:
+    if type(ids) is list:  # the usual container, and always a Sequence: skip the ABC check
+        return
     if isinstance(ids, np.ndarray):
         if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
             raise TypeError(
