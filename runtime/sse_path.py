@@ -328,28 +328,25 @@ class SSEPath:
         if not uniform:
             fast |= (counts == 0) & ~np.isin(np.arange(n), irregular)  # nothing to write
         slow = np.flatnonzero(~fast).tolist()
+        slots_l = slots.tolist()
+        toks_l = toks.tolist()
         recs, esc, suf, mid = self.recs, self.esc, self.suf, self.mid
+        offs_l = None if uniform else offs.tolist()
         for pre, rows in ((self.pre_c, row_c), (self.pre_r, row_r)):
             alias = self.alias and pre is self.pre_r
-            at = np.flatnonzero(rows)
-            if not at.shape[0]:
-                continue
-            at_l, ss = at.tolist(), slots[at].tolist()
-            if uniform:  # one token per request: its piece as it is
-                pieces = [esc[s][t] for s, t in zip(ss, toks[at].tolist(), strict=True)]
-            else:
-                toks_l, offs_l = toks.tolist(), offs.tolist()
-                pieces = [
-                    b"".join([esc[s][t] for t in toks_l[offs_l[i] : offs_l[i + 1]]])
-                    for i, s in zip(at_l, ss, strict=True)
-                ]
-            for i, s, e in zip(at_l, ss, pieces, strict=True):
+            for i in np.flatnonzero(rows).tolist():
+                s = slots_l[i]
                 rec = recs[s]
                 assert rec is not None
                 q = rec.queue
                 if len(q) >= room:
                     slow.append(i)
                     continue
+                if offs_l is None:  # one token per request: its piece as it is
+                    e = esc[s][toks_l[i]]
+                else:
+                    es = esc[s]
+                    e = b"".join([es[t] for t in toks_l[offs_l[i] : offs_l[i + 1]]])
                 q.append(pre[s] + e + mid[s] + e + suf if alias else pre[s] + e + suf)
                 if rec.waiting:
                     rec.notify()
