@@ -424,69 +424,71 @@ class ReasoningParser:
 
         The returned lists may share one list object, with each other and with earlier
         results; treat them as read-only."""
-        if type(delta_token_ids) is list and len(delta_token_ids) == 1:
-            # Plain decoding (one token per step): the common case in a server. A lone
-            # ordinary token in a given state always makes the same delta, so the fast path
-            # is one table lookup (the table holds only tokens that cannot begin a marker,
-            # and is empty while the fast path is off or tokens are held).
-            t = delta_token_ids[0]
-            if type(t) is int:
-                if is_currently_reasoning is True:
-                    got = self._hit_r.get(t)
-                elif is_currently_reasoning is False:
-                    got = self._hit_c.get(t)
-                else:
-                    got = None
-                if got is not None:
-                    self._last = got.is_still_reasoning
-                    return got
+        # Plain decoding (one token per step) is the common case in a server: ``t`` is the
+        # lone token of a plain list delta, else None.
+        t = (
+            delta_token_ids[0]
+            if type(delta_token_ids) is list and len(delta_token_ids) == 1
+            else None
+        )
+        if type(t) is int:
+            # A lone ordinary token in a given state always makes the same delta, so the
+            # fast path is one table lookup (the table holds only tokens that cannot begin a
+            # marker, and is empty while the fast path is off or tokens are held).
+            if is_currently_reasoning is True:
+                got = self._hit_r.get(t)
+            elif is_currently_reasoning is False:
+                got = self._hit_c.get(t)
+            else:
+                got = None
+            if got is not None:
+                self._last = got.is_still_reasoning
+                return got
         if is_currently_reasoning is not True and is_currently_reasoning is not False:
             is_currently_reasoning = reasoning_arg(
                 is_currently_reasoning, self._last, "is_currently_reasoning"
             )
-        if type(delta_token_ids) is list and len(delta_token_ids) == 1:
-            t = delta_token_ids[0]
-            if type(t) is int and 0 <= t < self._vocab:
-                if self._fast:
-                    k = self._lut[t]
-                    # Kinds from CUT up (a cut marker, HOLD tokens) take the general path.
-                    if k < _CUT and not self._cursor.held:
-                        row = 1 if is_currently_reasoning else 0
-                        label, still, label_bytes = self._rows[row][k]
-                        self._last = still
-                        one = [t]
-                        got = ParsedReasoningDelta(
-                            one,
-                            label_bytes,
-                            one if label == REASONING else [],
-                            one if label in (CONTENT, TOOL) else [],
-                            still,
-                            0,
-                            (),
-                            self._rfmt,
-                            self._cfmt,
-                        )
-                        hits = self._hits[row]
-                        if len(hits) < _HIT_CAP:
-                            hits[t] = got
-                        return got
-                elif self._route_one is not None:
-                    got_one = self._route_one(t, is_currently_reasoning, self._cursor)
-                    if got_one is not None:
-                        label, still = got_one
-                        self._last = still
-                        one = [t]
-                        return ParsedReasoningDelta(
-                            one,
-                            _LABEL_BYTES[label],
-                            one if label == REASONING else [],
-                            one if label in (CONTENT, TOOL) else [],
-                            still,
-                            0,
-                            (),
-                            self._rfmt,
-                            self._cfmt,
-                        )
+        if type(t) is int and 0 <= t < self._vocab:
+            if self._fast:
+                k = self._lut[t]
+                # Kinds from CUT up (a cut marker, HOLD tokens) take the general path.
+                if k < _CUT and not self._cursor.held:
+                    row = 1 if is_currently_reasoning else 0
+                    label, still, label_bytes = self._rows[row][k]
+                    self._last = still
+                    one = [t]
+                    got = ParsedReasoningDelta(
+                        one,
+                        label_bytes,
+                        one if label == REASONING else [],
+                        one if label in (CONTENT, TOOL) else [],
+                        still,
+                        0,
+                        (),
+                        self._rfmt,
+                        self._cfmt,
+                    )
+                    hits = self._hits[row]
+                    if len(hits) < _HIT_CAP:
+                        hits[t] = got
+                    return got
+            elif self._route_one is not None:
+                got_one = self._route_one(t, is_currently_reasoning, self._cursor)
+                if got_one is not None:
+                    label, still = got_one
+                    self._last = still
+                    one = [t]
+                    return ParsedReasoningDelta(
+                        one,
+                        _LABEL_BYTES[label],
+                        one if label == REASONING else [],
+                        one if label in (CONTENT, TOOL) else [],
+                        still,
+                        0,
+                        (),
+                        self._rfmt,
+                        self._cfmt,
+                    )
         toks = self._check(delta_token_ids, "delta_token_ids")
         ids: list[int] = []
         labels = bytearray()
