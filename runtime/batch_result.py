@@ -36,17 +36,18 @@ class ForcedSource(Protocol):
 
 
 class StepLists(NamedTuple):
-    """A step's per-request and per-token facts as Python lists: what the runtime's
-    per-request loop reads (:meth:`BatchStepResult.lists`), and all that the scalar step
-    for a few requests builds (its arrays are made from these only when read)."""
+    """A step's ids, offsets, labels and slots as Python lists: what the runtime's
+    per-request loop and the output path read (:meth:`BatchStepResult.lists`)."""
 
     request_ids: list[int]
     token_ids: list[int]
     offsets: list[int]
     labels: bytes
     slots: list[int]
-    is_reasoning: list[bool]
-    reasoning_tokens: list[int]
+
+
+StepState = tuple[list[bool], list[int]]
+"""Per request, after a scalar step: inside reasoning, and reasoning tokens so far."""
 
 
 _LAZY = frozenset(
@@ -87,6 +88,7 @@ class BatchStepResult:
         "_lists",
         "_rows",
         "_spill",
+        "_state",
         "errors",
         *sorted(_LAZY),
     )
@@ -142,20 +144,23 @@ class BatchStepResult:
         self._decided: dict[int, tuple[list[int], bytes]] = {}
         self._spill: dict[int, tuple[Spill, ...]] = {}
         self._lists: StepLists | None = None
+        self._state: StepState | None = None
 
     @classmethod
     def of_lists(
-        cls, batch: ForcedSource, lists: StepLists, include: BoolArray | None
+        cls, batch: ForcedSource, lists: StepLists, state: StepState, include: BoolArray | None
     ) -> BatchStepResult:
         """The result of a step of table-routed requests with nothing held, forced,
-        failed or under a grammar, from its lists: the arrays are made when first read
-        (a server loop that reads only the text of a few requests never pays for them)."""
+        failed or under a grammar, from its lists and its requests' states: the arrays are
+        made when first read (a server loop that reads only the text of a few requests
+        never pays for them)."""
         res = cls.__new__(cls)  # what __init__ sets, in one frame
         res._batch = batch
         res._rows = None
         res._decided = {}
         res._spill = {}
         res._lists = lists
+        res._state = state
         res._include = include
         res._forced_pos = None
         res._gen = None
@@ -163,8 +168,7 @@ class BatchStepResult:
         return res
 
     def lists(self) -> StepLists:
-        """The step's ids, offsets, labels, slots, states and reasoning counts as Python
-        lists (converted once)."""
+        """The step's ids, offsets, labels and slots as Python lists (converted once)."""
         got = self._lists
         if got is None:
             got = self._lists = StepLists(
@@ -173,8 +177,6 @@ class BatchStepResult:
                 self.offsets.tolist(),
                 self.labels.tobytes(),
                 self._slots.tolist(),
-                self.is_reasoning.tolist(),
-                self.reasoning_tokens.tolist(),
             )
         return got
 
@@ -182,27 +184,24 @@ class BatchStepResult:
 
         def __getattr__(self, name: str) -> Any:
             """An array field a scalar step left unset (:meth:`of_lists`): made now."""
-            lists = self._lists
-            if name not in _LAZY or lists is None:
+            lists, state = self._lists, self._state
+            if name not in _LAZY or lists is None or state is None:
                 raise AttributeError(name)
-            self._arrays(lists)
+            self._arrays(lists, state)
             return object.__getattribute__(self, name)
 
-    def _arrays(self, lists: StepLists) -> None:
+    def _arrays(self, lists: StepLists, state: StepState) -> None:
         n, m = len(lists.request_ids), len(lists.token_ids)
+        reasoning, counts = state
         ints = np.array(
-            lists.request_ids
-            + lists.token_ids
-            + lists.offsets
-            + lists.slots
-            + lists.reasoning_tokens,
+            lists.request_ids + lists.token_ids + lists.offsets + lists.slots + counts,
             np.int64,
         )
         a, b, c = n + m, 2 * n + m + 1, 3 * n + m + 1  # views of one owned buffer
         self.request_ids, self.token_ids, self.offsets = ints[:n], ints[n:a], ints[a:b]
         self._slots, self.reasoning_tokens = ints[b:c], ints[c:]
         self.labels = np.frombuffer(bytearray(lists.labels), np.uint8)
-        self.is_reasoning = np.array(lists.is_reasoning, np.bool_)
+        self.is_reasoning = np.array(reasoning, np.bool_)
         self.grammar_mask = np.zeros(m, np.bool_)
         self.grammar_active = np.zeros(n, np.bool_)
         self.grammar_stopped = np.zeros(n, np.bool_)
@@ -252,7 +251,7 @@ class BatchStepResult:
         for the given rows), as :meth:`decided` and :meth:`spill` give them, converting
         the arrays once (the async runtime turns every request's tokens into text each
         step)."""
-        rids, toks, offs, labels = self.lists()[:4]
+        rids, toks, offs, labels, _ = self.lists()
         decided = self._decided
         spill = self._spill
         for i in range(len(rids)) if rows is None else rows:

@@ -127,7 +127,7 @@ def step_small(
         is_reasoning.append(bool(row & _REASONING))
         reasoning_tokens.append(cnt & _LOW)
     lists: StepLists = tuple.__new__(  # the NamedTuple without its Python-level __new__
-        StepLists, (rids, toks, offs, bytes(labels), slots, is_reasoning, reasoning_tokens)
+        StepLists, (rids, toks, offs, bytes(labels), slots)
     )
     include = sl.incl[np.asarray(slots, np.int64)] if sl.n_exclude else None
-    return BatchStepResult.of_lists(sl, lists, include)
+    return BatchStepResult.of_lists(sl, lists, (is_reasoning, reasoning_tokens), include)

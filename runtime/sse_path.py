@@ -355,7 +355,7 @@ class SSEPath:
     def _emit_small(self, res: BatchStepResult, room: int) -> list[int] | None:
         """:meth:`emit` for a few requests, without array operations: the same decisions,
         row by row."""
-        _, toks_l, offs_l, labs, slots_l, _, _ = res.lists()
+        _, toks_l, offs_l, labs, slots_l = res.lists()
         irregular = res.irregular_rows()
         bits, tab_r, tab_c = self._py
         slow: list[int] = []
