@@ -336,6 +336,21 @@ def test_single_token_families_take_the_vectorized_path() -> None:
     assert [batch.is_vectorized(r) for r in (1, 2, 3, 4, 5)] == [True, True, False, False, False]
 
 
+def count_batch_stream_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The tokens of each ``stream()`` call the batch makes (from ``step_fallback``),
+    appended as they happen; other callers of ``stream()`` are not counted."""
+    calls: list[int] = []
+    original = ReasoningParser.stream
+
+    def counting(self: ReasoningParser, delta: Any, reasoning: bool = True) -> Any:
+        if sys._getframe(1).f_code.co_name == "step_fallback":
+            calls.append(len(delta))
+        return original(self, delta, reasoning)
+
+    monkeypatch.setattr(ReasoningParser, "stream", counting)
+    return calls
+
+
 LEAD_CASES = [
     # (family, tokenizer, kwargs, the output's first text: what the lead rule decides)
     ("deepseek_r1", "deepseek-r1", {}, "\n \n<think>"),  # blank run dropped with the start
@@ -362,15 +377,7 @@ def test_lead_rule_families_go_by_table_once_their_output_started(
     stream() sees only the tokens of the start."""
     p = parser(family, tok, kwargs)
     assert p.machine.has_lead and not p.machine.vectorizable
-    batch_calls: list[int] = []
-    original = ReasoningParser.stream
-
-    def counting(self: ReasoningParser, delta: Any, reasoning: bool = True) -> Any:
-        if sys._getframe(1).f_code.co_name == "step_fallback":
-            batch_calls.append(len(delta))
-        return original(self, delta, reasoning)
-
-    monkeypatch.setattr(ReasoningParser, "stream", counting)
+    batch_calls = count_batch_stream_calls(monkeypatch)
     rng = random.Random(kmax)
     body = "x</think> The answer</think> is 42." if family == "deepseek_r1" else "a</mm:think>b"
     reqs = [
@@ -421,15 +428,7 @@ def test_hold_back_families_go_by_table_between_held_tokens(
     grammars on; and the batch calls stream() for a small part of the tokens only."""
     families = {family for family, _, _ in HOLD_BACK_CASES}
     assert {"minimax_m3", "kimi_k3", "olmo3", "deepseek_v4", "hunyuan_a13b"} <= families
-    batch_calls: list[int] = []  # tokens per stream() call made by the batch
-    original = ReasoningParser.stream
-
-    def counting(self: ReasoningParser, delta: Any, reasoning: bool = True) -> Any:
-        if sys._getframe(1).f_code.co_name == "step_fallback":
-            batch_calls.append(len(delta))
-        return original(self, delta, reasoning)
-
-    monkeypatch.setattr(ReasoningParser, "stream", counting)
+    batch_calls = count_batch_stream_calls(monkeypatch)
     rng = random.Random(kmax)
     reqs: list[Req] = []
     admit: list[int] = []
