@@ -71,7 +71,7 @@ from .batch_fallback import step_fallback
 from .batch_grammar import Grammars
 from .batch_result import BatchStepResult
 from .batch_slots import Slots, as_request_id, check_bool, int_array, token_array
-from .batch_small import step_small
+from .batch_small import step_one, step_small
 from .batch_tables import ASIDE_BIT, LOW, REASONING_BIT, Tables, is_hold_back, starts_aside
 from .batch_types import (
     HELD,
@@ -387,6 +387,20 @@ class ReasoningBatch:
         return self._slots.usage(self._slots.slot(request_id, "usage()"))
 
     # ------------------------------------------------------------------ step
+
+    def step_one(self, request_id: int, token_id: int) -> BatchStepResult | None:
+        """:meth:`step` for one request and one token (plain ints, as
+        :func:`~reasonspan.runtime.batch_small.one_token` reads them from a step), or None
+        with nothing changed when the general step must take it (a request routed by its
+        own parser, budgeted, structured or failed anywhere in the batch, an unknown or
+        finished id, a token outside the vocabulary): the runtime's lane for one request
+        decoding alone."""
+        sl = self._slots
+        if sl.n_fallback or sl.n_hybrid or sl.n_budget or sl.n_struct or sl.failures:
+            return None
+        if self._grammars:
+            return None
+        return step_one(sl, self._tables, request_id, token_id)
 
     def step(
         self,

@@ -41,6 +41,9 @@ SMALL_TOKENS = 64
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
 _LOW = int(LOW)
+_BYTE = [bytes((i,)) for i in range(256)]
+_INT_DTYPES = frozenset(np.dtype(c) for c in "bhilqBHILQ")
+"""The native integer dtypes (an array of any other dtype goes to the general checks)."""
 _REASONING = int(REASONING_BIT)
 
 
@@ -63,11 +66,73 @@ def plain_ints(x: object) -> list[int] | None:
     return None
 
 
+def one_token(request_ids: Any, token_ids: Any, offsets: Any) -> tuple[int, int] | None:
+    """``(request id, token id)`` of a step of one request with one token, or None for
+    any other step or input (:func:`plain_ints` then looks at it). One request decoding
+    alone is the commonest small step (a single-user server): it skips the general
+    checks, about half of a one-token step's cost. An integer array is read through
+    ``tolist()`` whatever its shape: only a flat list of Python ints passes the checks."""
+    if type(offsets) is np.ndarray:
+        if offsets.size != 2 or offsets.dtype not in _INT_DTYPES:
+            return None
+        offsets = offsets.tolist()
+    elif type(offsets) is not list or len(offsets) != 2:
+        return None
+    if offsets != [0, 1] or type(offsets[0]) is not int or type(offsets[1]) is not int:
+        return None  # (False and True equal 0 and 1)
+    if type(request_ids) is np.ndarray:
+        if request_ids.dtype not in _INT_DTYPES:
+            return None
+        request_ids = request_ids.tolist()
+    if type(token_ids) is np.ndarray:
+        if token_ids.dtype not in _INT_DTYPES:
+            return None
+        token_ids = token_ids.tolist()
+    if (
+        (type(request_ids) is list or type(request_ids) is tuple)
+        and (type(token_ids) is list or type(token_ids) is tuple)
+        and len(request_ids) == 1
+        and len(token_ids) == 1
+    ):
+        rid, tok = request_ids[0], token_ids[0]
+        if type(rid) is int and type(tok) is int:
+            return rid, tok
+    return None
+
+
+def step_one(sl: Slots, tables: Tables, rid: int, tok: int) -> BatchStepResult | None:
+    """:func:`step_small` for one request and one token, or None (nothing changed) when
+    the general step must take it: the same table transition as its loop, with the
+    checks one token needs."""
+    s = sl.slot_of.get(rid)
+    if s is None or not SMALL_REQUESTS:  # (0: no scalar step at all, the numpy one alone)
+        return None
+    py = sl.py
+    if (sl.n_done and py.done[s]) or not 0 <= tok < py.vocab[s]:
+        return None
+    lut, lab_t, nxt_t, inc_t = tables.scalar()
+    idx = py.row[s] + lut[py.lutb[s] + tok]
+    lab = lab_t[idx]
+    row = py.row[s] = nxt_t[idx]
+    cnt = py.cnt[s] = py.cnt[s] + inc_t[idx]
+    if lab == DELIMITER:
+        py.dcnt[s] += 1
+    lists: StepLists = tuple.__new__(StepLists, ([rid], [tok], [0, 1], _BYTE[lab], [s]))
+    include = sl.incl[[s]] if sl.n_exclude else None
+    state = ([bool(row & _REASONING)], [cnt & _LOW])
+    return BatchStepResult.of_lists(sl, lists, state, include)
+
+
 def step_small(
     sl: Slots, tables: Tables, request_ids: Any, token_ids: Any, offsets: Any
 ) -> BatchStepResult | None:
     """The step for a few table-routed requests, or None (nothing changed) when the
     vectorized step must take it."""
+    one = one_token(request_ids, token_ids, offsets)
+    if one is not None:
+        got = step_one(sl, tables, *one)
+        if got is not None:
+            return got
     rids = plain_ints(request_ids)
     if rids is None or not 0 < len(rids) <= SMALL_REQUESTS:
         return None

@@ -352,49 +352,60 @@ class SSEPath:
                     rec.notify()
         return slow
 
+    def emit_one(self, res: BatchStepResult, room: int) -> bool:
+        """:meth:`emit` for a step of one request and one token (``ReasoningBatch.step_one``:
+        nothing held, nothing irregular): True when its event was written, False when the
+        exact path must take the row."""
+        _, toks, _, labs, slots = res.lists()
+        return self._write(slots[0], labs, toks, 0, 1, room)
+
     def _emit_small(self, res: BatchStepResult, room: int) -> list[int] | None:
         """:meth:`emit` for a few requests, without array operations: the same decisions,
         row by row."""
         _, toks_l, offs_l, labs, slots_l = res.lists()
         irregular = res.irregular_rows()
-        bits, tab_r, tab_c = self._py
+        write = self._write
         slow: list[int] = []
         for i, s in enumerate(slots_l):
-            b = bits[s]
             a, z = offs_l[i], offs_l[i + 1]
-            if not b or (irregular and i in irregular):
+            if irregular and i in irregular:
                 slow.append(i)
                 continue
-            if a == z:
-                continue
-            lab = labs[a]
-            if lab == REASONING and b & 1:
-                table = self._tables_b[tab_r[s]]
-                pre = self.pre_r[s]
-            elif lab == CONTENT and b & 2:
-                table = self._tables_b[tab_c[s]]
-                pre = self.pre_c[s]
-            else:
+            if a != z and not write(s, labs, toks_l, a, z, room):
                 slow.append(i)
-                continue
-            if not (
-                table[toks_l[a]]
-                if z - a == 1
-                else all(labs[j] == lab and table[toks_l[j]] for j in range(a, z))
-            ):
-                slow.append(i)
-                continue
-            rec = self.recs[s]
-            assert rec is not None
-            q = rec.queue
-            if len(q) >= room:
-                slow.append(i)
-                continue
-            es = self.esc[s]
-            e = es[toks_l[a]] if z - a == 1 else b"".join([es[t] for t in toks_l[a:z]])
-            if self.alias and lab == REASONING:
-                q.append(pre + e + self.mid[s] + e + self.suf)
-            else:
-                q.append(pre + e + self.suf)
-            rec.notify()
         return slow
+
+    def _write(self, s: int, labs: bytes, toks: list[int], a: int, z: int, room: int) -> bool:
+        """Write the event of slot ``s``'s tokens ``toks[a:z]`` (labels ``labs[a:z]``, at
+        least one) into its queue when they are all plain text of one plain channel and
+        the queue has room; False (nothing written) otherwise."""
+        bits, tab_r, tab_c = self._py
+        b = bits[s]
+        lab = labs[a]
+        if lab == REASONING and b & 1:
+            table = self._tables_b[tab_r[s]]
+            pre = self.pre_r[s]
+        elif lab == CONTENT and b & 2:
+            table = self._tables_b[tab_c[s]]
+            pre = self.pre_c[s]
+        else:
+            return False
+        if not (
+            table[toks[a]]
+            if z - a == 1
+            else all(labs[j] == lab and table[toks[j]] for j in range(a, z))
+        ):
+            return False
+        rec = self.recs[s]
+        assert rec is not None
+        q = rec.queue
+        if len(q) >= room:
+            return False
+        es = self.esc[s]
+        e = es[toks[a]] if z - a == 1 else b"".join([es[t] for t in toks[a:z]])
+        if self.alias and lab == REASONING:
+            q.append(pre + e + self.mid[s] + e + self.suf)
+        else:
+            q.append(pre + e + self.suf)
+        rec.notify()
+        return True

@@ -49,6 +49,7 @@ from anyio.from_thread import BlockingPortal
 from .batch import ReasoningBatch
 from .batch_errors import BatchTokenError, RequestFailedError, UnknownRequestError
 from .batch_result import BatchStepResult
+from .batch_small import one_token
 from .batch_types import RequestUsage, Spill
 from .decoding import LabelledDecoder
 from .errors import InvalidOptionError
@@ -421,39 +422,22 @@ class ReasoningRuntime:
         if self._closed is not None:
             raise RuntimeClosedError("step() on a closed runtime") from self._closed
         t0 = time.perf_counter_ns()
-        rids_in: Any = request_ids
-        toks_in: Any = token_ids
-        offs_in: Any = offsets
-        while True:
-            try:
-                res = self.batch.step(rids_in, toks_in, offs_in)
-                break
-            except UnknownRequestError as err:
-                rids, toks, offs = self._without_gone(rids_in, toks_in, offs_in)
-                if rids is None:
-                    raise err from None
-                rids_in, toks_in, offs_in = rids, toks, offs
-            except BatchTokenError as err:
-                bad = self._by_engine.get(err.request_id)
-                if bad is None:
-                    raise
-                # Only this request fails; the step is retried without its rows.
-                self._fail(bad, RequestTokenError(bad.key, err))
-                rids, toks, offs = self._without_gone(rids_in, toks_in, offs_in)
-                if rids is None:
-                    raise
-                rids_in, toks_in, offs_in = rids, toks, offs
-        errors = res.errors
-        if errors:
-            for rid, exc in errors.items():
-                failed = self._by_engine.get(int(rid))
-                if failed is not None:
-                    self._fail(failed, exc)
-        records = self._by_engine
-        alias = self.alias
         room = self.buffer_size
         sse = self._sse
-        rows = sse.emit(res, room)
+        one = one_token(request_ids, token_ids, offsets)
+        res = None if one is None else self.batch.step_one(*one)
+        rows: list[int] | None = None  # the rows the exact path below takes (None: all)
+        if res is None:
+            res = self._batch_step(request_ids, token_ids, offsets)
+            rows = sse.emit(res, room)
+        elif sse.count and sse.emit_one(res, room):
+            # One request alone, its token plain text: its event is written; done.
+            self.steps += 1
+            self.step_ns.append(time.perf_counter_ns() - t0)
+            return res
+        errors = res.errors
+        records = self._by_engine
+        alias = self.alias
         touched: list[StreamRecord] = []
         for rid, ids, labels, spill in res.all_decided(rows) if rows != [] else ():
             got = records.get(rid)
@@ -508,6 +492,38 @@ class ReasoningRuntime:
             sse.refresh(got)
         self.steps += 1
         self.step_ns.append(time.perf_counter_ns() - t0)
+        return res
+
+    def _batch_step(self, request_ids: Any, token_ids: Any, offsets: Any) -> BatchStepResult:
+        """The batch's step, retried without the rows of ended-early requests (dropped
+        quietly) and of a request whose token is outside its vocabulary (it fails alone);
+        the requests whose parser raised are failed here too."""
+        rids_in: Any = request_ids
+        toks_in: Any = token_ids
+        offs_in: Any = offsets
+        while True:
+            try:
+                res = self.batch.step(rids_in, toks_in, offs_in)
+                break
+            except UnknownRequestError as err:
+                rids, toks, offs = self._without_gone(rids_in, toks_in, offs_in)
+                if rids is None:
+                    raise err from None
+                rids_in, toks_in, offs_in = rids, toks, offs
+            except BatchTokenError as err:
+                bad = self._by_engine.get(err.request_id)
+                if bad is None:
+                    raise
+                # Only this request fails; the step is retried without its rows.
+                self._fail(bad, RequestTokenError(bad.key, err))
+                rids, toks, offs = self._without_gone(rids_in, toks_in, offs_in)
+                if rids is None:
+                    raise
+                rids_in, toks_in, offs_in = rids, toks, offs
+        for rid, exc in res.errors.items():
+            failed = self._by_engine.get(int(rid))
+            if failed is not None:
+                self._fail(failed, exc)
         return res
 
     def _without_gone(

@@ -246,3 +246,121 @@ def test_arrays_are_made_once_and_owned_by_the_result() -> None:
     assert bool(nxt.is_reasoning[0]) and int(nxt.reasoning_tokens[0]) == 2
     with pytest.raises(AttributeError):
         res.no_such_field  # noqa: B018
+
+
+class CountingOne:
+    """Counts the steps the one-token lane took (``step_one`` returns None when it
+    declines)."""
+
+    def __init__(self) -> None:
+        self.taken = 0
+        self.declined = 0
+
+    real = staticmethod(batch_small.step_one)
+
+    def __call__(self, *args: Any) -> BatchStepResult | None:
+        got = self.real(*args)
+        if got is None:
+            self.declined += 1
+        else:
+            self.taken += 1
+        return got
+
+
+@pytest.mark.parametrize("case", VECTORIZED, ids=["-".join(map(str, c[:2])) for c in VECTORIZED])
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_one_request_one_token_lane_equals_vectorized_steps(
+    case: tuple[str, str, dict[str, Any]], data: st.DataObject
+) -> None:
+    """One request decoding alone, a token per step (given as lists, tuples, int64 or
+    int32 arrays): the lane (``step_one``) gives field by field what the vectorized step
+    gives, through ``ReasoningBatch.step`` and ``ReasoningBatch.step_one`` alike."""
+    p = parser(*case)
+    prompt = data.draw(outputs(p), label="prompt")
+    out = data.draw(outputs(p), label="output")
+    include = data.draw(st.booleans(), label="include_reasoning")
+    lane, vector = ReasoningBatch(), ReasoningBatch()
+    for b in (lane, vector):
+        b.add(-17, p, prompt, include_reasoning=include)
+    counting = CountingOne()
+    for i, t in enumerate(out):
+        form = data.draw(st.sampled_from(["list", "tuple", "int64", "int32", "direct"]))
+        args: tuple[Any, Any, Any]
+        if form == "list":
+            args = ([-17], [t], [0, 1])
+        elif form == "tuple":
+            args = ((-17,), (t,), [0, 1])
+        else:
+            dtype = np.int32 if form == "int32" else np.int64
+            args = (np.array([-17], dtype), np.array([t], dtype), np.array([0, 1], dtype))
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(batch_small, "step_one", counting)
+            mp.setattr(batch_module, "step_one", counting)
+            a = lane.step_one(-17, t) if form == "direct" else lane.step(*args)
+        assert a is not None, f"token {i}: the lane declined a plain step"
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(batch_small, "SMALL_REQUESTS", 0)
+            b = vector.step(*args)
+        _same(a, b, [-17])
+    assert counting.taken == len(out) and not counting.declined
+    assert lane.finish(-17) == vector.finish(-17)
+
+
+def test_the_lane_declines_what_it_cannot_take_and_errors_stay_the_same() -> None:
+    """One-request steps the lane must not take (bad input, an unknown or finished id, a
+    token outside the vocabulary, several tokens) raise exactly what the vectorized step
+    raises, or are taken by the general steps; nothing changes on an error."""
+    p = parser("qwen3", "qwen-3")
+    out = p.tokenizer.encode("Hmm, 2 + 2.") + p.end_marker_token_ids() + [19, 20]
+    batch, ref = ReasoningBatch(), ReasoningBatch()
+    for b in (batch, ref):
+        b.add(10, p, [])
+    t = out[0]
+    vocab = p.machine.vocab_size
+    bad: list[tuple[tuple[Any, Any, Any], type[Exception], str]] = [
+        (([999], [t], [0, 1]), UnknownRequestError, "request 999"),
+        (([10], [vocab + 5], [0, 1]), BatchTokenError, "of request 10"),
+        (([10], [-1], [0, 1]), BatchTokenError, "of request 10"),
+        (([10], [2**63], [0, 1]), BatchTokenError, "of request 10"),
+        (([10], [True], [0, 1]), BatchTokenError, "of type bool"),
+        (([10], [float(t)], [0, 1]), BatchTokenError, "of type float"),
+        (([10], [t], [False, True]), InvalidStepError, "integers"),
+        (([10], [t], [0, 2]), InvalidStepError, "offsets[-1]"),
+        (([10], [t], [1, 1]), InvalidStepError, "offsets[0]"),
+        (([[10]], [t], [0, 1]), InvalidStepError, "1-D"),
+        (([10], np.array([t], dtype=object), [0, 1]), InvalidStepError, "integers"),
+        (([10], [t], np.array([0, 1], dtype=object)), InvalidStepError, "integers"),
+        ((np.array([10.0]), [t], [0, 1]), InvalidStepError, "integers"),
+    ]
+    counting = CountingOne()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(batch_module, "step_one", counting)
+        mp.setattr(batch_small, "step_one", counting)
+        for args, exc, words in bad:
+            with pytest.raises(exc, match=re.escape(words)):
+                batch.step(*args)
+    assert not counting.taken
+    assert batch.step_one(999, t) is None
+    assert batch.step_one(10, vocab + 5) is None
+    # Steps of one request the lane leaves to the general step, taken there alike.
+    general = [([10], [t, t], [0, 2]), ([10], [], [0, 0]), ([10], (t,), (0, 1))]
+    for args in general:
+        assert batch_small.one_token(*args) is None
+        got = batch.step(*args)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(batch_small, "SMALL_REQUESTS", 0)
+            want = ref.step(*args)
+        _same(got, want, [10])
+    for tok in out:
+        got = batch.step([10], [tok], [0, 1])
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(batch_small, "SMALL_REQUESTS", 0)
+            want = ref.step([10], [tok], [0, 1])
+        _same(got, want, [10])
+    assert batch.finish(10) == ref.finish(10)
+    assert batch.step_one(10, t) is None  # finished: the lane declines
+    with pytest.raises(Exception) as got_err:
+        batch.step([10], [t], [0, 1])
+    with pytest.raises(type(got_err.value), match=re.escape(str(got_err.value))):
+        ref.step([10], [t], [0, 1])

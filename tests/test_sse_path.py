@@ -74,12 +74,14 @@ class Pair:
         key: str,
         parser: reasonspan.ReasoningParser,
         tools: list[dict[str, Any]] | None = None,
+        alone: ReasoningRuntime | None = None,
         **options: Any,
     ):
+        """``alone``: the SSE request goes into this runtime instead (stepped apart)."""
         self.obj = runtime.add(
             f"{key}-obj", parser, None, completion_id="c", tools=tools, **options
         )
-        self.sse = runtime.add(
+        self.sse = (runtime if alone is None else alone).add(
             f"{key}-sse",
             parser,
             None,
@@ -136,6 +138,51 @@ def step_rows(runtime: ReasoningRuntime, rows: list[tuple[RequestStream, list[in
 
 
 @pytest.mark.parametrize(("family", "kwargs"), CASES, ids=[f"{f}-{k}" for f, k in CASES])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_one_request_alone_is_the_chunk_stream_byte_for_byte(
+    family: str, kwargs: dict[str, Any], data: st.DataObject
+) -> None:
+    """One request alone in its runtime, a token per step but for a few steps of several
+    or none (the one-token lane: ``ReasoningBatch.step_one`` and ``SSEPath.emit_one``):
+    its events decode to the chunks of the same output read as objects in a runtime of
+    its own, each event is msgspec's encoding of its chunk, and the lane was taken."""
+    parser = parser_for(family, kwargs)
+    ids = data.draw(outputs(parser), label="ids")
+    deltas: list[list[int]] = []
+    pos = 0
+    while pos < len(ids):  # mostly one token, now and then two or none
+        k = data.draw(st.sampled_from([1, 1, 1, 1, 1, 2, 0]), label="k")
+        deltas.append(ids[pos : pos + k])
+        pos += k
+    runtime, alone = ReasoningRuntime(), ReasoningRuntime()
+    pair = Pair(runtime, "r", parser, alone=alone)
+    routed = alone.batch.is_vectorized(pair.sse.engine_id)
+    written: list[bool] = []
+    real = sse_path.SSEPath.emit_one
+
+    def counting(self: sse_path.SSEPath, res: Any, room: int) -> bool:
+        written.append(real(self, res, room))
+        return written[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sse_path.SSEPath, "emit_one", counting)
+        for delta in deltas:
+            step_rows(runtime, [(pair.obj, delta)])
+            step_rows(alone, [(pair.sse, delta)])
+            pair.drain()
+    runtime.finish("r-obj", "length")
+    alone.finish("r-sse", "length")
+    pair.drain()
+    chunks = pair.check()
+    expected = parser.parse(ids)
+    assert texts(chunks) == (expected.reasoning or "", expected.content or "")
+    # The lane takes every one-token step of a table-routed request, nothing else.
+    assert len(written) == (sum(len(d) == 1 for d in deltas) if routed else 0)
+    assert sum(written) <= pair.written  # (steps of two tokens write through emit())
+
+
+@pytest.mark.parametrize(("family", "kwargs"), CASES, ids=[f"{f}-{k}" for f, k in CASES])
 @settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_sse_stream_is_the_chunk_stream_byte_for_byte(
@@ -178,6 +225,26 @@ def test_plain_tokens_are_written_by_the_batch_path() -> None:
     pair.run(runtime, ids)
     text_events = len(pair.chunks) - 2  # the role chunk and the final chunk
     assert pair.written >= 0.9 * text_events
+
+
+def test_one_request_alone_writes_plain_tokens_through_the_lane() -> None:
+    """One request alone on ordinary prose: nearly every token's event is written by the
+    one-token lane (``SSEPath.emit_one``), and the stream is the chunk stream."""
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    prose = " ".join(["The quick brown fox jumps over the lazy dog, again."] * 12)
+    ids = tok.encode(f"<think>\n{prose}\n</think>\n\n{prose}")
+    runtime, alone = ReasoningRuntime(), ReasoningRuntime()
+    pair = Pair(runtime, "r", parser, alone=alone)
+    for t in ids:
+        step_rows(runtime, [(pair.obj, [t])])
+        step_rows(alone, [(pair.sse, [t])])
+        pair.drain()
+    runtime.finish("r-obj")
+    alone.finish("r-sse")
+    pair.drain()
+    pair.check()
+    assert pair.written >= 0.9 * (len(pair.chunks) - 2)
 
 
 def test_each_request_s_events_carry_its_own_id() -> None:
