@@ -396,9 +396,14 @@ class ReasoningBatch:
         finished id, a token outside the vocabulary): the runtime's lane for one request
         decoding alone."""
         sl = self._slots
-        if sl.n_fallback or sl.n_hybrid or sl.n_budget or sl.n_struct or sl.failures:
-            return None
-        if self._grammars:
+        if (
+            sl.n_fallback
+            or sl.n_hybrid
+            or sl.n_budget
+            or sl.n_struct
+            or sl.failures
+            or self._grammars.by_slot
+        ):
             return None
         return step_one(sl, self._tables, request_id, token_id)
 

@@ -49,6 +49,12 @@ class StepLists(NamedTuple):
 StepState = tuple[list[bool], list[int]]
 """Per request, after a scalar step: inside reasoning, and reasoning tokens so far."""
 
+OneStep = tuple[int, int, int, int, bool, int]
+"""A step of one request and one token: ``(request id, token id, slot, label, inside
+reasoning after it, reasoning tokens so far)`` (:meth:`BatchStepResult.of_one`)."""
+
+_BYTE = [bytes((i,)) for i in range(256)]
+
 
 _LAZY = frozenset(
     (
@@ -90,6 +96,7 @@ class BatchStepResult:
         "_spill",
         "_state",
         "errors",
+        "one",
         *sorted(_LAZY),
     )
 
@@ -145,6 +152,8 @@ class BatchStepResult:
         self._spill: dict[int, tuple[Spill, ...]] = {}
         self._lists: StepLists | None = None
         self._state: StepState | None = None
+        self.one: OneStep | None = None
+        """A step of one request and one token as one tuple (:meth:`of_one`), else None."""
 
     @classmethod
     def of_lists(
@@ -161,6 +170,28 @@ class BatchStepResult:
         res._spill = {}
         res._lists = lists
         res._state = state
+        res.one = None
+        res._include = include
+        res._forced_pos = None
+        res._gen = None
+        res.errors = {}
+        return res
+
+    @classmethod
+    def of_one(
+        cls, batch: ForcedSource, one: OneStep, include: BoolArray | None
+    ) -> BatchStepResult:
+        """:meth:`of_lists` for a step of one request and one token, from one tuple: its
+        lists are made too only when read (the runtime's lane for one request alone
+        reads the tuple, :attr:`one`)."""
+        res = cls.__new__(cls)
+        res._batch = batch
+        res._rows = None
+        res._decided = {}
+        res._spill = {}
+        res._lists = None
+        res._state = None
+        res.one = one
         res._include = include
         res._forced_pos = None
         res._gen = None
@@ -170,7 +201,11 @@ class BatchStepResult:
     def lists(self) -> StepLists:
         """The step's ids, offsets, labels and slots as Python lists (converted once)."""
         got = self._lists
-        if got is None:
+        if got is None and self.one is not None:
+            rid, tok, slot, lab, reasoning, count = self.one
+            got = self._lists = tuple.__new__(StepLists, ([rid], [tok], [0, 1], _BYTE[lab], [slot]))
+            self._state = ([reasoning], [count])
+        elif got is None:
             got = self._lists = StepLists(
                 self.request_ids.tolist(),
                 self.token_ids.tolist(),
@@ -184,6 +219,8 @@ class BatchStepResult:
 
         def __getattr__(self, name: str) -> Any:
             """An array field a scalar step left unset (:meth:`of_lists`): made now."""
+            if name in _LAZY and self.one is not None:
+                self.lists()
             lists, state = self._lists, self._state
             if name not in _LAZY or lists is None or state is None:
                 raise AttributeError(name)
@@ -292,6 +329,8 @@ class BatchStepResult:
         return self._batch.forced_sequence(slot)[pos:]
 
     def __len__(self) -> int:
+        if self.one is not None:
+            return 1
         lists = self._lists
         return len(lists.request_ids) if lists is not None else int(self.request_ids.shape[0])
 

@@ -41,7 +41,6 @@ SMALL_TOKENS = 64
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
 _LOW = int(LOW)
-_BYTE = [bytes((i,)) for i in range(256)]
 _INT_DTYPES = frozenset(np.dtype(c) for c in "bhilqBHILQ")
 """The native integer dtypes (an array of any other dtype goes to the general checks)."""
 _REASONING = int(REASONING_BIT)
@@ -72,14 +71,16 @@ def one_token(request_ids: Any, token_ids: Any, offsets: Any) -> tuple[int, int]
     alone is the commonest small step (a single-user server): it skips the general
     checks, about half of a one-token step's cost. An integer array is read through
     ``tolist()`` whatever its shape: only a flat list of Python ints passes the checks."""
-    if type(offsets) is np.ndarray:
-        if offsets.size != 2 or offsets.dtype not in _INT_DTYPES:
+    if type(offsets) is np.ndarray:  # an int array's tolist() holds ints (nested if 2-D)
+        if offsets.dtype not in _INT_DTYPES or offsets.tolist() != [0, 1]:
             return None
-        offsets = offsets.tolist()
-    elif type(offsets) is not list or len(offsets) != 2:
+    elif (
+        type(offsets) is not list
+        or offsets != [0, 1]
+        or type(offsets[0]) is not int  # (False and True equal 0 and 1)
+        or type(offsets[1]) is not int
+    ):
         return None
-    if offsets != [0, 1] or type(offsets[0]) is not int or type(offsets[1]) is not int:
-        return None  # (False and True equal 0 and 1)
     if type(request_ids) is np.ndarray:
         if request_ids.dtype not in _INT_DTYPES:
             return None
@@ -117,10 +118,9 @@ def step_one(sl: Slots, tables: Tables, rid: int, tok: int) -> BatchStepResult |
     cnt = py.cnt[s] = py.cnt[s] + inc_t[idx]
     if lab == DELIMITER:
         py.dcnt[s] += 1
-    lists: StepLists = tuple.__new__(StepLists, ([rid], [tok], [0, 1], _BYTE[lab], [s]))
     include = sl.incl[[s]] if sl.n_exclude else None
-    state = ([bool(row & _REASONING)], [cnt & _LOW])
-    return BatchStepResult.of_lists(sl, lists, state, include)
+    one = (rid, tok, s, lab, bool(row & _REASONING), cnt & _LOW)
+    return BatchStepResult.of_one(sl, one, include)
 
 
 def step_small(

@@ -24,7 +24,7 @@ from msgspec itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -356,8 +356,9 @@ class SSEPath:
         """:meth:`emit` for a step of one request and one token (``ReasoningBatch.step_one``:
         nothing held, nothing irregular): True when its event was written, False when the
         exact path must take the row."""
-        _, toks, _, labs, slots = res.lists()
-        return self._write(slots[0], labs, toks, 0, 1, room)
+        one = res.one
+        assert one is not None
+        return self._write(one[2], (one[3],), (one[1],), 0, 1, room)
 
     def _emit_small(self, res: BatchStepResult, room: int) -> list[int] | None:
         """:meth:`emit` for a few requests, without array operations: the same decisions,
@@ -375,7 +376,9 @@ class SSEPath:
                 slow.append(i)
         return slow
 
-    def _write(self, s: int, labs: bytes, toks: list[int], a: int, z: int, room: int) -> bool:
+    def _write(
+        self, s: int, labs: Sequence[int], toks: Sequence[int], a: int, z: int, room: int
+    ) -> bool:
         """Write the event of slot ``s``'s tokens ``toks[a:z]`` (labels ``labs[a:z]``, at
         least one) into its queue when they are all plain text of one plain channel and
         the queue has room; False (nothing written) otherwise."""
@@ -407,5 +410,6 @@ class SSEPath:
             q.append(pre + e + self.mid[s] + e + self.suf)
         else:
             q.append(pre + e + self.suf)
-        rec.notify()
+        if rec.waiting:
+            rec.notify()
         return True
