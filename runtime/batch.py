@@ -306,8 +306,9 @@ class ReasoningBatch:
             tables = self._tables
             tables.live[group] -= 1
             if not tables.live[group]:
-                self._last_group = None  # the group's number may go to another machine
-                if tables.release(group):
+                # Parking may release a group, whose number may then go to another machine.
+                self._last_group = None
+                if tables.park(group):
                     # The flat lookup table was repacked: move the live slots' offsets.
                     every = sl.live_slots()
                     live = every[sl.group[every] >= 0]

@@ -35,6 +35,7 @@ from reasonspan.runtime import (
     RequestFailedError,
     RequestFinishedError,
     UnknownRequestError,
+    batch_tables,
 )
 from reasonspan.runtime.machine import HOLD, Cursor, Machine, Spill
 from reasonspan.tokenizer import LoadedTokenizer
@@ -1035,9 +1036,13 @@ def test_a_reused_slot_keeps_nothing_of_its_last_request() -> None:
     assert batch.usage(4).budget_exhausted
 
 
-def test_a_released_table_group_is_not_remembered_for_its_machine() -> None:
-    """The batch remembers the last machine's table group; once that group's last request
-    leaves, its number can go to another family, and the machine must get its own again."""
+def test_a_released_table_group_is_not_remembered_for_its_machine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The batch remembers the last machine's table group; once that group is released
+    (here at once: no group is parked), its number can go to another family, and the
+    machine must get its own again."""
+    monkeypatch.setattr(batch_tables, "IDLE_GROUPS", 0)
     qwen = parser("qwen3", "qwen-3")
     mm = parser("minimax_m3", "minimax")
     batch = ReasoningBatch()
@@ -1050,6 +1055,62 @@ def test_a_released_table_group_is_not_remembered_for_its_machine() -> None:
         ids += p.tokenizer.encode("done")
         (res,) = one(batch, [(rid, ids)])
         assert res.labels.tobytes() == p.parse(ids, []).labels
+
+
+def test_an_idle_table_group_is_parked_for_the_next_request() -> None:
+    """One request at a time (a single-user server): the family's table group outlives
+    its last request, so the next request reuses it without building the tables again;
+    past IDLE_GROUPS idle families the one idle longest is released, and its family's
+    next request gets a group of its own again. Every request's labels stay its parser's."""
+    parsers: list[ReasoningParser] = []
+    probe = ReasoningBatch()  # six table-routed families of six different table groups
+    groups: set[int] = set()
+    for i, (family, tok) in enumerate(sorted(FAMILY_TOKENIZERS.items())):
+        p = parser(family, tok)
+        probe.add(i, p, [])
+        g = int(probe._slots.group[probe.slot_of(i)])
+        if probe.is_vectorized(i) and g >= 0 and g not in groups and len(parsers) < 6:
+            parsers.append(p)
+            groups.add(g)
+    assert len(parsers) == 6
+    batch = ReasoningBatch()
+    tables = batch._tables
+    built: list[int] = []
+    real = tables._build
+
+    def counting(machine: Any) -> int | None:
+        built.append(1)
+        return real(machine)
+
+    tables._build = counting  # type: ignore[method-assign]
+    rid = 0
+
+    def serve(p: ReasoningParser) -> None:
+        nonlocal rid
+        rid += 1
+        batch.add(rid, p, [])
+        ids = p.tokenizer.encode("<think>hmm") + p.end_marker_token_ids()
+        ids += p.tokenizer.encode("done")
+        (res,) = one(batch, [(rid, ids)])
+        assert res.labels.tobytes() == p.parse(ids, []).labels
+        batch.finish(rid)
+        batch.remove(rid)
+
+    serve(parsers[0])
+    first = len(built)
+    for _ in range(3):
+        serve(parsers[0])
+    assert len(built) == first  # parked: never built again
+    assert len(parsers) - 1 > batch_tables.IDLE_GROUPS
+    for p in parsers[1:]:
+        serve(p)
+    before = len(built)
+    serve(parsers[0])  # idle longest: released, so built anew
+    assert len(built) > before
+    for p in parsers:
+        serve(p)
+    assert sum(1 for n in tables.live if n) == 0
+    assert len(tables._parked) == batch_tables.IDLE_GROUPS
 
 
 def test_usage_and_include_reasoning() -> None:
