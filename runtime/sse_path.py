@@ -51,6 +51,12 @@ _ID_B = _ID.encode("utf-8")
 _SHARED = 64
 """Shared templates kept (by model and ``created`` second; cleared when full)."""
 
+DECODE_R = 4
+"""Slot bit: the request's reasoning rows may be decoded here (:meth:`SSEPath._decode_rows`)."""
+DECODE_C = 8
+"""Slot bit: its content rows may be decoded here."""
+DECODE = DECODE_R | DECODE_C
+
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 
 SMALL = SMALL_REQUESTS
@@ -120,7 +126,9 @@ class SSEPath:
         self.count = 0
         """Requests on this path now (the step skips everything when there are none)."""
         self.bits = np.zeros(0, np.uint8)
-        """Per slot: 1 = its reasoning is plain now, 2 = its content is."""
+        """Per slot: 1 = its reasoning is plain now, 2 = its content is; :data:`DECODE_R`,
+        :data:`DECODE_C`: rows of that channel that are not plain may still be decoded
+        here."""
         self.tab_r = np.zeros(0, np.int64)
         """Per slot: the row of the token table its reasoning uses (0: none)."""
         self.tab_c = np.zeros(0, np.int64)
@@ -221,13 +229,13 @@ class SSEPath:
         self.count -= 1
 
     def refresh(self, rec: StreamRecord) -> None:
-        """Recompute whether the request's channels are plain, after its exact path ran
-        (or its options changed): only the decoder and the record know. Writes go through
-        ``_py`` (the same memory as ``bits``, ``tab_r`` and ``tab_c``)."""
+        """Recompute whether the request's channels are plain, and whether its rows may be
+        decoded here (:meth:`_decode_rows`), after its exact path ran (or its options
+        changed): only the decoder and the record know. Writes go through ``_py`` (the
+        same memory as ``bits``, ``tab_r`` and ``tab_c``)."""
         slot = rec.sse_slot
         if slot < 0:
             return
-        bits_v, tab_r, tab_c = self._py
         table = self.texts[slot]
         if (
             table is None
@@ -237,25 +245,35 @@ class SSEPath:
             or rec.tools is not None
             or rec.cites
         ):
-            bits_v[slot] = 0
+            self._py[0][slot] = 0
             return
+        # What the exact path would do with a row of reasoning or content tokens is
+        # decoder.feed and one chunk of its text, unless a call extractor is in a region.
+        calls = rec.calls
+        decode = DECODE_C | (DECODE_R if rec.include_reasoning else 0)
+        if calls is not None and calls.passthrough_ids() is None:
+            decode = 0
+        self._replain(rec, slot, table, decode)
+
+    def _replain(self, rec: StreamRecord, slot: int, table: TokenText, bits: int) -> None:
+        """Set the slot's plain bits (1, 2) beside ``bits``, from the decoder's state."""
+        _, tab_r, tab_c = self._py
         plain_r, plain_c = rec.decoder.plain_channels()
         if rec.calls is not None and plain_c is not None:
             # Outside a call region the extractor hands answer tokens back as they are,
             # but for the openers: those go through it.
             openers = rec.calls.passthrough_ids()
             plain_c = None if openers is None else (plain_c[0] | openers, plain_c[1])
-        bits = 0
         index = self._index  # the tables made so far, looked up here without a call
         if plain_r is not None and rec.include_reasoning:
-            bits = 1
+            bits |= 1
             got = index.get((id(table), *plain_r))
             tab_r[slot] = self._table(table, *plain_r) if got is None else got
         if plain_c is not None:
             bits |= 2
             got = index.get((id(table), *plain_c))
             tab_c[slot] = self._table(table, *plain_c) if got is None else got
-        bits_v[slot] = bits
+        self._py[0][slot] = bits
 
     def _table(self, table: TokenText, skip: frozenset[int], trail: str) -> int:
         key = (id(table), skip, trail)
@@ -332,6 +350,8 @@ class SSEPath:
         toks_l = toks.tolist()
         recs, esc, suf, mid = self.recs, self.esc, self.suf, self.mid
         offs_l = None if uniform else offs.tolist()
+        if slow:
+            slow = self._decode_rows(slow, slots_l, toks_l, offs_l, labs.tobytes(), irregular, room)
         for pre, rows in ((self.pre_c, row_c), (self.pre_r, row_r)):
             alias = self.alias and pre is self.pre_r
             for i in np.flatnonzero(rows).tolist():
@@ -397,4 +417,78 @@ class SSEPath:
             else:
                 q.append(pre + e + self.suf)
             rec.notify()
+        return (
+            self._decode_rows(slow, slots_l, toks_l, offs_l, labs, irregular, room)
+            if slow
+            else slow
+        )
+
+    def _decode_rows(
+        self,
+        rows: list[int],
+        slots_l: list[int],
+        toks_l: list[int],
+        offs_l: list[int] | None,
+        labs: bytes,
+        irregular: list[int],
+        room: int,
+    ) -> list[int]:
+        """Write the events of the rows the plain check left whose text the exact path
+        would send as one chunk carrying only that text; return the others.
+
+        Such a row belongs to a request whose slot has :data:`DECODE_R` / :data:`DECODE_C`
+        (no stop strings, tool messages, citations or held reasoning; a call extractor
+        outside a region, which hands back any tokens but its openers unchanged), is
+        regular (its decided tokens are the step's), and holds tokens of one channel.
+        Its text is ``decoder.feed(ids, labels)``, the very call the exact path makes,
+        so whatever the decoder and formatter hold (a paragraph break's trailing
+        newlines held until the next text, a split character, a trim after a marker) is
+        theirs to hold; only the chunk object and its later encoding are saved. A full
+        queue leaves the row to the exact path, which coalesces (the buffer policy)."""
+        slow: list[int] = []
+        bits = self._py[0]
+        encode = msgspec.json.encode
+        for i in rows:
+            s = slots_l[i]
+            b = bits[s]
+            if not b & DECODE:
+                slow.append(i)
+                continue
+            if irregular and i in irregular:
+                slow.append(i)
+                continue
+            a, z = (i, i + 1) if offs_l is None else (offs_l[i], offs_l[i + 1])
+            lab = labs[a] if a < z else -1
+            if lab == REASONING and b & DECODE_R:
+                pre = self.pre_r[s]
+            elif lab == CONTENT and b & DECODE_C:
+                pre = self.pre_c[s]
+            else:
+                slow.append(i)
+                continue
+            if z - a > 1 and labs.count(lab, a, z) != z - a:
+                slow.append(i)
+                continue
+            rec = self.recs[s]
+            table = self.texts[s]
+            assert rec is not None and table is not None
+            q = rec.queue
+            ids = toks_l[a:z]
+            calls = rec.calls
+            if len(q) >= room or (
+                calls is not None
+                and ((openers := calls.passthrough_ids()) is None or not openers.isdisjoint(ids))
+            ):
+                slow.append(i)
+                continue
+            r, c = rec.decoder.feed(ids, labs[a:z])
+            text = r or c
+            if text:
+                e = encode(text)[1:-1]
+                if self.alias and lab == REASONING:
+                    q.append(pre + e + self.mid[s] + e + self.suf)
+                else:
+                    q.append(pre + e + self.suf)
+                rec.notify()
+            self._replain(rec, s, table, b & DECODE)
         return slow
