@@ -102,6 +102,8 @@ class SSEPath:
 
     __slots__ = (
         "_index",
+        "_plain_c",
+        "_plain_r",
         "_py",
         "_shared",
         "_stack",
@@ -150,6 +152,9 @@ class SSEPath:
         self.mid: list[bytes] = []
         self.esc: list[list[bytes]] = []
         self.texts: list[TokenText | None] = []
+        self._plain_r: list[tuple[frozenset[int], str] | None] = []
+        """Per slot: the reasoning ``(skip, trail)`` its ``tab_r`` was made for."""
+        self._plain_c: list[tuple[frozenset[int], str] | None] = []
         self.suf = b""
         self._shared: dict[tuple[str, int], tuple[bytes, bytes, bytes, bytes] | None] = {}
         """Templates by (model, created) with :data:`_ID` for the id (:meth:`_cut`)."""
@@ -177,6 +182,8 @@ class SSEPath:
         self.mid.extend([b""] * more)
         self.esc.extend([[]] * more)
         self.texts.extend([None] * more)
+        self._plain_r.extend([None] * more)
+        self._plain_c.extend([None] * more)
 
     def admit(self, rec: StreamRecord, slot: int) -> bool:
         """Put a request on the path (False: it cannot ride it, e.g. a tokenizer whose
@@ -189,6 +196,7 @@ class SSEPath:
         self.pre_c[slot], self.pre_r[slot], self.mid[slot], self.suf = cut
         self.esc[slot] = table.escaped
         self.texts[slot] = table
+        self._plain_r[slot] = self._plain_c[slot] = None
         self.recs[slot] = rec
         rec.sse_slot = slot
         self.count += 1
@@ -255,24 +263,34 @@ class SSEPath:
             decode = 0
         self._replain(rec, slot, table, decode)
 
-    def _replain(self, rec: StreamRecord, slot: int, table: TokenText, bits: int) -> None:
-        """Set the slot's plain bits (1, 2) beside ``bits``, from the decoder's state."""
-        _, tab_r, tab_c = self._py
-        plain_r, plain_c = rec.decoder.plain_channels()
-        if rec.calls is not None and plain_c is not None:
+    def _replain(
+        self, rec: StreamRecord, slot: int, table: TokenText, bits: int, channels: int = 3
+    ) -> None:
+        """Set the slot's plain bits of ``channels`` (1: reasoning, 2: content) from the
+        decoder's state, beside ``bits`` (the decode bits, and the plain bit of a channel
+        not asked about, whose decoder and formatter did not change). A channel's table
+        is looked up again only when its ``(skip, trail)`` differs from the slot's last
+        (once per request: both are fixed for a decoder)."""
+        dec = rec.decoder
+        if channels & 1 and rec.include_reasoning:
+            plain = dec.plain_channel(REASONING)
+            if plain is not None:
+                bits |= 1
+                if plain != self._plain_r[slot]:
+                    self._plain_r[slot] = plain
+                    self._py[1][slot] = self._table(table, *plain)
+        if channels & 2:
+            plain = dec.plain_channel(CONTENT)
+            calls = rec.calls
             # Outside a call region the extractor hands answer tokens back as they are,
-            # but for the openers: those go through it.
-            openers = rec.calls.passthrough_ids()
-            plain_c = None if openers is None else (plain_c[0] | openers, plain_c[1])
-        index = self._index  # the tables made so far, looked up here without a call
-        if plain_r is not None and rec.include_reasoning:
-            bits |= 1
-            got = index.get((id(table), *plain_r))
-            tab_r[slot] = self._table(table, *plain_r) if got is None else got
-        if plain_c is not None:
-            bits |= 2
-            got = index.get((id(table), *plain_c))
-            tab_c[slot] = self._table(table, *plain_c) if got is None else got
+            # but for the openers (fixed per extractor): those go through it.
+            openers = None if calls is None else calls.passthrough_ids()
+            if plain is not None and (calls is None or openers is not None):
+                bits |= 2
+                if plain != self._plain_c[slot]:
+                    self._plain_c[slot] = plain
+                    skip = plain[0] if openers is None else plain[0] | openers
+                    self._py[2][slot] = self._table(table, skip, plain[1])
         self._py[0][slot] = bits
 
     def _table(self, table: TokenText, skip: frozenset[int], trail: str) -> int:
@@ -490,5 +508,9 @@ class SSEPath:
                 else:
                     q.append(pre + e + self.suf)
                 rec.notify()
-            self._replain(rec, s, table, b & DECODE)
+            # Only the row's channel changed: its bit is recomputed, the other's kept.
+            if lab == REASONING:
+                self._replain(rec, s, table, b & ~1, 1)
+            else:
+                self._replain(rec, s, table, b & ~2, 2)
         return slow
