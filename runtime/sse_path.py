@@ -8,10 +8,15 @@ server writes is fixed bytes: the request's event prefix (``data: {"object":...,
 msgspec), and the common suffix. :class:`SSEPath` finds those rows of a step with a few
 numpy gathers over per-slot arrays (is the request's channel plain now, which token table
 does it use) and per-token tables, and writes their events straight into the requests'
-queues; the runtime's exact per-request path takes every other row (markers, held-back
-tokens, split characters, trims, tool-call regions and their openers, stop strings,
-harmony's tool messages, a full queue) and then tells
-this path, through :meth:`SSEPath.refresh`, whether the request is plain again.
+queues. A row that is not plain but holds tokens of one channel (a paragraph break whose
+newlines the formatter holds, the text after it, a split character, a trim after a
+marker), of a request whose options add nothing to a text chunk, is decoded here by the
+request's own decoder (``decoder.feed``, the call the exact path makes) and its text
+written from the same templates, escaped by msgspec (:meth:`SSEPath._decode_rows`). The
+runtime's exact per-request path takes every other row (markers, held-back tokens,
+tool-call regions and their openers, stop strings, harmony's tool messages, citations, a
+full queue) and then tells this path, through :meth:`SSEPath.refresh`, whether the
+request is plain again.
 
 A request that offers tools rides it too while its call extractor only passes answer
 tokens through (outside a region, openers matched on ids): the openers are left out of
