@@ -8,15 +8,14 @@ server writes is fixed bytes: the request's event prefix (``data: {"object":...,
 msgspec), and the common suffix. :class:`SSEPath` finds those rows of a step with a few
 numpy gathers over per-slot arrays (is the request's channel plain now, which token table
 does it use) and per-token tables, and writes their events straight into the requests'
-queues. A row that is not plain but holds tokens of one channel (a paragraph break whose
-newlines the formatter holds, the text after it, a split character, a trim after a
-marker), of a request whose options add nothing to a text chunk, is decoded here by the
-request's own decoder (``decoder.feed``, the call the exact path makes) and its text
-written from the same templates, escaped by msgspec (:meth:`SSEPath._decode_rows`). The
-runtime's exact per-request path takes every other row (markers, held-back tokens,
-tool-call regions and their openers, stop strings, harmony's tool messages, citations, a
-full queue) and then tells this path, through :meth:`SSEPath.refresh`, whether the
-request is plain again.
+queues. A row that is not plain (a paragraph break whose newlines the formatter holds,
+the text after it, a split character, a trim after a marker, the marker itself), of a
+request whose options add nothing to a text chunk, is decoded here by the request's own
+decoder (``decoder.feed``, the call the exact path makes) and its text written from the
+same templates, escaped by msgspec (:meth:`SSEPath._decode_rows`). The runtime's exact
+per-request path takes every other row (held-back tokens, tool-call regions and their
+openers, stop strings, harmony's tool messages, citations, a full queue) and then tells
+this path, through :meth:`SSEPath.refresh`, whether the request is plain again.
 
 A request that offers tools rides it too while its call extractor only passes answer
 tokens through (outside a region, openers matched on ids): the openers are left out of
@@ -37,7 +36,7 @@ import numpy as np
 
 from .batch_result import BatchStepResult
 from .batch_small import SMALL_REQUESTS
-from .labels import CONTENT, REASONING
+from .labels import CONTENT, DELIMITER, REASONING
 from .openai import ChatCompletionChunk, ChoiceDelta
 from .sse import sse_event
 from .token_text import TokenText
@@ -61,6 +60,12 @@ DECODE_R = 4
 DECODE_C = 8
 """Slot bit: its content rows may be decoded here."""
 DECODE = DECODE_R | DECODE_C
+_NEEDS = tuple(
+    {REASONING: DECODE_R, CONTENT: DECODE_C, DELIMITER: DECODE}.get(lab, 16) for lab in range(256)
+)
+"""The decode bits a row needs per label of its tokens: a marker changes both channels'
+formatters; any other label (a kept tool marker, a tool message) never here (16: no slot
+has that bit)."""
 
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 
@@ -114,6 +119,7 @@ class SSEPath:
         "_stack",
         "_tables",
         "_tables_b",
+        "_width",
         "alias",
         "bits",
         "count",
@@ -151,6 +157,10 @@ class SSEPath:
         """``_tables`` as bytes, for the scalar loop."""
         self._index: dict[tuple[int, frozenset[int], str], int] = {}
         self._stack: np.ndarray[Any, np.dtype[np.bool_]] | None = None
+        self._width = 0
+        """The largest vocabulary admitted: the stack of tables is at least this wide, so
+        every step token indexes it (a slot whose channel has no table yet reads row 0,
+        all False, also for a token past the tables made so far)."""
         self.recs: list[StreamRecord | None] = []
         self.pre_c: list[bytes] = []
         self.pre_r: list[bytes] = []
@@ -199,6 +209,9 @@ class SSEPath:
             return False
         self._grow(slot)
         self.pre_c[slot], self.pre_r[slot], self.mid[slot], self.suf = cut
+        if table.whole.shape[0] > self._width:
+            self._width = table.whole.shape[0]
+            self._stack = None
         self.esc[slot] = table.escaped
         self.texts[slot] = table
         self._plain_r[slot] = self._plain_c[slot] = None
@@ -313,7 +326,7 @@ class SSEPath:
     def _stacked(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
         stack = self._stack
         if stack is None:
-            width = max(t.shape[0] for t in self._tables)
+            width = max(self._width, *(t.shape[0] for t in self._tables))
             stack = np.zeros((len(self._tables), width), np.bool_)
             for i, t in enumerate(self._tables):
                 stack[i, : t.shape[0]] = t
@@ -456,21 +469,27 @@ class SSEPath:
         irregular: list[int],
         room: int,
     ) -> list[int]:
-        """Write the events of the rows the plain check left whose text the exact path
-        would send as one chunk carrying only that text; return the others.
+        """Write the events of the rows the plain check left whose output the exact path
+        would send as one text chunk; return the others.
 
-        Such a row belongs to a request whose slot has :data:`DECODE_R` / :data:`DECODE_C`
-        (no stop strings, tool messages, citations or held reasoning; a call extractor
-        outside a region, which hands back any tokens but its openers unchanged), is
-        regular (its decided tokens are the step's), and holds tokens of one channel.
-        Its text is ``decoder.feed(ids, labels)``, the very call the exact path makes,
-        so whatever the decoder and formatter hold (a paragraph break's trailing
-        newlines held until the next text, a split character, a trim after a marker) is
-        theirs to hold; only the chunk object and its later encoding are saved. A full
-        queue leaves the row to the exact path, which coalesces (the buffer policy)."""
+        Such a row belongs to a request whose slot has the decode bits its labels need
+        (:data:`_NEEDS`; the request has no stop strings, tool messages, citations or held
+        reasoning, and a call extractor is outside a region, where it hands back any
+        tokens but its openers unchanged), is regular (its decided tokens are the step's),
+        and holds reasoning, content and marker tokens only. Its text is
+        ``decoder.feed(ids, labels)``, the very call the exact path makes, so whatever
+        the decoder and formatters hold (a paragraph break's trailing newlines held
+        until the next text or trimmed by the next marker, a split character, a trim
+        after a marker) is theirs to hold; only the chunk object, its later encoding and
+        a full refresh are saved. Text of one channel is written from the templates;
+        text of both (a marker between them) is queued as the chunk the exact path
+        makes. A full queue leaves the row to the exact path, which coalesces (the
+        buffer policy)."""
         slow: list[int] = []
         bits = self._py[0]
         encode = msgspec.json.encode
+        needs = _NEEDS
+        suf = self.suf
         for i in rows:
             s = slots_l[i]
             b = bits[s]
@@ -481,15 +500,13 @@ class SSEPath:
                 slow.append(i)
                 continue
             a, z = (i, i + 1) if offs_l is None else (offs_l[i], offs_l[i + 1])
-            lab = labs[a] if a < z else -1
-            if lab == REASONING and b & DECODE_R:
-                pre = self.pre_r[s]
-            elif lab == CONTENT and b & DECODE_C:
-                pre = self.pre_c[s]
+            if z - a == 1:
+                need = needs[labs[a]]
             else:
-                slow.append(i)
-                continue
-            if z - a > 1 and labs.count(lab, a, z) != z - a:
+                need = 0
+                for lab in set(labs[a:z]):
+                    need |= needs[lab]
+            if not need or b & need != need:
                 slow.append(i)
                 continue
             rec = self.recs[s]
@@ -505,17 +522,17 @@ class SSEPath:
                 slow.append(i)
                 continue
             r, c = rec.decoder.feed(ids, labs[a:z])
-            text = r or c
-            if text:
-                e = encode(text)[1:-1]
-                if self.alias and lab == REASONING:
-                    q.append(pre + e + self.mid[s] + e + self.suf)
-                else:
-                    q.append(pre + e + self.suf)
+            if r and c:  # a marker between the two channels' text: one chunk of both
+                rec.emit_text(self.alias, room, r, c)
+            elif r:
+                e = encode(r)[1:-1]
+                pre = self.pre_r[s]
+                q.append(pre + e + self.mid[s] + e + suf if self.alias else pre + e + suf)
                 rec.notify()
-            # Only the row's channel changed: its bit is recomputed, the other's kept.
-            if lab == REASONING:
-                self._replain(rec, s, table, b & ~1, 1)
-            else:
-                self._replain(rec, s, table, b & ~2, 2)
+            elif c:
+                q.append(self.pre_c[s] + encode(c)[1:-1] + suf)
+                rec.notify()
+            # Only the channels the row's labels touch changed: theirs are recomputed.
+            channels = need >> 2  # DECODE_R: 1, DECODE_C: 2, both: 3
+            self._replain(rec, s, table, b & ~channels, channels)
         return slow

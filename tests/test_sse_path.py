@@ -458,7 +458,7 @@ def _run_in_steps(
 
 @pytest.mark.parametrize("vectorized", [False, True])
 @pytest.mark.parametrize("alias", [False, True])
-@pytest.mark.parametrize("k", [1, 2, 3])
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
 def test_paragraph_breaks_are_written_by_the_path(vectorized: bool, alias: bool, k: int) -> None:
     """Paragraph breaks in reasoning and content: the break's newlines are held by the
     reasoning formatter (they would be trimmed before an end marker) and sent in front
@@ -479,13 +479,17 @@ def test_paragraph_breaks_are_written_by_the_path(vectorized: bool, alias: bool,
     if alias:
         got = "".join(c.choices[0].delta.reasoning_content or "" for c in chunks if c.choices)
         assert got == PARAGRAPHS_R
-    # Every text event but the ones of a step that holds a marker (with one token per
-    # step, none: the marker rows only trim) is bytes written by the path; the role and
-    # final chunks are not text.
-    markers = {tok.single_token_id("<think>"), tok.single_token_id("</think>")}
-    marker_steps = sum(1 for at in range(0, len(ids), k) if markers & set(ids[at : at + k]))
-    assert marker_steps == 2
-    assert pair.written >= len(chunks) - 2 - (0 if k == 1 else marker_steps)
+    # Every text event is bytes written by the path (marker rows included), but a
+    # chunk with text of both channels (a marker between them in one step), which is
+    # queued as the chunk; the role and final chunks are not text.
+    both = sum(
+        1
+        for c in chunks
+        if c.choices and c.choices[0].delta.reasoning and c.choices[0].delta.content
+    )
+    assert pair.written == len(chunks) - 2 - both
+    # Five tokens a step put ``.\n``, ``</think>``, ``\n\n``, ``The``, `` answer`` in one.
+    assert both == (1 if k == 5 else 0)
 
 
 @pytest.mark.parametrize("vectorized", [False, True])
@@ -609,3 +613,23 @@ def test_decoded_rows_keep_the_exact_path_s_state(family: str, data: st.DataObje
             assert alias_text == want[0]
     if not lagging:
         pair.check()
+
+
+def test_decodable_rows_before_any_token_table() -> None:
+    """Rows decoded on the path before either of the request's channels was ever plain
+    (granite with thinking off, markers only: no token table is made yet), in a
+    numpy-path step of four tokens then one: its token ids (high special ids) must
+    still index the row of tables such a slot reads (all False). Its stream is its
+    object twin's, and its text parse()'s."""
+    parser = parser_for("granite_thinking", {"enable_thinking": False})
+    tok = parser.tokenizer
+    think, call = tok.single_token_id("<think>"), tok.single_token_id("<tool_call>")
+    assert think is not None and call is not None
+    ids = [think, think, call, think, think]
+    runtime = ReasoningRuntime()
+    pair = Pair(runtime, "r", parser)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sse_path, "SMALL", 0)
+        chunks = _run_in_steps(runtime, pair, ids, 4, "length")
+    expected = parser.parse(ids)
+    assert texts(chunks) == (expected.reasoning or "", expected.content or "")
