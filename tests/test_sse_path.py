@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reasonspan.runtime import sse_path
 from reasonspan.runtime.formatters import WHITESPACE
-from reasonspan.runtime.openai import ChatCompletionChunk
+from reasonspan.runtime.openai import ChatCompletionChunk, FinishReason
 from reasonspan.runtime.sse import DONE, chunk_of_event, sse_event
 from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
 from reasonspan.runtime.token_text import TokenText
-from reasonspan.tokenizer.loader import load_tokenizer_sync
+from reasonspan.tokenizer.loader import LoadedTokenizer, load_tokenizer_sync
 from sampling import examples
 from strategies import outputs, splits
 
@@ -435,23 +435,24 @@ def held_state(decoder: Any) -> tuple[Any, ...]:
     )
 
 
-def _paragraph_ids(tok: Any, reasoning_end: str = "\n</think>\n\n") -> list[int]:
+def _paragraph_ids(tok: LoadedTokenizer, reasoning_end: str = "\n</think>\n\n") -> list[int]:
     ids: list[int] = tok.encode(f"<think>\n{PARAGRAPHS_R}{reasoning_end}{PARAGRAPHS_C}")
     return ids
 
 
 def _run_in_steps(
-    runtime: ReasoningRuntime, pair: Pair, ids: list[int], k: int, finish: str = "stop"
+    runtime: ReasoningRuntime, pair: Pair, ids: list[int], k: int, finish: FinishReason = "stop"
 ) -> list[ChatCompletionChunk]:
     """Step both requests ``k`` tokens at a time, reading after every step (the two
-    decoders' plain states must agree after each), then finish and check them."""
+    decoders must hold the same after each: :func:`held_state`), then finish and check
+    them."""
     for at in range(0, len(ids), k):
         delta = ids[at : at + k]
         step_rows(runtime, [(pair.obj, delta), (pair.sse, delta)])
         assert held_state(pair.sse._rec.decoder) == held_state(pair.obj._rec.decoder)
         pair.drain()
-    runtime.finish(pair.obj.request_id, finish)  # type: ignore[arg-type]
-    runtime.finish(pair.sse.request_id, finish)  # type: ignore[arg-type]
+    runtime.finish(pair.obj.request_id, finish)
+    runtime.finish(pair.sse.request_id, finish)
     pair.drain()
     return pair.check()
 
