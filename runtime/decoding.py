@@ -339,6 +339,13 @@ class LabelledDecoder:
         :meth:`feed`."""
         return _plain(self._rdec, self._rfmt), _plain(self._cdec, self._cfmt)
 
+    def plain_channel(self, channel: int) -> tuple[frozenset[int], str] | None:
+        """:meth:`plain_channels` of one channel (``REASONING`` or ``CONTENT``): after a
+        feed of that channel's tokens alone, the other one's is unchanged."""
+        if channel == REASONING:
+            return _plain(self._rdec, self._rfmt)
+        return _plain(self._cdec, self._cfmt)
+
 
 def _plain(
     dec: ByteDecoder | DecodeStream | SkippingDecodeStream, fmt: TextFormatter

@@ -149,11 +149,9 @@ class TrimFormatter:
         return self._emit(kept)
 
     def idle_trail(self) -> str | None:
-        if self._armed or self._lead_left or self._tail or self._prefix:
-            return None
-        if self._unseen or self._join or self._label_buf:
-            return None
-        return self._trim.trail
+        # ``_quiet`` is :meth:`_idle`, kept up to date; a label is only ever being matched
+        # (``_label_buf``) while the formatter is armed, which ``_idle`` covers.
+        return self._trail if self._quiet else None
 
     def marker(self) -> str:
         trim = self._trim

@@ -8,9 +8,13 @@ server writes is fixed bytes: the request's event prefix (``data: {"object":...,
 msgspec), and the common suffix. :class:`SSEPath` finds those rows of a step with a few
 numpy gathers over per-slot arrays (is the request's channel plain now, which token table
 does it use) and per-token tables, and writes their events straight into the requests'
-queues; the runtime's exact per-request path takes every other row (markers, held-back
-tokens, split characters, trims, tool-call regions and their openers, stop strings,
-harmony's tool messages, a full queue) and then tells
+queues. A row that is not plain (a paragraph break whose newlines the formatter holds,
+the text after it, a split character, a trim after a marker, the marker itself), of a
+request whose options add nothing to a text chunk, is decoded here by the request's own
+decoder (``decoder.feed``, the call the exact path makes) and its text written from the
+same templates, escaped by msgspec (:meth:`SSEPath._decode_rows`). The runtime's exact
+per-request path takes every other row (held-back tokens, tool-call regions and their
+openers, stop strings, harmony's tool messages, citations, a full queue) and then tells
 this path, through :meth:`SSEPath.refresh`, whether the request is plain again.
 
 A request that offers tools rides it too while its call extractor only passes answer
@@ -32,7 +36,7 @@ import numpy as np
 
 from .batch_result import BatchStepResult
 from .batch_small import SMALL_REQUESTS
-from .labels import CONTENT, REASONING
+from .labels import CONTENT, DELIMITER, REASONING
 from .openai import ChatCompletionChunk, ChoiceDelta
 from .sse import sse_event
 from .token_text import TokenText
@@ -50,6 +54,18 @@ and second (:meth:`SSEPath.admit`); replaced by each request's escaped id."""
 _ID_B = _ID.encode("utf-8")
 _SHARED = 64
 """Shared templates kept (by model and ``created`` second; cleared when full)."""
+
+DECODE_R = 4
+"""Slot bit: the request's reasoning rows may be decoded here (:meth:`SSEPath._decode_rows`)."""
+DECODE_C = 8
+"""Slot bit: its content rows may be decoded here."""
+DECODE = DECODE_R | DECODE_C
+_NEEDS = tuple(
+    {REASONING: DECODE_R, CONTENT: DECODE_C, DELIMITER: DECODE}.get(lab, 16) for lab in range(256)
+)
+"""The decode bits a row needs per label of its tokens: a marker changes both channels'
+formatters; any other label (a kept tool marker, a tool message) never here (16: no slot
+has that bit)."""
 
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 
@@ -96,11 +112,14 @@ class SSEPath:
 
     __slots__ = (
         "_index",
+        "_plain_c",
+        "_plain_r",
         "_py",
         "_shared",
         "_stack",
         "_tables",
         "_tables_b",
+        "_width",
         "alias",
         "bits",
         "count",
@@ -120,7 +139,9 @@ class SSEPath:
         self.count = 0
         """Requests on this path now (the step skips everything when there are none)."""
         self.bits = np.zeros(0, np.uint8)
-        """Per slot: 1 = its reasoning is plain now, 2 = its content is."""
+        """Per slot: 1 = its reasoning is plain now, 2 = its content is; :data:`DECODE_R`,
+        :data:`DECODE_C`: rows of that channel that are not plain may still be decoded
+        here."""
         self.tab_r = np.zeros(0, np.int64)
         """Per slot: the row of the token table its reasoning uses (0: none)."""
         self.tab_c = np.zeros(0, np.int64)
@@ -136,12 +157,19 @@ class SSEPath:
         """``_tables`` as bytes, for the scalar loop."""
         self._index: dict[tuple[int, frozenset[int], str], int] = {}
         self._stack: np.ndarray[Any, np.dtype[np.bool_]] | None = None
+        self._width = 0
+        """The largest vocabulary admitted: the stack of tables is at least this wide, so
+        every step token indexes it (a slot whose channel has no table yet reads row 0,
+        all False, also for a token past the tables made so far)."""
         self.recs: list[StreamRecord | None] = []
         self.pre_c: list[bytes] = []
         self.pre_r: list[bytes] = []
         self.mid: list[bytes] = []
         self.esc: list[list[bytes]] = []
         self.texts: list[TokenText | None] = []
+        self._plain_r: list[tuple[frozenset[int], str] | None] = []
+        """Per slot: the reasoning ``(skip, trail)`` its ``tab_r`` was made for."""
+        self._plain_c: list[tuple[frozenset[int], str] | None] = []
         self.suf = b""
         self._shared: dict[tuple[str, int], tuple[bytes, bytes, bytes, bytes] | None] = {}
         """Templates by (model, created) with :data:`_ID` for the id (:meth:`_cut`)."""
@@ -169,6 +197,8 @@ class SSEPath:
         self.mid.extend([b""] * more)
         self.esc.extend([[]] * more)
         self.texts.extend([None] * more)
+        self._plain_r.extend([None] * more)
+        self._plain_c.extend([None] * more)
 
     def admit(self, rec: StreamRecord, slot: int) -> bool:
         """Put a request on the path (False: it cannot ride it, e.g. a tokenizer whose
@@ -179,8 +209,12 @@ class SSEPath:
             return False
         self._grow(slot)
         self.pre_c[slot], self.pre_r[slot], self.mid[slot], self.suf = cut
+        if table.whole.shape[0] > self._width:
+            self._width = table.whole.shape[0]
+            self._stack = None
         self.esc[slot] = table.escaped
         self.texts[slot] = table
+        self._plain_r[slot] = self._plain_c[slot] = None
         self.recs[slot] = rec
         rec.sse_slot = slot
         self.count += 1
@@ -221,13 +255,13 @@ class SSEPath:
         self.count -= 1
 
     def refresh(self, rec: StreamRecord) -> None:
-        """Recompute whether the request's channels are plain, after its exact path ran
-        (or its options changed): only the decoder and the record know. Writes go through
-        ``_py`` (the same memory as ``bits``, ``tab_r`` and ``tab_c``)."""
+        """Recompute whether the request's channels are plain, and whether its rows may be
+        decoded here (:meth:`_decode_rows`), after its exact path ran (or its options
+        changed): only the decoder and the record know. Writes go through ``_py`` (the
+        same memory as ``bits``, ``tab_r`` and ``tab_c``)."""
         slot = rec.sse_slot
         if slot < 0:
             return
-        bits_v, tab_r, tab_c = self._py
         table = self.texts[slot]
         if (
             table is None
@@ -237,25 +271,45 @@ class SSEPath:
             or rec.tools is not None
             or rec.cites
         ):
-            bits_v[slot] = 0
+            self._py[0][slot] = 0
             return
-        plain_r, plain_c = rec.decoder.plain_channels()
-        if rec.calls is not None and plain_c is not None:
+        # What the exact path would do with a row of reasoning or content tokens is
+        # decoder.feed and one chunk of its text, unless a call extractor is in a region.
+        calls = rec.calls
+        decode = DECODE_C | (DECODE_R if rec.include_reasoning else 0)
+        if calls is not None and calls.passthrough_ids() is None:
+            decode = 0
+        self._replain(rec, slot, table, decode)
+
+    def _replain(
+        self, rec: StreamRecord, slot: int, table: TokenText, bits: int, channels: int = 3
+    ) -> None:
+        """Set the slot's plain bits of ``channels`` (1: reasoning, 2: content) from the
+        decoder's state, beside ``bits`` (the decode bits, and the plain bit of a channel
+        not asked about, whose decoder and formatter did not change). A channel's table
+        is looked up again only when its ``(skip, trail)`` differs from the slot's last
+        (once per request: both are fixed for a decoder)."""
+        dec = rec.decoder
+        if channels & 1 and rec.include_reasoning:
+            plain = dec.plain_channel(REASONING)
+            if plain is not None:
+                bits |= 1
+                if plain != self._plain_r[slot]:
+                    self._plain_r[slot] = plain
+                    self._py[1][slot] = self._table(table, *plain)
+        if channels & 2:
+            plain = dec.plain_channel(CONTENT)
+            calls = rec.calls
             # Outside a call region the extractor hands answer tokens back as they are,
-            # but for the openers: those go through it.
-            openers = rec.calls.passthrough_ids()
-            plain_c = None if openers is None else (plain_c[0] | openers, plain_c[1])
-        bits = 0
-        index = self._index  # the tables made so far, looked up here without a call
-        if plain_r is not None and rec.include_reasoning:
-            bits = 1
-            got = index.get((id(table), *plain_r))
-            tab_r[slot] = self._table(table, *plain_r) if got is None else got
-        if plain_c is not None:
-            bits |= 2
-            got = index.get((id(table), *plain_c))
-            tab_c[slot] = self._table(table, *plain_c) if got is None else got
-        bits_v[slot] = bits
+            # but for the openers (fixed per extractor): those go through it.
+            openers = None if calls is None else calls.passthrough_ids()
+            if plain is not None and (calls is None or openers is not None):
+                bits |= 2
+                if plain != self._plain_c[slot]:
+                    self._plain_c[slot] = plain
+                    skip = plain[0] if openers is None else plain[0] | openers
+                    self._py[2][slot] = self._table(table, skip, plain[1])
+        self._py[0][slot] = bits
 
     def _table(self, table: TokenText, skip: frozenset[int], trail: str) -> int:
         key = (id(table), skip, trail)
@@ -272,7 +326,7 @@ class SSEPath:
     def _stacked(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
         stack = self._stack
         if stack is None:
-            width = max(t.shape[0] for t in self._tables)
+            width = max(self._width, *(t.shape[0] for t in self._tables))
             stack = np.zeros((len(self._tables), width), np.bool_)
             for i, t in enumerate(self._tables):
                 stack[i, : t.shape[0]] = t
@@ -332,6 +386,8 @@ class SSEPath:
         toks_l = toks.tolist()
         recs, esc, suf, mid = self.recs, self.esc, self.suf, self.mid
         offs_l = None if uniform else offs.tolist()
+        if slow:
+            slow = self._decode_rows(slow, slots_l, toks_l, offs_l, labs.tobytes(), irregular, room)
         for pre, rows in ((self.pre_c, row_c), (self.pre_r, row_r)):
             alias = self.alias and pre is self.pre_r
             for i in np.flatnonzero(rows).tolist():
@@ -358,7 +414,10 @@ class SSEPath:
         exact path must take the row."""
         one = res.one
         assert one is not None
-        return self._write(one[2], (one[3],), (one[1],), 0, 1, room)
+        _, tok, s, lab, _, _ = one
+        return self._write(s, (lab,), (tok,), 0, 1, room) or not self._decode_rows(
+            [0], [s], [tok], None, bytes((lab,)), [], room
+        )
 
     def _emit_small(self, res: BatchStepResult, room: int) -> list[int] | None:
         """:meth:`emit` for a few requests, without array operations: the same decisions,
@@ -374,6 +433,88 @@ class SSEPath:
                 continue
             if a != z and not write(s, labs, toks_l, a, z, room):
                 slow.append(i)
+        return (
+            self._decode_rows(slow, slots_l, toks_l, offs_l, labs, irregular, room)
+            if slow
+            else slow
+        )
+
+    def _decode_rows(
+        self,
+        rows: list[int],
+        slots_l: list[int],
+        toks_l: list[int],
+        offs_l: list[int] | None,
+        labs: bytes,
+        irregular: list[int],
+        room: int,
+    ) -> list[int]:
+        """Write the events of the rows the plain check left whose output the exact path
+        would send as one text chunk; return the others.
+
+        Such a row belongs to a request whose slot has the decode bits its labels need
+        (:data:`_NEEDS`; the request has no stop strings, tool messages, citations or held
+        reasoning, and a call extractor is outside a region, where it hands back any
+        tokens but its openers unchanged), is regular (its decided tokens are the step's),
+        and holds reasoning, content and marker tokens only. Its text is
+        ``decoder.feed(ids, labels)``, the very call the exact path makes, so whatever
+        the decoder and formatters hold (a paragraph break's trailing newlines held
+        until the next text or trimmed by the next marker, a split character, a trim
+        after a marker) is theirs to hold; only the chunk object, its later encoding and
+        a full refresh are saved. Text of one channel is written from the templates;
+        text of both (a marker between them) is queued as the chunk the exact path
+        makes. A full queue leaves the row to the exact path, which coalesces (the
+        buffer policy)."""
+        slow: list[int] = []
+        bits = self._py[0]
+        encode = msgspec.json.encode
+        needs = _NEEDS
+        suf = self.suf
+        for i in rows:
+            s = slots_l[i]
+            b = bits[s]
+            if not b & DECODE:
+                slow.append(i)
+                continue
+            if irregular and i in irregular:
+                slow.append(i)
+                continue
+            a, z = (i, i + 1) if offs_l is None else (offs_l[i], offs_l[i + 1])
+            if z - a == 1:
+                need = needs[labs[a]]
+            else:
+                need = 0
+                for lab in set(labs[a:z]):
+                    need |= needs[lab]
+            if not need or b & need != need:
+                slow.append(i)
+                continue
+            rec = self.recs[s]
+            table = self.texts[s]
+            assert rec is not None and table is not None
+            q = rec.queue
+            ids = toks_l[a:z]
+            calls = rec.calls
+            if len(q) >= room or (
+                calls is not None
+                and ((openers := calls.passthrough_ids()) is None or not openers.isdisjoint(ids))
+            ):
+                slow.append(i)
+                continue
+            r, c = rec.decoder.feed(ids, labs[a:z])
+            if r and c:  # a marker between the two channels' text: one chunk of both
+                rec.emit_text(self.alias, room, r, c)
+            elif r:
+                e = encode(r)[1:-1]
+                pre = self.pre_r[s]
+                q.append(pre + e + self.mid[s] + e + suf if self.alias else pre + e + suf)
+                rec.notify()
+            elif c:
+                q.append(self.pre_c[s] + encode(c)[1:-1] + suf)
+                rec.notify()
+            # Only the channels the row's labels touch changed: theirs are recomputed.
+            channels = need >> 2  # DECODE_R: 1, DECODE_C: 2, both: 3
+            self._replain(rec, s, table, b & ~channels, channels)
         return slow
 
     def _write(

@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reasonspan.runtime import sse_path
 from reasonspan.runtime.formatters import WHITESPACE
-from reasonspan.runtime.openai import ChatCompletionChunk
+from reasonspan.runtime.openai import ChatCompletionChunk, FinishReason
 from reasonspan.runtime.sse import DONE, chunk_of_event, sse_event
 from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
 from reasonspan.runtime.token_text import TokenText
-from reasonspan.tokenizer.loader import load_tokenizer_sync
+from reasonspan.tokenizer.loader import LoadedTokenizer, load_tokenizer_sync
 from sampling import examples
 from strategies import outputs, splits
 
@@ -179,7 +179,6 @@ def test_one_request_alone_is_the_chunk_stream_byte_for_byte(
     assert texts(chunks) == (expected.reasoning or "", expected.content or "")
     # The lane takes every one-token step of a table-routed request, nothing else.
     assert len(written) == (sum(len(d) == 1 for d in deltas) if routed else 0)
-    assert sum(written) <= pair.written  # (steps of two tokens write through emit())
 
 
 @pytest.mark.parametrize(("family", "kwargs"), CASES, ids=[f"{f}-{k}" for f, k in CASES])
@@ -474,3 +473,230 @@ def test_whitespace_is_what_strip_strips() -> None:
     """The characters the call-gap formatter may hold (its idle trail) are exactly
     ``str.isspace``'s, which ``rstrip()`` strips."""
     assert "".join(c for c in map(chr, range(0x110000)) if c.isspace()) == WHITESPACE
+
+
+# ---------------------------------------------------------------- rows decoded by the path
+
+PARAGRAPHS_R = "First, the plan.\n\nLet me see: 3 + 4 = 7.\n\nThe sum is 7."
+PARAGRAPHS_C = "The answer is 7.\n\nBecause 3 + 4 = 7.\n\nDone."
+
+
+def held_state(decoder: Any) -> tuple[Any, ...]:
+    """What a request's decoder holds between steps: its formatters' fields (a held
+    tail, a pending lead trim, ...) and whether its byte decoders hold part of a
+    character. Equal for two decoders fed the same tokens, whichever path fed them."""
+
+    def fields(obj: Any) -> tuple[Any, ...]:
+        return tuple(
+            (name, fields(v) if hasattr(v, "idle_trail") else v)
+            for name in getattr(type(obj), "__slots__", ())
+            for v in [getattr(obj, name, None)]
+        )
+
+    return (
+        fields(decoder._rfmt),
+        fields(decoder._cfmt),
+        getattr(decoder._rdec, "_pending", None),
+        getattr(decoder._cdec, "_pending", None),
+    )
+
+
+def _paragraph_ids(tok: LoadedTokenizer, reasoning_end: str = "\n</think>\n\n") -> list[int]:
+    ids: list[int] = tok.encode(f"<think>\n{PARAGRAPHS_R}{reasoning_end}{PARAGRAPHS_C}")
+    return ids
+
+
+def _run_in_steps(
+    runtime: ReasoningRuntime, pair: Pair, ids: list[int], k: int, finish: FinishReason = "stop"
+) -> list[ChatCompletionChunk]:
+    """Step both requests ``k`` tokens at a time, reading after every step (the two
+    decoders must hold the same after each: :func:`held_state`), then finish and check
+    them."""
+    for at in range(0, len(ids), k):
+        delta = ids[at : at + k]
+        step_rows(runtime, [(pair.obj, delta), (pair.sse, delta)])
+        assert held_state(pair.sse._rec.decoder) == held_state(pair.obj._rec.decoder)
+        pair.drain()
+    runtime.finish(pair.obj.request_id, finish)
+    runtime.finish(pair.sse.request_id, finish)
+    pair.drain()
+    return pair.check()
+
+
+@pytest.mark.parametrize("vectorized", [False, True])
+@pytest.mark.parametrize("alias", [False, True])
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_paragraph_breaks_are_written_by_the_path(vectorized: bool, alias: bool, k: int) -> None:
+    """Paragraph breaks in reasoning and content: the break's newlines are held by the
+    reasoning formatter (they would be trimmed before an end marker) and sent in front
+    of the next text. Those rows, and every other text row of a plain request, are
+    written as event bytes by the path; the stream is its object twin's, chunk for
+    chunk (``reasoning_content`` too with the alias), with the text known from the
+    pieces: the newlines before ``</think>`` trimmed, the paragraph breaks kept."""
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    ids = _paragraph_ids(tok)
+    assert any(tok.token_bytes[t].endswith(b".\n\n") for t in ids)  # a break in one token
+    runtime = ReasoningRuntime(reasoning_content_alias=alias)
+    pair = Pair(runtime, "r", parser)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sse_path, "SMALL", 0 if vectorized else sse_path.SMALL)
+        chunks = _run_in_steps(runtime, pair, ids, k)
+    assert texts(chunks) == (PARAGRAPHS_R, PARAGRAPHS_C)
+    if alias:
+        got = "".join(c.choices[0].delta.reasoning_content or "" for c in chunks if c.choices)
+        assert got == PARAGRAPHS_R
+    # Every text event is bytes written by the path (marker rows included), but a
+    # chunk with text of both channels (a marker between them in one step), which is
+    # queued as the chunk; the role and final chunks are not text.
+    both = sum(
+        1
+        for c in chunks
+        if c.choices and c.choices[0].delta.reasoning and c.choices[0].delta.content
+    )
+    assert pair.written == len(chunks) - 2 - both
+    # Five tokens a step put ``.\n``, ``</think>``, ``\n\n``, ``The``, `` answer`` in one.
+    assert both == (1 if k == 5 else 0)
+
+
+@pytest.mark.parametrize("vectorized", [False, True])
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_a_held_break_before_an_end_marker_is_trimmed(vectorized: bool, k: int) -> None:
+    """A paragraph break right before ``</think>`` (in the token before the marker, or in
+    the same step as it): the path holds it as the exact path does, and the marker trims
+    it; it is never sent."""
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    ids = _paragraph_ids(tok, ".\n\n</think>\n\n")
+    runtime = ReasoningRuntime()
+    pair = Pair(runtime, "r", parser)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sse_path, "SMALL", 0 if vectorized else sse_path.SMALL)
+        chunks = _run_in_steps(runtime, pair, ids, k)
+    assert texts(chunks) == (PARAGRAPHS_R + ".", PARAGRAPHS_C)
+    assert not any((c.choices[0].delta.reasoning or "").endswith("\n") for c in chunks if c.choices)
+
+
+@pytest.mark.parametrize("vectorized", [False, True])
+@pytest.mark.parametrize("cut", ["\n\n", ".\n\n", ".\n"])
+def test_a_held_break_at_finish_is_sent(vectorized: bool, cut: str) -> None:
+    """Reasoning cut off (``max_tokens``) right after a paragraph break: no end marker
+    closes the block, so the held newlines are sent with the final text."""
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    ids = tok.encode(f"<think>\n{PARAGRAPHS_R}{cut}")
+    runtime = ReasoningRuntime()
+    pair = Pair(runtime, "r", parser)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sse_path, "SMALL", 0 if vectorized else sse_path.SMALL)
+        chunks = _run_in_steps(runtime, pair, ids, 1, "length")
+    assert texts(chunks) == (PARAGRAPHS_R + cut, "")
+    assert chunks[-1].choices[0].finish_reason == "length"
+
+
+@pytest.mark.parametrize("vectorized", [False, True])
+def test_a_full_queue_coalesces_decoded_rows(vectorized: bool) -> None:
+    """A consumer that reads now and then, with a buffer of two: rows the path decodes
+    leave a full queue to the exact path, which coalesces; the queue stays bounded and
+    the text is whole (paragraph breaks and all)."""
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    ids = _paragraph_ids(tok)
+    runtime = ReasoningRuntime(buffer_size=2)
+    stream = runtime.add("r", parser, None, sse=True)
+    blobs: list[bytes] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sse_path, "SMALL", 0 if vectorized else sse_path.SMALL)
+        for i, t in enumerate(ids):
+            step_rows(runtime, [(stream, [t])])
+            assert len(stream._rec.queue) <= 2 + 1
+            if i % 7 == 6:
+                blobs += stream.ready_events()
+    runtime.finish("r")
+    blobs += stream.ready_events()
+    chunks = [chunk_of_event(e) for blob in blobs for e in events_of(blob)]
+    for blob in blobs:
+        for e in events_of(blob):
+            assert sse_event(chunk_of_event(e)) == e
+    assert stream._rec.coalesced > 0
+    assert texts(chunks) == (PARAGRAPHS_R, PARAGRAPHS_C)
+
+
+PROSE = [
+    "Step one.",
+    "\n\n",
+    ".\n\n",
+    "\n",
+    " Let",
+    "The",
+    " 3 + 4",
+    " = 7",
+    "思考",
+    " 🙂",
+    "\t",
+    "</think>",
+    "<think>",
+]
+
+
+@pytest.mark.parametrize("family", ["qwen3", "glm47", "minimax_m2"])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_decoded_rows_keep_the_exact_path_s_state(family: str, data: st.DataObject) -> None:
+    """Random prose with paragraph breaks, stray newlines and markers, cut into steps of
+    any size, with the alias on or off, as a batch of one or on the numpy path, and
+    sometimes with a consumer that lets its queue fill: the SSE request's decoder
+    (and formatters) end every step in the state its object twin's exact path leaves
+    (the exact path may take the next row), and its text is parse()'s."""
+    parser = parser_for(family, {})
+    tok = parser.tokenizer
+    pieces = data.draw(st.lists(st.sampled_from(PROSE), max_size=30), label="pieces")
+    ids = tok.encode("<think>\n" + "".join(pieces)) if data.draw(st.booleans()) else []
+    ids = ids or tok.encode("".join(pieces))
+    deltas = data.draw(splits(ids), label="deltas")
+    alias = data.draw(st.booleans(), label="alias")
+    vectorized = data.draw(st.booleans(), label="vectorized")
+    lagging = data.draw(st.booleans(), label="lagging")
+    runtime = ReasoningRuntime(reasoning_content_alias=alias, buffer_size=2 if lagging else 32)
+    pair = Pair(runtime, "r", parser)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sse_path, "SMALL", 0 if vectorized else sse_path.SMALL)
+        for delta in deltas:
+            step_rows(runtime, [(pair.obj, delta), (pair.sse, delta)])
+            assert held_state(pair.sse._rec.decoder) == held_state(pair.obj._rec.decoder)
+            if not lagging or data.draw(st.integers(0, 3), label="read") == 0:
+                pair.drain()
+    runtime.finish("r-obj", "length")
+    runtime.finish("r-sse", "length")
+    pair.drain()
+    expected = parser.parse(ids)
+    want = (expected.reasoning or "", expected.content or "")
+    for got in (pair.chunks, [chunk_of_event(e) for e in pair.events]):
+        assert texts(got) == want
+        if alias:
+            alias_text = "".join(
+                c.choices[0].delta.reasoning_content or "" for c in got if c.choices
+            )
+            assert alias_text == want[0]
+    if not lagging:
+        pair.check()
+
+
+def test_decodable_rows_before_any_token_table() -> None:
+    """Rows decoded on the path before either of the request's channels was ever plain
+    (granite with thinking off, markers only: no token table is made yet), in a
+    numpy-path step of four tokens then one: its token ids (high special ids) must
+    still index the row of tables such a slot reads (all False). Its stream is its
+    object twin's, and its text parse()'s."""
+    parser = parser_for("granite_thinking", {"enable_thinking": False})
+    tok = parser.tokenizer
+    think, call = tok.single_token_id("<think>"), tok.single_token_id("<tool_call>")
+    assert think is not None and call is not None
+    ids = [think, think, call, think, think]
+    runtime = ReasoningRuntime()
+    pair = Pair(runtime, "r", parser)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sse_path, "SMALL", 0)
+        chunks = _run_in_steps(runtime, pair, ids, 4, "length")
+    expected = parser.parse(ids)
+    assert texts(chunks) == (expected.reasoning or "", expected.content or "")
