@@ -6,7 +6,9 @@ request's own ``stream()`` costs. A step of at most :data:`SMALL_REQUESTS` reque
 table-routed families (no request of the batch routed by its parser, budgeted, under a
 grammar or failed) goes through the same tables one token at a time with Python ints,
 and hands back a result whose arrays are made only when read
-(:meth:`BatchStepResult.of_lists`).
+(:meth:`BatchStepResult.of_lists`). One request with one token, the step of a server
+decoding for one user, takes :func:`step_one` (read by :func:`one_token`), whose result
+is one tuple (:meth:`BatchStepResult.of_one`).
 
 The step changes nothing unless it can take the whole step: input that is not plain ints,
 an id it does not know (or twice), a finished request, offsets that do not fit, a token

@@ -15,7 +15,9 @@ decoder (``decoder.feed``, the call the exact path makes) and its text written f
 same templates, escaped by msgspec (:meth:`SSEPath._decode_rows`). The runtime's exact
 per-request path takes every other row (held-back tokens, tool-call regions and their
 openers, stop strings, harmony's tool messages, citations, a full queue) and then tells
-this path, through :meth:`SSEPath.refresh`, whether the request is plain again.
+this path, through :meth:`SSEPath.refresh`, whether the request is plain again. A step
+of a few requests takes a scalar loop instead of the numpy gathers, and a step of one
+request with one token (a server decoding for one user) :meth:`SSEPath.emit_one`.
 
 A request that offers tools rides it too while its call extractor only passes answer
 tokens through (outside a region, openers matched on ids): the openers are left out of
