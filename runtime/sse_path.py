@@ -113,6 +113,7 @@ class SSEPath:
     """Per-slot state of the requests that stream SSE bytes, and the batch-wide step."""
 
     __slots__ = (
+        "_ends",
         "_index",
         "_plain_c",
         "_plain_r",
@@ -125,6 +126,7 @@ class SSEPath:
         "alias",
         "bits",
         "count",
+        "ends",
         "esc",
         "mid",
         "pre_c",
@@ -168,6 +170,13 @@ class SSEPath:
         self.pre_r: list[bytes] = []
         self.mid: list[bytes] = []
         self.esc: list[list[bytes]] = []
+        self.ends: list[list[bytes | None]] = []
+        """Per slot: its tokenizer's escaped token texts with the event suffix after them,
+        made as tokens are first written (a plain event is then ``prefix + end``: one
+        bytes object made per event instead of two)."""
+        self._ends: dict[int, list[bytes | None]] = {}
+        """``ends`` by token table (its ``id``; the table outlives this path's use of it,
+        every slot holding it in ``texts``)."""
         self.texts: list[TokenText | None] = []
         self._plain_r: list[tuple[frozenset[int], str] | None] = []
         """Per slot: the reasoning ``(skip, trail)`` its ``tab_r`` was made for."""
@@ -198,6 +207,7 @@ class SSEPath:
         self.pre_r.extend([b""] * more)
         self.mid.extend([b""] * more)
         self.esc.extend([[]] * more)
+        self.ends.extend([[]] * more)
         self.texts.extend([None] * more)
         self._plain_r.extend([None] * more)
         self._plain_c.extend([None] * more)
@@ -215,6 +225,10 @@ class SSEPath:
             self._width = table.whole.shape[0]
             self._stack = None
         self.esc[slot] = table.escaped
+        ends = self._ends.get(id(table))
+        if ends is None:
+            ends = self._ends[id(table)] = [None] * len(table.escaped)
+        self.ends[slot] = ends
         self.texts[slot] = table
         self._plain_r[slot] = self._plain_c[slot] = None
         self.recs[slot] = rec
@@ -253,6 +267,7 @@ class SSEPath:
         self._py[0][slot] = 0  # the memory of ``bits``, a tenth of numpy's item cost
         self.recs[slot] = None
         self.esc[slot] = []
+        self.ends[slot] = []
         self.texts[slot] = None
         self.count -= 1
 
@@ -386,7 +401,7 @@ class SSEPath:
         slow = np.flatnonzero(~fast).tolist()
         slots_l = slots.tolist()
         toks_l = toks.tolist()
-        recs, esc, suf, mid = self.recs, self.esc, self.suf, self.mid
+        recs, esc, suf, mid, ends = self.recs, self.esc, self.suf, self.mid, self.ends
         offs_l = None if uniform else offs.tolist()
         if slow:
             slow = self._decode_rows(slow, slots_l, toks_l, offs_l, labs.tobytes(), irregular, room)
@@ -400,12 +415,19 @@ class SSEPath:
                 if len(q) >= room:
                     slow.append(i)
                     continue
-                if offs_l is None:  # one token per request: its piece as it is
-                    e = esc[s][toks_l[i]]
+                if offs_l is None and not alias:  # one token: the prefix and its end
+                    t = toks_l[i]
+                    end = ends[s][t]
+                    if end is None:
+                        end = ends[s][t] = esc[s][t] + suf
+                    q.append(pre[s] + end)
                 else:
                     es = esc[s]
-                    e = b"".join([es[t] for t in toks_l[offs_l[i] : offs_l[i + 1]]])
-                q.append(pre[s] + e + mid[s] + e + suf if alias else pre[s] + e + suf)
+                    if offs_l is None:
+                        e = es[toks_l[i]]
+                    else:
+                        e = b"".join([es[t] for t in toks_l[offs_l[i] : offs_l[i + 1]]])
+                    q.append(pre[s] + e + mid[s] + e + suf if alias else pre[s] + e + suf)
                 if rec.waiting:
                     rec.notify()
         return slow
@@ -548,11 +570,19 @@ class SSEPath:
         if len(q) >= room:
             return False
         es = self.esc[s]
-        e = es[toks[a]] if z - a == 1 else b"".join([es[t] for t in toks[a:z]])
-        if self.alias and lab == REASONING:
-            q.append(pre + e + self.mid[s] + e + self.suf)
+        if z - a == 1 and not (self.alias and lab == REASONING):
+            t = toks[a]
+            ends = self.ends[s]
+            end = ends[t]
+            if end is None:
+                end = ends[t] = es[t] + self.suf
+            q.append(pre + end)
         else:
-            q.append(pre + e + self.suf)
+            e = es[toks[a]] if z - a == 1 else b"".join([es[t] for t in toks[a:z]])
+            if self.alias and lab == REASONING:
+                q.append(pre + e + self.mid[s] + e + self.suf)
+            else:
+                q.append(pre + e + self.suf)
         if rec.waiting:
             rec.notify()
         return True
