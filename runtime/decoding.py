@@ -24,6 +24,9 @@ _UTF8 = codecs.getincrementaldecoder("utf-8")
 
 _TEXTS_KEY = "reasonspan.decoding.texts"
 
+PlainChannels = tuple[tuple[frozenset[int], str] | None, ...]
+"""What :meth:`LabelledDecoder.plain_channels` answers, per channel."""
+
 
 def whole_texts(table: list[bytes], skip: frozenset[int]) -> list[str | None]:
     """``texts[id]``: the text of token ``id`` when its bytes are a complete UTF-8 text on
@@ -329,7 +332,7 @@ class LabelledDecoder:
     def finish(self) -> tuple[str, str]:
         return self._rfmt.finish(), self._cfmt.finish()
 
-    def plain_channels(self) -> tuple[tuple[frozenset[int], str] | None, ...]:
+    def plain_channels(self) -> PlainChannels:
         """Per channel (reasoning, content): None when its next text must go through this
         decoder (an incomplete character held, a formatter with something pending, a
         decoder that is not the byte table's); else ``(skipped ids, trailing characters
@@ -338,6 +341,27 @@ class LabelledDecoder:
         (:class:`~reasonspan.runtime.token_text.TokenText`) instead of calling
         :meth:`feed`."""
         return _plain(self._rdec, self._rfmt), _plain(self._cdec, self._cfmt)
+
+
+_FRESH_KEY = "reasonspan.decoding.fresh_plain"
+
+
+def fresh_plain_channels(
+    tokenizer: LoadedTokenizer,
+    formatters: tuple[TextFormatterFactory | None, TextFormatterFactory | None],
+    skip_ids: frozenset[int],
+    call_gaps: bool,
+) -> PlainChannels:
+    """:meth:`LabelledDecoder.plain_channels` of a decoder built with these arguments and
+    fed nothing yet, worked out once and kept on the tokenizer (a fresh decoder's answer
+    depends on nothing else): a runtime asks it when it admits a request, so admission
+    need not build the request's decoder (two byte decoders and two formatters)."""
+    key = (_FRESH_KEY, formatters, skip_ids, call_gaps)
+    got = tokenizer.cache.get(key)
+    if got is None:
+        dec = LabelledDecoder(tokenizer, formatters, skip_ids=skip_ids, call_gaps=call_gaps)
+        got = tokenizer.cache[key] = dec.plain_channels()
+    return got  # type: ignore[return-value]
 
 
 def _plain(

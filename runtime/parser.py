@@ -15,7 +15,7 @@ import numpy as np
 from ..tokenizer.loader import LoadedTokenizer, as_loaded
 from .arguments import check_container, reasoning_arg, swap_requested
 from .citations import as_content, channel_formatter
-from .decoding import LabelledDecoder
+from .decoding import LabelledDecoder, PlainChannels, fresh_plain_channels
 from .errors import InvalidOptionError, InvalidTokenError
 from .formatters import TextFormatterFactory
 from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL, split_labels, tool_call_ids
@@ -346,9 +346,22 @@ class ReasoningParser:
         return LabelledDecoder(
             self.tokenizer,
             self.text_formatters(),
-            skip_ids=self.skipped_token_ids() if skip_special_tokens else frozenset(),
+            skip_ids=self._skip_ids(skip_special_tokens),
             call_gaps=call_gaps,
         )
+
+    def fresh_plain_channels(
+        self, *, skip_special_tokens: bool = True, call_gaps: bool = False
+    ) -> PlainChannels:
+        """``plain_channels()`` of a fresh :meth:`decoder` with these options, without
+        building one (:func:`~reasonspan.runtime.decoding.fresh_plain_channels`)."""
+        return fresh_plain_channels(
+            self.tokenizer, self.text_formatters(), self._skip_ids(skip_special_tokens), call_gaps
+        )
+
+    def _skip_ids(self, skip_special_tokens: bool) -> frozenset[int]:
+        """The ids a decoder with this option leaves out of the text."""
+        return self.skipped_token_ids() if skip_special_tokens else frozenset()
 
     def tool_call_extractor(
         self, tools: Tools | Sequence[Mapping[str, Any]] | None = None

@@ -239,7 +239,7 @@ class SSEPath:
         ):
             bits_v[slot] = 0
             return
-        plain_r, plain_c = rec.decoder.plain_channels()
+        plain_r, plain_c = rec.plain_channels()
         if rec.calls is not None and plain_c is not None:
             # Outside a call region the extractor hands answer tokens back as they are,
             # but for the openers: those go through it.
