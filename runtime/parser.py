@@ -56,11 +56,14 @@ class _Shared:
     returned to every caller that streams the same lone token in the same state: the
     contract already says to treat them as read-only."""
 
-    __slots__ = ("cfmt", "hits", "rfmt")
+    __slots__ = ("cfmt", "fresh", "hits", "rfmt")
 
     def __init__(self, spec: ReasoningSpec) -> None:
         self.rfmt = channel_formatter(spec.reasoning_trim, spec.citations, "reasoning")
         self.cfmt = channel_formatter(spec.content_trim, spec.citations, "content")
+        self.fresh: dict[tuple[bool, bool], PlainChannels] = {}
+        """A fresh decoder's ``plain_channels()`` by ``(skip_special_tokens, call_gaps)``
+        (:meth:`ReasoningParser.fresh_plain_channels`)."""
         self.hits: tuple[dict[int, ParsedReasoningDelta], dict[int, ParsedReasoningDelta]] = (
             {},
             {},
@@ -115,6 +118,7 @@ class ReasoningParser:
         "_cursor",
         "_default",
         "_fast",
+        "_fresh",
         "_hit_c",
         "_hit_r",
         "_hits",
@@ -167,6 +171,7 @@ class ReasoningParser:
             shared = machine.parser_shared = _Shared(machine.spec)
         self._rfmt = shared.rfmt
         self._cfmt = shared.cfmt
+        self._fresh = shared.fresh
         self._hits = shared.hits
         # reasoning_as_content_if: remember which channels this request has fed, so that
         # finish() can tell the stream what parse() does (the general path records it).
@@ -354,10 +359,16 @@ class ReasoningParser:
         self, *, skip_special_tokens: bool = True, call_gaps: bool = False
     ) -> PlainChannels:
         """``plain_channels()`` of a fresh :meth:`decoder` with these options, without
-        building one (:func:`~reasonspan.runtime.decoding.fresh_plain_channels`)."""
-        return fresh_plain_channels(
-            self.tokenizer, self.text_formatters(), self._skip_ids(skip_special_tokens), call_gaps
-        )
+        building one (:func:`~reasonspan.runtime.decoding.fresh_plain_channels`); kept
+        by machine, as :meth:`skipped_token_ids` is (a runtime asks at every admission)."""
+        key = (skip_special_tokens, call_gaps)
+        got = self._fresh.get(key)
+        if got is None:
+            skip_ids = self._skip_ids(skip_special_tokens)
+            formatters = self.text_formatters()
+            got = fresh_plain_channels(self.tokenizer, formatters, skip_ids, call_gaps)
+            self._fresh[key] = got
+        return got
 
     def _skip_ids(self, skip_special_tokens: bool) -> frozenset[int]:
         """The ids a decoder with this option leaves out of the text."""

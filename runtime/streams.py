@@ -207,7 +207,7 @@ class ReasoningRuntime:
             else (key if isinstance(key, str) else f"chatcmpl-{key}"),
             model=model if model is not None else self.model,
             parser=parser,
-            skip_special_tokens=skip,
+            skip_special_tokens=bool(skip),
             prompt_tokens=prompt_tokens,
             created=int(time.time()),
             hold_reasoning=parser.may_return_reasoning_as_content,
