@@ -343,27 +343,6 @@ class LabelledDecoder:
         return _plain(self._rdec, self._rfmt), _plain(self._cdec, self._cfmt)
 
 
-_FRESH_KEY = "reasonspan.decoding.fresh_plain"
-
-
-def fresh_plain_channels(
-    tokenizer: LoadedTokenizer,
-    formatters: tuple[TextFormatterFactory | None, TextFormatterFactory | None],
-    skip_ids: frozenset[int],
-    call_gaps: bool,
-) -> PlainChannels:
-    """:meth:`LabelledDecoder.plain_channels` of a decoder built with these arguments and
-    fed nothing yet, worked out once and kept on the tokenizer (a fresh decoder's answer
-    depends on nothing else): a runtime asks it when it admits a request, so admission
-    need not build the request's decoder (two byte decoders and two formatters)."""
-    key = (_FRESH_KEY, formatters, skip_ids, call_gaps)
-    got = tokenizer.cache.get(key)
-    if got is None:
-        dec = LabelledDecoder(tokenizer, formatters, skip_ids=skip_ids, call_gaps=call_gaps)
-        got = tokenizer.cache[key] = dec.plain_channels()
-    return got  # type: ignore[return-value]
-
-
 def _plain(
     dec: ByteDecoder | DecodeStream | SkippingDecodeStream, fmt: TextFormatter
 ) -> tuple[frozenset[int], str] | None:

@@ -15,7 +15,7 @@ import numpy as np
 from ..tokenizer.loader import LoadedTokenizer, as_loaded
 from .arguments import check_container, reasoning_arg, swap_requested
 from .citations import as_content, channel_formatter
-from .decoding import LabelledDecoder, PlainChannels, fresh_plain_channels
+from .decoding import LabelledDecoder, PlainChannels
 from .errors import InvalidOptionError, InvalidTokenError
 from .formatters import TextFormatterFactory
 from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL, split_labels, tool_call_ids
@@ -51,10 +51,10 @@ _NO_HITS: dict[int, ParsedReasoningDelta] = {}
 
 class _Shared:
     """What every parser on one machine computes once and shares (``Machine.parser_shared``):
-    its text formatters, and the 1-token deltas of the fast path, one table per start state
-    (``hits[is_reasoning][token id]``). A delta there is a frozen Struct whose lists are
-    returned to every caller that streams the same lone token in the same state: the
-    contract already says to treat them as read-only."""
+    its text formatters, a fresh decoder's plain channels, and the 1-token deltas of the
+    fast path, one table per start state (``hits[is_reasoning][token id]``). A delta there
+    is a frozen Struct whose lists are returned to every caller that streams the same lone
+    token in the same state: the contract already says to treat them as read-only."""
 
     __slots__ = ("cfmt", "fresh", "hits", "rfmt")
 
@@ -358,16 +358,15 @@ class ReasoningParser:
     def fresh_plain_channels(
         self, *, skip_special_tokens: bool = True, call_gaps: bool = False
     ) -> PlainChannels:
-        """``plain_channels()`` of a fresh :meth:`decoder` with these options, without
-        building one (:func:`~reasonspan.runtime.decoding.fresh_plain_channels`); kept
-        by machine, as :meth:`skipped_token_ids` is (a runtime asks at every admission)."""
+        """``plain_channels()`` of a fresh :meth:`decoder` with these options: worked out
+        once per machine, as :meth:`skipped_token_ids` is (a fresh decoder's answer
+        depends on nothing else), so a runtime admitting a request need not build the
+        request's decoder (two byte decoders and two formatters) to ask it."""
         key = (skip_special_tokens, call_gaps)
         got = self._fresh.get(key)
         if got is None:
-            skip_ids = self._skip_ids(skip_special_tokens)
-            formatters = self.text_formatters()
-            got = fresh_plain_channels(self.tokenizer, formatters, skip_ids, call_gaps)
-            self._fresh[key] = got
+            dec = self.decoder(skip_special_tokens=skip_special_tokens, call_gaps=call_gaps)
+            got = self._fresh[key] = dec.plain_channels()
         return got
 
     def _skip_ids(self, skip_special_tokens: bool) -> frozenset[int]:
