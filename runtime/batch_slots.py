@@ -121,6 +121,7 @@ class SlotViews(NamedTuple):
     held: memoryview
     fpos: memoryview
     hit: memoryview
+    ipos: memoryview
 
 
 class Slots:
@@ -149,6 +150,7 @@ class Slots:
         ("incl", np.bool_, 1),
         ("hit", np.bool_, 0),
         ("mark", np.int64, 0),
+        ("ipos", np.int64, -1),
     )
 
     rid: IntArray
@@ -186,6 +188,9 @@ class Slots:
     """The budget ran out at some point (``RequestUsage.budget_exhausted``)."""
     mark: IntArray
     """Scratch space of :meth:`lookup` (repeated ids)."""
+    ipos: IntArray
+    """The request's position in the sorted id index (-1: admitted since it was built, or
+    a free slot), so :meth:`release` leaves its tombstone without a search."""
 
     def __init__(self, capacity: int) -> None:
         self.cap = 0
@@ -321,17 +326,17 @@ class Slots:
         defaults :meth:`occupy` relies on. Returns the table group it had (-1: none)."""
         rid, group, hybrid, budgeted, include, flen, vocab = self._facts[slot]
         del self.slot_of[rid]
-        ids = self._ids
-        if ids.shape[0]:
-            pos = int(np.searchsorted(ids, rid))
-            if pos < ids.shape[0] and int(ids[pos]) == rid:
-                self._id_slots[pos] = -1  # a tombstone: the sorted index is not copied
+        py = self.py
+        pos = py.ipos[slot]
+        if pos >= 0:
+            self._id_slots[pos] = -1  # a tombstone: the sorted index is not copied
+            py.ipos[slot] = -1  # a free slot is in no index (occupy relies on it)
         self._recent += 1
         if group < 0:
             self.n_fallback -= 1
         elif hybrid:
             self.n_hybrid -= 1
-        self.py.tab[slot] = False
+        py.tab[slot] = False
         if self.n_struct and self.struct[slot]:  # the grammar may have dropped it already
             self.n_struct -= 1
             self.struct[slot] = False
@@ -512,6 +517,7 @@ class Slots:
         order = np.argsort(ids, kind="stable")
         self._ids = ids[order]
         self._id_slots = slots[order]
+        self.ipos[self._id_slots] = np.arange(n)  # the other slots are free: -1 already
         self._recent = 0
 
     def token_error(
