@@ -102,8 +102,9 @@ def check_bool(key: str, value: object) -> bool:
 
 
 class SlotViews(NamedTuple):
-    """Memoryviews of the slot arrays the scalar step reads and writes (the same memory:
-    a Python int in and out at a fraction of the cost of indexing the array)."""
+    """Memoryviews of the slot arrays the scalar step reads and writes, and of those
+    :meth:`Slots.occupy` writes for every request (the same memory: a Python int in and
+    out at a fraction of the cost of indexing the array)."""
 
     row: memoryview
     cnt: memoryview
@@ -111,6 +112,16 @@ class SlotViews(NamedTuple):
     lutb: memoryview
     vocab: memoryview
     done: memoryview
+    rid: memoryview
+    gen: memoryview
+    failed: memoryview
+    vec: memoryview
+    tab: memoryview
+    group: memoryview
+    held: memoryview
+    fpos: memoryview
+    hit: memoryview
+    ipos: memoryview
 
 
 class Slots:
@@ -139,6 +150,7 @@ class Slots:
         ("incl", np.bool_, 1),
         ("hit", np.bool_, 0),
         ("mark", np.int64, 0),
+        ("ipos", np.int64, -1),
     )
 
     rid: IntArray
@@ -176,6 +188,9 @@ class Slots:
     """The budget ran out at some point (``RequestUsage.budget_exhausted``)."""
     mark: IntArray
     """Scratch space of :meth:`lookup` (repeated ids)."""
+    ipos: IntArray
+    """The request's position in the sorted id index (-1: admitted since it was built, or
+    a free slot), so :meth:`release` leaves its tombstone without a search."""
 
     def __init__(self, capacity: int) -> None:
         self.cap = 0
@@ -224,14 +239,7 @@ class Slots:
             if old:
                 arr[:old] = getattr(self, name)
             setattr(self, name, arr)
-        self.py = SlotViews(
-            self.row.data,
-            self.cnt.data,
-            self.dcnt.data,
-            self.lutb.data,
-            self.vocab.data,
-            self.done.data,
-        )
+        self.py = SlotViews(*(getattr(self, name).data for name in SlotViews._fields))
         self.parsers.extend([None] * (cap - old))
         self._facts.extend([(0, -1, False, False, True, 0, 0)] * (cap - old))
         self.free.extend(range(cap - 1, old - 1, -1))
@@ -269,22 +277,23 @@ class Slots:
             self.grow(self.cap * 2)
         slot = self.free.pop()
         vocab = parser.machine.vocab_size
-        self.rid[slot] = rid
-        self.gen[slot] += 1
-        self.failed[slot] = False
-        self.vec[slot] = group is not None and not hybrid
-        self.tab[slot] = group is not None
+        py = self.py  # the arrays' memory: a write costs half of numpy's item assignment
+        py.rid[slot] = rid
+        py.gen[slot] += 1
+        py.failed[slot] = False
+        py.vec[slot] = group is not None and not hybrid
+        py.tab[slot] = group is not None
         gid = -1 if group is None else group
-        self.group[slot] = gid
-        self.lutb[slot] = lutb
-        self.row[slot] = (0 if group is None else 32 * group) + (8 if reasoning else 0)
-        self.vocab[slot] = vocab
-        self.cnt[slot] = 0
-        self.dcnt[slot] = 0
-        self.held[slot] = 0
+        py.group[slot] = gid
+        py.lutb[slot] = lutb
+        py.row[slot] = (0 if group is None else 32 * group) + (8 if reasoning else 0)
+        py.vocab[slot] = vocab
+        py.cnt[slot] = 0
+        py.dcnt[slot] = 0
+        py.held[slot] = 0
         start = reasoning and budget <= 0
-        self.fpos[slot] = 0 if start else -1
-        self.hit[slot] = start
+        py.fpos[slot] = 0 if start else -1
+        py.hit[slot] = start
         budgeted = budget != NO_BUDGET
         if budgeted:
             self.budget[slot] = budget
@@ -317,17 +326,17 @@ class Slots:
         defaults :meth:`occupy` relies on. Returns the table group it had (-1: none)."""
         rid, group, hybrid, budgeted, include, flen, vocab = self._facts[slot]
         del self.slot_of[rid]
-        ids = self._ids
-        if ids.shape[0]:
-            pos = int(np.searchsorted(ids, rid))
-            if pos < ids.shape[0] and int(ids[pos]) == rid:
-                self._id_slots[pos] = -1  # a tombstone: the sorted index is not copied
+        py = self.py
+        pos = py.ipos[slot]
+        if pos >= 0:
+            self._id_slots[pos] = -1  # a tombstone: the sorted index is not copied
+            py.ipos[slot] = -1  # a free slot is in no index (occupy relies on it)
         self._recent += 1
         if group < 0:
             self.n_fallback -= 1
         elif hybrid:
             self.n_hybrid -= 1
-        self.tab[slot] = False
+        py.tab[slot] = False
         if self.n_struct and self.struct[slot]:  # the grammar may have dropped it already
             self.n_struct -= 1
             self.struct[slot] = False
@@ -508,6 +517,7 @@ class Slots:
         order = np.argsort(ids, kind="stable")
         self._ids = ids[order]
         self._id_slots = slots[order]
+        self.ipos[self._id_slots] = np.arange(n)  # the other slots are free: -1 already
         self._recent = 0
 
     def token_error(

@@ -24,6 +24,9 @@ _UTF8 = codecs.getincrementaldecoder("utf-8")
 
 _TEXTS_KEY = "reasonspan.decoding.texts"
 
+PlainChannels = tuple[tuple[frozenset[int], str] | None, ...]
+"""What :meth:`LabelledDecoder.plain_channels` answers, per channel."""
+
 
 def whole_texts(table: list[bytes], skip: frozenset[int]) -> list[str | None]:
     """``texts[id]``: the text of token ``id`` when its bytes are a complete UTF-8 text on
@@ -329,7 +332,7 @@ class LabelledDecoder:
     def finish(self) -> tuple[str, str]:
         return self._rfmt.finish(), self._cfmt.finish()
 
-    def plain_channels(self) -> tuple[tuple[frozenset[int], str] | None, ...]:
+    def plain_channels(self) -> PlainChannels:
         """Per channel (reasoning, content): None when its next text must go through this
         decoder (an incomplete character held, a formatter with something pending, a
         decoder that is not the byte table's); else ``(skipped ids, trailing characters

@@ -591,8 +591,9 @@ class Machine:
         # is validated even when nothing is scanned (thinking off), so that a bad prompt
         # is refused whatever the switches say.
         tail_start = max(0, n - 64)
-        tail = prompt[tail_start:]
-        tail = tail.tolist() if isinstance(tail, np.ndarray) else list(tail)
+        tail = prompt[tail_start:] if tail_start else prompt
+        if type(tail) is not list:  # a list (a slice of one, or a short prompt) is only read
+            tail = tail.tolist() if isinstance(tail, np.ndarray) else list(tail)
         self.validate(tail, tail_start, "prompt_token_ids")
         if not self.thinking:
             return False

@@ -15,7 +15,7 @@ import numpy as np
 from ..tokenizer.loader import LoadedTokenizer, as_loaded
 from .arguments import check_container, reasoning_arg, swap_requested
 from .citations import as_content, channel_formatter
-from .decoding import LabelledDecoder
+from .decoding import LabelledDecoder, PlainChannels
 from .errors import InvalidOptionError, InvalidTokenError
 from .formatters import TextFormatterFactory
 from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL, split_labels, tool_call_ids
@@ -51,16 +51,19 @@ _NO_HITS: dict[int, ParsedReasoningDelta] = {}
 
 class _Shared:
     """What every parser on one machine computes once and shares (``Machine.parser_shared``):
-    its text formatters, and the 1-token deltas of the fast path, one table per start state
-    (``hits[is_reasoning][token id]``). A delta there is a frozen Struct whose lists are
-    returned to every caller that streams the same lone token in the same state: the
-    contract already says to treat them as read-only."""
+    its text formatters, a fresh decoder's plain channels, and the 1-token deltas of the
+    fast path, one table per start state (``hits[is_reasoning][token id]``). A delta there
+    is a frozen Struct whose lists are returned to every caller that streams the same lone
+    token in the same state: the contract already says to treat them as read-only."""
 
-    __slots__ = ("cfmt", "hits", "rfmt")
+    __slots__ = ("cfmt", "fresh", "hits", "rfmt")
 
     def __init__(self, spec: ReasoningSpec) -> None:
         self.rfmt = channel_formatter(spec.reasoning_trim, spec.citations, "reasoning")
         self.cfmt = channel_formatter(spec.content_trim, spec.citations, "content")
+        self.fresh: dict[tuple[bool, bool], PlainChannels] = {}
+        """A fresh decoder's ``plain_channels()`` by ``(skip_special_tokens, call_gaps)``
+        (:meth:`ReasoningParser.fresh_plain_channels`)."""
         self.hits: tuple[dict[int, ParsedReasoningDelta], dict[int, ParsedReasoningDelta]] = (
             {},
             {},
@@ -115,6 +118,7 @@ class ReasoningParser:
         "_cursor",
         "_default",
         "_fast",
+        "_fresh",
         "_hit_c",
         "_hit_r",
         "_hits",
@@ -167,6 +171,7 @@ class ReasoningParser:
             shared = machine.parser_shared = _Shared(machine.spec)
         self._rfmt = shared.rfmt
         self._cfmt = shared.cfmt
+        self._fresh = shared.fresh
         self._hits = shared.hits
         # reasoning_as_content_if: remember which channels this request has fed, so that
         # finish() can tell the stream what parse() does (the general path records it).
@@ -346,9 +351,27 @@ class ReasoningParser:
         return LabelledDecoder(
             self.tokenizer,
             self.text_formatters(),
-            skip_ids=self.skipped_token_ids() if skip_special_tokens else frozenset(),
+            skip_ids=self._skip_ids(skip_special_tokens),
             call_gaps=call_gaps,
         )
+
+    def fresh_plain_channels(
+        self, *, skip_special_tokens: bool = True, call_gaps: bool = False
+    ) -> PlainChannels:
+        """``plain_channels()`` of a fresh :meth:`decoder` with these options: worked out
+        once per machine, as :meth:`skipped_token_ids` is (a fresh decoder's answer
+        depends on nothing else), so a runtime admitting a request need not build the
+        request's decoder (two byte decoders and two formatters) to ask it."""
+        key = (skip_special_tokens, call_gaps)
+        got = self._fresh.get(key)
+        if got is None:
+            dec = self.decoder(skip_special_tokens=skip_special_tokens, call_gaps=call_gaps)
+            got = self._fresh[key] = dec.plain_channels()
+        return got
+
+    def _skip_ids(self, skip_special_tokens: bool) -> frozenset[int]:
+        """The ids a decoder with this option leaves out of the text."""
+        return self.skipped_token_ids() if skip_special_tokens else frozenset()
 
     def tool_call_extractor(
         self, tools: Tools | Sequence[Mapping[str, Any]] | None = None

@@ -20,9 +20,9 @@ import anyio
 from .batch_errors import BatchTokenError
 from .batch_types import BatchFinish, Spill
 from .citations import Citation, as_content
-from .decoding import LabelledDecoder
+from .decoding import LabelledDecoder, PlainChannels
 from .errors import ReasonspanError
-from .labels import TOOL_CALL
+from .labels import REASONING, TOOL_CALL
 from .openai import (
     ChatCompletion,
     ChatCompletionChunk,
@@ -126,9 +126,15 @@ class StreamRecord:
     completion_id: str
     model: str
     parser: ReasoningParser
-    decoder: LabelledDecoder
     prompt_tokens: int
     created: int
+    decoder: LabelledDecoder | None = None
+    """The request's text decoder, built by :meth:`text_decoder` when its first text goes
+    through the runtime's exact path; None until then. Admission builds none (two byte
+    decoders and two formatters: a sixth of its cost), as a fresh one's answers are known
+    without it (:meth:`plain_channels`), and a request aborted early never needs one."""
+    skip_special_tokens: bool = True
+    """The decoder leaves special tokens out of the text (``ReasoningParser.decoder``)."""
     queue: deque[ChatCompletionChunk | bytes | BaseException] = field(default_factory=deque)
     """Undelivered chunks: Structs, or the SSE event bytes the output path wrote."""
     wake: anyio.Event | None = None
@@ -178,6 +184,37 @@ class StreamRecord:
         if self.waiting and self.wake is not None:
             self.wake.set()
 
+    def text_decoder(self) -> LabelledDecoder:
+        """The request's decoder (:attr:`decoder`), built on first use."""
+        dec = self.decoder
+        if dec is None:
+            dec = self.decoder = self.parser.decoder(
+                skip_special_tokens=self.skip_special_tokens, call_gaps=self._call_gaps()
+            )
+        return dec
+
+    def plain_channels(self) -> PlainChannels:
+        """The decoder's ``plain_channels()``; a decoder not built yet is fresh, and the
+        parser knows a fresh one's answer without building it."""
+        dec = self.decoder
+        if dec is not None:
+            return dec.plain_channels()
+        return self.parser.fresh_plain_channels(
+            skip_special_tokens=self.skip_special_tokens, call_gaps=self._call_gaps()
+        )
+
+    def plain_channel(self, channel: int) -> tuple[frozenset[int], str] | None:
+        """:meth:`plain_channels` of one channel (``REASONING`` or ``CONTENT``)."""
+        dec = self.decoder
+        if dec is not None:
+            return dec.plain_channel(channel)
+        return self.plain_channels()[0 if channel == REASONING else 1]
+
+    def _call_gaps(self) -> bool:
+        """The decoder trims the whitespace around tool calls (the call extractor's
+        format says so)."""
+        return self.calls is not None and self.calls.trims_gaps
+
     def finish_text(
         self, alias: bool, room: int, tail: BatchFinish, finish_reason: FinishReason
     ) -> FinishReason:
@@ -195,8 +232,9 @@ class StreamRecord:
             done += more
             if done:
                 calls = call_deltas(done, ext.count - len(done))
-        r1, c1 = self.decoder.feed(ids, labels, spill)
-        r2, c2 = self.decoder.finish()
+        dec = self.text_decoder()
+        r1, c1 = dec.feed(ids, labels, spill)
+        r2, c2 = dec.finish()
         if self.tools is not None:
             calls = self.message_calls(tail.token_ids, tail.labels, final=True)
         # Reasoning held for a possible swap is released here, whatever ends the request:
@@ -209,7 +247,7 @@ class StreamRecord:
             # Nothing but reasoning came: present it as the content, as parse() does.
             reasoning, content = "", held + content
             if self.cites:
-                got = self.pending_citations + self.decoder.take_citations()
+                got = self.pending_citations + dec.take_citations()
                 self.pending_citations = as_content(got, len(held))
         if self.stop is not None:
             content, stopped = self.stop.feed(content)
@@ -245,8 +283,9 @@ class StreamRecord:
         r_parts: list[str] = []
         c_parts: list[str] = []
         hit = False
+        dec = rec.text_decoder()
         if len(ids) == 1:
-            r, c = rec.decoder.feed(ids, labels, spill)
+            r, c = dec.feed(ids, labels, spill)
             c, hit = stop.feed(c)
             r_parts.append(r)
             c_parts.append(c)
@@ -255,7 +294,7 @@ class StreamRecord:
             for i, data, channel, after in spill:
                 at.setdefault(i, []).append((0, data, channel, after))
             for i, t in enumerate(ids):
-                r, c = rec.decoder.feed([t], labels[i : i + 1], at.get(i, ()))
+                r, c = dec.feed([t], labels[i : i + 1], at.get(i, ()))
                 c, hit = stop.feed(c)
                 r_parts.append(r)
                 c_parts.append(c)
@@ -277,7 +316,7 @@ class StreamRecord:
         the calls themselves."""
         assert self.tools is not None
         if TOOL_CALL in labels:
-            self.decoder.take_tool_calls()
+            self.text_decoder().take_tool_calls()
         return self.tools.feed(ids, labels, final=final)
 
     def chunk(self, delta: ChoiceDelta, finish: FinishReason | None = None) -> ChatCompletionChunk:
@@ -332,7 +371,7 @@ class StreamRecord:
         sent[1] += len(content)
         ready: list[Citation] = []
         wait: list[Citation] = []
-        for c in self.pending_citations + self.decoder.take_citations():
+        for c in self.pending_citations + self.text_decoder().take_citations():
             if c.channel == "reasoning":
                 if self.include_reasoning:
                     (ready if c.end <= sent[0] else wait).append(c)

@@ -96,17 +96,25 @@ def _templates(
     return content[0], reasoning[0], b"", content[1]
 
 
-def _shared_templates(rec: StreamRecord, alias: bool) -> tuple[bytes, bytes, bytes, bytes] | None:
-    """The request's templates with :data:`_ID` for its id, or None unless that id sits
-    once in each prefix and nowhere else (then every request of the same model and
-    ``created`` second has these templates but for its JSON-escaped id)."""
+SharedTemplates = tuple[bytes, bytes, bytes, bytes, bytes, bytes]
+"""The templates of one model and second, each prefix split where the id goes:
+``(content prefix before the id, after it, reasoning prefix before, after, alias middle,
+suffix)``."""
+
+
+def _shared_templates(rec: StreamRecord, alias: bool) -> SharedTemplates | None:
+    """The request's templates with :data:`_ID` for its id, split there, or None unless
+    that id sits once in each prefix and nowhere else (then every request of the same
+    model and ``created`` second has these templates but for its JSON-escaped id)."""
     cut = _templates(lambda d: msgspec.structs.replace(rec.chunk(d), id=_ID), alias)
     if cut is None:
         return None
     pre_c, pre_r, mid, suf = cut
     if pre_c.count(_ID_B) != 1 or pre_r.count(_ID_B) != 1 or _ID_B in mid or _ID_B in suf:
         return None
-    return cut
+    c_head, c_tail = pre_c.split(_ID_B)
+    r_head, r_tail = pre_r.split(_ID_B)
+    return c_head, c_tail, r_head, r_tail, mid, suf
 
 
 class SSEPath:
@@ -182,7 +190,7 @@ class SSEPath:
         """Per slot: the reasoning ``(skip, trail)`` its ``tab_r`` was made for."""
         self._plain_c: list[tuple[frozenset[int], str] | None] = []
         self.suf = b""
-        self._shared: dict[tuple[str, int], tuple[bytes, bytes, bytes, bytes] | None] = {}
+        self._shared: dict[tuple[str, int], SharedTemplates | None] = {}
         """Templates by (model, created) with :data:`_ID` for the id (:meth:`_cut`)."""
 
     # ------------------------------------------------------------------ requests
@@ -253,9 +261,11 @@ class SSEPath:
             shared[key] = cut
         if cut is not None:
             esc = msgspec.json.encode(rec.completion_id)[1:-1]
-            if _SENT not in esc and _ID_B not in esc:
-                pre_c, pre_r, mid, suf = cut
-                return pre_c.replace(_ID_B, esc), pre_r.replace(_ID_B, esc), mid, suf
+            # An ASCII id holds neither placeholder (both are private-use characters): a
+            # tenth of the cost of looking for them.
+            if esc.isascii() or (_SENT not in esc and _ID_B not in esc):
+                c_head, c_tail, r_head, r_tail, mid, suf = cut
+                return c_head + esc + c_tail, r_head + esc + r_tail, mid, suf
         return _templates(rec.chunk, self.alias)
 
     def release(self, rec: StreamRecord) -> None:
@@ -306,16 +316,15 @@ class SSEPath:
         not asked about, whose decoder and formatter did not change). A channel's table
         is looked up again only when its ``(skip, trail)`` differs from the slot's last
         (once per request: both are fixed for a decoder)."""
-        dec = rec.decoder
         if channels & 1 and rec.include_reasoning:
-            plain = dec.plain_channel(REASONING)
+            plain = rec.plain_channel(REASONING)
             if plain is not None:
                 bits |= 1
                 if plain != self._plain_r[slot]:
                     self._plain_r[slot] = plain
                     self._py[1][slot] = self._table(table, *plain)
         if channels & 2:
-            plain = dec.plain_channel(CONTENT)
+            plain = rec.plain_channel(CONTENT)
             calls = rec.calls
             # Outside a call region the extractor hands answer tokens back as they are,
             # but for the openers (fixed per extractor): those go through it.
@@ -525,7 +534,7 @@ class SSEPath:
             ):
                 slow.append(i)
                 continue
-            r, c = rec.decoder.feed(ids, labs[a:z])
+            r, c = rec.text_decoder().feed(ids, labs[a:z])
             if r and c:  # a marker between the two channels' text: one chunk of both
                 rec.emit_text(self.alias, room, r, c)
             elif r:

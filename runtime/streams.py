@@ -51,7 +51,6 @@ from .batch_errors import BatchTokenError, RequestFailedError, UnknownRequestErr
 from .batch_result import BatchStepResult
 from .batch_small import one_token
 from .batch_types import RequestUsage, Spill
-from .decoding import LabelledDecoder
 from .errors import InvalidOptionError
 from .labels import TOOL_CALL
 from .openai import (
@@ -200,12 +199,6 @@ class ReasoningRuntime:
             if tools is not None and tool_choice != "none"
             else None
         )
-        decoder = LabelledDecoder(
-            parser.tokenizer,
-            parser.text_formatters(),
-            skip_ids=self._skip_set(parser) if skip else frozenset(),
-            call_gaps=extractor is not None and extractor.trims_gaps,
-        )
         prompt_tokens = 0 if prompt_token_ids is None else len(prompt_token_ids)
         rec = StreamRecord(
             key=key,
@@ -215,7 +208,7 @@ class ReasoningRuntime:
             else (key if isinstance(key, str) else f"chatcmpl-{key}"),
             model=model if model is not None else self.model,
             parser=parser,
-            decoder=decoder,
+            skip_special_tokens=bool(skip),
             prompt_tokens=prompt_tokens,
             created=int(time.time()),
             hold_reasoning=parser.may_return_reasoning_as_content,
@@ -261,11 +254,6 @@ class ReasoningRuntime:
             eid += 1
         self._next_engine_id = eid + 1
         return eid
-
-    def _skip_set(self, parser: ReasoningParser) -> frozenset[int]:
-        """Special tokens left out of the text: the parser's own list (cached on its
-        machine), so a stream and ``parse()`` / ``TextSplitter`` skip the same tokens."""
-        return parser.skipped_token_ids()
 
     def _record(self, request_id: object) -> StreamRecord | None:
         if isinstance(request_id, str):
@@ -454,7 +442,7 @@ class ReasoningRuntime:
                 labels, spill = bytes(out_labels), tuple(out_spill)
                 if done:
                     calls = call_deltas(done, got.calls.count - len(done))
-            r_text, c_text = got.decoder.feed(ids, labels, spill)
+            r_text, c_text = (got.decoder or got.text_decoder()).feed(ids, labels, spill)
             tools = got.tools
             if tools is not None and (TOOL_CALL in labels or tools.reader.busy):
                 calls = got.message_calls(ids, labels)

@@ -1159,8 +1159,9 @@ def test_add_by_name_and_with_chat_template_kwargs() -> None:
 def test_request_ids_map_to_their_own_slots_under_churn(seed: int) -> None:
     """Admissions and removals in any order, ids reused after removal, large and negative
     ids, steps over any subset in any order: every request's tokens are labelled exactly as
-    its own parse() labels them (the id -> slot index is rebuilt lazily, never copied per
-    admission, so this is what keeps it honest)."""
+    its own parse() labels them, and a step naming a removed id is refused (the id -> slot
+    index is rebuilt lazily, never copied per admission or removal, so this is what keeps
+    it honest)."""
     qwen = parser("qwen3", "qwen-3")
     enc = qwen.tokenizer.encode
     pieces = [enc("<think>a b"), enc(" c</think>"), enc("d e"), enc("<think>"), enc(" f g h")]
@@ -1182,6 +1183,12 @@ def test_request_ids_map_to_their_own_slots_under_churn(seed: int) -> None:
             assert labels[rid] == bytearray(qwen.parse(fed[rid], []).labels), rid
             batch.remove(rid)
             del fed[rid], labels[rid]
+        elif action < 0.55:
+            gone = [r for r in pool if r not in fed]
+            if gone:
+                rid = rng.choice(gone)
+                with pytest.raises(UnknownRequestError, match=f"request {rid}"):
+                    batch.step([rid], [0], [0, 1])
         elif fed:
             rids = rng.sample(sorted(fed), rng.randint(1, len(fed)))
             toks: list[int] = []
@@ -1197,5 +1204,18 @@ def test_request_ids_map_to_their_own_slots_under_churn(seed: int) -> None:
                 ids, lab = res.decided(rid)
                 assert ids == sent[rid]  # Qwen3's markers are single tokens: nothing held
                 labels[rid] += lab
+        check_id_index(batch)
     for rid in fed:
         assert labels[rid] == bytearray(qwen.parse(fed[rid], []).labels), rid
+
+
+def check_id_index(batch: ReasoningBatch) -> None:
+    """The sorted id index holds no stale entry (a removed request's is a tombstone), and
+    each live request's recorded position, when it has one, is its own entry."""
+    sl = batch._slots
+    ids, slots = sl._ids.tolist(), sl._id_slots.tolist()
+    for rid, slot in zip(ids, slots, strict=True):
+        assert slot < 0 or sl.slot_of.get(rid) == slot
+    for rid, slot in sl.slot_of.items():
+        pos = int(sl.ipos[slot])
+        assert pos < 0 or (ids[pos], slots[pos]) == (rid, slot)

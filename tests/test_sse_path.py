@@ -246,6 +246,64 @@ def test_one_request_alone_writes_plain_tokens_through_the_lane() -> None:
     assert pair.written >= 0.9 * (len(pair.chunks) - 2)
 
 
+@pytest.mark.parametrize("sse", [False, True])
+def test_admission_builds_no_decoder(sse: bool) -> None:
+    """A request's text decoder is built when its first text takes the exact path, not
+    when it is admitted: an SSE request's plain prose (the output path's) builds none, its
+    first marker does; a request read as chunk objects builds it at its first token."""
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    prompt = tok.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n")
+    runtime = ReasoningRuntime()
+    stream = runtime.add("r", parser, prompt, sse=sse)
+    assert stream._rec.decoder is None
+    prose = tok.encode("Let me think about it")
+    for t in prose:
+        step_rows(runtime, [(stream, [t])])
+    assert (stream._rec.decoder is None) == sse
+    step_rows(runtime, [(stream, tok.encode("</think>"))])
+    assert stream._rec.decoder is not None
+
+
+def test_a_decoder_built_late_reads_as_one_built_at_admission() -> None:
+    """Requests whose decoder is built when its first text leaves the output path (after
+    plain prose, at a split character or a marker) stream exactly what a twin whose
+    decoder was built at admission streams, and the text is parse()'s and the pieces the
+    output was made of."""
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    prompt = tok.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n")
+    bird = "\U0001f99c"
+    split = tok.encode(bird)
+    assert len(split) > 1  # a character split across tokens: the exact path's
+    thought = f"Plain words first, then a parrot {bird} and a split {bird}{bird} again."
+    answer = f"A parrot: {bird}, said twice {bird}."
+    ids = tok.encode(f"{thought}\n</think>\n\n{answer}")
+    runtime = ReasoningRuntime()
+    late = runtime.add("late", parser, prompt, sse=True, include_usage=True)
+    early = runtime.add("early", parser, prompt, sse=True, include_usage=True)
+    early._rec.text_decoder()
+    events: dict[str, list[bytes]] = {"late": [], "early": []}
+    built_at = None
+    for i, t in enumerate(ids):
+        step_rows(runtime, [(late, [t]), (early, [t])])
+        if built_at is None and late._rec.decoder is not None:
+            built_at = i
+        for s in (late, early):
+            for blob in s.ready_events():
+                events[str(s.request_id)] += events_of(blob)
+    runtime.finish("late")
+    runtime.finish("early")
+    for s in (late, early):
+        for blob in s.ready_events():
+            events[str(s.request_id)] += events_of(blob)
+    assert built_at is not None and built_at > 0  # plain prose first, on the output path
+    chunks = {k: [same_wire(chunk_of_event(e)) for e in v] for k, v in events.items()}
+    assert chunks["late"] == chunks["early"]
+    expected = parser.parse(ids, prompt)
+    assert texts(chunks["late"]) == (expected.reasoning, expected.content) == (thought, answer)
+
+
 def test_each_request_s_events_carry_its_own_id() -> None:
     """Requests of one model added in the same second share their event templates but for
     the id: every event, written by the output path or encoded, carries its own request's
@@ -481,10 +539,16 @@ PARAGRAPHS_R = "First, the plan.\n\nLet me see: 3 + 4 = 7.\n\nThe sum is 7."
 PARAGRAPHS_C = "The answer is 7.\n\nBecause 3 + 4 = 7.\n\nDone."
 
 
-def held_state(decoder: Any) -> tuple[Any, ...]:
+def held_state(rec: Any) -> tuple[Any, ...]:
     """What a request's decoder holds between steps: its formatters' fields (a held
     tail, a pending lead trim, ...) and whether its byte decoders hold part of a
-    character. Equal for two decoders fed the same tokens, whichever path fed them."""
+    character. Equal for two decoders fed the same tokens, whichever path fed them. A
+    decoder not built yet (built on first use) holds what a fresh one holds."""
+    decoder = rec.decoder
+    if decoder is None:
+        decoder = rec.parser.decoder(
+            skip_special_tokens=rec.skip_special_tokens, call_gaps=rec._call_gaps()
+        )
 
     def fields(obj: Any) -> tuple[Any, ...]:
         return tuple(
@@ -515,7 +579,7 @@ def _run_in_steps(
     for at in range(0, len(ids), k):
         delta = ids[at : at + k]
         step_rows(runtime, [(pair.obj, delta), (pair.sse, delta)])
-        assert held_state(pair.sse._rec.decoder) == held_state(pair.obj._rec.decoder)
+        assert held_state(pair.sse._rec) == held_state(pair.obj._rec)
         pair.drain()
     runtime.finish(pair.obj.request_id, finish)
     runtime.finish(pair.sse.request_id, finish)
@@ -663,7 +727,7 @@ def test_decoded_rows_keep_the_exact_path_s_state(family: str, data: st.DataObje
         mp.setattr(sse_path, "SMALL", 0 if vectorized else sse_path.SMALL)
         for delta in deltas:
             step_rows(runtime, [(pair.obj, delta), (pair.sse, delta)])
-            assert held_state(pair.sse._rec.decoder) == held_state(pair.obj._rec.decoder)
+            assert held_state(pair.sse._rec) == held_state(pair.obj._rec)
             if not lagging or data.draw(st.integers(0, 3), label="read") == 0:
                 pair.drain()
     runtime.finish("r-obj", "length")
