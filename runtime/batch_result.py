@@ -51,7 +51,7 @@ StepState = tuple[list[bool], list[int]]
 
 OneStep = tuple[int, int, int, int, bool, int]
 """A step of one request and one token: ``(request id, token id, slot, label, inside
-reasoning after it, reasoning tokens so far)`` (:meth:`BatchStepResult.of_one`)."""
+reasoning after it, reasoning tokens so far)`` (:meth:`BatchStepResult.of_lists`)."""
 
 _BYTE = [bytes((i,)) for i in range(256)]
 
@@ -153,16 +153,23 @@ class BatchStepResult:
         self._lists: StepLists | None = None
         self._state: StepState | None = None
         self.one: OneStep | None = None
-        """A step of one request and one token as one tuple (:meth:`of_one`), else None."""
+        """A step of one request and one token as one tuple (:meth:`of_lists`), else None."""
 
     @classmethod
     def of_lists(
-        cls, batch: ForcedSource, lists: StepLists, state: StepState, include: BoolArray | None
+        cls,
+        batch: ForcedSource,
+        lists: StepLists | None,
+        state: StepState | None,
+        include: BoolArray | None,
+        one: OneStep | None = None,
     ) -> BatchStepResult:
         """The result of a step of table-routed requests with nothing held, forced,
         failed or under a grammar, from its lists and its requests' states: the arrays are
         made when first read (a server loop that reads only the text of a few requests
-        never pays for them)."""
+        never pays for them). A step of one request and one token comes as one tuple
+        instead (``one``; ``lists`` and ``state`` None, made too when first read): the
+        runtime's lane for one request alone reads the tuple, :attr:`one`."""
         res = cls.__new__(cls)  # what __init__ sets, in one frame
         res._batch = batch
         res._rows = None
@@ -170,27 +177,6 @@ class BatchStepResult:
         res._spill = {}
         res._lists = lists
         res._state = state
-        res.one = None
-        res._include = include
-        res._forced_pos = None
-        res._gen = None
-        res.errors = {}
-        return res
-
-    @classmethod
-    def of_one(
-        cls, batch: ForcedSource, one: OneStep, include: BoolArray | None
-    ) -> BatchStepResult:
-        """:meth:`of_lists` for a step of one request and one token, from one tuple: its
-        lists are made too only when read (the runtime's lane for one request alone
-        reads the tuple, :attr:`one`)."""
-        res = cls.__new__(cls)
-        res._batch = batch
-        res._rows = None
-        res._decided = {}
-        res._spill = {}
-        res._lists = None
-        res._state = None
         res.one = one
         res._include = include
         res._forced_pos = None

@@ -8,7 +8,7 @@ grammar or failed) goes through the same tables one token at a time with Python 
 and hands back a result whose arrays are made only when read
 (:meth:`BatchStepResult.of_lists`). One request with one token, the step of a server
 decoding for one user, takes :func:`step_one` (read by :func:`one_token`), whose result
-is one tuple (:meth:`BatchStepResult.of_one`).
+is one tuple (:attr:`BatchStepResult.one`).
 
 The step changes nothing unless it can take the whole step: input that is not plain ints,
 an id it does not know (or twice), a finished request, offsets that do not fit, a token
@@ -122,7 +122,7 @@ def step_one(sl: Slots, tables: Tables, rid: int, tok: int) -> BatchStepResult |
         py.dcnt[s] += 1
     include = sl.incl[[s]] if sl.n_exclude else None
     one = (rid, tok, s, lab, bool(row & _REASONING), cnt & _LOW)
-    return BatchStepResult.of_one(sl, one, include)
+    return BatchStepResult.of_lists(sl, None, None, include, one)
 
 
 def step_small(

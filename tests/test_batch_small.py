@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -63,14 +64,16 @@ FIELDS = (
 
 
 class Counting:
-    """Counts the steps the scalar step took (it returns None when it declines)."""
+    """Counts the steps a scalar step (``step_small`` unless told, or ``step_one``) took;
+    it returns None when it declines."""
 
-    def __init__(self) -> None:
+    def __init__(self, step: Callable[..., BatchStepResult | None] | None = None) -> None:
+        self.step = batch_small.step_small if step is None else step
         self.taken = 0
         self.declined = 0
 
     def __call__(self, *args: Any) -> BatchStepResult | None:
-        got = batch_small.step_small(*args)
+        got = self.step(*args)
         if got is None:
             self.declined += 1
         else:
@@ -248,25 +251,6 @@ def test_arrays_are_made_once_and_owned_by_the_result() -> None:
         res.no_such_field  # noqa: B018
 
 
-class CountingOne:
-    """Counts the steps the one-token lane took (``step_one`` returns None when it
-    declines)."""
-
-    def __init__(self) -> None:
-        self.taken = 0
-        self.declined = 0
-
-    real = staticmethod(batch_small.step_one)
-
-    def __call__(self, *args: Any) -> BatchStepResult | None:
-        got = self.real(*args)
-        if got is None:
-            self.declined += 1
-        else:
-            self.taken += 1
-        return got
-
-
 @pytest.mark.parametrize("case", VECTORIZED, ids=["-".join(map(str, c[:2])) for c in VECTORIZED])
 @settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
@@ -283,7 +267,7 @@ def test_one_request_one_token_lane_equals_vectorized_steps(
     lane, vector = ReasoningBatch(), ReasoningBatch()
     for b in (lane, vector):
         b.add(-17, p, prompt, include_reasoning=include)
-    counting = CountingOne()
+    counting = Counting(batch_small.step_one)
     for i, t in enumerate(out):
         form = data.draw(st.sampled_from(["list", "tuple", "int64", "int32", "direct"]))
         args: tuple[Any, Any, Any]
@@ -333,7 +317,7 @@ def test_the_lane_declines_what_it_cannot_take_and_errors_stay_the_same() -> Non
         (([10], [t], np.array([0, 1], dtype=object)), InvalidStepError, "integers"),
         ((np.array([10.0]), [t], [0, 1]), InvalidStepError, "integers"),
     ]
-    counting = CountingOne()
+    counting = Counting(batch_small.step_one)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(batch_module, "step_one", counting)
         mp.setattr(batch_small, "step_one", counting)

@@ -110,6 +110,24 @@ class Pair:
         self.drain()
         return self.check()
 
+    def end_as_parsed(
+        self,
+        runtime: ReasoningRuntime,
+        parser: reasonspan.ReasoningParser,
+        ids: list[int],
+        alone: ReasoningRuntime | None = None,
+    ) -> list[ChatCompletionChunk]:
+        """Finish both requests with "length" (the SSE one in ``alone`` when it was added
+        there), check them (:meth:`check`) and their text against ``parse(ids)``; return
+        the chunks."""
+        runtime.finish(str(self.obj.request_id), "length")
+        (runtime if alone is None else alone).finish(str(self.sse.request_id), "length")
+        self.drain()
+        chunks = self.check()
+        expected = parser.parse(ids)
+        assert texts(chunks) == (expected.reasoning or "", expected.content or "")
+        return chunks
+
     def drain(self) -> None:
         self.written += sum(isinstance(x, bytes) for x in self.sse._rec.queue)
         self.chunks += self.obj.ready()
@@ -171,12 +189,7 @@ def test_one_request_alone_is_the_chunk_stream_byte_for_byte(
             step_rows(runtime, [(pair.obj, delta)])
             step_rows(alone, [(pair.sse, delta)])
             pair.drain()
-    runtime.finish("r-obj", "length")
-    alone.finish("r-sse", "length")
-    pair.drain()
-    chunks = pair.check()
-    expected = parser.parse(ids)
-    assert texts(chunks) == (expected.reasoning or "", expected.content or "")
+    pair.end_as_parsed(runtime, parser, ids, alone)
     # The lane takes every one-token step of a table-routed request, nothing else.
     assert len(written) == (sum(len(d) == 1 for d in deltas) if routed else 0)
 
@@ -202,12 +215,7 @@ def test_sse_stream_is_the_chunk_stream_byte_for_byte(
         for delta in deltas:
             step_rows(runtime, [(pair.obj, delta), (pair.sse, delta)])
             pair.drain()
-    runtime.finish("r-obj", "length")
-    runtime.finish("r-sse", "length")
-    pair.drain()
-    chunks = pair.check()
-    expected = parser.parse(ids)
-    assert texts(chunks) == (expected.reasoning or "", expected.content or "")
+    chunks = pair.end_as_parsed(runtime, parser, ids)
     assert chunks[-1].usage is not None
     assert chunks[-1].usage.completion_tokens == len(ids)
 
