@@ -73,7 +73,13 @@ def one_token(request_ids: Any, token_ids: Any, offsets: Any) -> tuple[int, int]
     alone is the commonest small step (a single-user server): it skips the general
     checks, about half of a one-token step's cost. An integer array is read through
     ``tolist()`` whatever its shape: only a flat list of Python ints passes the checks."""
-    if type(offsets) is np.ndarray:  # an int array's tolist() holds ints (nested if 2-D)
+    if type(token_ids) is np.ndarray:  # first: a step of several tokens leaves at once
+        if token_ids.size != 1 or token_ids.dtype not in _INT_DTYPES:
+            return None
+        token_ids = token_ids.tolist()  # an int array's tolist() holds ints (nested if 2-D)
+    elif (type(token_ids) is not list and type(token_ids) is not tuple) or len(token_ids) != 1:
+        return None
+    if type(offsets) is np.ndarray:
         if offsets.dtype not in _INT_DTYPES or offsets.tolist() != [0, 1]:
             return None
     elif (
@@ -87,16 +93,7 @@ def one_token(request_ids: Any, token_ids: Any, offsets: Any) -> tuple[int, int]
         if request_ids.dtype not in _INT_DTYPES:
             return None
         request_ids = request_ids.tolist()
-    if type(token_ids) is np.ndarray:
-        if token_ids.dtype not in _INT_DTYPES:
-            return None
-        token_ids = token_ids.tolist()
-    if (
-        (type(request_ids) is list or type(request_ids) is tuple)
-        and (type(token_ids) is list or type(token_ids) is tuple)
-        and len(request_ids) == 1
-        and len(token_ids) == 1
-    ):
+    if (type(request_ids) is list or type(request_ids) is tuple) and len(request_ids) == 1:
         rid, tok = request_ids[0], token_ids[0]
         if type(rid) is int and type(tok) is int:
             return rid, tok
