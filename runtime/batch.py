@@ -396,17 +396,22 @@ class ReasoningBatch:
         own parser, budgeted, structured or failed anywhere in the batch, an unknown or
         finished id, a token outside the vocabulary): the runtime's lane for one request
         decoding alone."""
+        if not self._table_routed():
+            return None
+        return step_one(self._slots, self._tables, request_id, token_id)
+
+    def _table_routed(self) -> bool:
+        """Every request of the batch goes by table alone (none routed by its own parser,
+        budgeted, structured, failed or under a grammar): the scalar steps may take it."""
         sl = self._slots
-        if (
+        return not (
             sl.n_fallback
             or sl.n_hybrid
             or sl.n_budget
             or sl.n_struct
             or sl.failures
             or self._grammars.by_slot
-        ):
-            return None
-        return step_one(sl, self._tables, request_id, token_id)
+        )
 
     def step(
         self,
@@ -421,10 +426,7 @@ class ReasoningBatch:
         before any request's state changes.
         """
         sl = self._slots
-        if (
-            not (sl.n_fallback or sl.n_hybrid or sl.n_budget or sl.n_struct or sl.failures)
-            and not self._grammars
-        ):
+        if self._table_routed():
             small = step_small(sl, self._tables, request_ids, token_ids, offsets)
             if small is not None:
                 return small

@@ -351,7 +351,7 @@ class ReasoningParser:
         return LabelledDecoder(
             self.tokenizer,
             self.text_formatters(),
-            skip_ids=self._skip_ids(skip_special_tokens),
+            skip_ids=self.skipped_token_ids() if skip_special_tokens else frozenset(),
             call_gaps=call_gaps,
         )
 
@@ -368,10 +368,6 @@ class ReasoningParser:
             dec = self.decoder(skip_special_tokens=skip_special_tokens, call_gaps=call_gaps)
             got = self._fresh[key] = dec.plain_channels()
         return got
-
-    def _skip_ids(self, skip_special_tokens: bool) -> frozenset[int]:
-        """The ids a decoder with this option leaves out of the text."""
-        return self.skipped_token_ids() if skip_special_tokens else frozenset()
 
     def tool_call_extractor(
         self, tools: Tools | Sequence[Mapping[str, Any]] | None = None

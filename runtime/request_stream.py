@@ -20,7 +20,7 @@ import anyio
 from .batch_errors import BatchTokenError
 from .batch_types import BatchFinish, Spill
 from .citations import Citation, as_content
-from .decoding import LabelledDecoder, PlainChannels
+from .decoding import LabelledDecoder
 from .errors import ReasonspanError
 from .labels import REASONING, TOOL_CALL
 from .openai import (
@@ -132,7 +132,7 @@ class StreamRecord:
     """The request's text decoder, built by :meth:`text_decoder` when its first text goes
     through the runtime's exact path; None until then. Admission builds none (two byte
     decoders and two formatters: a sixth of its cost), as a fresh one's answers are known
-    without it (:meth:`plain_channels`), and a request aborted early never needs one."""
+    without it (:meth:`plain_channel`), and a request aborted early never needs one."""
     skip_special_tokens: bool = True
     """The decoder leaves special tokens out of the text (``ReasoningParser.decoder``)."""
     queue: deque[ChatCompletionChunk | bytes | BaseException] = field(default_factory=deque)
@@ -193,22 +193,17 @@ class StreamRecord:
             )
         return dec
 
-    def plain_channels(self) -> PlainChannels:
-        """The decoder's ``plain_channels()``; a decoder not built yet is fresh, and the
-        parser knows a fresh one's answer without building it."""
-        dec = self.decoder
-        if dec is not None:
-            return dec.plain_channels()
-        return self.parser.fresh_plain_channels(
-            skip_special_tokens=self.skip_special_tokens, call_gaps=self._call_gaps()
-        )
-
     def plain_channel(self, channel: int) -> tuple[frozenset[int], str] | None:
-        """:meth:`plain_channels` of one channel (``REASONING`` or ``CONTENT``)."""
+        """The decoder's ``plain_channel(channel)`` (``REASONING`` or ``CONTENT``); a
+        decoder not built yet is fresh, and the parser knows a fresh one's answer without
+        building it."""
         dec = self.decoder
         if dec is not None:
             return dec.plain_channel(channel)
-        return self.plain_channels()[0 if channel == REASONING else 1]
+        fresh = self.parser.fresh_plain_channels(
+            skip_special_tokens=self.skip_special_tokens, call_gaps=self._call_gaps()
+        )
+        return fresh[0 if channel == REASONING else 1]
 
     def _call_gaps(self) -> bool:
         """The decoder trims the whitespace around tool calls (the call extractor's

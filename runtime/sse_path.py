@@ -410,7 +410,7 @@ class SSEPath:
         slow = np.flatnonzero(~fast).tolist()
         slots_l = slots.tolist()
         toks_l = toks.tolist()
-        recs, esc, suf, mid, ends = self.recs, self.esc, self.suf, self.mid, self.ends
+        recs, ends = self.recs, self.ends
         offs_l = None if uniform else offs.tolist()
         if slow:
             slow = self._decode_rows(slow, slots_l, toks_l, offs_l, labs.tobytes(), irregular, room)
@@ -427,19 +427,34 @@ class SSEPath:
                 if offs_l is None and not alias:  # one token: the prefix and its end
                     t = toks_l[i]
                     end = ends[s][t]
-                    if end is None:
-                        end = ends[s][t] = esc[s][t] + suf
-                    q.append(pre[s] + end)
+                    q.append(pre[s] + (self._end(s, t) if end is None else end))
+                elif offs_l is None:
+                    q.append(self._event(s, pre[s], alias, toks_l, i, i + 1))
                 else:
-                    es = esc[s]
-                    if offs_l is None:
-                        e = es[toks_l[i]]
-                    else:
-                        e = b"".join([es[t] for t in toks_l[offs_l[i] : offs_l[i + 1]]])
-                    q.append(pre[s] + e + mid[s] + e + suf if alias else pre[s] + e + suf)
+                    q.append(self._event(s, pre[s], alias, toks_l, offs_l[i], offs_l[i + 1]))
                 if rec.waiting:
                     rec.notify()
         return slow
+
+    def _end(self, s: int, t: int) -> bytes:
+        """Token ``t``'s escaped text with the event suffix after it (:attr:`ends` of slot
+        ``s``), made on its first write."""
+        end = self.ends[s][t] = self.esc[s][t] + self.suf
+        return end
+
+    def _event(self, s: int, pre: bytes, alias: bool, toks: Sequence[int], a: int, z: int) -> bytes:
+        """The event of slot ``s``'s tokens ``toks[a:z]`` after the prefix ``pre``, built
+        from their escaped texts (``alias``: a reasoning event that fills
+        ``reasoning_content`` too); a one-token event without the alias is ``pre`` and
+        the token's :attr:`ends` entry instead."""
+        es = self.esc[s]
+        e = es[toks[a]] if z - a == 1 else b"".join([es[t] for t in toks[a:z]])
+        return self._frame(s, pre, alias, e)
+
+    def _frame(self, s: int, pre: bytes, alias: bool, e: bytes) -> bytes:
+        """The event of the escaped text ``e`` for slot ``s`` after the prefix ``pre``
+        (``alias``: a reasoning event, ``e`` twice)."""
+        return pre + e + self.mid[s] + e + self.suf if alias else pre + e + self.suf
 
     def emit_one(self, res: BatchStepResult, room: int) -> bool:
         """:meth:`emit` for a step of one request and one token (``ReasoningBatch.step_one``:
@@ -502,7 +517,6 @@ class SSEPath:
         bits = self._py[0]
         encode = msgspec.json.encode
         needs = _NEEDS
-        suf = self.suf
         for i in rows:
             s = slots_l[i]
             b = bits[s]
@@ -538,12 +552,10 @@ class SSEPath:
             if r and c:  # a marker between the two channels' text: one chunk of both
                 rec.emit_text(self.alias, room, r, c)
             elif r:
-                e = encode(r)[1:-1]
-                pre = self.pre_r[s]
-                q.append(pre + e + self.mid[s] + e + suf if self.alias else pre + e + suf)
+                q.append(self._frame(s, self.pre_r[s], self.alias, encode(r)[1:-1]))
                 rec.notify()
             elif c:
-                q.append(self.pre_c[s] + encode(c)[1:-1] + suf)
+                q.append(self._frame(s, self.pre_c[s], False, encode(c)[1:-1]))
                 rec.notify()
             # Only the channels the row's labels touch changed: theirs are recomputed.
             channels = need >> 2  # DECODE_R: 1, DECODE_C: 2, both: 3
@@ -578,20 +590,13 @@ class SSEPath:
         q = rec.queue
         if len(q) >= room:
             return False
-        es = self.esc[s]
-        if z - a == 1 and not (self.alias and lab == REASONING):
+        alias = self.alias and lab == REASONING
+        if z - a == 1 and not alias:
             t = toks[a]
-            ends = self.ends[s]
-            end = ends[t]
-            if end is None:
-                end = ends[t] = es[t] + self.suf
-            q.append(pre + end)
+            end = self.ends[s][t]
+            q.append(pre + (self._end(s, t) if end is None else end))
         else:
-            e = es[toks[a]] if z - a == 1 else b"".join([es[t] for t in toks[a:z]])
-            if self.alias and lab == REASONING:
-                q.append(pre + e + self.mid[s] + e + self.suf)
-            else:
-                q.append(pre + e + self.suf)
+            q.append(self._event(s, pre, alias, toks, a, z))
         if rec.waiting:
             rec.notify()
         return True

@@ -442,7 +442,7 @@ class ReasoningRuntime:
                 labels, spill = bytes(out_labels), tuple(out_spill)
                 if done:
                     calls = call_deltas(done, got.calls.count - len(done))
-            r_text, c_text = (got.decoder or got.text_decoder()).feed(ids, labels, spill)
+            r_text, c_text = got.text_decoder().feed(ids, labels, spill)
             tools = got.tools
             if tools is not None and (TOOL_CALL in labels or tools.reader.busy):
                 calls = got.message_calls(ids, labels)
