@@ -31,7 +31,7 @@ from msgspec itself.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 import numpy as np
@@ -41,7 +41,7 @@ from .batch_small import SMALL_REQUESTS
 from .labels import CONTENT, DELIMITER, REASONING
 from .openai import ChatCompletionChunk, ChoiceDelta
 from .sse import sse_event
-from .token_text import TokenText
+from .token_text import PlainTables, TokenText
 
 if TYPE_CHECKING:
     from .request_stream import StreamRecord
@@ -69,7 +69,6 @@ _NEEDS = tuple(
 formatters; any other label (a kept tool marker, a tool message) never here (16: no slot
 has that bit)."""
 
-BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 
 SMALL = SMALL_REQUESTS
 """Steps of at most this many requests take the scalar loop: a numpy call costs more
@@ -122,15 +121,12 @@ class SSEPath:
 
     __slots__ = (
         "_ends",
-        "_index",
+        "_plain",
         "_plain_c",
         "_plain_r",
         "_py",
         "_shared",
-        "_stack",
-        "_tables",
         "_tables_b",
-        "_width",
         "alias",
         "bits",
         "count",
@@ -164,15 +160,10 @@ class SSEPath:
         )
         """``bits``, ``tab_r`` and ``tab_c`` as memoryviews of the same memory: the scalar
         loop reads them at a tenth of the cost of indexing an array with a Python int."""
-        self._tables: list[BoolArray] = [np.zeros(0, np.bool_)]
-        self._tables_b: list[bytes] = [b""]
-        """``_tables`` as bytes, for the scalar loop."""
-        self._index: dict[tuple[int, frozenset[int], str], int] = {}
-        self._stack: np.ndarray[Any, np.dtype[np.bool_]] | None = None
-        self._width = 0
-        """The largest vocabulary admitted: the stack of tables is at least this wide, so
-        every step token indexes it (a slot whose channel has no table yet reads row 0,
-        all False, also for a token past the tables made so far)."""
+        self._plain = PlainTables()
+        """The plain-token masks ``tab_r`` and ``tab_c`` number."""
+        self._tables_b = self._plain.as_bytes
+        """Its masks as bytes (the same list), for the scalar loops."""
         self.recs: list[StreamRecord | None] = []
         self.pre_c: list[bytes] = []
         self.pre_r: list[bytes] = []
@@ -229,9 +220,7 @@ class SSEPath:
             return False
         self._grow(slot)
         self.pre_c[slot], self.pre_r[slot], self.mid[slot], self.suf = cut
-        if table.whole.shape[0] > self._width:
-            self._width = table.whole.shape[0]
-            self._stack = None
+        self._plain.widen(table.whole.shape[0])
         self.esc[slot] = table.escaped
         ends = self._ends.get(id(table))
         if ends is None:
@@ -322,7 +311,7 @@ class SSEPath:
                 bits |= 1
                 if plain != self._plain_r[slot]:
                     self._plain_r[slot] = plain
-                    self._py[1][slot] = self._table(table, *plain)
+                    self._py[1][slot] = self._plain.number(table, *plain)
         if channels & 2:
             plain = rec.plain_channel(CONTENT)
             calls = rec.calls
@@ -334,30 +323,8 @@ class SSEPath:
                 if plain != self._plain_c[slot]:
                     self._plain_c[slot] = plain
                     skip = plain[0] if openers is None else plain[0] | openers
-                    self._py[2][slot] = self._table(table, skip, plain[1])
+                    self._py[2][slot] = self._plain.number(table, skip, plain[1])
         self._py[0][slot] = bits
-
-    def _table(self, table: TokenText, skip: frozenset[int], trail: str) -> int:
-        key = (id(table), skip, trail)
-        got = self._index.get(key)
-        if got is None:
-            got = len(self._tables)
-            plain = table.plain(skip, trail)
-            self._tables.append(plain)
-            self._tables_b.append(plain.tobytes())
-            self._index[key] = got
-            self._stack = None
-        return got
-
-    def _stacked(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
-        stack = self._stack
-        if stack is None:
-            width = max(self._width, *(t.shape[0] for t in self._tables))
-            stack = np.zeros((len(self._tables), width), np.bool_)
-            for i, t in enumerate(self._tables):
-                stack[i, : t.shape[0]] = t
-            self._stack = stack
-        return stack
 
     # ------------------------------------------------------------------ the step
 
@@ -378,7 +345,7 @@ class SSEPath:
         labs = res.labels
         offs = res.offsets
         m = toks.shape[0]
-        stack = self._stacked()
+        stack = self._plain.stacked()
         counts = np.diff(offs)
         uniform = m == n and bool((counts == 1).all())
         if uniform:

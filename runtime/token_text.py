@@ -91,3 +91,56 @@ class TokenText:
             )
             self._ends_in[chars] = got
         return got
+
+
+class PlainTables:
+    """Numbered plain-token masks (:meth:`TokenText.plain`), one per tokenizer table and
+    channel state ``(skip, trail)``, for the paths that write plain rows batch-wide (the
+    SSE output path, :class:`~reasonspan.runtime.batch_text.BatchText`): a slot keeps the
+    number of each channel's mask, a step gathers ``stacked()[numbers, tokens]`` in one
+    numpy call, and a scalar loop indexes :attr:`as_bytes`. Number 0 is no mask (nothing
+    plain), the number of a channel that is not plain now."""
+
+    __slots__ = ("_index", "_stack", "_width", "as_bytes", "masks")
+
+    def __init__(self) -> None:
+        self.masks: list[np.ndarray[Any, np.dtype[np.bool_]]] = [np.zeros(0, np.bool_)]
+        self.as_bytes: list[bytes] = [b""]
+        """``masks`` as bytes (one byte per token): a tenth of the cost of indexing an
+        array with a Python int."""
+        self._index: dict[tuple[int, frozenset[int], str], int] = {}
+        self._stack: np.ndarray[Any, np.dtype[np.bool_]] | None = None
+        self._width = 0
+        """The largest vocabulary admitted: the stack is at least this wide, so every step
+        token indexes it (row 0, all False, also for a token past the masks made so
+        far)."""
+
+    def widen(self, vocab: int) -> None:
+        """A request of a vocabulary of ``vocab`` tokens is admitted."""
+        if vocab > self._width:
+            self._width = vocab
+            self._stack = None
+
+    def number(self, table: TokenText, skip: frozenset[int], trail: str) -> int:
+        """The number of ``table.plain(skip, trail)``, made on first use."""
+        key = (id(table), skip, trail)
+        got = self._index.get(key)
+        if got is None:
+            got = len(self.masks)
+            plain = table.plain(skip, trail)
+            self.masks.append(plain)
+            self.as_bytes.append(plain.tobytes())
+            self._index[key] = got
+            self._stack = None
+        return got
+
+    def stacked(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """Every mask as a row of one 2-D array (rebuilt when a mask was added)."""
+        stack = self._stack
+        if stack is None:
+            width = max(self._width, *(m.shape[0] for m in self.masks))
+            stack = np.zeros((len(self.masks), width), np.bool_)
+            for i, m in enumerate(self.masks):
+                stack[i, : m.shape[0]] = m
+            self._stack = stack
+        return stack
