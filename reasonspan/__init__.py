@@ -13,6 +13,7 @@ from .factory import create_parser, create_parser_sync
 from .runtime import (
     BatchFinish,
     BatchStepResult,
+    BatchText,
     Citation,
     CitationSource,
     InvalidOptionError,
@@ -48,6 +49,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BatchFinish",
     "BatchStepResult",
+    "BatchText",
     "Citation",
     "CitationSource",
     "Detection",

@@ -10,6 +10,7 @@ from .batch_errors import (
     UnknownRequestError,
 )
 from .batch_result import BatchStepResult
+from .batch_text import BatchText, UnknownTextRequestError
 from .batch_types import FAILED, HELD, BatchFinish, RequestUsage
 from .citations import Citation, CitationSource
 from .decoding import LabelledDecoder
@@ -51,6 +52,7 @@ __all__ = [
     "NO_BUDGET",
     "BatchFinish",
     "BatchStepResult",
+    "BatchText",
     "BatchTokenError",
     "Citation",
     "CitationSource",
@@ -84,6 +86,7 @@ __all__ = [
     "TrimFormatter",
     "UnknownParserError",
     "UnknownRequestError",
+    "UnknownTextRequestError",
     "compile_machine",
     "create_parser",
     "create_parser_sync",

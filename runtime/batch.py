@@ -137,6 +137,19 @@ class ReasoningBatch:
         and of :attr:`BatchStepResult.slots`), until it is removed."""
         return self._slots.slot(request_id, "slot_of()")
 
+    def parser_of(self, request_id: int) -> ReasoningParser:
+        """The parser the request goes by (the one :meth:`add` was given or resolved)."""
+        sl = self._slots
+        parser = sl.parsers[sl.slot(request_id, "parser_of()")]
+        assert parser is not None  # an occupied slot holds its parser
+        return parser
+
+    def includes_reasoning(self, request_id: int) -> bool:
+        """False for a request added with ``include_reasoning=False`` (its reasoning is
+        counted, never returned: :meth:`BatchStepResult.split`)."""
+        sl = self._slots
+        return bool(sl.incl[sl.slot(request_id, "includes_reasoning()")])
+
     def request_ids(self) -> list[int]:
         """The requests in the batch (finished ones included until removed)."""
         return list(self._slots.slot_of)

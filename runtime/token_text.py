@@ -28,7 +28,7 @@ class TokenText:
     ``whole[id]``: that text is the token's whole text (its bytes decode on their own).
     Only for byte-level tokenizers (text = concatenated token bytes, decoded as UTF-8)."""
 
-    __slots__ = ("_ends_in", "_kept", "_token_bytes", "escaped", "whole")
+    __slots__ = ("_ends_in", "_kept", "_strings", "_token_bytes", "escaped", "whole")
 
     def __init__(self, token_bytes: list[bytes]) -> None:
         encode = msgspec.json.encode
@@ -50,6 +50,7 @@ class TokenText:
         self._ends_in: dict[str, np.ndarray[Any, np.dtype[np.bool_]]] = {}
         self._kept: dict[tuple[frozenset[int], str], np.ndarray[Any, np.dtype[np.bool_]]] = {}
         self._token_bytes = token_bytes
+        self._strings: np.ndarray[Any, np.dtype[np.object_]] | None = None
 
     @classmethod
     def of(cls, tok: LoadedTokenizer) -> TokenText | None:
@@ -62,6 +63,19 @@ class TokenText:
             got = cls(tok.token_bytes)
             tok.cache[_CACHE_KEY] = got
         assert isinstance(got, TokenText)
+        return got
+
+    def strings(self) -> np.ndarray[Any, np.dtype[np.object_]]:
+        """``strings()[id]``: token ``id``'s text where :attr:`whole`, else ``""`` (an
+        object array, built on first use: a step's plain texts are one gather from it)."""
+        got = self._strings
+        if got is None:
+            got = np.empty(len(self._token_bytes), object)
+            got[:] = [
+                data.decode("utf-8") if ok else ""
+                for data, ok in zip(self._token_bytes, self.whole.tolist(), strict=True)
+            ]
+            self._strings = got
         return got
 
     def plain(self, skip: frozenset[int], trail: str) -> np.ndarray[Any, np.dtype[np.bool_]]:
