@@ -274,9 +274,21 @@ class BatchStepResult:
         for the given rows), as :meth:`decided` and :meth:`spill` give them, converting
         the arrays once (the async runtime turns every request's tokens into text each
         step)."""
-        rids, toks, offs, labels, _ = self.lists()
         decided = self._decided
         spill = self._spill
+        if rows is not None and self._lists is None and 8 * len(rows) < len(self):
+            # A few rows of a large step (the rows an output path left): slice the arrays
+            # instead of converting all of them.
+            rid_a, tok_a, off_a, lab_a = self.request_ids, self.token_ids, self.offsets, self.labels
+            for i in rows:
+                got = decided.get(i) if decided else None
+                if got is not None:
+                    yield int(rid_a[i]), got[0], got[1], spill.get(i, ())
+                else:
+                    a, b = int(off_a[i]), int(off_a[i + 1])
+                    yield int(rid_a[i]), tok_a[a:b].tolist(), lab_a[a:b].tobytes(), ()
+            return
+        rids, toks, offs, labels, _ = self.lists()
         for i in range(len(rids)) if rows is None else rows:
             rid = rids[i]
             got = decided.get(i) if decided else None

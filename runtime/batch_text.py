@@ -45,6 +45,14 @@ from .token_text import PlainTables, TokenText
 SMALL = SMALL_REQUESTS
 """Steps of at most this many requests take a scalar loop (numpy calls cost more)."""
 
+_CHANNELS = {REASONING: 1, CONTENT: 2}
+"""The channel bit a one-token row of that label touches (any other label: both)."""
+_COLUMN = np.full(256, 2, np.intp)
+_COLUMN[REASONING] = 0
+_COLUMN[CONTENT] = 1
+"""The column of ``BatchText._tabs`` a token of each label reads (2: never plain)."""
+_CHANNEL_LABELS = np.array([REASONING, CONTENT], np.uint8)
+
 ObjectArray = np.ndarray[Any, np.dtype[np.object_]]
 
 
@@ -68,19 +76,19 @@ class BatchText:
 
     __slots__ = (
         "_batch",
-        "_bits",
         "_decs",
         "_held",
         "_hold",
         "_incl",
+        "_last",
         "_plain",
         "_py",
+        "_ranges",
         "_rid",
         "_skip",
         "_strings",
-        "_tab_c",
-        "_tab_r",
         "_tables",
+        "_tabs",
         "_tix",
         "_tix_l",
         "_tt",
@@ -94,25 +102,23 @@ class BatchText:
         self._skip = skip_special_tokens
         self._rid = np.full(0, -1, np.int64)
         """Per batch slot: the request added here (-1: none)."""
-        self._bits = np.zeros(0, np.uint8)
-        """Per slot: 1 = its reasoning is plain now, 2 = its content is."""
-        self._tab_r = np.zeros(0, np.int64)
-        """Per slot: the number of its reasoning's plain mask (``_plain``)."""
-        self._tab_c = np.zeros(0, np.int64)
+        self._tabs = np.zeros((0, 3), np.int64)
+        """Per slot: the number of the plain mask (``_plain``) its reasoning, its content,
+        and any other label use now; 0 (no token plain) for a channel that is not plain
+        now, and always for the third column. A step reads ``_tabs[slot, column of the
+        token's label]``: one gather for every token of either channel."""
         self._tix = np.full(0, -1, np.int64)
         """Per slot: its tokenizer's index in ``_strings`` (-1: no token table)."""
         self._tix_l: list[int] = []
         """``_tix`` as a list, for the scalar loop."""
         self._tt: list[TokenText | None] = []
         """Per slot: its tokenizer's token table (None: not byte-level)."""
-        self._py: tuple[memoryview, memoryview, memoryview, memoryview] = (
-            memoryview(b"").cast("B"),
-            memoryview(b"").cast("q"),
+        self._py: tuple[memoryview, memoryview] = (
             memoryview(b"").cast("q"),
             memoryview(b"").cast("q"),
         )
-        """``_bits``, ``_tab_r``, ``_tab_c``, ``_rid`` as memoryviews of the same memory,
-        for the scalar loop and the per-slot writes."""
+        """``_tabs`` (flat: ``3 * slot + column``) and ``_rid`` as memoryviews of the same
+        memory, for the scalar loop and the per-slot writes."""
         self._plain = PlainTables()
         self._strings: list[ObjectArray] = []
         self._tables: dict[int, int] = {}
@@ -123,6 +129,13 @@ class BatchText:
         reasoning text is held until content shows up or the request ends."""
         self._held: list[list[str]] = []
         self._incl: list[bool] = []
+        self._last: list[list[tuple[tuple[frozenset[int], str], int] | None]] = []
+        """Per slot: the ``(skip, trail)`` of its reasoning and content when last plain,
+        with their mask numbers (a decoder's are fixed: numbered once per request, not
+        per decoded row)."""
+        self._ranges: dict[int, bytes] = {}
+        """``arange(n)`` as int64 bytes, by ``n``: the offsets of a step of one token per
+        request."""
 
     # ------------------------------------------------------------------ requests
 
@@ -131,16 +144,15 @@ class BatchText:
         if slot < cap:
             return
         new = max(slot + 1, 2 * cap, 64)
-        views = []
-        for name, fill in (("_bits", 0), ("_tab_r", 0), ("_tab_c", 0), ("_rid", -1)):
-            old = getattr(self, name)
-            buf = bytearray(new * old.itemsize)  # one memory, seen by numpy and Python
-            arr = np.frombuffer(buf, old.dtype)
-            arr[cap:] = fill
-            arr[:cap] = old
-            setattr(self, name, arr)
-            views.append(memoryview(buf).cast(old.dtype.char))
-        self._py = (views[0], views[1], views[2], views[3])
+        # One memory each, seen by numpy and Python.
+        tabs_b, rid_b = bytearray(new * 3 * 8), bytearray(new * 8)
+        tabs = np.frombuffer(tabs_b, np.int64).reshape(new, 3)
+        tabs[:cap] = self._tabs
+        rid = np.frombuffer(rid_b, np.int64)
+        rid[:cap] = self._rid
+        rid[cap:] = -1
+        self._tabs, self._rid = tabs, rid
+        self._py = (memoryview(tabs_b).cast("q"), memoryview(rid_b).cast("q"))
         tix = np.full(new, -1, np.int64)
         tix[:cap] = self._tix
         self._tix = tix
@@ -151,6 +163,7 @@ class BatchText:
         self._incl.extend([True] * more)
         self._tix_l.extend([-1] * more)
         self._tt.extend([None] * more)
+        self._last.extend([[None, None] for _ in range(more)])
 
     def add(self, request_id: int) -> None:
         """Start the text of a request just added to the batch (``batch.add``): its
@@ -159,7 +172,7 @@ class BatchText:
         slot = batch.slot_of(request_id)
         parser = batch.parser_of(request_id)
         self._grow(slot)
-        if self._py[3][slot] != -1:
+        if self._py[1][slot] != -1:
             raise ValueError(
                 f"add(): request {request_id} was already added to this BatchText "
                 f"(or the request before it in its batch slot was not finished or removed)"
@@ -178,12 +191,13 @@ class BatchText:
             tix = got
             self._plain.widen(max(table.whole.shape[0], parser.machine.vocab_size))
         self._tix[slot] = self._tix_l[slot] = tix
-        self._py[3][slot] = request_id
+        self._py[1][slot] = request_id
+        self._last[slot] = [None, None]
         self._replain(slot)
 
     def _slot(self, request_id: int, where: str) -> int:
         slot = self._batch.slot_of(request_id)
-        if slot >= self._rid.shape[0] or self._py[3][slot] != request_id:
+        if slot >= self._rid.shape[0] or self._py[1][slot] != request_id:
             raise UnknownTextRequestError(request_id, where)
         return slot
 
@@ -211,12 +225,12 @@ class BatchText:
         """Forget a request without its last text (aborted, failed); a no-op for one not
         added here."""
         slot = self._batch.slot_of(request_id)
-        if slot < self._rid.shape[0] and self._py[3][slot] == request_id:
+        if slot < self._rid.shape[0] and self._py[1][slot] == request_id:
             self._free(slot)
 
     def _free(self, slot: int) -> None:
-        self._py[3][slot] = -1
-        self._py[0][slot] = 0
+        self._py[1][slot] = -1
+        self._py[0][3 * slot] = self._py[0][3 * slot + 1] = 0
         self._decs[slot] = None
         self._held[slot] = []
         self._tt[slot] = None
@@ -225,27 +239,34 @@ class BatchText:
         if not isinstance(request_id, int) or request_id not in self._batch:
             return False
         slot = self._batch.slot_of(request_id)
-        return slot < self._rid.shape[0] and self._py[3][slot] == request_id
+        return slot < self._rid.shape[0] and self._py[1][slot] == request_id
 
     # ------------------------------------------------------------------ text
 
-    def _replain(self, slot: int) -> None:
-        """Set the slot's plain bits and masks from its decoder's state (after its
-        decoder ran, or at add)."""
-        bits = 0
+    def _replain(self, slot: int, channels: int = 3) -> None:
+        """Set the slot's plain bits and masks of ``channels`` (1: reasoning, 2: content)
+        from its decoder's state, after its decoder ran on tokens of those channels only
+        (the other one's formatter and decoder did not change), or at add."""
+        tabs = self._py[0]
         dec = self._decs[slot]
         table = self._tt[slot]
-        if dec is not None and table is not None and not self._hold[slot]:
-            if self._incl[slot]:
-                plain = dec.plain_channel(REASONING)
-                if plain is not None:
-                    bits |= 1
-                    self._py[1][slot] = self._plain.number(table, *plain)
-            plain = dec.plain_channel(CONTENT)
-            if plain is not None:
-                bits |= 2
-                self._py[2][slot] = self._plain.number(table, *plain)
-        self._py[0][slot] = bits
+        live = dec is not None and table is not None and not self._hold[slot]
+        last = self._last[slot]
+        for col, channel in ((0, REASONING), (1, CONTENT)):
+            if not channels & (1 << col):
+                continue
+            plain = None
+            if live and (col or self._incl[slot]):
+                assert dec is not None and table is not None
+                plain = dec.plain_channel(channel)
+            if plain is None:
+                tabs[3 * slot + col] = 0
+                continue
+            assert table is not None  # (live)
+            got = last[col]
+            if got is None or got[0] != plain:  # a decoder's (skip, trail) are fixed
+                got = last[col] = (plain, self._plain.number(table, *plain))
+            tabs[3 * slot + col] = got[1]
 
     def _decode(
         self, slot: int, ids: list[int], labels: bytes, spill: tuple[Any, ...]
@@ -254,7 +275,10 @@ class BatchText:
         dec = self._decs[slot]
         assert dec is not None
         r, c = dec.feed(ids, labels, spill)
+        # One token of one channel leaves the other channel as it was.
+        channels = 3 if len(labels) != 1 else _CHANNELS.get(labels[0], 3)
         if self._hold[slot]:
+            channels = 3
             if not c:
                 if r:
                     self._held[slot].append(r)
@@ -265,7 +289,7 @@ class BatchText:
                 self._held[slot] = []
         if not self._incl[slot]:
             r = ""
-        self._replain(slot)
+        self._replain(slot, channels)
         return r, c
 
     def step(self, res: BatchStepResult) -> tuple[list[str], list[str]]:
@@ -278,51 +302,61 @@ class BatchText:
         if n <= SMALL:
             return self._step_small(res)
         slots = res.slots
-        rid = self._rid
-        if int(slots.max()) >= rid.shape[0] or not np.array_equal(rid[slots], res.request_ids):
+        # A slot past the arrays reads the last one, whose request (if any) is in the
+        # batch at that slot alone: never equal to a request of another slot.
+        if (self._rid.take(slots, mode="clip") != res.request_ids).any():
             self._unknown(res)
         toks = res.token_ids
         labs = res.labels
         offs = res.offsets
-        m = toks.shape[0]
-        counts = np.diff(offs)
-        uniform = m == n and bool((counts == 1).all())
-        tok_slots = slots if uniform else np.repeat(slots, counts)
-        bits = self._bits[tok_slots]
-        stack = self._plain.stacked()
-        ok_r = (labs == REASONING) & ((bits & 1) != 0)
-        ok_r &= stack[self._tab_r[tok_slots], toks]
-        ok_c = (labs == CONTENT) & ((bits & 2) != 0)
-        ok_c &= stack[self._tab_c[tok_slots], toks]
+        uniform = toks.shape[0] == n and offs.tobytes() == self._arange(n + 1)
+        counts = None if uniform else np.diff(offs)
+        tok_slots = slots if counts is None else np.repeat(slots, counts)
+        # Plain: the mask of the token's channel (0 for a channel that is not plain now
+        # and for every other label) holds the token.
+        ok = self._plain.stacked()[self._tabs[tok_slots, _COLUMN[labs]], toks]
         texts = self._texts(tok_slots, toks)
         irregular = res.irregular_rows()
-        if uniform:
-            row_r, row_c, row_t = ok_r, ok_c, texts
+        if counts is None:
+            row_ok, row_lab, row_t = ok, labs, texts
         else:
-            row_r = np.zeros(n, np.bool_)
-            row_c = np.zeros(n, np.bool_)
-            row_t = np.full(n, "", object)
             full = np.flatnonzero(counts > 0)
+            starts = offs[:-1][full]
+            row_ok = np.zeros(n, np.bool_)
+            row_lab = np.zeros(n, np.uint8)
+            row_t = np.full(n, "", object)
             if full.shape[0]:
-                starts = offs[:-1][full]
-                row_r[full] = np.logical_and.reduceat(ok_r, starts)
-                row_c[full] = np.logical_and.reduceat(ok_c, starts)
+                one = np.minimum.reduceat(labs, starts) == np.maximum.reduceat(labs, starts)
+                row_ok[full] = np.logical_and.reduceat(ok, starts) & one
+                row_lab[full] = labs[starts]
                 # A row's text is its tokens' texts joined (``+`` over str objects).
                 row_t[full] = np.add.reduceat(texts, starts)
+            row_ok |= counts == 0  # nothing to decode
         if irregular:
-            row_r[irregular] = False
-            row_c[irregular] = False
-        fast = row_r | row_c
-        if not uniform:
-            fast |= (counts == 0) & ~np.isin(np.arange(n), irregular)  # nothing to decode
-        reasoning: list[str] = np.where(row_r, row_t, "").tolist()
-        content: list[str] = np.where(row_c, row_t, "").tolist()
-        slow = np.flatnonzero(~fast).tolist()
-        if slow:
+            row_ok[irregular] = False
+        # Row by channel: reasoning, content (a text only where the row is plain).
+        both = np.equal.outer(_CHANNEL_LABELS, row_lab) & row_ok
+        reasoning, content = np.where(both, row_t, "").tolist()
+        slow = np.flatnonzero(~row_ok).tolist()
+        if slow and counts is None and not irregular:  # one token a row, the step's own
+            decode = self._decode
+            for i in slow:
+                reasoning[i], content[i] = decode(
+                    int(slots[i]), [int(toks[i])], labs[i : i + 1].tobytes(), ()
+                )
+        elif slow:
             slots_l = slots.tolist()
             for i, (_, ids, labels, spill) in zip(slow, res.all_decided(slow), strict=True):
                 reasoning[i], content[i] = self._decode(slots_l[i], ids, labels, spill)
         return reasoning, content
+
+    def _arange(self, n: int) -> bytes:
+        got = self._ranges.get(n)
+        if got is None:
+            if len(self._ranges) >= 64:
+                self._ranges.clear()
+            got = self._ranges[n] = np.arange(n, dtype=np.int64).tobytes()
+        return got
 
     def _texts(self, tok_slots: np.ndarray[Any, Any], toks: np.ndarray[Any, Any]) -> ObjectArray:
         """Each step token's whole text (``""`` where it has none; only plain tokens'
@@ -341,7 +375,7 @@ class BatchText:
     def _step_small(self, res: BatchStepResult) -> tuple[list[str], list[str]]:
         """:meth:`step` for a few requests: the same decisions row by row."""
         rids, toks, offs, labs, slots = res.lists()
-        bits, tab_r, tab_c, rid = self._py
+        tabs, rid = self._py
         cap = len(rid)
         masks = self._plain.as_bytes
         strings = self._strings
@@ -360,14 +394,10 @@ class BatchText:
             if a == z:
                 continue
             lab = labs[a]
-            b = bits[s]
-            if lab == REASONING and b & 1:
-                mask = masks[tab_r[s]]
-            elif lab == CONTENT and b & 2:
-                mask = masks[tab_c[s]]
-            else:
+            if lab != REASONING and lab != CONTENT:
                 slow.append(i)
                 continue
+            mask = masks[tabs[3 * s + (lab != REASONING)]]
             if all(labs[j] == lab and toks[j] < len(mask) and mask[toks[j]] for j in range(a, z)):
                 table = strings[tix[s]]
                 text = table[toks[a]] if z - a == 1 else "".join(table[toks[a:z]].tolist())
@@ -384,7 +414,7 @@ class BatchText:
 
     def _unknown(self, res: BatchStepResult) -> None:
         """Raise for the first request of the step not added here (nothing changed)."""
-        rid = self._py[3]
+        rid = self._py[1]
         for r, s in zip(res.request_ids.tolist(), res.slots.tolist(), strict=True):
             if s >= len(rid) or rid[s] != r:
                 raise UnknownTextRequestError(r, "step()")
