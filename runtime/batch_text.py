@@ -296,6 +296,19 @@ class BatchText:
         """``(reasoning, content)``: the text deltas of every row of the step (aligned
         with ``res.request_ids``), as each request's :meth:`TextSplitter.feed` would give
         them. Every request of the step must have been added here."""
+        one = res.one
+        if one is not None:  # one request, one token (``ReasoningBatch.step_one``)
+            rid, tok, s, lab, _, _ = one
+            tabs, rids = self._py
+            if s >= len(rids) or rids[s] != rid:
+                raise UnknownTextRequestError(rid, "step()")
+            if lab == REASONING or lab == CONTENT:
+                mask = self._plain.as_bytes[tabs[3 * s + (lab != REASONING)]]
+                if tok < len(mask) and mask[tok]:
+                    text: str = self._strings[self._tix_l[s]][tok]
+                    return ([text], [""]) if lab == REASONING else ([""], [text])
+            r, c = self._decode(s, [tok], bytes((lab,)), ())
+            return [r], [c]
         n = len(res)
         if not n:
             return [], []
