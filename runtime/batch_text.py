@@ -302,7 +302,7 @@ class BatchText:
             tabs, rids = self._py
             if s >= len(rids) or rids[s] != rid:
                 raise UnknownTextRequestError(rid, "step()")
-            if lab == REASONING or lab == CONTENT:
+            if lab in (REASONING, CONTENT):
                 mask = self._plain.as_bytes[tabs[3 * s + (lab != REASONING)]]
                 if tok < len(mask) and mask[tok]:
                     text: str = self._strings[self._tix_l[s]][tok]
