@@ -411,7 +411,14 @@ class BatchText:
                 slow.append(i)
                 continue
             mask = masks[tabs[3 * s + (lab != REASONING)]]
-            if all(labs[j] == lab and toks[j] < len(mask) and mask[toks[j]] for j in range(a, z)):
+            if z - a == 1:
+                t = toks[a]
+                plain = t < len(mask) and mask[t]
+            else:
+                plain = all(
+                    labs[j] == lab and toks[j] < len(mask) and mask[toks[j]] for j in range(a, z)
+                )
+            if plain:
                 table = strings[tix[s]]
                 text = table[toks[a]] if z - a == 1 else "".join(table[toks[a:z]].tolist())
                 if lab == REASONING:

@@ -13,7 +13,10 @@ wrapping around), timed alternately so they see the same machine load:
   ``ready_bytes()``;
 - *text baseline, labels + text only*: the baseline without its chunks and encoding, so the
   SSE path (which writes the bytes) is also set against a server's reasoning split and
-  text alone.
+  text alone;
+- *ReasoningBatch + BatchText, labels + text*: the batch step and every request's
+  reasoning and content text as str (``runtime/batch_text.py``), what a server that builds
+  its own response objects reads: set against the baseline's labels + text alone.
 
 Steps are timed in steady state: the requests are admitted before the clock starts and
 stay open (their streams never end), so a figure is what one more generated token costs
@@ -30,7 +33,7 @@ from functools import partial
 import numpy as np
 
 from ..baseline import TextBaseline
-from ..runtime import create_parser_sync
+from ..runtime import BatchText, ReasoningBatch, create_parser_sync
 from ..runtime.openai import ChoiceDelta
 from ..runtime.sse import chunk_events
 from ..runtime.streams import ReasoningRuntime
@@ -47,6 +50,7 @@ CASES = (
     "ReasoningRuntime, chunk objects + encoding",
     "ReasoningRuntime, SSE path",
     "text baseline, labels + text only (no encoding)",
+    "ReasoningBatch + BatchText, labels + text (no encoding)",
 )
 PROMPT = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
 
@@ -135,6 +139,32 @@ def _runtime(
     return run_chunks
 
 
+def _batch_text(
+    tok: LoadedTokenizer, family: Family, ids: list[int], n: int, k: int
+) -> Callable[[int], int]:
+    """The batch step and :class:`BatchText`: every request's reasoning and content text
+    of each step, as str (labels + text, no chunks, no encoding)."""
+    parser = create_parser_sync(family.parser, tok)
+    prompt = tok.encode(PROMPT)
+    batch = ReasoningBatch()
+    texts = BatchText(batch)
+    for i in range(n):
+        batch.add(i, parser, prompt)
+        texts.add(i)
+    rids = np.arange(n, dtype=np.int64)
+    offsets = np.arange(n + 1, dtype=np.int64) * k
+    steps = _schedule(ids, n, k)
+
+    def run(count: int) -> int:
+        sent = 0
+        for step in steps[:count]:
+            reasoning, content = texts.step(batch.step(rids, step, offsets))
+            sent += len(reasoning) + len(content)
+        return sent
+
+    return run
+
+
 def _admission(tok: LoadedTokenizer, family: Family, live: int, repeats: int) -> list[Row]:
     """One more request admitted to (and removed from) a runtime holding ``live`` ones,
     beside constructing the baseline's per-request splitter."""
@@ -184,7 +214,8 @@ def _admission(tok: LoadedTokenizer, family: Family, live: int, repeats: int) ->
 
 
 def bench_output(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
-    """Ids to SSE bytes per request-token, three paths, each concurrency and k."""
+    """Ids to SSE bytes (and labels + text) per request-token, every path, each
+    concurrency and k."""
     family = plan.family
     ids = transcript_ids(tok, family=family)
     rows: list[Row] = []
@@ -197,6 +228,7 @@ def bench_output(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
                 _runtime(tok, family, ids, n, k, sse=False),
                 _runtime(tok, family, ids, n, k, sse=True),
                 _baseline(tok, family, ids, n, k, encode=False),
+                _batch_text(tok, family, ids, n, k),
             ]
             times = interleaved_medians([partial(p, count) for p in paths], runs)
             total = n * k * count
@@ -204,6 +236,11 @@ def bench_output(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
             note = f"{n:,} concurrent, k={k}, {count} steps timed; µs/call = one step"
             for i, (case, t) in enumerate(zip(CASES, times, strict=True)):
                 alone = f"; {times[3] / t:.1f}x the baseline's labels + text alone"
+                if i == 4:  # labels + text: set against the baseline's labels + text
+                    note_i, ratio = note + alone, times[3] / t
+                else:
+                    note_i = note + alone if i == 2 else note
+                    ratio = base / t if i else None
                 rows.append(
                     Row(
                         "output",
@@ -211,8 +248,8 @@ def bench_output(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
                         t / total,
                         t / count / 1e3,
                         total,
-                        base / t if i else None,
-                        note + alone if i == 2 else note,
+                        ratio,
+                        note_i,
                         batch=n,
                         k=k,
                         steps=count,
