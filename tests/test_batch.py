@@ -1219,3 +1219,33 @@ def check_id_index(batch: ReasoningBatch) -> None:
     for rid, slot in sl.slot_of.items():
         pos = int(sl.ipos[slot])
         assert pos < 0 or (ids[pos], slots[pos]) == (rid, slot)
+
+
+def test_all_decided_of_a_few_rows_equals_those_rows_of_the_whole_step() -> None:
+    """``all_decided(rows)`` for a few rows of a large step slices the arrays instead of
+    converting the step (the output paths ask for the rows they left): what it yields is
+    what the whole step's conversion yields for those rows, held-back rows included."""
+    rng = random.Random(7)
+    batch = ReasoningBatch()
+    reqs = []
+    for i in range(96):
+        p = parser(*CASES[i % len(CASES)])
+        batch.add(i, p, random_output(rng, p, rng.randrange(0, 6)))
+        reqs.append((i, random_output(rng, p, 60)))
+    sliced = irregular = spills = 0
+    for pos in range(0, 60, 3):
+        chunks = [out[pos : pos + rng.randrange(0, 4)] for _, out in reqs]
+        offsets = np.cumsum([0, *(len(c) for c in chunks)])
+        res = batch.step(
+            np.arange(len(reqs)), np.array([t for c in chunks for t in c], np.int64), offsets
+        )
+        spilled = [i for i, _ in reqs if res.spill(i)]  # (request i is row i)
+        rows = sorted({*rng.sample(range(len(reqs)), 4), *res.irregular_rows()[:4], *spilled[:3]})
+        few = list(res.all_decided(rows))
+        sliced += res._lists is None  # the arrays were sliced, not converted
+        irregular += len(set(rows) & set(res.irregular_rows()))
+        spills += bool(spilled)
+        whole = list(res.all_decided())
+        assert few == [whole[i] for i in rows]
+    # Every kind of row went through the sliced path: plain, held back, partly a marker.
+    assert sliced > 10 and irregular > 5 and spills > 0
