@@ -132,6 +132,14 @@ def step_small(
         got = step_one(sl, tables, *one)
         if got is not None:
             return got
+    # A large step is turned away before its ids are converted only to be turned away.
+    if type(request_ids) is np.ndarray:
+        if request_ids.size > SMALL_REQUESTS:
+            return None
+    elif (type(request_ids) is list or type(request_ids) is tuple) and len(
+        request_ids
+    ) > SMALL_REQUESTS:
+        return None
     rids = plain_ints(request_ids)
     if rids is None or not 0 < len(rids) <= SMALL_REQUESTS:
         return None
