@@ -172,10 +172,14 @@ class BatchText:
         slot = batch.slot_of(request_id)
         parser = batch.parser_of(request_id)
         self._grow(slot)
-        if self._py[1][slot] != -1:
+        held = self._py[1][slot]
+        if held == request_id:
+            raise ValueError(f"add(): request {request_id} was already added to this BatchText")
+        if held != -1:
             raise ValueError(
-                f"add(): request {request_id} was already added to this BatchText "
-                f"(or the request before it in its batch slot was not finished or removed)"
+                f"add(): request {request_id} took the batch slot of request {held}, which "
+                f"was never finished or removed here: call texts.remove({held}) when a "
+                "request leaves the batch"
             )
         self._decs[slot] = parser.decoder(skip_special_tokens=self._skip)
         self._hold[slot] = parser.may_return_reasoning_as_content
@@ -222,10 +226,14 @@ class BatchText:
         return r, c
 
     def remove(self, request_id: int) -> None:
-        """Forget a request without its last text (aborted, failed); a no-op for one not
-        added here."""
-        slot = self._batch.slot_of(request_id)
-        if slot < self._rid.shape[0] and self._py[1][slot] == request_id:
+        """Forget a request without its last text (aborted, failed), before or after
+        ``batch.remove``; a no-op for one not added here."""
+        if request_id in self._batch:
+            slot = self._batch.slot_of(request_id)
+            if slot < self._rid.shape[0] and self._py[1][slot] == request_id:
+                self._free(slot)
+            return
+        for slot in np.flatnonzero(self._rid == request_id).tolist():  # left the batch
             self._free(slot)
 
     def _free(self, slot: int) -> None:
@@ -244,9 +252,10 @@ class BatchText:
     # ------------------------------------------------------------------ text
 
     def _replain(self, slot: int, channels: int = 3) -> None:
-        """Set the slot's plain bits and masks of ``channels`` (1: reasoning, 2: content)
-        from its decoder's state, after its decoder ran on tokens of those channels only
-        (the other one's formatter and decoder did not change), or at add."""
+        """Set the slot's plain-mask numbers of ``channels`` (1: reasoning, 2: content)
+        from its decoder's state (0: not plain now), after its decoder ran on tokens of
+        those channels only (the other one's formatter and decoder did not change), or at
+        add."""
         tabs = self._py[0]
         dec = self._decs[slot]
         table = self._tt[slot]

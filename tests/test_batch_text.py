@@ -238,3 +238,27 @@ def test_held_reasoning_is_released_or_swapped_as_the_splitter_does(
             ]
             _run(reqs, random.Random(k), k)
             assert reqs[0].got[0] + reqs[0].got[1]  # text came out
+
+
+def test_a_request_removed_from_the_batch_first_is_named_by_the_next_in_its_slot() -> None:
+    """``batch.remove`` without ``texts.remove``: the request that takes the slot next is
+    refused with the old one's id, ``texts.remove(old)`` works after the batch forgot it,
+    and the new request then starts clean."""
+    tok = tokenizer("qwen-3")
+    p = parser("qwen3", "qwen-3", {})
+    batch = ReasoningBatch()
+    texts = BatchText(batch)
+    batch.add(1, p, [])
+    texts.add(1)
+    batch.remove(1)
+    batch.add(2, p, [])
+    with pytest.raises(ValueError, match=r"slot of request 1.*texts\.remove\(1\)"):
+        texts.add(2)
+    texts.remove(1)
+    assert 1 not in texts
+    texts.add(2)
+    ref = TextSplitter(fresh(p), [])
+    for t in tok.encode("<think>\nA thought.\n\n</think>\n\nAn answer."):
+        want = ref.feed([t])
+        assert texts.step(_one(batch, 2, t)) == ([want[0]], [want[1]])
+    assert texts.finish(2, batch.finish(2)) == ref.finish()
