@@ -236,6 +236,7 @@ def bench_output(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
             note = f"{n:,} concurrent, k={k}, {count} steps timed; µs/call = one step"
             for i, (case, t) in enumerate(zip(CASES, times, strict=True)):
                 alone = f"; {times[3] / t:.1f}x the baseline's labels + text alone"
+                ratio: float | None
                 if i == 4:  # labels + text: set against the baseline's labels + text
                     note_i, ratio = note + alone, times[3] / t
                 else:
