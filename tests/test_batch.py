@@ -103,6 +103,24 @@ class Req:
     spill: list[tuple[int, bytes, int, int]] = field(default_factory=list)
 
 
+def step_active(
+    batch: ReasoningBatch, active: list[Any], rng: random.Random, kmax: int
+) -> tuple[list[list[int]], np.ndarray[Any, Any], Any]:
+    """One batch step of the active requests (anything with ``rid``, ``output``, ``pos``)
+    in a shuffled order, each with its next 0 to ``kmax`` tokens: ``(chunks, offsets,
+    result)``."""
+    rng.shuffle(active)
+    chunks = []
+    for r in active:
+        k = min(rng.choice([0, *range(1, kmax + 1)]), len(r.output) - r.pos)
+        chunks.append(r.output[r.pos : r.pos + k])
+        r.pos += k
+    offsets = np.cumsum([0, *(len(c) for c in chunks)])
+    flat = [t for c in chunks for t in c]
+    res = batch.step(np.array([r.rid for r in active], np.int64), np.array(flat, np.int64), offsets)
+    return chunks, offsets, res
+
+
 def simulate(reqs: list[Req], admit: list[int], rng: random.Random, kmax: int) -> int:
     """Run the requests through one batch; check every step against each request's own
     parser and every finished request against parse(). Returns the number of steps."""
@@ -128,17 +146,7 @@ def simulate(reqs: list[Req], admit: list[int], rng: random.Random, kmax: int) -
             assert batch.is_reasoning(r.rid) == r.state
             assert batch.grammar_active(r.rid) == (r.structured and not r.state)
             active.append(r)
-        rng.shuffle(active)
-        chunks = []
-        for r in active:
-            k = min(rng.choice([0, *range(1, kmax + 1)]), len(r.output) - r.pos)
-            chunks.append(r.output[r.pos : r.pos + k])
-            r.pos += k
-        offsets = np.cumsum([0, *(len(c) for c in chunks)])
-        flat = [t for c in chunks for t in c]
-        res = batch.step(
-            np.array([r.rid for r in active], np.int64), np.array(flat, np.int64), offsets
-        )
+        chunks, offsets, res = step_active(batch, active, rng, kmax)
         assert not res.errors
         for row, (r, chunk) in enumerate(zip(active, chunks, strict=True)):
             _check_step(res, row, r, chunk, int(offsets[row]))

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from reasonspan.runtime import BatchFinish, UnknownTextRequestError, batch_text
 from sampling import examples
 from strategies import outputs
-from test_batch import CASES, fresh, parser
+from test_batch import CASES, fresh, parser, step_active
 
 from reasonspan import BatchText, ReasoningBatch, ReasoningParser, TextSplitter
 
@@ -62,17 +62,7 @@ def _run(reqs: list[Req], rng: random.Random, kmax: int) -> None:
             texts.add(r.rid)
             assert r.rid in texts
             active.append(r)
-        rng.shuffle(active)
-        chunks = []
-        for r in active:
-            k = min(rng.choice([0, *range(1, kmax + 1)]), len(r.output) - r.pos)
-            chunks.append(r.output[r.pos : r.pos + k])
-            r.pos += k
-        offsets = np.cumsum([0, *(len(c) for c in chunks)])
-        flat = [t for c in chunks for t in c]
-        res = batch.step(
-            np.array([r.rid for r in active], np.int64), np.array(flat, np.int64), offsets
-        )
+        chunks, _, res = step_active(batch, active, rng, kmax)
         reasoning, content = texts.step(res)
         assert len(reasoning) == len(content) == len(active)
         for row, (r, chunk) in enumerate(zip(active, chunks, strict=True)):
