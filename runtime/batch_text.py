@@ -348,8 +348,9 @@ class BatchText:
             row_lab = np.zeros(n, np.uint8)
             row_t = np.full(n, "", object)
             if full.shape[0]:
-                one = np.minimum.reduceat(labs, starts) == np.maximum.reduceat(labs, starts)
-                row_ok[full] = np.logical_and.reduceat(ok, starts) & one
+                # A row is plain when every token is, all of one channel.
+                same = np.minimum.reduceat(labs, starts) == np.maximum.reduceat(labs, starts)
+                row_ok[full] = np.logical_and.reduceat(ok, starts) & same
                 row_lab[full] = labs[starts]
                 # A row's text is its tokens' texts joined (``+`` over str objects).
                 row_t[full] = np.add.reduceat(texts, starts)
