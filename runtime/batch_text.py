@@ -90,7 +90,6 @@ class BatchText:
         "_tables",
         "_tabs",
         "_tix",
-        "_tix_l",
         "_tt",
     )
 
@@ -107,10 +106,8 @@ class BatchText:
         and any other label use now; 0 (no token plain) for a channel that is not plain
         now, and always for the third column. A step reads ``_tabs[slot, column of the
         token's label]``: one gather for every token of either channel."""
-        self._tix = np.full(0, -1, np.int64)
+        self._tix: list[int] = []
         """Per slot: its tokenizer's index in ``_strings`` (-1: no token table)."""
-        self._tix_l: list[int] = []
-        """``_tix`` as a list, for the scalar loop."""
         self._tt: list[TokenText | None] = []
         """Per slot: its tokenizer's token table (None: not byte-level)."""
         self._py: tuple[memoryview, memoryview] = (
@@ -153,15 +150,12 @@ class BatchText:
         rid[cap:] = -1
         self._tabs, self._rid = tabs, rid
         self._py = (memoryview(tabs_b).cast("q"), memoryview(rid_b).cast("q"))
-        tix = np.full(new, -1, np.int64)
-        tix[:cap] = self._tix
-        self._tix = tix
         more = new - cap
         self._decs.extend([None] * more)
         self._hold.extend([False] * more)
         self._held.extend([[] for _ in range(more)])
         self._incl.extend([True] * more)
-        self._tix_l.extend([-1] * more)
+        self._tix.extend([-1] * more)
         self._tt.extend([None] * more)
         self._last.extend([[None, None] for _ in range(more)])
 
@@ -193,8 +187,8 @@ class BatchText:
                 got = self._tables[id(table)] = len(self._strings)
                 self._strings.append(table.strings())
             tix = got
-            self._plain.widen(max(table.whole.shape[0], parser.machine.vocab_size))
-        self._tix[slot] = self._tix_l[slot] = tix
+            self._plain.widen(table.whole.shape[0])  # the tokenizer's whole vocabulary
+        self._tix[slot] = tix
         self._py[1][slot] = request_id
         self._last[slot] = [None, None]
         self._replain(slot)
@@ -308,16 +302,14 @@ class BatchText:
         one = res.one
         if one is not None:  # one request, one token (``ReasoningBatch.step_one``)
             rid, tok, s, lab, _, _ = one
-            tabs, rids = self._py
+            rids = self._py[1]
             if s >= len(rids) or rids[s] != rid:
                 raise UnknownTextRequestError(rid, "step()")
-            if lab in (REASONING, CONTENT):
-                mask = self._plain.as_bytes[tabs[3 * s + (lab != REASONING)]]
-                if tok < len(mask) and mask[tok]:
-                    text: str = self._strings[self._tix_l[s]][tok]
-                    return ([text], [""]) if lab == REASONING else ([""], [text])
-            r, c = self._decode(s, [tok], bytes((lab,)), ())
-            return [r], [c]
+            text = self._plain_one(s, lab, tok)
+            if text is None:
+                r, c = self._decode(s, [tok], bytes((lab,)), ())
+                return [r], [c]
+            return ([text], [""]) if lab == REASONING else ([""], [text])
         n = len(res)
         if not n:
             return [], []
@@ -386,9 +378,11 @@ class BatchText:
         texts are used), from its request's tokenizer table."""
         strings = self._strings
         if len(strings) == 1:
-            return strings[0].take(toks, mode="clip")  # past the table: never plain
+            # A request without a table (not byte-level) reads it too, its ids clipped:
+            # its tokens are never plain, their texts never used.
+            return strings[0].take(toks, mode="clip")
         out = np.full(toks.shape[0], "", object)
-        tix = self._tix[tok_slots]
+        tix = np.asarray(self._tix, np.int64)[tok_slots]  # (several tokenizers: rare)
         for k, table in enumerate(strings):
             sel = tix == k
             if sel.any():
@@ -402,7 +396,8 @@ class BatchText:
         cap = len(rid)
         masks = self._plain.as_bytes
         strings = self._strings
-        tix = self._tix_l
+        tix = self._tix
+        plain_one = self._plain_one
         irregular = res.irregular_rows()
         reasoning = [""] * len(rids)
         content = [""] * len(rids)
@@ -417,20 +412,18 @@ class BatchText:
             if a == z:
                 continue
             lab = labs[a]
-            if lab != REASONING and lab != CONTENT:
-                slow.append(i)
-                continue
-            mask = masks[tabs[3 * s + (lab != REASONING)]]
             if z - a == 1:
-                t = toks[a]
-                plain = t < len(mask) and mask[t]
+                text = plain_one(s, lab, toks[a])
+            elif lab != REASONING and lab != CONTENT:
+                text = None
             else:
-                plain = all(
+                mask = masks[tabs[3 * s + (lab != REASONING)]]
+                text = None
+                if all(
                     labs[j] == lab and toks[j] < len(mask) and mask[toks[j]] for j in range(a, z)
-                )
-            if plain:
-                table = strings[tix[s]]
-                text = table[toks[a]] if z - a == 1 else "".join(table[toks[a:z]].tolist())
+                ):
+                    text = "".join(strings[tix[s]][toks[a:z]].tolist())
+            if text is not None:
                 if lab == REASONING:
                     reasoning[i] = text
                 else:
@@ -441,6 +434,17 @@ class BatchText:
             for i, (_, ids, labels, spill) in zip(slow, res.all_decided(slow), strict=True):
                 reasoning[i], content[i] = self._decode(slots[i], ids, labels, spill)
         return reasoning, content
+
+    def _plain_one(self, s: int, lab: int, tok: int) -> str | None:
+        """Token ``tok``'s text when it is plain in its channel (label ``lab``) for slot
+        ``s`` now, else None (its decoder must take it)."""
+        if lab != REASONING and lab != CONTENT:
+            return None
+        mask = self._plain.as_bytes[self._py[0][3 * s + (lab != REASONING)]]
+        if tok < len(mask) and mask[tok]:  # (mask 0, nothing plain, is empty)
+            text: str = self._strings[self._tix[s]][tok]
+            return text
+        return None
 
     def _unknown(self, res: BatchStepResult) -> None:
         """Raise for the first request of the step not added here (nothing changed)."""

@@ -27,7 +27,7 @@ from sampling import examples
 from strategies import outputs
 from test_batch import CASES, fresh, parser, step_active
 
-from reasonspan import BatchText, ReasoningBatch, ReasoningParser, TextSplitter
+from reasonspan import BatchText, ReasoningBatch, ReasoningParser, TextSplitter, create_parser_sync
 
 
 class Req:
@@ -252,3 +252,23 @@ def test_a_request_removed_from_the_batch_first_is_named_by_the_next_in_its_slot
         want = ref.feed([t])
         assert texts.step(_one(batch, 2, t)) == ([want[0]], [want[1]])
     assert texts.finish(2, batch.finish(2)) == ref.finish()
+
+
+@pytest.mark.parametrize("loop", ["numpy", "scalar"])
+def test_a_tokenizer_without_a_byte_table_goes_through_its_decoder(
+    loop: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Unigram/Metaspace vocabulary (jiutian, real) has no per-token text table: its
+    request's rows all go through its decoder (DecodeStream), beside a byte-level request
+    whose rows take the table, in one batch; both texts are their splitters'."""
+    monkeypatch.setattr(batch_text, "SMALL", 0 if loop == "numpy" else 1 << 30)
+    meta = tokenizer("jiutian-139moe-chat")
+    assert not meta.byte_level
+    p = create_parser_sync("minimax_m3", meta)
+    out = meta.encode("<mm:think>Some thought, é.\n\nMore.</mm:think>The answer, 你好.")
+    qwen = parser("qwen3", "qwen-3", {})
+    prose = qwen.tokenizer.encode("<think>\nA thought.\n</think>\n\nPlain prose beside it.")
+    for k in (1, 3):
+        reqs = [Req(1, p, [], out, True), Req(2, qwen, [], prose, True)]
+        _run(reqs, random.Random(k), k)
+        assert "answer" in reqs[0].got[1] and "prose" in reqs[1].got[1]
