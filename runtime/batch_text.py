@@ -34,11 +34,11 @@ from typing import Any
 import numpy as np
 
 from .batch import ReasoningBatch
+from .batch_errors import UnknownRequestError
 from .batch_result import BatchStepResult
 from .batch_small import SMALL_REQUESTS
 from .batch_types import BatchFinish
 from .decoding import LabelledDecoder
-from .errors import ReasonspanError
 from .labels import CONTENT, REASONING
 from .token_text import PlainTables, TokenText
 
@@ -56,19 +56,16 @@ _CHANNEL_LABELS = np.array([REASONING, CONTENT], np.uint8)
 ObjectArray = np.ndarray[Any, np.dtype[np.object_]]
 
 
-class UnknownTextRequestError(ReasonspanError, KeyError):
+class UnknownTextRequestError(UnknownRequestError):
     """A request of the batch that was not added to this :class:`BatchText` (or was added
-    under a slot it left since)."""
+    under a slot it left since): the batch's unknown-request error, said of this layer."""
 
     def __init__(self, request_id: int, where: str) -> None:
-        self.request_id = request_id
-        super().__init__(
+        super().__init__(request_id, where)
+        self.args = (
             f"{where}: request {request_id} was not added to this BatchText "
-            "(call texts.add(request_id) after batch.add)"
+            "(call texts.add(request_id) after batch.add)",
         )
-
-    def __str__(self) -> str:  # KeyError would repr() the message
-        return str(self.args[0])
 
 
 class BatchText:

@@ -120,6 +120,18 @@ PROSE = (
 )
 
 
+def _batch_of(
+    p: ReasoningParser, rids: list[int], prompt: list[int] | None = None
+) -> tuple[ReasoningBatch, BatchText]:
+    """A batch and its BatchText, each request added to both."""
+    batch = ReasoningBatch()
+    texts = BatchText(batch)
+    for rid in rids:
+        batch.add(rid, p, prompt or [])
+        texts.add(rid)
+    return batch, texts
+
+
 @pytest.mark.parametrize("loop", ["numpy", "scalar"])
 def test_many_requests_of_prose_take_the_table(loop: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Forty Qwen3 requests one token at a time, each from its own offset: the text equals
@@ -138,11 +150,7 @@ def test_many_requests_of_prose_take_the_table(loop: str, monkeypatch: pytest.Mo
 
     monkeypatch.setattr(BatchText, "_decode", counting)
     reqs = [Req(i, p, prompt, out[i % 5 :] + out[: i % 5], True) for i in range(40)]
-    batch = ReasoningBatch()
-    texts = BatchText(batch)
-    for r in reqs:
-        batch.add(r.rid, p, prompt)
-        texts.add(r.rid)
+    batch, texts = _batch_of(p, [r.rid for r in reqs], prompt)
     rows = 0
     for pos in range(len(out)):
         res = batch.step(
@@ -162,10 +170,7 @@ def _one(batch: ReasoningBatch, rid: int, tok: int) -> Any:
 def test_a_request_never_added_is_named_and_nothing_changes() -> None:
     tok = tokenizer("qwen-3")
     p = parser("qwen3", "qwen-3", {})
-    batch = ReasoningBatch()
-    texts = BatchText(batch)
-    batch.add(1, p, [])
-    texts.add(1)
+    batch, texts = _batch_of(p, [1])
     batch.add(2, p, [])  # not added to texts
     t = tok.encode("Hello")[0]
     res = batch.step(np.array([1, 2]), np.array([t, t]), np.array([0, 1, 2]))
@@ -182,10 +187,7 @@ def test_a_request_never_added_is_named_and_nothing_changes() -> None:
 
 def test_added_twice_and_finished_twice_raise() -> None:
     p = parser("qwen3", "qwen-3", {})
-    batch = ReasoningBatch()
-    texts = BatchText(batch)
-    batch.add(5, p, [])
-    texts.add(5)
+    batch, texts = _batch_of(p, [5])
     with pytest.raises(ValueError, match="request 5 was already added"):
         texts.add(5)
     texts.finish(5, batch.finish(5))
@@ -236,10 +238,7 @@ def test_a_request_removed_from_the_batch_first_is_named_by_the_next_in_its_slot
     and the new request then starts clean."""
     tok = tokenizer("qwen-3")
     p = parser("qwen3", "qwen-3", {})
-    batch = ReasoningBatch()
-    texts = BatchText(batch)
-    batch.add(1, p, [])
-    texts.add(1)
+    batch, texts = _batch_of(p, [1])
     batch.remove(1)
     batch.add(2, p, [])
     with pytest.raises(ValueError, match=r"slot of request 1.*texts\.remove\(1\)"):
