@@ -54,6 +54,8 @@ _COLUMN[CONTENT] = 1
 _CHANNEL_LABELS = np.array([REASONING, CONTENT], np.uint8)
 
 ObjectArray = np.ndarray[Any, np.dtype[np.object_]]
+_Trail = tuple[bytes, dict[int, tuple[str, str]]]
+"""A channel's plain mask (bytes) and the splits of its tokens ending in trail characters."""
 
 
 class UnknownTextRequestError(UnknownRequestError):
@@ -86,7 +88,9 @@ class BatchText:
         "_strings",
         "_tables",
         "_tabs",
+        "_tails",
         "_tix",
+        "_trails",
         "_tt",
     )
 
@@ -123,10 +127,20 @@ class BatchText:
         reasoning text is held until content shows up or the request ends."""
         self._held: list[list[str]] = []
         self._incl: list[bool] = []
-        self._last: list[list[tuple[tuple[frozenset[int], str], int] | None]] = []
+        self._last: list[list[tuple[tuple[frozenset[int], str], int, _Trail | None] | None]] = []
         """Per slot: the ``(skip, trail)`` of its reasoning and content when last plain,
-        with their mask numbers (a decoder's are fixed: numbered once per request, not
-        per decoded row)."""
+        with their mask numbers and trail splits (a decoder's are fixed: worked out once
+        per request, not per decoded row)."""
+        self._trails: list[list[_Trail | None]] = []
+        """Per slot and channel (reasoning, content), while the channel is plain and its
+        formatter a trim with trailing characters: its plain mask (bytes) and the splits
+        of the tokens ending in those characters (:meth:`TokenText.trail_splits`)."""
+        self._tails: list[list[str]] = []
+        """Per slot and channel: trailing characters held here for the channel's idle
+        trim, exactly what it would hold (a paragraph break before a possible end of
+        reasoning, ``.\n\n``); handed back to it before its decoder takes anything
+        (:meth:`_flush`). While a tail is held the channel's mask number is 0, so its
+        rows come to :meth:`_trail_one`."""
         self._ranges: dict[int, bytes] = {}
         """``arange(n)`` as int64 bytes, by ``n``: the offsets of a step of one token per
         request."""
@@ -155,6 +169,8 @@ class BatchText:
         self._tix.extend([-1] * more)
         self._tt.extend([None] * more)
         self._last.extend([[None, None] for _ in range(more)])
+        self._trails.extend([[None, None] for _ in range(more)])
+        self._tails.extend([["", ""] for _ in range(more)])
 
     def add(self, request_id: int) -> None:
         """Start the text of a request just added to the batch (``batch.add``): its
@@ -188,6 +204,8 @@ class BatchText:
         self._tix[slot] = tix
         self._py[1][slot] = request_id
         self._last[slot] = [None, None]
+        self._trails[slot] = [None, None]
+        self._tails[slot] = ["", ""]
         self._replain(slot)
 
     def _slot(self, request_id: int, where: str) -> int:
@@ -204,6 +222,7 @@ class BatchText:
         slot = self._slot(request_id, "finish()")
         dec = self._decs[slot]
         assert dec is not None
+        self._flush(slot, dec)
         r1, c1 = dec.feed(tail.token_ids, tail.labels, tail.spill)
         r2, c2 = dec.finish()
         r, c = r1 + r2, c1 + c2
@@ -233,6 +252,8 @@ class BatchText:
         self._decs[slot] = None
         self._held[slot] = []
         self._tt[slot] = None
+        self._trails[slot] = [None, None]
+        self._tails[slot] = ["", ""]
 
     def __contains__(self, request_id: object) -> bool:
         if not isinstance(request_id, int) or request_id not in self._batch:
@@ -252,6 +273,7 @@ class BatchText:
         table = self._tt[slot]
         live = dec is not None and table is not None and not self._hold[slot]
         last = self._last[slot]
+        trails = self._trails[slot]
         for col, channel in ((0, REASONING), (1, CONTENT)):
             if not channels & (1 << col):
                 continue
@@ -261,12 +283,68 @@ class BatchText:
                 plain = dec.plain_channel(channel)
             if plain is None:
                 tabs[3 * slot + col] = 0
+                trails[col] = None
                 continue
-            assert table is not None  # (live)
+            assert dec is not None and table is not None  # (live)
             got = last[col]
             if got is None or got[0] != plain:  # a decoder's (skip, trail) are fixed
-                got = last[col] = (plain, self._plain.number(table, *plain))
+                number = self._plain.number(table, *plain)
+                trail = None
+                if plain[1] and dec.holds_trail(channel):
+                    trail = (self._plain.as_bytes[number], table.trail_splits(*plain))
+                got = last[col] = (plain, number, trail)
             tabs[3 * slot + col] = got[1]
+            trails[col] = got[2]
+
+    def _trail_one(self, s: int, lab: int, tok: int) -> str | None:
+        """Token ``tok``'s text (label ``lab``) for slot ``s``, when the channel's trim is
+        idle but for the trailing characters held here: a token ending in them gives its
+        text before them (after the tail held) and becomes the tail; a plain token gives
+        the tail and its text. None when the decoder must take the token."""
+        col = 0 if lab == REASONING else 1 if lab == CONTENT else 2
+        if col == 2:
+            return None
+        trail = self._trails[s][col]
+        if trail is None:
+            return None
+        mask, splits = trail
+        tails = self._tails[s]
+        held = tails[col]
+        if tok < len(mask) and mask[tok]:
+            text: str = self._strings[self._tix[s]][tok]
+            if held:
+                tails[col] = ""
+                got = self._last[s][col]
+                assert got is not None  # (the channel is plain)
+                self._py[0][3 * s + col] = got[1]  # plain again
+            return held + text
+        split = splits.get(tok)
+        if split is None:
+            return None
+        kept, tail = split
+        self._py[0][3 * s + col] = 0  # its rows come here while a tail is held
+        if kept:
+            tails[col] = tail
+            return held + kept
+        tails[col] = held + tail
+        return ""
+
+    def _flush(self, slot: int, dec: LabelledDecoder) -> None:
+        """Hand the tails held here back to the slot's trims (each holds them, as it
+        would have), before its decoder takes anything."""
+        tails = self._tails[slot]
+        for col, channel in ((0, REASONING), (1, CONTENT)):
+            if tails[col]:
+                out = dec.formatter_text(channel, tails[col])
+                assert not out  # trailing characters alone: an idle trim holds them all
+                tails[col] = ""
+
+    def _decode_one(self, s: int, lab: int, tok: int) -> tuple[str, str]:
+        """A one-token row that is not plain: a held tail's path, else the decoder."""
+        text = self._trail_one(s, lab, tok)
+        if text is None:
+            return self._decode(s, [tok], bytes((lab,)), ())
+        return (text, "") if lab == REASONING else ("", text)
 
     def _decode(
         self, slot: int, ids: list[int], labels: bytes, spill: tuple[Any, ...]
@@ -274,6 +352,9 @@ class BatchText:
         """A row that is not plain: the request's decoder, as TextSplitter feeds it."""
         dec = self._decs[slot]
         assert dec is not None
+        tails = self._tails[slot]
+        if tails[0] or tails[1]:
+            self._flush(slot, dec)
         r, c = dec.feed(ids, labels, spill)
         # One token of one channel leaves the other channel as it was.
         channels = 3 if len(labels) != 1 else _CHANNELS.get(labels[0], 3)
@@ -304,7 +385,7 @@ class BatchText:
                 raise UnknownTextRequestError(rid, "step()")
             text = self._plain_one(s, lab, tok)
             if text is None:
-                r, c = self._decode(s, [tok], bytes((lab,)), ())
+                r, c = self._decode_one(s, lab, tok)
                 return [r], [c]
             return ([text], [""]) if lab == REASONING else ([""], [text])
         n = len(res)
@@ -351,11 +432,10 @@ class BatchText:
         reasoning, content = np.where(both, row_t, "").tolist()
         slow = np.flatnonzero(~row_ok).tolist()
         if slow and counts is None and not irregular:  # one token a row, the step's own
-            decode = self._decode
-            for i in slow:
-                reasoning[i], content[i] = decode(
-                    int(slots[i]), [int(toks[i])], labs[i : i + 1].tobytes(), ()
-                )
+            decode_one = self._decode_one
+            slots_l, labs_l, toks_l = slots[slow].tolist(), labs[slow].tolist(), toks[slow].tolist()
+            for i, s, lab, tok in zip(slow, slots_l, labs_l, toks_l, strict=True):
+                reasoning[i], content[i] = decode_one(s, lab, tok)
         elif slow:
             slots_l = slots.tolist()
             for i, (_, ids, labels, spill) in zip(slow, res.all_decided(slow), strict=True):
@@ -395,6 +475,7 @@ class BatchText:
         strings = self._strings
         tix = self._tix
         plain_one = self._plain_one
+        trail_one = self._trail_one
         irregular = res.irregular_rows()
         reasoning = [""] * len(rids)
         content = [""] * len(rids)
@@ -411,6 +492,8 @@ class BatchText:
             lab = labs[a]
             if z - a == 1:
                 text = plain_one(s, lab, toks[a])
+                if text is None:
+                    text = trail_one(s, lab, toks[a])
             elif lab != REASONING and lab != CONTENT:
                 text = None
             else:

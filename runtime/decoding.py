@@ -16,7 +16,13 @@ from tokenizers.decoders import DecodeStream
 
 from ..tokenizer.loader import LoadedTokenizer
 from .citations import Citation, CitationFormatter
-from .formatters import CallGapFormatter, IdentityFormatter, TextFormatter, TextFormatterFactory
+from .formatters import (
+    CallGapFormatter,
+    IdentityFormatter,
+    TextFormatter,
+    TextFormatterFactory,
+    TrimFormatter,
+)
 from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL
 
 _UTF8 = codecs.getincrementaldecoder("utf-8")
@@ -348,6 +354,20 @@ class LabelledDecoder:
         if channel == REASONING:
             return _plain(self._rdec, self._rfmt)
         return _plain(self._cdec, self._cfmt)
+
+    def holds_trail(self, channel: int) -> bool:
+        """Whether the channel's formatter, while idle, treats a text ending in its trail
+        characters (:meth:`plain_channel`'s) as a trim: it emits the text before them and
+        holds them, to go in front of the next text (a :class:`TrimFormatter`). A caller
+        that takes whole tokens' texts from a table may then hold those characters
+        itself, and must hand them back (:meth:`formatter_text`) before anything else
+        reaches this decoder."""
+        fmt = self._rfmt if channel == REASONING else self._cfmt
+        return type(fmt) is TrimFormatter
+
+    def formatter_text(self, channel: int, text: str) -> str:
+        """Text already decoded for a channel (whole characters), to its formatter alone."""
+        return (self._rfmt if channel == REASONING else self._cfmt).text(text)
 
 
 def _plain(

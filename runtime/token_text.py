@@ -28,7 +28,7 @@ class TokenText:
     ``whole[id]``: that text is the token's whole text (its bytes decode on their own).
     Only for byte-level tokenizers (text = concatenated token bytes, decoded as UTF-8)."""
 
-    __slots__ = ("_ends_in", "_kept", "_strings", "_token_bytes", "escaped", "whole")
+    __slots__ = ("_ends_in", "_kept", "_splits", "_strings", "_token_bytes", "escaped", "whole")
 
     def __init__(self, token_bytes: list[bytes]) -> None:
         encode = msgspec.json.encode
@@ -49,6 +49,7 @@ class TokenText:
         self.whole = whole
         self._ends_in: dict[str, np.ndarray[Any, np.dtype[np.bool_]]] = {}
         self._kept: dict[tuple[frozenset[int], str], np.ndarray[Any, np.dtype[np.bool_]]] = {}
+        self._splits: dict[tuple[frozenset[int], str], dict[int, tuple[str, str]]] = {}
         self._token_bytes = token_bytes
         self._strings: np.ndarray[Any, np.dtype[np.object_]] | None = None
 
@@ -92,6 +93,23 @@ class TokenText:
             if trail:
                 got &= ~self._ending_in(trail)
             self._kept[key] = got
+        return got
+
+    def trail_splits(self, skip: frozenset[int], trail: str) -> dict[int, tuple[str, str]]:
+        """The tokens :meth:`plain` leaves out only for how they end: whole, not left out,
+        ending in a ``trail`` character; each with its text before its trailing run of
+        those characters and the run (what an idle trim emits, and what it holds)."""
+        key = (skip, trail)
+        got = self._splits.get(key)
+        if got is None:
+            strings = self.strings()
+            got = {}
+            for i in np.flatnonzero(self.whole & self._ending_in(trail)).tolist():
+                if i not in skip:
+                    text: str = strings[i]
+                    kept = text.rstrip(trail)
+                    got[i] = (kept, text[len(kept) :])
+            self._splits[key] = got
         return got
 
     def _ending_in(self, chars: str) -> np.ndarray[Any, np.dtype[np.bool_]]:

@@ -23,6 +23,7 @@ from fixtures import tokenizer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reasonspan.runtime import BatchFinish, UnknownTextRequestError, batch_text
+from reasonspan.runtime.labels import CONTENT, REASONING
 from sampling import examples
 from strategies import outputs
 from test_batch import CASES, fresh, parser, step_active
@@ -271,3 +272,61 @@ def test_a_tokenizer_without_a_byte_table_goes_through_its_decoder(
         reqs = [Req(1, p, [], out, True), Req(2, qwen, [], prose, True)]
         _run(reqs, random.Random(k), k)
         assert "answer" in reqs[0].got[1] and "prose" in reqs[1].got[1]
+
+
+def _trims_a_trail(case: tuple[str, str, dict[str, Any]]) -> bool:
+    dec = parser(*case).decoder()
+    return any(
+        plain is not None and plain[1] and dec.holds_trail(channel)
+        for plain, channel in zip(dec.plain_channels(), (REASONING, CONTENT), strict=True)
+    )
+
+
+TRAILING = [case for case in CASES if _trims_a_trail(case)]
+
+
+def test_the_trailing_cases_exist() -> None:
+    """Otherwise the test below would say nothing: reasoning trims (qwen3) and a content
+    trim (ernie45) among them."""
+    assert {family for family, _, _ in TRAILING} >= {"qwen3", "ernie45", "granite_thinking"}
+
+
+@pytest.mark.parametrize("loop", ["numpy", "scalar"])
+@pytest.mark.parametrize("case", TRAILING, ids=lambda c: f"{c[0]}-{sorted(c[2])}")
+def test_paragraph_breaks_held_here_come_out_as_the_splitter_gives_them(
+    case: tuple[str, str, dict[str, Any]], loop: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trim holds the trailing newlines of a text until the next text shows they are not
+    before a marker or the end; BatchText holds them itself for a channel that is
+    otherwise plain (:meth:`BatchText._trail_one`). Paragraph breaks followed by text, by
+    another break token, by the end marker, by the end of the output, and crossed by
+    several-token steps: every delta and finish equal the request's own TextSplitter,
+    and the held path is taken (counted)."""
+    monkeypatch.setattr(batch_text, "SMALL", 0 if loop == "numpy" else 1 << 30)
+    p = parser(*case)
+    tok = p.tokenizer
+    taken = []
+    real = BatchText._trail_one
+
+    def counting(self: BatchText, *args: Any) -> str | None:
+        got = real(self, *args)
+        if got is not None:
+            taken.append(got)
+        return got
+
+    monkeypatch.setattr(BatchText, "_trail_one", counting)
+
+    def enc(*pieces: str) -> list[int]:
+        return [t for piece in pieces for t in tok.encode(piece)]
+
+    thought = enc("A thought.\n\n", "\n", ".\n\n", "More, é.\n\n", "Last.\n")
+    answer = enc("\n\nThe answer.\n\n", "\n", ":\n", "Done.\n")
+    end = p.end_marker_token_ids()
+    other = parser("qwen3", "qwen-3", {})
+    prose = other.tokenizer.encode("Plain prose beside it.\n\nAnd more.")
+    for output in (thought + end + answer, thought, thought + end + answer[:-1]):
+        for k in (1, 2, 3):
+            reqs = [Req(1, p, [], output, True), Req(2, other, [], prose, True)]
+            _run(reqs, random.Random(k), k)
+            assert reqs[0].got[0] + reqs[0].got[1]  # text came out
+    assert taken  # the held path ran
