@@ -119,6 +119,8 @@ class BatchText:
         memory, for the scalar loop and the per-slot writes."""
         self._plain = PlainTables()
         self._strings: list[ObjectArray] = []
+        """Per tokenizer: its token texts (:meth:`TokenText.strings`) and ``""`` after
+        them, at the index one past its vocabulary (a row that gives no text reads it)."""
         self._tables: dict[int, int] = {}
         """``_strings`` index by token table (its ``id``; the table lives on its tokenizer)."""
         self._decs: list[LabelledDecoder | None] = []
@@ -198,7 +200,7 @@ class BatchText:
             got = self._tables.get(id(table))
             if got is None:
                 got = self._tables[id(table)] = len(self._strings)
-                self._strings.append(table.strings())
+                self._strings.append(np.append(table.strings(), ""))
             tix = got
             self._plain.widen(table.whole.shape[0])  # the tokenizer's whole vocabulary
         self._tix[slot] = tix
@@ -407,8 +409,47 @@ class BatchText:
         # Plain: the mask of the token's channel (0 for a channel that is not plain now
         # and for every other label) holds the token.
         ok = self._plain.stacked()[self._tabs[tok_slots, _COLUMN[labs]], toks]
-        texts = self._texts(tok_slots, toks)
         irregular = res.irregular_rows()
+        strings = self._strings
+        if counts is None and len(strings) == 1:
+            # One token a row, one tokenizer: each channel's text is one gather, rows
+            # that give it nothing reading the table's last entry, "".
+            if irregular:
+                ok[irregular] = False
+            table = strings[0]
+            both = np.equal.outer(_CHANNEL_LABELS, labs) & ok
+            reasoning, content = table.take(np.where(both, toks, table.shape[0] - 1)).tolist()
+            row_ok = ok
+        else:
+            reasoning, content, row_ok = self._joined(res, toks, labs, ok, tok_slots, counts)
+        slow = np.flatnonzero(~row_ok).tolist()
+        if slow and counts is None and not irregular:  # one token a row, the step's own
+            decode_one = self._decode_one
+            slots_l, labs_l, toks_l = slots[slow].tolist(), labs[slow].tolist(), toks[slow].tolist()
+            for i, s, lab, tok in zip(slow, slots_l, labs_l, toks_l, strict=True):
+                reasoning[i], content[i] = decode_one(s, lab, tok)
+        elif slow:
+            slots_l = slots.tolist()
+            for i, (_, ids, labels, spill) in zip(slow, res.all_decided(slow), strict=True):
+                reasoning[i], content[i] = self._decode(slots_l[i], ids, labels, spill)
+        return reasoning, content
+
+    def _joined(
+        self,
+        res: BatchStepResult,
+        toks: np.ndarray[Any, Any],
+        labs: np.ndarray[Any, Any],
+        ok: np.ndarray[Any, Any],
+        tok_slots: np.ndarray[Any, Any],
+        counts: np.ndarray[Any, Any] | None,
+    ) -> tuple[list[str], list[str], np.ndarray[Any, Any]]:
+        """:meth:`step`'s plain rows when a row may hold several tokens, or the step holds
+        several tokenizers: each row's tokens' texts joined; ``(reasoning, content,
+        plain rows)``."""
+        n = len(res)
+        offs = res.offsets
+        irregular = res.irregular_rows()
+        texts = self._texts(tok_slots, toks)
         if counts is None:
             row_ok, row_lab, row_t = ok, labs, texts
         else:
@@ -430,17 +471,7 @@ class BatchText:
         # Row by channel: reasoning, content (a text only where the row is plain).
         both = np.equal.outer(_CHANNEL_LABELS, row_lab) & row_ok
         reasoning, content = np.where(both, row_t, "").tolist()
-        slow = np.flatnonzero(~row_ok).tolist()
-        if slow and counts is None and not irregular:  # one token a row, the step's own
-            decode_one = self._decode_one
-            slots_l, labs_l, toks_l = slots[slow].tolist(), labs[slow].tolist(), toks[slow].tolist()
-            for i, s, lab, tok in zip(slow, slots_l, labs_l, toks_l, strict=True):
-                reasoning[i], content[i] = decode_one(s, lab, tok)
-        elif slow:
-            slots_l = slots.tolist()
-            for i, (_, ids, labels, spill) in zip(slow, res.all_decided(slow), strict=True):
-                reasoning[i], content[i] = self._decode(slots_l[i], ids, labels, spill)
-        return reasoning, content
+        return reasoning, content, row_ok
 
     def _arange(self, n: int) -> bytes:
         got = self._ranges.get(n)
