@@ -29,7 +29,7 @@ strings and citations are the runtime's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from .batch_small import SMALL_REQUESTS
 from .batch_types import BatchFinish
 from .decoding import LabelledDecoder
 from .labels import CONTENT, REASONING
+from .parser import ReasoningParser
 from .token_text import PlainTables, TokenText
 
 SMALL = SMALL_REQUESTS
@@ -56,6 +57,21 @@ _CHANNEL_LABELS = np.array([REASONING, CONTENT], np.uint8)
 ObjectArray = np.ndarray[Any, np.dtype[np.object_]]
 _Trail = tuple[bytes, dict[int, tuple[str, str]]]
 """A channel's plain mask (bytes) and the splits of its tokens ending in trail characters."""
+_Last = tuple[tuple[frozenset[int], str], int, _Trail | None]
+"""A channel's ``(skip, trail)`` when last plain, its mask number and its trail splits."""
+_Channel = tuple[int, _Last | None, _Trail | None]
+"""A channel's plain-mask number (0: not plain now), cached entry and trail splits."""
+
+
+class _Fresh(NamedTuple):
+    """What a request of a parser starts with (:meth:`BatchText._start`)."""
+
+    parser: ReasoningParser
+    hold: bool
+    table: TokenText | None
+    tix: int
+    reasoning: _Channel
+    content: _Channel
 
 
 class UnknownTextRequestError(UnknownRequestError):
@@ -76,10 +92,12 @@ class BatchText:
     __slots__ = (
         "_batch",
         "_decs",
+        "_fresh",
         "_held",
         "_hold",
         "_incl",
         "_last",
+        "_parsers",
         "_plain",
         "_py",
         "_ranges",
@@ -124,12 +142,19 @@ class BatchText:
         self._tables: dict[int, int] = {}
         """``_strings`` index by token table (its ``id``; the table lives on its tokenizer)."""
         self._decs: list[LabelledDecoder | None] = []
+        """Per slot: the request's decoder, made when a row first needs it (until then
+        every token was plain, which leaves a fresh decoder as it was)."""
+        self._parsers: list[ReasoningParser | None] = []
+        self._fresh: dict[tuple[int, bool], _Fresh] = {}
+        """What a request starts with, by its parser (``id``, checked against the parser
+        kept in the entry) and include flag: worked out once, from one fresh decoder
+        (bounded: cleared when full)."""
         self._hold: list[bool] = []
         """Per slot: the family may present a reasoning-only output as its content: the
         reasoning text is held until content shows up or the request ends."""
         self._held: list[list[str]] = []
         self._incl: list[bool] = []
-        self._last: list[list[tuple[tuple[frozenset[int], str], int, _Trail | None] | None]] = []
+        self._last: list[list[_Last | None]] = []
         """Per slot: the ``(skip, trail)`` of its reasoning and content when last plain,
         with their mask numbers and trail splits (a decoder's are fixed: worked out once
         per request, not per decoded row)."""
@@ -165,6 +190,7 @@ class BatchText:
         self._py = (memoryview(tabs_b).cast("q"), memoryview(rid_b).cast("q"))
         more = new - cap
         self._decs.extend([None] * more)
+        self._parsers.extend([None] * more)
         self._hold.extend([False] * more)
         self._held.extend([[] for _ in range(more)])
         self._incl.extend([True] * more)
@@ -190,11 +216,29 @@ class BatchText:
                 f"was never finished or removed here: call texts.remove({held}) when a "
                 "request leaves the batch"
             )
-        self._decs[slot] = parser.decoder(skip_special_tokens=self._skip)
-        self._hold[slot] = parser.may_return_reasoning_as_content
+        incl = batch.includes_reasoning(request_id)
+        got = self._fresh.get((id(parser), incl))
+        if got is None or got[0] is not parser:
+            got = self._start(parser, incl)
+        _, hold, table, tix, (tab_r, last_r, trail_r), (tab_c, last_c, trail_c) = got
+        self._parsers[slot] = parser
+        self._hold[slot] = hold
         self._held[slot] = []
-        self._incl[slot] = batch.includes_reasoning(request_id)
-        table = self._tt[slot] = TokenText.of(parser.tokenizer)
+        self._incl[slot] = incl
+        self._tt[slot] = table
+        self._tix[slot] = tix
+        tabs = self._py[0]
+        tabs[3 * slot] = tab_r
+        tabs[3 * slot + 1] = tab_c
+        self._py[1][slot] = request_id
+        self._last[slot] = [last_r, last_c]
+        self._trails[slot] = [trail_r, trail_c]
+        self._tails[slot] = ["", ""]
+
+    def _start(self, parser: ReasoningParser, incl: bool) -> _Fresh:
+        """:attr:`_fresh`'s entry for a parser and include flag, made now (the tokenizer's
+        text table registered on first use)."""
+        table = TokenText.of(parser.tokenizer)
         tix = -1
         if table is not None:
             got = self._tables.get(id(table))
@@ -203,12 +247,27 @@ class BatchText:
                 self._strings.append(np.append(table.strings(), ""))
             tix = got
             self._plain.widen(table.whole.shape[0])  # the tokenizer's whole vocabulary
-        self._tix[slot] = tix
-        self._py[1][slot] = request_id
-        self._last[slot] = [None, None]
-        self._trails[slot] = [None, None]
-        self._tails[slot] = ["", ""]
-        self._replain(slot)
+        hold = parser.may_return_reasoning_as_content
+        dec = parser.decoder(skip_special_tokens=self._skip)
+        channels: list[_Channel] = [(0, None, None), (0, None, None)]
+        if table is not None and not hold:
+            for col, channel in ((0, REASONING), (1, CONTENT)):
+                if col or incl:
+                    channels[col] = self._channel(dec, table, channel, None)
+        fresh = _Fresh(parser, hold, table, tix, *channels)
+        if len(self._fresh) >= 64:
+            self._fresh.clear()
+        self._fresh[id(parser), incl] = fresh
+        return fresh
+
+    def _dec(self, slot: int) -> LabelledDecoder:
+        """The slot's decoder, made on first use."""
+        dec = self._decs[slot]
+        if dec is None:
+            parser = self._parsers[slot]
+            assert parser is not None  # (the slot is added)
+            dec = self._decs[slot] = parser.decoder(skip_special_tokens=self._skip)
+        return dec
 
     def _slot(self, request_id: int, where: str) -> int:
         slot = self._batch.slot_of(request_id)
@@ -222,8 +281,7 @@ class BatchText:
         output the family presents as content (``tail.reasoning_as_content``) comes out
         as content. The request leaves this BatchText (before ``batch.remove``)."""
         slot = self._slot(request_id, "finish()")
-        dec = self._decs[slot]
-        assert dec is not None
+        dec = self._dec(slot)
         self._flush(slot, dec)
         r1, c1 = dec.feed(tail.token_ids, tail.labels, tail.spill)
         r2, c2 = dec.finish()
@@ -252,6 +310,7 @@ class BatchText:
         self._py[1][slot] = -1
         self._py[0][3 * slot] = self._py[0][3 * slot + 1] = 0
         self._decs[slot] = None
+        self._parsers[slot] = None
         self._held[slot] = []
         self._tt[slot] = None
         self._trails[slot] = [None, None]
@@ -268,35 +327,41 @@ class BatchText:
     def _replain(self, slot: int, channels: int = 3) -> None:
         """Set the slot's plain-mask numbers of ``channels`` (1: reasoning, 2: content)
         from its decoder's state (0: not plain now), after its decoder ran on tokens of
-        those channels only (the other one's formatter and decoder did not change), or at
-        add."""
+        those channels only (the other one's formatter and decoder did not change)."""
         tabs = self._py[0]
-        dec = self._decs[slot]
+        dec = self._dec(slot)
         table = self._tt[slot]
-        live = dec is not None and table is not None and not self._hold[slot]
+        live = table is not None and not self._hold[slot]
         last = self._last[slot]
         trails = self._trails[slot]
         for col, channel in ((0, REASONING), (1, CONTENT)):
             if not channels & (1 << col):
                 continue
-            plain = None
             if live and (col or self._incl[slot]):
-                assert dec is not None and table is not None
-                plain = dec.plain_channel(channel)
-            if plain is None:
+                assert table is not None  # (live)
+                tabs[3 * slot + col], last[col], trails[col] = self._channel(
+                    dec, table, channel, last[col]
+                )
+            else:
                 tabs[3 * slot + col] = 0
                 trails[col] = None
-                continue
-            assert dec is not None and table is not None  # (live)
-            got = last[col]
-            if got is None or got[0] != plain:  # a decoder's (skip, trail) are fixed
-                number = self._plain.number(table, *plain)
-                trail = None
-                if plain[1] and dec.holds_trail(channel):
-                    trail = (self._plain.as_bytes[number], table.trail_splits(*plain))
-                got = last[col] = (plain, number, trail)
-            tabs[3 * slot + col] = got[1]
-            trails[col] = got[2]
+
+    def _channel(
+        self, dec: LabelledDecoder, table: TokenText, channel: int, got: _Last | None
+    ) -> _Channel:
+        """A channel's plain-mask number (0: not plain now), its cached ``(skip, trail)``
+        entry (``got``, or a new one when the decoder's differ: a decoder's are fixed, so
+        this is worked out once per request, not per decoded row) and trail splits."""
+        plain = dec.plain_channel(channel)
+        if plain is None:
+            return 0, got, None
+        if got is None or got[0] != plain:
+            number = self._plain.number(table, *plain)
+            trail = None
+            if plain[1] and dec.holds_trail(channel):
+                trail = (self._plain.as_bytes[number], table.trail_splits(*plain))
+            got = (plain, number, trail)
+        return got[1], got, got[2]
 
     def _trail_one(self, s: int, lab: int, tok: int) -> str | None:
         """Token ``tok``'s text (label ``lab``) for slot ``s``, when the channel's trim is
@@ -352,8 +417,7 @@ class BatchText:
         self, slot: int, ids: list[int], labels: bytes, spill: tuple[Any, ...]
     ) -> tuple[str, str]:
         """A row that is not plain: the request's decoder, as TextSplitter feeds it."""
-        dec = self._decs[slot]
-        assert dec is not None
+        dec = self._dec(slot)
         tails = self._tails[slot]
         if tails[0] or tails[1]:
             self._flush(slot, dec)
