@@ -42,6 +42,7 @@ from .decoding import LabelledDecoder
 from .labels import CONTENT, REASONING
 from .parser import ReasoningParser
 from .token_text import PlainTables, TokenText
+from .trails import Trail, hand_back, take, trail_of
 
 SMALL = SMALL_REQUESTS
 """Steps of at most this many requests take a scalar loop (numpy calls cost more)."""
@@ -55,11 +56,9 @@ _COLUMN[CONTENT] = 1
 _CHANNEL_LABELS = np.array([REASONING, CONTENT], np.uint8)
 
 ObjectArray = np.ndarray[Any, np.dtype[np.object_]]
-_Trail = tuple[bytes, dict[int, tuple[str, str]]]
-"""A channel's plain mask (bytes) and the splits of its tokens ending in trail characters."""
-_Last = tuple[tuple[frozenset[int], str], int, _Trail | None]
+_Last = tuple[tuple[frozenset[int], str], int, Trail | None]
 """A channel's ``(skip, trail)`` when last plain, its mask number and its trail splits."""
-_Channel = tuple[int, _Last | None, _Trail | None]
+_Channel = tuple[int, _Last | None, Trail | None]
 """A channel's plain-mask number (0: not plain now), cached entry and trail splits."""
 
 
@@ -158,16 +157,16 @@ class BatchText:
         """Per slot: the ``(skip, trail)`` of its reasoning and content when last plain,
         with their mask numbers and trail splits (a decoder's are fixed: worked out once
         per request, not per decoded row)."""
-        self._trails: list[list[_Trail | None]] = []
+        self._trails: list[list[Trail | None]] = []
         """Per slot and channel (reasoning, content), while the channel is plain and its
         formatter a trim with trailing characters: its plain mask (bytes) and the splits
         of the tokens ending in those characters (:meth:`TokenText.trail_splits`)."""
         self._tails: list[list[str]] = []
         """Per slot and channel: trailing characters held here for the channel's idle
-        trim, exactly what it would hold (a paragraph break before a possible end of
-        reasoning, ``.\n\n``); handed back to it before its decoder takes anything
-        (:meth:`_flush`). While a tail is held the channel's mask number is 0, so its
-        rows come to :meth:`_trail_one`."""
+        trim, exactly what it would hold (the ``\\n\\n`` of a paragraph break before a
+        possible end of reasoning); handed back to it before its decoder takes anything
+        (:func:`trails.hand_back`). While a run is held the channel's mask number is 0,
+        so its rows come to :meth:`_trail_one`."""
         self._ranges: dict[int, bytes] = {}
         """``arange(n)`` as int64 bytes, by ``n``: the offsets of a step of one token per
         request."""
@@ -282,7 +281,7 @@ class BatchText:
         as content. The request leaves this BatchText (before ``batch.remove``)."""
         slot = self._slot(request_id, "finish()")
         dec = self._dec(slot)
-        self._flush(slot, dec)
+        hand_back(dec, self._tails[slot])
         r1, c1 = dec.feed(tail.token_ids, tail.labels, tail.spill)
         r2, c2 = dec.finish()
         r, c = r1 + r2, c1 + c2
@@ -357,54 +356,29 @@ class BatchText:
             return 0, got, None
         if got is None or got[0] != plain:
             number = self._plain.number(table, *plain)
-            trail = None
-            if plain[1] and dec.holds_trail(channel):
-                trail = (self._plain.as_bytes[number], table.trail_splits(*plain))
-            got = (plain, number, trail)
+            mask = self._plain.as_bytes[number]
+            got = (plain, number, trail_of(dec.holds_trail(channel), table, *plain, mask))
         return got[1], got, got[2]
 
     def _trail_one(self, s: int, lab: int, tok: int) -> str | None:
-        """Token ``tok``'s text (label ``lab``) for slot ``s``, when the channel's trim is
-        idle but for the trailing characters held here: a token ending in them gives its
-        text before them (after the tail held) and becomes the tail; a plain token gives
-        the tail and its text. None when the decoder must take the token."""
+        """Token ``tok``'s text (label ``lab``) for slot ``s`` when its channel's trim is
+        idle but for the trailing characters held here (:func:`trails.take`), else None
+        (the decoder must take it). While a run is held the channel's mask number is 0, so
+        its rows come here."""
         col = 0 if lab == REASONING else 1 if lab == CONTENT else 2
         if col == 2:
             return None
         trail = self._trails[s][col]
         if trail is None:
             return None
-        mask, splits = trail
         tails = self._tails[s]
         held = tails[col]
-        if tok < len(mask) and mask[tok]:
-            text: str = self._strings[self._tix[s]][tok]
-            if held:
-                tails[col] = ""
-                got = self._last[s][col]
-                assert got is not None  # (the channel is plain)
-                self._py[0][3 * s + col] = got[1]  # plain again
-            return held + text
-        split = splits.get(tok)
-        if split is None:
-            return None
-        kept, tail = split
-        self._py[0][3 * s + col] = 0  # its rows come here while a tail is held
-        if kept:
-            tails[col] = tail
-            return held + kept
-        tails[col] = held + tail
-        return ""
-
-    def _flush(self, slot: int, dec: LabelledDecoder) -> None:
-        """Hand the tails held here back to the slot's trims (each holds them, as it
-        would have), before its decoder takes anything."""
-        tails = self._tails[slot]
-        for col, channel in ((0, REASONING), (1, CONTENT)):
-            if tails[col]:
-                out = dec.formatter_text(channel, tails[col])
-                assert not out  # trailing characters alone: an idle trim holds them all
-                tails[col] = ""
+        text = take(trail, self._strings[self._tix[s]], tails, col, tok)
+        if text is not None and bool(held) != bool(tails[col]):
+            got = self._last[s][col]
+            assert got is not None  # (the channel is plain)
+            self._py[0][3 * s + col] = 0 if tails[col] else got[1]
+        return text
 
     def _decode_one(self, s: int, lab: int, tok: int) -> tuple[str, str]:
         """A one-token row that is not plain: a held tail's path, else the decoder."""
@@ -420,7 +394,7 @@ class BatchText:
         dec = self._dec(slot)
         tails = self._tails[slot]
         if tails[0] or tails[1]:
-            self._flush(slot, dec)
+            hand_back(dec, tails)
         r, c = dec.feed(ids, labels, spill)
         # One token of one channel leaves the other channel as it was.
         channels = 3 if len(labels) != 1 else _CHANNELS.get(labels[0], 3)

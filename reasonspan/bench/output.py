@@ -166,50 +166,68 @@ def _batch_text(
 
 
 def _admission(tok: LoadedTokenizer, family: Family, live: int, repeats: int) -> list[Row]:
-    """One more request admitted to (and removed from) a runtime holding ``live`` ones,
-    beside constructing the baseline's per-request splitter."""
+    """One more request admitted to (and removed from) a runtime, and a batch with its
+    BatchText, each holding ``live`` ones, beside constructing the baseline's per-request
+    splitter. Every path seeds the request from the same prompt."""
     parser = create_parser_sync(family.parser, tok)
     prompt = tok.encode(PROMPT)
     runtime = ReasoningRuntime(model="bench")
+    batch = ReasoningBatch()
+    texts = BatchText(batch)
     for i in range(live):
         runtime.add(f"live-{i}", parser, prompt, sse=True)
-    batch = 256
-    keys = iter(range(1 << 62))
+        batch.add(i, parser, prompt)
+        texts.add(i)
+    many = 256
+    keys = iter(range(live, 1 << 62))
 
     def admit() -> None:
-        made = [f"new-{next(keys)}" for _ in range(batch)]
+        made = [f"new-{next(keys)}" for _ in range(many)]
         for key in made:
             runtime.add(key, parser, prompt, sse=True)
         for key in made:
             runtime.abort(key)
 
+    def admit_batch() -> None:
+        made = [next(keys) for _ in range(many)]
+        for rid in made:
+            batch.add(rid, parser, prompt)
+        for rid in made:
+            batch.remove(rid)
+
+    def admit_text() -> None:
+        made = [next(keys) for _ in range(many)]
+        for rid in made:
+            batch.add(rid, parser, prompt)
+            texts.add(rid)
+        for rid in made:
+            texts.remove(rid)
+            batch.remove(rid)
+
     def construct() -> None:
-        for _ in range(batch):
+        for _ in range(many):
             TextBaseline(tok.tokenizer, family.start, family.end, in_reasoning=True)
 
-    base, ours = interleaved_medians([construct, admit], repeats)
-    note = f"{live:,} live requests; per request, add + abort (the baseline: construct)"
+    times = interleaved_medians([construct, admit_batch, admit_text, admit], repeats)
+    note = f"{live:,} live requests; per request, add + remove (the baseline: construct)"
+    cases = (
+        "admission: text baseline splitter",
+        "admission: ReasoningBatch.add (prompt scan included) + remove",
+        "admission: ReasoningBatch.add + BatchText.add, + remove",
+        "admission: ReasoningRuntime.add(sse=True) + abort",
+    )
     return [
         Row(
             "output",
-            "admission: text baseline splitter",
-            base / batch,
-            base / batch / 1e3,
+            f"{case}, {live:,} live",
+            t / many,
+            t / many / 1e3,
             1,
-            None,
+            times[0] / t if i else None,
             note,
             batch=live,
-        ),
-        Row(
-            "output",
-            "admission: ReasoningRuntime.add(sse=True) + abort",
-            ours / batch,
-            ours / batch / 1e3,
-            1,
-            base / ours,
-            note,
-            batch=live,
-        ),
+        )
+        for i, (case, t) in enumerate(zip(cases, times, strict=True))
     ]
 
 
@@ -256,5 +274,7 @@ def bench_output(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
                         steps=count,
                     )
                 )
-    rows += _admission(tok, family, max(plan.serve_sizes or SIZES), runs)
+    sizes = plan.serve_sizes or SIZES
+    for live in sorted({min(1024, max(sizes)), max(sizes)}):  # the issue's 1,024 and the most
+        rows += _admission(tok, family, live, runs)
     return rows
