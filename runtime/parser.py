@@ -61,9 +61,10 @@ class _Shared:
     def __init__(self, spec: ReasoningSpec) -> None:
         self.rfmt = channel_formatter(spec.reasoning_trim, spec.citations, "reasoning")
         self.cfmt = channel_formatter(spec.content_trim, spec.citations, "content")
-        self.fresh: dict[tuple[bool, bool], PlainChannels] = {}
-        """A fresh decoder's ``plain_channels()`` by ``(skip_special_tokens, call_gaps)``
-        (:meth:`ReasoningParser.fresh_plain_channels`)."""
+        self.fresh: dict[tuple[bool, bool], tuple[PlainChannels, tuple[bool, bool]]] = {}
+        """A fresh decoder's ``plain_channels()`` and its channels' ``holds_trail()``, by
+        ``(skip_special_tokens, call_gaps)`` (:meth:`ReasoningParser.fresh_plain_channels`,
+        :meth:`ReasoningParser.fresh_holds_trail`)."""
         self.hits: tuple[dict[int, ParsedReasoningDelta], dict[int, ParsedReasoningDelta]] = (
             {},
             {},
@@ -362,11 +363,24 @@ class ReasoningParser:
         once per machine, as :meth:`skipped_token_ids` is (a fresh decoder's answer
         depends on nothing else), so a runtime admitting a request need not build the
         request's decoder (two byte decoders and two formatters) to ask it."""
+        return self._fresh_facts(skip_special_tokens, call_gaps)[0]
+
+    def fresh_holds_trail(
+        self, *, skip_special_tokens: bool = True, call_gaps: bool = False
+    ) -> tuple[bool, bool]:
+        """``holds_trail()`` of a fresh :meth:`decoder`'s reasoning and content (fixed for
+        a decoder: its formatters' kinds), worked out once per machine."""
+        return self._fresh_facts(skip_special_tokens, call_gaps)[1]
+
+    def _fresh_facts(
+        self, skip_special_tokens: bool, call_gaps: bool
+    ) -> tuple[PlainChannels, tuple[bool, bool]]:
         key = (skip_special_tokens, call_gaps)
         got = self._fresh.get(key)
         if got is None:
             dec = self.decoder(skip_special_tokens=skip_special_tokens, call_gaps=call_gaps)
-            got = self._fresh[key] = dec.plain_channels()
+            holds = (dec.holds_trail(REASONING), dec.holds_trail(CONTENT))
+            got = self._fresh[key] = (dec.plain_channels(), holds)
         return got
 
     def tool_call_extractor(

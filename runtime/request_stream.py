@@ -38,6 +38,7 @@ from .sse import chunk_of_event, event_bytes, event_stream
 from .stops import StopMatcher
 from .tool_calls import ToolCallStream, call_deltas, merge_tool_call_deltas
 from .toolcalls import ToolCallExtractor
+from .trails import hand_back
 
 RequestKey = str | int
 """A server's request id: a string (``"chatcmpl-…"``) or an int64."""
@@ -178,6 +179,10 @@ class StreamRecord:
     """Its SSE stream ends with a usage chunk (``stream_options.include_usage``)."""
     waiting: bool = False
     """A consumer awaits ``wake``."""
+    tails: list[str] | None = None
+    """Trailing runs the output path holds for the decoder's idle trims (reasoning,
+    content: ``runtime/trails.py``), handed back before the decoder is used or asked
+    (:meth:`text_decoder`); None: nothing held."""
 
     def notify(self) -> None:
         """Wake the consumer if it is waiting (it looks at the queue before it waits)."""
@@ -185,19 +190,33 @@ class StreamRecord:
             self.wake.set()
 
     def text_decoder(self) -> LabelledDecoder:
-        """The request's decoder (:attr:`decoder`), built on first use."""
+        """The request's decoder (:attr:`decoder`), built on first use, holding what the
+        output path held for it (:attr:`tails`)."""
         dec = self.decoder
         if dec is None:
             dec = self.decoder = self.parser.decoder(
                 skip_special_tokens=self.skip_special_tokens, call_gaps=self._call_gaps()
             )
+        if self.tails is not None:
+            hand_back(dec, self.tails)
+            self.tails = None
         return dec
+
+    def holds_trail(self, channel: int) -> bool:
+        """The decoder's ``holds_trail(channel)``, known for a fresh one without it."""
+        dec = self.decoder
+        if dec is not None:
+            return dec.holds_trail(channel)
+        fresh = self.parser.fresh_holds_trail(
+            skip_special_tokens=self.skip_special_tokens, call_gaps=self._call_gaps()
+        )
+        return fresh[0 if channel == REASONING else 1]
 
     def plain_channel(self, channel: int) -> tuple[frozenset[int], str] | None:
         """The decoder's ``plain_channel(channel)`` (``REASONING`` or ``CONTENT``); a
         decoder not built yet is fresh, and the parser knows a fresh one's answer without
         building it."""
-        dec = self.decoder
+        dec = self.decoder if self.tails is None else self.text_decoder()
         if dec is not None:
             return dec.plain_channel(channel)
         fresh = self.parser.fresh_plain_channels(

@@ -12,7 +12,10 @@ queues. A row that is not plain (a paragraph break whose newlines the formatter 
 the text after it, a split character, a trim after a marker, the marker itself), of a
 request whose options add nothing to a text chunk, is decoded here by the request's own
 decoder (``decoder.feed``, the call the exact path makes) and its text written from the
-same templates, escaped by msgspec (:meth:`SSEPath._decode_rows`). The runtime's exact
+same templates, escaped by msgspec (:meth:`SSEPath._decode_rows`); a paragraph break
+whose trailing newlines the trim holds, and the row after it, are written from the token
+texts while the path holds those newlines for the trim (``runtime/trails.py``,
+:meth:`SSEPath._write_trail`). The runtime's exact
 per-request path takes every other row (held-back tokens, tool-call regions and their
 openers, stop strings, harmony's tool messages, citations, a full queue) and then tells
 this path, through :meth:`SSEPath.refresh`, whether the request is plain again. A step
@@ -42,6 +45,7 @@ from .labels import CONTENT, DELIMITER, REASONING
 from .openai import ChatCompletionChunk, ChoiceDelta
 from .sse import sse_event
 from .token_text import PlainTables, TokenText
+from .trails import Trail, take, trail_of
 
 if TYPE_CHECKING:
     from .request_stream import StreamRecord
@@ -127,6 +131,8 @@ class SSEPath:
         "_py",
         "_shared",
         "_tables_b",
+        "_trail_c",
+        "_trail_r",
         "alias",
         "bits",
         "count",
@@ -180,6 +186,11 @@ class SSEPath:
         self._plain_r: list[tuple[frozenset[int], str] | None] = []
         """Per slot: the reasoning ``(skip, trail)`` its ``tab_r`` was made for."""
         self._plain_c: list[tuple[frozenset[int], str] | None] = []
+        self._trail_r: list[Trail | None] = []
+        """Per slot: the trail splits of its reasoning's mask (None: its trim holds no
+        trailing run, or it has none): a row ending in a run, or a row after one, is
+        written here while the trim is otherwise idle (:meth:`_write_trail`)."""
+        self._trail_c: list[Trail | None] = []
         self.suf = b""
         self._shared: dict[tuple[str, int], SharedTemplates | None] = {}
         """Templates by (model, created) with :data:`_ID` for the id (:meth:`_cut`)."""
@@ -210,6 +221,8 @@ class SSEPath:
         self.texts.extend([None] * more)
         self._plain_r.extend([None] * more)
         self._plain_c.extend([None] * more)
+        self._trail_r.extend([None] * more)
+        self._trail_c.extend([None] * more)
 
     def admit(self, rec: StreamRecord, slot: int) -> bool:
         """Put a request on the path (False: it cannot ride it, e.g. a tokenizer whose
@@ -228,6 +241,7 @@ class SSEPath:
         self.ends[slot] = ends
         self.texts[slot] = table
         self._plain_r[slot] = self._plain_c[slot] = None
+        self._trail_r[slot] = self._trail_c[slot] = None
         self.recs[slot] = rec
         rec.sse_slot = slot
         self.count += 1
@@ -311,7 +325,10 @@ class SSEPath:
                 bits |= 1
                 if plain != self._plain_r[slot]:
                     self._plain_r[slot] = plain
-                    self._py[1][slot] = self._plain.number(table, *plain)
+                    number = self._py[1][slot] = self._plain.number(table, *plain)
+                    self._trail_r[slot] = trail_of(
+                        rec.holds_trail(REASONING), table, *plain, self._tables_b[number]
+                    )
         if channels & 2:
             plain = rec.plain_channel(CONTENT)
             calls = rec.calls
@@ -323,7 +340,10 @@ class SSEPath:
                 if plain != self._plain_c[slot]:
                     self._plain_c[slot] = plain
                     skip = plain[0] if openers is None else plain[0] | openers
-                    self._py[2][slot] = self._plain.number(table, skip, plain[1])
+                    number = self._py[2][slot] = self._plain.number(table, skip, plain[1])
+                    self._trail_c[slot] = trail_of(
+                        rec.holds_trail(CONTENT), table, skip, plain[1], self._tables_b[number]
+                    )
         self._py[0][slot] = bits
 
     # ------------------------------------------------------------------ the step
@@ -490,14 +510,16 @@ class SSEPath:
         needs = _NEEDS
         for i in rows:
             s = slots_l[i]
-            b = bits[s]
-            if not b & DECODE:
-                slow.append(i)
-                continue
             if irregular and i in irregular:
                 slow.append(i)
                 continue
             a, z = (i, i + 1) if offs_l is None else (offs_l[i], offs_l[i + 1])
+            if z - a == 1 and self._write_trail(s, labs[a], toks_l[a], room):
+                continue
+            b = bits[s]
+            if not b & DECODE:
+                slow.append(i)
+                continue
             if z - a == 1:
                 need = needs[labs[a]]
             else:
@@ -532,6 +554,42 @@ class SSEPath:
             channels = need >> 2  # DECODE_R: 1, DECODE_C: 2, both: 3
             self._replain(rec, s, table, b & ~channels, channels)
         return slow
+
+    def _write_trail(self, s: int, lab: int, tok: int, room: int) -> bool:
+        """Write the event of slot ``s``'s one token ``tok`` when its channel's trim is idle
+        but for the trailing run held here (:func:`trails.take`; a token ending in a run
+        writes the text before it, or nothing); False (nothing changed) when the decoder
+        must take it. While a run is held the channel's plain bit is off, so its rows come
+        here."""
+        if lab == REASONING:
+            col, trail = 0, self._trail_r[s]
+        elif lab == CONTENT:
+            col, trail = 1, self._trail_c[s]
+        else:
+            return False
+        rec = self.recs[s]
+        if trail is None or rec is None:  # (a slot off the path keeps its last trail)
+            return False
+        table = self.texts[s]
+        assert table is not None
+        tails = rec.tails
+        b = self._py[0][s]
+        bit = col + 1
+        if (not b & bit and (tails is None or not tails[col])) or len(rec.queue) >= room:
+            return False
+        if tails is None:
+            tails = ["", ""]
+        text = take(trail, table.strings(), tails, col, tok)
+        if text is None:
+            return False
+        rec.tails = tails if tails[0] or tails[1] else None
+        self._py[0][s] = b & ~bit if tails[col] else b | bit
+        if text:
+            pre = self.pre_r[s] if col == 0 else self.pre_c[s]
+            e = msgspec.json.encode(text)[1:-1]
+            rec.queue.append(self._frame(s, pre, self.alias and col == 0, e))
+            rec.notify()
+        return True
 
     def _write_one(self, s: int, lab: int, tok: int, room: int) -> bool:
         """Write the event of slot ``s``'s one token ``tok`` (label ``lab``) into its queue

@@ -16,7 +16,9 @@ how it is cut).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
 
 from .decoding import LabelledDecoder
 from .labels import CONTENT, REASONING
@@ -39,18 +41,25 @@ def trail_of(
     return mask, table.trail_splits(skip, trail)
 
 
-def take(trail: Trail, strings: Sequence[str], tails: list[str], col: int, tok: int) -> str | None:
-    """Token ``tok``'s text in channel ``col`` (0: reasoning, 1: content) of a request whose
-    trim there is idle but for ``tails[col]``; ``tails[col]`` becomes what the trim would
-    hold after it. A plain token gives the tail and its own text; a token ending in trail
-    characters gives the tail and its text before them (nothing when it is all trail
-    characters), and its run is held. None (nothing changed) for any other token: the
-    decoder must take it."""
+def take(
+    trail: Trail,
+    strings: np.ndarray[Any, np.dtype[np.object_]],
+    tails: list[str],
+    col: int,
+    tok: int,
+) -> str | None:
+    """Token ``tok``'s text (``strings``: the tokenizer's, :meth:`TokenText.strings`) in
+    channel ``col`` (0: reasoning, 1: content) of a request whose trim there is idle but
+    for ``tails[col]``; ``tails[col]`` becomes what the trim would hold after it. A plain
+    token gives the tail and its own text; a token ending in trail characters gives the
+    tail and its text before them (nothing when it is all trail characters), and its run
+    is held. None (nothing changed) for any other token: the decoder must take it."""
     mask, splits = trail
     held = tails[col]
     if tok < len(mask) and mask[tok]:
         tails[col] = ""
-        return held + strings[tok]
+        text: str = strings[tok]
+        return held + text
     split = splits.get(tok)
     if split is None:
         return None

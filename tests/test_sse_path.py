@@ -7,6 +7,7 @@ its text is parse()'s."""
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 from pathlib import Path
@@ -553,7 +554,7 @@ def held_state(rec: Any) -> tuple[Any, ...]:
     character. Equal for two decoders fed the same tokens, whichever path fed them. A
     decoder not built yet (built on first use) holds what a fresh one holds."""
     decoder = rec.decoder
-    if decoder is None:
+    if decoder is None:  # (the path holds runs for a fresh decoder too)
         decoder = rec.parser.decoder(
             skip_special_tokens=rec.skip_special_tokens, call_gaps=rec._call_gaps()
         )
@@ -565,9 +566,18 @@ def held_state(rec: Any) -> tuple[Any, ...]:
             for v in [getattr(obj, name, None)]
         )
 
+    def holding(fmt: Any, run: str) -> tuple[Any, ...]:
+        # A trailing run the output path holds for an idle trim (``runtime/trails.py``) is
+        # held by the trim once handed back: compare what the trim would then hold.
+        if run:
+            fmt = copy.copy(fmt)
+            assert fmt.text(run) == ""
+        return fields(fmt)
+
+    runs = rec.tails or ("", "")
     return (
-        fields(decoder._rfmt),
-        fields(decoder._cfmt),
+        holding(decoder._rfmt, runs[0]),
+        holding(decoder._cfmt, runs[1]),
         getattr(decoder._rdec, "_pending", None),
         getattr(decoder._cdec, "_pending", None),
     )
