@@ -61,6 +61,9 @@ _ID_B = _ID.encode("utf-8")
 _SHARED = 64
 """Shared templates kept (by model and ``created`` second; cleared when full)."""
 
+_TBD: Trail = (b"", {})
+"""A slot's trail splits not worked out yet (:meth:`SSEPath._trail`)."""
+
 DECODE_R = 4
 """Slot bit: the request's reasoning rows may be decoded here (:meth:`SSEPath._decode_rows`)."""
 DECODE_C = 8
@@ -188,8 +191,9 @@ class SSEPath:
         self._plain_c: list[tuple[frozenset[int], str] | None] = []
         self._trail_r: list[Trail | None] = []
         """Per slot: the trail splits of its reasoning's mask (None: its trim holds no
-        trailing run, or it has none): a row ending in a run, or a row after one, is
-        written here while the trim is otherwise idle (:meth:`_write_trail`)."""
+        trailing run, or it has none; :data:`_TBD` until a row first asks): a row ending
+        in a run, or a row after one, is written here while the trim is otherwise idle
+        (:meth:`_write_trail`)."""
         self._trail_c: list[Trail | None] = []
         self.suf = b""
         self._shared: dict[tuple[str, int], SharedTemplates | None] = {}
@@ -241,7 +245,7 @@ class SSEPath:
         self.ends[slot] = ends
         self.texts[slot] = table
         self._plain_r[slot] = self._plain_c[slot] = None
-        self._trail_r[slot] = self._trail_c[slot] = None
+        self._trail_r[slot] = self._trail_c[slot] = _TBD
         self.recs[slot] = rec
         rec.sse_slot = slot
         self.count += 1
@@ -325,10 +329,8 @@ class SSEPath:
                 bits |= 1
                 if plain != self._plain_r[slot]:
                     self._plain_r[slot] = plain
-                    number = self._py[1][slot] = self._plain.number(table, *plain)
-                    self._trail_r[slot] = trail_of(
-                        rec.holds_trail(REASONING), table, *plain, self._tables_b[number]
-                    )
+                    self._py[1][slot] = self._plain.number(table, *plain)
+                    self._trail_r[slot] = _TBD
         if channels & 2:
             plain = rec.plain_channel(CONTENT)
             calls = rec.calls
@@ -340,10 +342,8 @@ class SSEPath:
                 if plain != self._plain_c[slot]:
                     self._plain_c[slot] = plain
                     skip = plain[0] if openers is None else plain[0] | openers
-                    number = self._py[2][slot] = self._plain.number(table, skip, plain[1])
-                    self._trail_c[slot] = trail_of(
-                        rec.holds_trail(CONTENT), table, skip, plain[1], self._tables_b[number]
-                    )
+                    self._py[2][slot] = self._plain.number(table, skip, plain[1])
+                    self._trail_c[slot] = _TBD
         self._py[0][slot] = bits
 
     # ------------------------------------------------------------------ the step
@@ -577,6 +577,10 @@ class SSEPath:
         bit = col + 1
         if (not b & bit and (tails is None or not tails[col])) or len(rec.queue) >= room:
             return False
+        if trail is _TBD:
+            trail = self._trail(rec, s, col, table)
+            if trail is None:
+                return False
         if tails is None:
             tails = ["", ""]
         text = take(trail, table.strings(), tails, col, tok)
@@ -590,6 +594,30 @@ class SSEPath:
             rec.queue.append(self._frame(s, pre, self.alias and col == 0, e))
             rec.notify()
         return True
+
+    def _trail(self, rec: StreamRecord, s: int, col: int, table: TokenText) -> Trail | None:
+        """Slot ``s``'s trail splits of channel ``col`` for the mask it has now, worked
+        out when a row first asks (admission does not pay for them)."""
+        if col == 0:
+            plain = self._plain_r[s]
+            assert plain is not None  # (the channel has a mask)
+            skip, trail = plain
+            holds = rec.holds_trail(REASONING)
+            number = self._py[1][s]
+        else:
+            plain = self._plain_c[s]
+            assert plain is not None
+            openers = None if rec.calls is None else rec.calls.passthrough_ids()
+            skip = plain[0] if openers is None else plain[0] | openers
+            trail = plain[1]
+            holds = rec.holds_trail(CONTENT)
+            number = self._py[2][s]
+        got = trail_of(holds, table, skip, trail, self._tables_b[number])
+        if col == 0:
+            self._trail_r[s] = got
+        else:
+            self._trail_c[s] = got
+        return got
 
     def _write_one(self, s: int, lab: int, tok: int, room: int) -> bool:
         """Write the event of slot ``s``'s one token ``tok`` (label ``lab``) into its queue
