@@ -245,7 +245,10 @@ class BatchText:
                 got = self._tables[id(table)] = len(self._strings)
                 self._strings.append(np.append(table.strings(), ""))
             tix = got
-            self._plain.widen(table.whole.shape[0])  # the tokenizer's whole vocabulary
+            self._plain.widen(table.whole.shape[0])
+        # Every token of the request indexes the stacked masks (row 0 for a request
+        # without a table): a vocabulary past every table's must widen them too.
+        self._plain.widen(parser.machine.vocab_size)
         hold = parser.may_return_reasoning_as_content
         dec = parser.decoder(skip_special_tokens=self._skip)
         channels: list[_Channel] = [(0, None, None), (0, None, None)]

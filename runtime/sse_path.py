@@ -366,6 +366,11 @@ class SSEPath:
         offs = res.offsets
         m = toks.shape[0]
         stack = self._plain.stacked()
+        ids = toks
+        if int(toks.max(initial=0)) >= stack.shape[1]:
+            # A request off the path (no plain bits: none of its rows is plain) may have a
+            # larger vocabulary than every request on it: the masks read its ids clipped.
+            ids = np.minimum(toks, stack.shape[1] - 1)
         counts = np.diff(offs)
         uniform = m == n and bool((counts == 1).all())
         if uniform:
@@ -374,9 +379,9 @@ class SSEPath:
             tok_slots = np.repeat(slots, counts)
             tok_bits = self.bits[tok_slots]
         ok_r = (labs == REASONING) & ((tok_bits & 1) != 0)
-        ok_r &= stack[self.tab_r[tok_slots], toks]
+        ok_r &= stack[self.tab_r[tok_slots], ids]
         ok_c = (labs == CONTENT) & ((tok_bits & 2) != 0)
-        ok_c &= stack[self.tab_c[tok_slots], toks]
+        ok_c &= stack[self.tab_c[tok_slots], ids]
         if uniform:
             row_r, row_c = ok_r, ok_c
         else:

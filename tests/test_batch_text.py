@@ -260,7 +260,7 @@ def test_a_tokenizer_without_a_byte_table_goes_through_its_decoder(
 ) -> None:
     """A Unigram/Metaspace vocabulary (jiutian, real) has no per-token text table: its
     request's rows all go through its decoder (DecodeStream), beside a byte-level request
-    whose rows take the table, in one batch; both texts are their splitters'."""
+    whose rows take the table, in one batch, and alone; every text is its splitter's."""
     monkeypatch.setattr(batch_text, "SMALL", 0 if loop == "numpy" else 1 << 30)
     meta = tokenizer("jiutian-139moe-chat")
     assert not meta.byte_level
@@ -272,6 +272,10 @@ def test_a_tokenizer_without_a_byte_table_goes_through_its_decoder(
         reqs = [Req(1, p, [], out, True), Req(2, qwen, [], prose, True)]
         _run(reqs, random.Random(k), k)
         assert "answer" in reqs[0].got[1] and "prose" in reqs[1].got[1]
+        # Alone (no byte-level table in the batch at all), its ids still index the masks.
+        alone = [Req(1, p, [], out, True), Req(3, p, [], out[2:] + out[:2], True)]
+        _run(alone, random.Random(k), k)
+        assert "answer" in alone[0].got[1]
 
 
 def _trims_a_trail(case: tuple[str, str, dict[str, Any]]) -> bool:

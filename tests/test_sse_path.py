@@ -467,6 +467,36 @@ def test_mixed_batch_with_churn(alias: bool, seed: int) -> None:
     assert len(runtime) == 0
 
 
+@pytest.mark.parametrize("vectorized", [False, True])
+def test_a_request_off_the_path_with_a_larger_vocabulary(vectorized: bool) -> None:
+    """A request read as chunks whose vocabulary (MiniMax, real: about 200k ids) is larger
+    than that of every request on the path (Qwen3, about 152k) shares its steps, with ids
+    past the path's masks: the step goes on, its text is parse()'s, and the SSE request
+    beside it is its object twin."""
+    qwen = parser_for("qwen3", {})
+    minimax = parser_for("minimax_m2", {})
+    qvocab = qwen.machine.vocab_size
+    assert minimax.machine.vocab_size > qvocab + 40_000
+    big = minimax.tokenizer.encode("<think>\nA thought.\n</think>\n\nAn answer.")
+    big[3:3] = [qvocab + 1000, qvocab + 20_000]  # ordinary MiniMax ids past Qwen3's
+    ids = qwen.tokenizer.encode("<think>\nPlain, é.\n</think>\n\nThe answer: 42.")
+    runtime = ReasoningRuntime()
+    pair = Pair(runtime, "q", qwen)
+    other = runtime.add("m", minimax, None)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sse_path, "SMALL", 0 if vectorized else sse_path.SMALL)
+        for at in range(max(len(ids), len(big))):
+            rows = [(pair.obj, ids[at : at + 1]), (pair.sse, ids[at : at + 1])]
+            step_rows(runtime, [*rows, (other, big[at : at + 1])])
+            pair.drain()
+    chunks = other.ready()
+    runtime.finish("m", "length")
+    chunks += other.ready()
+    expected = minimax.parse(big)
+    assert texts(chunks) == (expected.reasoning or "", expected.content or "")
+    pair.end_as_parsed(runtime, qwen, ids)
+
+
 def test_a_full_queue_coalesces_after_written_bytes() -> None:
     """A consumer that does not read: the queue stays bounded (the buffer, one coalesced
     chunk after the written bytes, the final chunk) and nothing is lost."""
