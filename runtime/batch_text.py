@@ -42,7 +42,7 @@ from .decoding import LabelledDecoder
 from .labels import CONTENT, REASONING
 from .parser import ReasoningParser
 from .token_text import PlainTables, TokenText
-from .trails import Trail, hand_back, take, trail_of
+from .trails import Trail, hand_back, take, take_all, trail_of
 
 SMALL = SMALL_REQUESTS
 """Steps of at most this many requests take a scalar loop (numpy calls cost more)."""
@@ -378,10 +378,32 @@ class BatchText:
         held = tails[col]
         text = take(trail, self._strings[self._tix[s]], tails, col, tok)
         if text is not None and bool(held) != bool(tails[col]):
-            got = self._last[s][col]
-            assert got is not None  # (the channel is plain)
-            self._py[0][3 * s + col] = 0 if tails[col] else got[1]
+            self._held_or_plain(s, col)
         return text
+
+    def _trail_row(self, s: int, labels: bytes, ids: list[int]) -> str | None:
+        """:meth:`_trail_one` for a row of several tokens of one channel (their labels
+        ``labels``): their text when it takes every one of them, else None."""
+        lab = labels[0]
+        col = 0 if lab == REASONING else 1 if lab == CONTENT else 2
+        if col == 2 or labels.count(lab) != len(labels):
+            return None
+        trail = self._trails[s][col]
+        if trail is None:
+            return None
+        tails = self._tails[s]
+        held = tails[col]
+        text = take_all(trail, self._strings[self._tix[s]], tails, col, ids)
+        if text is not None and bool(held) != bool(tails[col]):
+            self._held_or_plain(s, col)
+        return text
+
+    def _held_or_plain(self, s: int, col: int) -> None:
+        """A run is held for the channel now (its mask number 0: its rows come to the
+        trail path), or none any more (plain again)."""
+        got = self._last[s][col]
+        assert got is not None  # (the channel is plain but for a run)
+        self._py[0][3 * s + col] = 0 if self._tails[s][col] else got[1]
 
     def _decode_one(self, s: int, lab: int, tok: int) -> tuple[str, str]:
         """A one-token row that is not plain: a held tail's path, else the decoder."""
@@ -472,8 +494,18 @@ class BatchText:
         elif slow:
             slots_l = slots.tolist()
             for i, (_, ids, labels, spill) in zip(slow, res.all_decided(slow), strict=True):
-                reasoning[i], content[i] = self._decode(slots_l[i], ids, labels, spill)
+                reasoning[i], content[i] = self._decode_row(slots_l[i], ids, labels, spill)
         return reasoning, content
+
+    def _decode_row(
+        self, s: int, ids: list[int], labels: bytes, spill: tuple[Any, ...]
+    ) -> tuple[str, str]:
+        """A row that is not plain: a held run's path when it takes every token, else the
+        decoder."""
+        text = None if spill or not ids else self._trail_row(s, labels, ids)
+        if text is None:
+            return self._decode(s, ids, labels, spill)
+        return (text, "") if labels[0] == REASONING else ("", text)
 
     def _joined(
         self,
@@ -584,7 +616,7 @@ class BatchText:
                 slow.append(i)
         if slow:
             for i, (_, ids, labels, spill) in zip(slow, res.all_decided(slow), strict=True):
-                reasoning[i], content[i] = self._decode(slots[i], ids, labels, spill)
+                reasoning[i], content[i] = self._decode_row(slots[i], ids, labels, spill)
         return reasoning, content
 
     def _plain_one(self, s: int, lab: int, tok: int) -> str | None:

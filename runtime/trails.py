@@ -71,6 +71,28 @@ def take(
     return ""
 
 
+def take_all(
+    trail: Trail,
+    strings: np.ndarray[Any, np.dtype[np.object_]],
+    tails: list[str],
+    col: int,
+    ids: list[int],
+) -> str | None:
+    """:func:`take` for several tokens of one channel in a row: their text, or None
+    (nothing changed) unless :func:`take` takes every one of them."""
+    mask, splits = trail
+    width = len(mask)
+    for tok in ids:
+        if not ((tok < width and mask[tok]) or tok in splits):
+            return None
+    out: list[str] = []
+    for tok in ids:
+        text = take(trail, strings, tails, col, tok)
+        assert text is not None  # (each was checked above)
+        out.append(text)
+    return "".join(out)
+
+
 def hand_back(dec: LabelledDecoder, tails: list[str]) -> None:
     """Give the trims of ``dec`` the runs held for them (each holds its run, as it would
     have); ``tails`` is emptied."""
