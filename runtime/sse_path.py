@@ -45,7 +45,7 @@ from .labels import CONTENT, DELIMITER, REASONING
 from .openai import ChatCompletionChunk, ChoiceDelta
 from .sse import sse_event
 from .token_text import PlainTables, TokenText
-from .trails import Trail, take, trail_of
+from .trails import Trail, take, take_all, trail_of
 
 if TYPE_CHECKING:
     from .request_stream import StreamRecord
@@ -519,8 +519,10 @@ class SSEPath:
                 slow.append(i)
                 continue
             a, z = (i, i + 1) if offs_l is None else (offs_l[i], offs_l[i + 1])
-            if z - a == 1 and self._write_trail(s, labs[a], toks_l[a], room):
-                continue
+            if z > a:
+                lab = labs[a]
+                if labs.count(lab, a, z) == z - a and self._write_trail(s, lab, toks_l[a:z], room):
+                    continue  # (a row of one channel whose held-run path took every token)
             b = bits[s]
             if not b & DECODE:
                 slow.append(i)
@@ -560,12 +562,12 @@ class SSEPath:
             self._replain(rec, s, table, b & ~channels, channels)
         return slow
 
-    def _write_trail(self, s: int, lab: int, tok: int, room: int) -> bool:
-        """Write the event of slot ``s``'s one token ``tok`` when its channel's trim is idle
-        but for the trailing run held here (:func:`trails.take`; a token ending in a run
-        writes the text before it, or nothing); False (nothing changed) when the decoder
-        must take it. While a run is held the channel's plain bit is off, so its rows come
-        here."""
+    def _write_trail(self, s: int, lab: int, toks: list[int], room: int) -> bool:
+        """Write the event of slot ``s``'s tokens ``toks`` (all labelled ``lab``) when its
+        channel's trim is idle but for the trailing run held here (:func:`trails.take`; a
+        token ending in a run gives the text before it, or nothing); False (nothing
+        changed) when the decoder must take them. While a run is held the channel's plain
+        bit is off, so its rows come here."""
         if lab == REASONING:
             col, trail = 0, self._trail_r[s]
         elif lab == CONTENT:
@@ -588,7 +590,11 @@ class SSEPath:
                 return False
         if tails is None:
             tails = ["", ""]
-        text = take(trail, table.strings(), tails, col, tok)
+        strings = table.strings()
+        if len(toks) == 1:
+            text = take(trail, strings, tails, col, toks[0])
+        else:
+            text = take_all(trail, strings, tails, col, toks)
         if text is None:
             return False
         rec.tails = tails if tails[0] or tails[1] else None
