@@ -16,11 +16,13 @@ UTF-8 text) that the request's decoder and formatter would pass through unchange
 character split across tokens held, nothing pending, no trailing character a trim might
 take). Those rows' text comes from one numpy gather over a per-tokenizer table of token
 texts (:meth:`TokenText.strings`), selected by per-slot plain masks
-(:class:`PlainTables`, the output path's). Every other row (a marker, a paragraph break a
-formatter holds until the next text, a split character, held-back tokens released, a
-reasoning swap waiting) goes through the request's own decoder, the call
-:class:`TextSplitter` makes, and the slot's masks are looked at again. The text is
-TextSplitter's, delta for delta (tests/test_batch_text.py).
+(:class:`PlainTables`, the output path's). A paragraph break whose trailing newlines a
+trim holds until the next text, and the rows after it, are taken from the same table
+while BatchText holds those newlines for the trim (``runtime/trails.py``). Every other
+row (a marker, a split character, held-back tokens released, a reasoning swap waiting)
+goes through the request's own decoder, the call :class:`TextSplitter` makes, and the
+slot's masks are looked at again. The text is TextSplitter's, delta for delta
+(tests/test_batch_text.py).
 
 Text only: tool calls stay in the text as the family writes them (TextSplitter's
 ``tools``, harmony's messages and the runtime's ``delta.tool_calls`` read them), stop
