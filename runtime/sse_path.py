@@ -8,14 +8,13 @@ server writes is fixed bytes: the request's event prefix (``data: {"object":...,
 msgspec), and the common suffix. :class:`SSEPath` finds those rows of a step with a few
 numpy gathers over per-slot arrays (is the request's channel plain now, which token table
 does it use) and per-token tables, and writes their events straight into the requests'
-queues. A row that is not plain (a paragraph break whose newlines the formatter holds,
-the text after it, a split character, a trim after a marker, the marker itself), of a
+queues. A paragraph break whose trailing newlines the trim holds until the next text,
+and the row after it, are written from the token texts too, while the path holds those
+newlines for the trim (``runtime/trails.py``, :meth:`SSEPath._write_trail`). A row that is
+not plain otherwise (a split character, a trim after a marker, the marker itself), of a
 request whose options add nothing to a text chunk, is decoded here by the request's own
 decoder (``decoder.feed``, the call the exact path makes) and its text written from the
-same templates, escaped by msgspec (:meth:`SSEPath._decode_rows`); a paragraph break
-whose trailing newlines the trim holds, and the row after it, are written from the token
-texts while the path holds those newlines for the trim (``runtime/trails.py``,
-:meth:`SSEPath._write_trail`). The runtime's exact
+same templates, escaped by msgspec (:meth:`SSEPath._decode_rows`). The runtime's exact
 per-request path takes every other row (held-back tokens, tool-call regions and their
 openers, stop strings, harmony's tool messages, citations, a full queue) and then tells
 this path, through :meth:`SSEPath.refresh`, whether the request is plain again. A step
