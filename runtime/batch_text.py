@@ -167,7 +167,7 @@ class BatchText:
         """Per slot and channel: trailing characters held here for the channel's idle
         trim, exactly what it would hold (the ``\\n\\n`` of a paragraph break before a
         possible end of reasoning); handed back to it before its decoder takes anything
-        (:func:`trails.hand_back`). While a run is held the channel's mask number is 0,
+        (:meth:`_dec`). While a run is held the channel's mask number is 0,
         so its rows come to :meth:`_trail_one`."""
         self._ranges: dict[int, bytes] = {}
         """``arange(n)`` as int64 bytes, by ``n``: the offsets of a step of one token per
@@ -265,12 +265,17 @@ class BatchText:
         return fresh
 
     def _dec(self, slot: int) -> LabelledDecoder:
-        """The slot's decoder, made on first use."""
+        """The slot's decoder, made on first use, holding the runs held here for it
+        (:func:`trails.hand_back`: every use of the decoder goes through here, as the
+        runtime's through ``StreamRecord.text_decoder``)."""
         dec = self._decs[slot]
         if dec is None:
             parser = self._parsers[slot]
             assert parser is not None  # (the slot is added)
             dec = self._decs[slot] = parser.decoder(skip_special_tokens=self._skip)
+        tails = self._tails[slot]
+        if tails[0] or tails[1]:
+            hand_back(dec, tails)
         return dec
 
     def _slot(self, request_id: int, where: str) -> int:
@@ -286,7 +291,6 @@ class BatchText:
         as content. The request leaves this BatchText (before ``batch.remove``)."""
         slot = self._slot(request_id, "finish()")
         dec = self._dec(slot)
-        hand_back(dec, self._tails[slot])
         r1, c1 = dec.feed(tail.token_ids, tail.labels, tail.spill)
         r2, c2 = dec.finish()
         r, c = r1 + r2, c1 + c2
@@ -421,9 +425,6 @@ class BatchText:
     ) -> tuple[str, str]:
         """A row that is not plain: the request's decoder, as TextSplitter feeds it."""
         dec = self._dec(slot)
-        tails = self._tails[slot]
-        if tails[0] or tails[1]:
-            hand_back(dec, tails)
         r, c = dec.feed(ids, labels, spill)
         # One token of one channel leaves the other channel as it was.
         channels = 3 if len(labels) != 1 else _CHANNELS.get(labels[0], 3)
