@@ -60,6 +60,13 @@ _ID_B = _ID.encode("utf-8")
 _SHARED = 64
 """Shared templates kept (by model and ``created`` second; cleared when full)."""
 
+
+def _content_skip(skip: frozenset[int], openers: frozenset[int] | None) -> frozenset[int]:
+    """The tokens a request's content mask (and its trail splits) leave out: the decoder's
+    skipped ids, and its call extractor's openers (those go through the extractor)."""
+    return skip if openers is None else skip | openers
+
+
 _TBD: Trail = (b"", {})
 """A slot's trail splits not worked out yet (:meth:`SSEPath._trail`)."""
 
@@ -340,7 +347,7 @@ class SSEPath:
                 bits |= 2
                 if plain != self._plain_c[slot]:
                     self._plain_c[slot] = plain
-                    skip = plain[0] if openers is None else plain[0] | openers
+                    skip = _content_skip(plain[0], openers)
                     self._py[2][slot] = self._plain.number(table, skip, plain[1])
                     self._trail_c[slot] = _TBD
         self._py[0][slot] = bits
@@ -618,7 +625,7 @@ class SSEPath:
             plain = self._plain_c[s]
             assert plain is not None
             openers = None if rec.calls is None else rec.calls.passthrough_ids()
-            skip = plain[0] if openers is None else plain[0] | openers
+            skip = _content_skip(plain[0], openers)
             trail = plain[1]
             holds = rec.holds_trail(CONTENT)
             number = self._py[2][s]
