@@ -20,6 +20,7 @@ from reasonspan.runtime.labels import REASONING
 from reasonspan.runtime.spec import Trim
 from reasonspan.runtime.trails import Trail, hand_back, take, take_all
 from sampling import examples
+from test_formatters import trims
 
 VOCAB = ["a", "b.", "\n", "\n\n", ".\n\n", " x\n", " \n", "é", "ab\n", "\t", " ", "x"]
 """Token texts (id = index): plain ones, runs of trail characters alone, and texts ending
@@ -50,23 +51,14 @@ class Holder:
         return self.fmt.text(text)
 
 
-trims = st.builds(
-    Trim,
-    prefix=st.sampled_from(["", "<think>"]),
-    prefix_always=st.booleans(),
-    label=st.sampled_from(["", "ab\n", "x"]),
-    lead=st.sampled_from(["", "\n", " \n"]),
-    lead_max=st.integers(0, 2),
-    trail=st.sampled_from(["\n", " \n"]),
-    trail_max=st.integers(0, 2),
-    join=st.sampled_from(["", "\n"]),
-)
+trailing = trims.filter(lambda trim: bool(trim.trail))
+"""The formatter tests' trims (tests/test_formatters.py), those with trailing characters."""
 rows = st.lists(st.integers(0, len(VOCAB) - 1), min_size=1, max_size=3)
 ops = st.lists(st.one_of(rows, st.just("<marker>")), max_size=16)
 
 
 @settings(max_examples=examples(400), deadline=None)
-@given(trim=trims, steps=ops)
+@given(trim=trailing, steps=ops)
 def test_a_held_run_comes_out_as_the_trim_gives_it(trim: Trim, steps: list[Any]) -> None:
     ref = TrimFormatter(trim)
     sub = TrimFormatter(trim)
