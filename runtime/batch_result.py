@@ -12,7 +12,7 @@ module but the shared types and errors.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
@@ -51,7 +51,7 @@ StepState = tuple[list[bool], list[int]]
 
 OneStep = tuple[int, int, int, int, bool, int]
 """A step of one request and one token: ``(request id, token id, slot, label, inside
-reasoning after it, reasoning tokens so far)`` (:meth:`BatchStepResult.of_lists`)."""
+reasoning after it, reasoning tokens so far)`` (:meth:`BatchStepResult.of_one`)."""
 
 _BYTE = [bytes((i,)) for i in range(256)]
 
@@ -75,6 +75,18 @@ _LAZY = frozenset(
     )
 )
 """The array fields a scalar step leaves unset until they are read."""
+
+_FRESH: dict[str, Callable[[], Any]] = {
+    "_rows": lambda: None,
+    "_decided": dict,
+    "_spill": dict,
+    "_forced_pos": lambda: None,
+    "_gen": lambda: None,
+}
+"""The fields :meth:`BatchStepResult.of_one` leaves unset, and how each starts when first
+read (the lane of one request writes its event without reading any of them)."""
+
+_new = object.__new__
 
 
 class BatchStepResult:
@@ -153,34 +165,48 @@ class BatchStepResult:
         self._lists: StepLists | None = None
         self._state: StepState | None = None
         self.one: OneStep | None = None
-        """A step of one request and one token as one tuple (:meth:`of_lists`), else None."""
+        """A step of one request and one token as one tuple (:meth:`of_one`), else None."""
 
     @classmethod
     def of_lists(
         cls,
         batch: ForcedSource,
-        lists: StepLists | None,
-        state: StepState | None,
+        lists: StepLists,
+        state: StepState,
         include: BoolArray | None,
-        one: OneStep | None = None,
     ) -> BatchStepResult:
         """The result of a step of table-routed requests with nothing held, forced,
         failed or under a grammar, from its lists and its requests' states: the arrays are
         made when first read (a server loop that reads only the text of a few requests
-        never pays for them). A step of one request and one token comes as one tuple
-        instead (``one``; ``lists`` and ``state`` None, made too when first read): the
-        runtime's lane for one request alone reads the tuple, :attr:`one`."""
-        res = cls.__new__(cls)  # what __init__ sets, in one frame
+        never pays for them)."""
+        res = _new(cls)  # what __init__ sets, in one frame
         res._batch = batch
         res._rows = None
         res._decided = {}
         res._spill = {}
         res._lists = lists
         res._state = state
-        res.one = one
+        res.one = None
         res._include = include
         res._forced_pos = None
         res._gen = None
+        res.errors = {}
+        return res
+
+    @classmethod
+    def of_one(
+        cls, batch: ForcedSource, include: BoolArray | None, one: OneStep
+    ) -> BatchStepResult:
+        """The result of a step of one request and one token (table-routed, nothing held,
+        forced, failed or under a grammar) as one tuple, :attr:`one`: the runtime's lane
+        for one request alone reads it, and nothing else. Its lists, arrays and per-row
+        lookup caches (:data:`_FRESH`) are made when first read."""
+        res = _new(cls)
+        res._batch = batch
+        res._lists = None
+        res._state = None
+        res.one = one
+        res._include = include
         res.errors = {}
         return res
 
@@ -204,7 +230,13 @@ class BatchStepResult:
     if not TYPE_CHECKING:  # the type checker sees the declared fields, never this
 
         def __getattr__(self, name: str) -> Any:
-            """An array field a scalar step left unset (:meth:`of_lists`): made now."""
+            """An array field a scalar step left unset (:meth:`of_lists`), or a lookup
+            cache :meth:`of_one` left unset: made now."""
+            fresh = _FRESH.get(name)
+            if fresh is not None:
+                value = fresh()
+                object.__setattr__(self, name, value)
+                return value
             if name in _LAZY and self.one is not None:
                 self.lists()
             lists, state = self._lists, self._state

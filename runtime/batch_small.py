@@ -8,7 +8,7 @@ grammar or failed) goes through the same tables one token at a time with Python 
 and hands back a result whose arrays are made only when read
 (:meth:`BatchStepResult.of_lists`). One request with one token, the step of a server
 decoding for one user, takes :func:`step_one` (read by :func:`one_token`), whose result
-is one tuple (:attr:`BatchStepResult.one`).
+is one tuple (:meth:`BatchStepResult.of_one`).
 
 The step changes nothing unless it can take the whole step: input that is not plain ints,
 an id it does not know (or twice), a finished request, offsets that do not fit, a token
@@ -111,15 +111,18 @@ def step_one(sl: Slots, tables: Tables, rid: int, tok: int) -> BatchStepResult |
     if (sl.n_done and py.done[s]) or not 0 <= tok < py.vocab[s]:
         return None
     lut, lab_t, nxt_t, inc_t = tables.scalar()
-    idx = py.row[s] + lut[py.lutb[s] + tok]
+    rows = py.row
+    idx = rows[s] + lut[py.lutb[s] + tok]
     lab = lab_t[idx]
-    row = py.row[s] = nxt_t[idx]
-    cnt = py.cnt[s] = py.cnt[s] + inc_t[idx]
+    row = rows[s] = nxt_t[idx]
+    cnts = py.cnt
+    cnt = cnts[s] = cnts[s] + inc_t[idx]
     if lab == DELIMITER:
         py.dcnt[s] += 1
     include = sl.incl[[s]] if sl.n_exclude else None
-    one = (rid, tok, s, lab, bool(row & _REASONING), cnt & _LOW)
-    return BatchStepResult.of_lists(sl, None, None, include, one)
+    return BatchStepResult.of_one(
+        sl, include, (rid, tok, s, lab, bool(row & _REASONING), cnt & _LOW)
+    )
 
 
 def step_small(

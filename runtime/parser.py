@@ -61,10 +61,13 @@ class _Shared:
     def __init__(self, spec: ReasoningSpec) -> None:
         self.rfmt = channel_formatter(spec.reasoning_trim, spec.citations, "reasoning")
         self.cfmt = channel_formatter(spec.content_trim, spec.citations, "content")
-        self.fresh: dict[tuple[bool, bool], tuple[PlainChannels, tuple[bool, bool]]] = {}
-        """A fresh decoder's ``plain_channels()`` and its channels' ``holds_trail()``, by
-        ``(skip_special_tokens, call_gaps)`` (:meth:`ReasoningParser.fresh_plain_channels`,
-        :meth:`ReasoningParser.fresh_holds_trail`)."""
+        self.fresh: dict[
+            tuple[bool, bool], tuple[PlainChannels, tuple[bool, bool], tuple[str, str]]
+        ] = {}
+        """A fresh decoder's ``plain_channels()``, its channels' ``holds_trail()`` and its
+        ``finish()``, by ``(skip_special_tokens, call_gaps)``
+        (:meth:`ReasoningParser.fresh_plain_channels`,
+        :meth:`ReasoningParser.fresh_holds_trail`, :meth:`ReasoningParser.fresh_finish`)."""
         self.hits: tuple[dict[int, ParsedReasoningDelta], dict[int, ParsedReasoningDelta]] = (
             {},
             {},
@@ -372,15 +375,25 @@ class ReasoningParser:
         a decoder: its formatters' kinds), worked out once per machine."""
         return self._fresh_facts(skip_special_tokens, call_gaps)[1]
 
+    def fresh_finish(
+        self, *, skip_special_tokens: bool = True, call_gaps: bool = False
+    ) -> tuple[str, str]:
+        """``finish()`` of a fresh :meth:`decoder` (what a request's text ends with when
+        its decoder was never needed: every token it had was plain and went by table),
+        worked out once per machine."""
+        return self._fresh_facts(skip_special_tokens, call_gaps)[2]
+
     def _fresh_facts(
         self, skip_special_tokens: bool, call_gaps: bool
-    ) -> tuple[PlainChannels, tuple[bool, bool]]:
+    ) -> tuple[PlainChannels, tuple[bool, bool], tuple[str, str]]:
         key = (skip_special_tokens, call_gaps)
         got = self._fresh.get(key)
         if got is None:
             dec = self.decoder(skip_special_tokens=skip_special_tokens, call_gaps=call_gaps)
             holds = (dec.holds_trail(REASONING), dec.holds_trail(CONTENT))
-            got = self._fresh[key] = (dec.plain_channels(), holds)
+            plain = dec.plain_channels()
+            ends = self.decoder(skip_special_tokens=skip_special_tokens, call_gaps=call_gaps)
+            got = self._fresh[key] = (plain, holds, ends.finish())
         return got
 
     def tool_call_extractor(

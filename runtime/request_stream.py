@@ -246,9 +246,17 @@ class StreamRecord:
             done += more
             if done:
                 calls = call_deltas(done, ext.count - len(done))
-        dec = self.text_decoder()
-        r1, c1 = dec.feed(ids, labels, spill)
-        r2, c2 = dec.finish()
+        if ids or self.decoder is not None or self.tails is not None or self.cites:
+            dec = self.text_decoder()
+            r1, c1 = dec.feed(ids, labels, spill)
+            r2, c2 = dec.finish()
+        else:
+            # The decoder was never needed (every token went by table) and has nothing
+            # to feed: it would be a fresh one, whose end the parser knows.
+            r1 = c1 = ""
+            r2, c2 = self.parser.fresh_finish(
+                skip_special_tokens=self.skip_special_tokens, call_gaps=self._call_gaps()
+            )
         if self.tools is not None:
             calls = self.message_calls(tail.token_ids, tail.labels, final=True)
         # Reasoning held for a possible swap is released here, whatever ends the request:
@@ -261,7 +269,7 @@ class StreamRecord:
             # Nothing but reasoning came: present it as the content, as parse() does.
             reasoning, content = "", held + content
             if self.cites:
-                got = self.pending_citations + dec.take_citations()
+                got = self.pending_citations + self.text_decoder().take_citations()
                 self.pending_citations = as_content(got, len(held))
         if self.stop is not None:
             content, stopped = self.stop.feed(content)

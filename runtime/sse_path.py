@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 import msgspec
 import numpy as np
 
-from .batch_result import BatchStepResult
+from .batch_result import BatchStepResult, OneStep
 from .batch_small import SMALL_REQUESTS
 from .labels import CONTENT, DELIMITER, REASONING
 from .openai import ChatCompletionChunk, ChoiceDelta
@@ -454,11 +454,10 @@ class SSEPath:
         (``alias``: a reasoning event, ``e`` twice)."""
         return pre + e + self.mid[s] + e + self.suf if alias else pre + e + self.suf
 
-    def emit_one(self, res: BatchStepResult, room: int) -> bool:
-        """:meth:`emit` for a step of one request and one token (``ReasoningBatch.step_one``:
-        nothing held, nothing irregular): True when its event was written, False when the
-        exact path must take the row."""
-        one = res.one
+    def emit_one(self, one: OneStep | None, room: int) -> bool:
+        """:meth:`emit` for a step of one request and one token (``ReasoningBatch.step_one``
+        and its :attr:`BatchStepResult.one`: nothing held, nothing irregular): True when
+        its event was written, False when the exact path must take the row."""
         assert one is not None
         _, tok, s, lab, _, _ = one
         return self._write_one(s, lab, tok, room) or not self._decode_rows(

@@ -418,7 +418,7 @@ class ReasoningRuntime:
         if res is None:
             res = self._batch_step(request_ids, token_ids, offsets)
             rows = sse.emit(res, room)
-        elif sse.count and sse.emit_one(res, room):
+        elif sse.count and sse.emit_one(res.one, room):
             # One request alone, its token plain text: its event is written; done.
             self.steps += 1
             self.step_ns.append(time.perf_counter_ns() - t0)

@@ -180,8 +180,8 @@ def test_one_request_alone_is_the_chunk_stream_byte_for_byte(
     written: list[bool] = []
     real = sse_path.SSEPath.emit_one
 
-    def counting(self: sse_path.SSEPath, res: Any, room: int) -> bool:
-        written.append(real(self, res, room))
+    def counting(self: sse_path.SSEPath, one: Any, room: int) -> bool:
+        written.append(real(self, one, room))
         return written[-1]
 
     with pytest.MonkeyPatch.context() as mp:
