@@ -47,6 +47,7 @@ from .token_text import PlainTables, TokenText
 from .trails import Trail, take, take_all, trail_of
 
 if TYPE_CHECKING:
+    from .parser import ReasoningParser
     from .request_stream import StreamRecord
 
 _SENTINEL = "\ue000reasonspan\ue001"
@@ -108,6 +109,19 @@ def _templates(
     return content[0], reasoning[0], b"", content[1]
 
 
+_FreshSlot = tuple[
+    "ReasoningParser",
+    TokenText,
+    int,
+    int,
+    int,
+    tuple[frozenset[int], str] | None,
+    tuple[frozenset[int], str] | None,
+]
+"""A plain request's slot state at admission: its parser and token table (the key's
+``id`` is theirs), ``bits``, ``tab_r``, ``tab_c``, and the ``(skip, trail)`` each table
+was made for."""
+
 SharedTemplates = tuple[bytes, bytes, bytes, bytes, bytes, bytes]
 """The templates of one model and second, each prefix split where the id goes:
 ``(content prefix before the id, after it, reasoning prefix before, after, alias middle,
@@ -134,6 +148,7 @@ class SSEPath:
 
     __slots__ = (
         "_ends",
+        "_fresh",
         "_plain",
         "_plain_c",
         "_plain_r",
@@ -204,6 +219,9 @@ class SSEPath:
         self.suf = b""
         self._shared: dict[tuple[str, int], SharedTemplates | None] = {}
         """Templates by (model, created) with :data:`_ID` for the id (:meth:`_cut`)."""
+        self._fresh: dict[tuple[int, bool, bool], _FreshSlot] = {}
+        """The slot state :meth:`refresh` gives a request with no options that change it,
+        by ``(id(parser), skip_special_tokens, include_reasoning)`` (:meth:`admit`)."""
 
     # ------------------------------------------------------------------ requests
 
@@ -255,7 +273,33 @@ class SSEPath:
         self.recs[slot] = rec
         rec.sse_slot = slot
         self.count += 1
-        self.refresh(rec)
+        if rec.hold_reasoning or rec.stop or rec.tools or rec.cites or rec.calls:
+            self.refresh(rec)
+            return True
+        # A plain request starts as every plain request of its parser and options does (no
+        # decoder yet: the parser's fresh one answers): worked out once, then copied.
+        parser = rec.parser
+        key = (id(parser), rec.skip_special_tokens, rec.include_reasoning)
+        fresh = self._fresh.get(key)
+        if fresh is None or fresh[0] is not parser or fresh[1] is not table:
+            self.refresh(rec)
+            if len(self._fresh) >= _SHARED:
+                self._fresh.clear()
+            py = self._py
+            self._fresh[key] = fresh = (
+                parser,
+                table,
+                py[0][slot],
+                py[1][slot],
+                py[2][slot],
+                self._plain_r[slot],
+                self._plain_c[slot],
+            )
+            return True
+        py = self._py
+        _, _, py[0][slot], py[1][slot], py[2][slot], self._plain_r[slot], self._plain_c[slot] = (
+            fresh
+        )
         return True
 
     def _cut(self, rec: StreamRecord) -> tuple[bytes, bytes, bytes, bytes] | None:

@@ -397,6 +397,32 @@ def test_request_options_on_the_path(options: dict[str, Any]) -> None:
         assert content == "The answer is 42, of course.<|im_end|>"
 
 
+def test_options_in_turn_in_one_runtime() -> None:
+    """Requests of one parser with different options, admitted one after another into
+    one runtime (each starts from the slot state its parser and options give, worked out
+    once and then copied: a copy made for other options would send what they leave out,
+    or leave out what they send), each the same stream as read as chunk objects."""
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    prose = " ".join(["Think it through, step by step."] * 5)
+    ids = tok.encode(f"<think>\n{prose}\n</think>\n\nThe answer is 42, of course.<|im_end|>")
+    runtime = ReasoningRuntime()
+    cases: list[tuple[dict[str, Any], tuple[str, str]]] = [
+        ({}, (prose, "The answer is 42, of course.")),
+        ({"include_reasoning": False}, ("", "The answer is 42, of course.")),
+        ({"skip_special_tokens": False}, (prose, "The answer is 42, of course.<|im_end|>")),
+        ({}, (prose, "The answer is 42, of course.")),
+        (
+            {"include_reasoning": False, "skip_special_tokens": False},
+            ("", "The answer is 42, of course.<|im_end|>"),
+        ),
+    ]
+    for i, (options, want) in enumerate(cases):
+        pair = Pair(runtime, f"r{i}", parser, **options)
+        assert texts(pair.run(runtime, ids)) == want, options
+        assert pair.written > 0
+
+
 def test_a_tokenizer_without_a_byte_table_takes_the_exact_path(tmp_path: Path) -> None:
     """Text that is not simply the tokens' bytes (any decoder but a plain ByteLevel one;
     here Qwen3's tokenizer with its ByteLevel decoder wrapped in a ``Sequence``, which
