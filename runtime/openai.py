@@ -66,8 +66,13 @@ class ToolCall(msgspec.Struct):
     type: Literal["function"] = "function"
 
 
-class ChoiceDelta(msgspec.Struct, omit_defaults=True):
-    """Only the fields that carry something are sent (``{}`` for an empty delta)."""
+class ChoiceDelta(msgspec.Struct, omit_defaults=True, gc=False):
+    """Only the fields that carry something are sent (``{}`` for an empty delta).
+
+    ``gc=False`` here and on the two types that hold it: a chunk never takes part in a
+    reference cycle, and a server makes one per request and step, so the cyclic
+    collector need not track them (with thousands of requests open, each full collection
+    it would otherwise trigger walks every request's state; see BENCHMARKS.md)."""
 
     role: Literal["assistant"] | None = None
     content: str | None = None
@@ -77,7 +82,9 @@ class ChoiceDelta(msgspec.Struct, omit_defaults=True):
     citations: list[Citation] | None = None
 
 
-class ChunkChoice(msgspec.Struct):
+class ChunkChoice(msgspec.Struct, gc=False):
+    """One choice of a chunk (``gc=False``: see :class:`ChoiceDelta`)."""
+
     index: int
     delta: ChoiceDelta
     finish_reason: FinishReason | None = None
@@ -101,11 +108,15 @@ class Usage(msgspec.Struct, omit_defaults=True):
 
 class ChatCompletionChunk(
     msgspec.Struct,
+    gc=False,
     kw_only=True,
     omit_defaults=True,
     tag_field="object",
     tag="chat.completion.chunk",
 ):
+    """One ``chat.completion.chunk`` of a streamed reply (``gc=False``: see
+    :class:`ChoiceDelta`)."""
+
     id: str
     created: int
     model: str

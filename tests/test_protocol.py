@@ -227,6 +227,39 @@ def test_wire_structs_round_trip() -> None:
     assert ChatCompletion.__struct_config__.tag == "chat.completion"
 
 
+def test_stream_chunks_are_not_tracked_by_the_cyclic_collector() -> None:
+    """A server makes a chunk per request and step: none of its Structs (nor a delta with
+    tool calls, whose list the collector still tracks) is tracked, so thousands of open
+    requests do not trigger collections that walk every request's state; the chunks the
+    runtime streams are untracked too."""
+    import gc
+
+    from reasonspan.runtime.openai import (
+        ChatCompletionChunk,
+        ChoiceDelta,
+        ChoiceDeltaToolCall,
+        ChoiceDeltaToolCallFunction,
+        ChunkChoice,
+    )
+
+    call = ChoiceDeltaToolCall(index=0, function=ChoiceDeltaToolCallFunction(name="f"))
+    delta = ChoiceDelta(content="x", tool_calls=[call])
+    chunk = ChatCompletionChunk(id="a", created=1, model="m", choices=[ChunkChoice(0, delta)])
+    assert not gc.is_tracked(delta)
+    assert not gc.is_tracked(chunk.choices[0])
+    assert not gc.is_tracked(chunk)
+    tok = tokenizer("qwen-3")
+    runtime = ReasoningRuntime()
+    stream = runtime.add("r", reasonspan.create_parser_sync("qwen3", tok), None)
+    ids = tok.encode("<think>Plan.</think>Answer.")
+    for t in ids:
+        runtime.step([stream.engine_id], [t], [0, 1])
+    runtime.finish("r")
+    got = stream.ready()
+    assert len(got) > 2
+    assert not any(gc.is_tracked(c) or gc.is_tracked(c.choices[0]) for c in got if c.choices)
+
+
 # A value for every field of OpenAI's Chat Completions request (the installed client's own
 # list): the test fails when the client learns a field this table (and so the server) lacks.
 OPENAI_FIELDS: dict[str, Any] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import platform
 import statistics
@@ -92,12 +93,18 @@ def median_ns(fn: Callable[[], object], repeats: int) -> float:
 
 def interleaved_medians(fns: list[Callable[[], object]], repeats: int) -> list[float]:
     """Median ns of each function, the functions timed in turn within every repeat (after
-    one warm-up call each), so all of them see the same machine load."""
+    one warm-up call each), so all of them see the same machine load.
+
+    The cyclic garbage collector stays on (what a path allocates, it pays to collect),
+    but every call starts from a collected heap (``gc.collect()`` before it, untimed):
+    otherwise the objects one path leaves behind trigger a full collection in the next
+    one's run, charging it for a heap it did not make."""
     for fn in fns:
         fn()  # warm-up
     times: list[list[int]] = [[] for _ in fns]
     for _ in range(repeats):
         for fn, into in zip(fns, times, strict=True):
+            gc.collect()
             t0 = time.perf_counter_ns()
             fn()
             into.append(time.perf_counter_ns() - t0)
