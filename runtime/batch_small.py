@@ -72,11 +72,15 @@ def one_token(request_ids: Any, token_ids: Any, offsets: Any) -> tuple[int, int]
     any other step or input (:func:`plain_ints` then looks at it). One request decoding
     alone is the commonest small step (a single-user server): it skips the general
     checks, about half of a one-token step's cost. An integer array is read through
-    ``tolist()`` whatever its shape: only a flat list of Python ints passes the checks."""
+    ``tolist()`` whatever its shape: only a flat list of Python ints passes the checks (a
+    2-D array gives nested lists, a 0-d one a scalar; the general step then names what
+    is wrong)."""
     if type(token_ids) is np.ndarray:  # first: a step of several tokens leaves at once
         if token_ids.size != 1 or token_ids.dtype not in _INT_DTYPES:
             return None
         token_ids = token_ids.tolist()  # an int array's tolist() holds ints (nested if 2-D)
+        if type(token_ids) is not list:  # a 0-d array's scalar
+            return None
     elif (type(token_ids) is not list and type(token_ids) is not tuple) or len(token_ids) != 1:
         return None
     if type(offsets) is np.ndarray:

@@ -318,6 +318,16 @@ def test_the_lane_declines_what_it_cannot_take_and_errors_stay_the_same() -> Non
         (([10], np.array([t], dtype=object), [0, 1]), InvalidStepError, "integers"),
         (([10], [t], np.array([0, 1], dtype=object)), InvalidStepError, "integers"),
         ((np.array([10.0]), [t], [0, 1]), InvalidStepError, "integers"),
+        # Arrays of other dtypes and shapes (read by tolist(): floats, bools, a scalar,
+        # nested lists), each named as the vectorized step names it.
+        (([10], np.array(t), [0, 1]), InvalidStepError, "1-D"),
+        ((np.array(10), [t], [0, 1]), InvalidStepError, "1-D"),
+        (([10], np.array([[t]]), [0, 1]), InvalidStepError, "1-D"),
+        (([10], np.array([float(t)]), [0, 1]), InvalidStepError, "integers"),
+        (([10], np.array([True]), [0, 1]), InvalidStepError, "integers"),
+        (([10], [t], np.array([0.0, 1.0])), InvalidStepError, "integers"),
+        (([10], [t], np.array([False, True])), InvalidStepError, "integers"),
+        (([10], [t], np.array([[0, 1]])), InvalidStepError, "1-D"),
     ]
     counting = Counting(batch_small.step_one)
     with pytest.MonkeyPatch.context() as mp:
