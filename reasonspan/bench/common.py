@@ -95,16 +95,19 @@ def interleaved_medians(fns: list[Callable[[], object]], repeats: int) -> list[f
     """Median ns of each function, the functions timed in turn within every repeat (after
     one warm-up call each), so all of them see the same machine load.
 
-    The cyclic garbage collector stays on (what a path allocates, it pays to collect),
-    but every call starts from a collected heap (``gc.collect()`` before it, untimed):
-    otherwise the objects one path leaves behind trigger a full collection in the next
-    one's run, charging it for a heap it did not make."""
+    The cyclic garbage collector stays on: what a path allocates, it pays to collect.
+    But no path pays for another's: before each timed call the heap is collected and the
+    function is called once untimed (which also warms the caches the collection walked
+    over), so a collection during the timed call is of that path's own garbage, as in a
+    server that runs only it. Without this, the objects one path leaves behind trigger a
+    full collection in the next one's run (at 4,096 requests, a third of a run's time)."""
     for fn in fns:
         fn()  # warm-up
     times: list[list[int]] = [[] for _ in fns]
     for _ in range(repeats):
         for fn, into in zip(fns, times, strict=True):
             gc.collect()
+            fn()
             t0 = time.perf_counter_ns()
             fn()
             into.append(time.perf_counter_ns() - t0)

@@ -9,7 +9,9 @@ the text baseline (one ``DecodeStream`` + string search per request) with the sa
 Structs and the same encoding, in the same run. Figures are medians over repeated runs of
 ``STEPS`` steps, the two sides timed alternately so both see the same machine load. Both
 include what each request costs (admission, the first and the final chunk); the runtime
-is created once, as a server does; the HTTP write is left out of both.
+is created once, as a server does; the HTTP write is left out of both. Both get each
+step's tokens as the engine's array and read it in the timed run (the baseline through
+``tolist()``, as the ``output`` suite's does).
 """
 
 from __future__ import annotations
@@ -99,7 +101,6 @@ def baseline_event(
 
 def _baseline(tok: LoadedTokenizer, tokens: np.ndarray, family: Family) -> Callable[[], int]:
     n = tokens.shape[1]
-    rows = tokens.tolist()
     created = int(time.time())
 
     def chunk(rid: str, delta: ChoiceDelta, finish: FinishReason | None = None) -> bytes:
@@ -112,8 +113,8 @@ def _baseline(tok: LoadedTokenizer, tokens: np.ndarray, family: Family) -> Calla
         ]
         ids = [f"chatcmpl-{i}" for i in range(n)]
         sent = sum(len(chunk(rid, ChoiceDelta(role="assistant", content=""))) for rid in ids)
-        for step in rows:
-            for i, t in enumerate(step):
+        for step in tokens:  # the engine's arrays, as the runtime gets them
+            for i, t in enumerate(step.tolist()):
                 r, c = splitters[i].feed([t])
                 if r or c:
                     sent += len(chunk(ids[i], ChoiceDelta(content=c or None, reasoning=r or None)))
