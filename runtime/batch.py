@@ -624,19 +624,23 @@ class ReasoningBatch:
         """
         sl = self._slots
         slot = sl.slot(request_id, "finish()")
-        rid = int(sl.rid[slot])
-        if sl.done[slot]:
+        py = sl.py
+        rid = py.rid[slot]
+        if py.done[slot]:
             raise RequestFinishedError(rid, "finish()")
-        if sl.failed[slot]:
+        if py.failed[slot]:
             raise sl.failures[slot]
         ids: list[int] = []
         labels = b""
         spill: tuple[Spill, ...] = ()
         parser = sl.parsers[slot]
         assert parser is not None
-        if sl.vec[slot]:
+        usage: RequestUsage | None = None
+        if py.vec[slot]:
             usage = sl.usage(slot)
             swap = _swap_requested(parser) and usage.reasoning_tokens and not usage.content_tokens
+            if swap:
+                usage = None  # (counted again below, its reasoning as content)
         else:
             try:
                 d = parser.finish(sl.reasoning(slot))
@@ -657,11 +661,13 @@ class ReasoningBatch:
             labels = labels.translate(_AS_CONTENT)
             spill = tuple((i, b, CONTENT, a) for i, b, _, a in spill)
             sl.cnt[slot] &= ~LOW
-        sl.mark_finished(slot)
+        sl.mark_finished(slot)  # (usage unchanged: the done flag and the forced position)
+        if usage is None:
+            usage = sl.usage(slot)
+        if not ids:  # a table-routed request holds nothing: no tail to split
+            return BatchFinish([], [], ids, b"", usage, bool(swap), spill)
         reasoning, content = split_labels(ids, labels, bool(sl.incl[slot]))
-        return BatchFinish(
-            reasoning, content, ids, bytes(labels), sl.usage(slot), bool(swap), spill
-        )
+        return BatchFinish(reasoning, content, ids, bytes(labels), usage, bool(swap), spill)
 
 
 _AS_CONTENT = bytes.maketrans(bytes((REASONING,)), bytes((CONTENT,)))

@@ -37,6 +37,8 @@ from .parser import ReasoningParser
 
 _I64_MIN = int(np.iinfo(np.int64).min)
 _I64_MAX = int(np.iinfo(np.int64).max)
+_REASONING = int(REASONING_BIT)
+_TOTAL = int(TOTAL)
 
 
 def int_array(x: object, where: str) -> IntArray:
@@ -389,31 +391,33 @@ class Slots:
 
     def mark_finished(self, slot: int) -> None:
         """``finish()`` ended the request: nothing is forced and later steps refuse it."""
-        self.done[slot] = True
-        self.fpos[slot] = -1
+        py = self.py
+        py.done[slot] = True
+        py.fpos[slot] = -1
         self.n_done += 1
         self.version += 1
 
     # ------------------------------------------------------------------ reading a slot
 
     def reasoning(self, slot: int) -> bool:
-        return bool(self.row[slot] & REASONING_BIT)
+        return bool(self.py.row[slot] & _REASONING)
 
     def set_reasoning(self, slot: int, reasoning: bool) -> None:
         self.row[slot] = (int(self.row[slot]) & ~8) | (8 if reasoning else 0)
 
     def usage(self, slot: int) -> RequestUsage:
-        total, reasoning = divmod(int(self.cnt[slot]), TOTAL)
-        held = int(self.held[slot])
-        delimiters = int(self.dcnt[slot])
+        py = self.py  # (Python ints out of the arrays' memory, no numpy scalars)
+        total, reasoning = divmod(py.cnt[slot], _TOTAL)
+        held = py.held[slot]
+        delimiters = py.dcnt[slot]
         return RequestUsage(
             completion_tokens=total,
             reasoning_tokens=reasoning,
             content_tokens=total - reasoning - delimiters - held,
             delimiter_tokens=delimiters,
             held_tokens=held,
-            reasoning_ended=not self.reasoning(slot),
-            budget_exhausted=bool(self.hit[slot]),
+            reasoning_ended=not py.row[slot] & _REASONING,
+            budget_exhausted=bool(py.hit[slot]),
         )
 
     def forced_sequence(self, slot: int) -> list[int]:
