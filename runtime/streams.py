@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -75,6 +75,9 @@ from .stops import StopMatcher, stop_strings
 from .stream_threads import RuntimeFromThread as RuntimeFromThread
 from .tool_calls import ToolCallStream, call_deltas
 from .toolcalls import Tools
+
+_BYTE = [bytes((i,)) for i in range(256)]
+"""One label as bytes, by its value."""
 
 _STRING_IDS_FROM = 1 << 62
 """Engine ids of string-keyed requests are drawn from here up (an int key that lands in
@@ -427,7 +430,15 @@ class ReasoningRuntime:
         records = self._by_engine
         alias = self.alias
         touched: list[StreamRecord] = []
-        for rid, ids, labels, spill in res.all_decided(rows) if rows != [] else ():
+        lone = res.one
+        decided: Iterable[tuple[int, list[int], bytes, tuple[Spill, ...]]]
+        if rows == []:  # the output path took every row
+            decided = ()
+        elif lone is not None:  # one request, one token: its row, without the step's lists
+            decided = ((lone[0], [lone[1]], _BYTE[lone[3]], ()),)
+        else:
+            decided = res.all_decided(rows)
+        for rid, ids, labels, spill in decided:
             got = records.get(rid)
             if got is None or got.closed or (errors and rid in errors) or not ids:
                 continue
