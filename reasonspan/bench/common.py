@@ -84,6 +84,9 @@ class Row(msgspec.Struct):
     k: int = 0
     bytes_per_request: float | None = None
     steps: int = 0
+    collector_ns_per_token: float | None = None
+    """Of ``ns_per_token``, what the cyclic garbage collector took (:func:`collector_ns`;
+    measured for the output suite's paths that make chunks)."""
 
 
 def median_ns(fn: Callable[[], object], repeats: int) -> float:
@@ -112,6 +115,31 @@ def interleaved_medians(fns: list[Callable[[], object]], repeats: int) -> list[f
             fn()
             into.append(time.perf_counter_ns() - t0)
     return [float(statistics.median(t)) for t in times]
+
+
+def collector_ns(fn: Callable[[], object]) -> int:
+    """Nanoseconds the cyclic garbage collector spends in one call of ``fn``, timed as
+    :func:`interleaved_medians` times it (collected heap, one untimed call first): the
+    share of a path's time that is the collector's, which grows with the objects the
+    whole process holds."""
+    spent = 0
+    started = 0
+
+    def watch(phase: str, info: dict[str, int]) -> None:
+        nonlocal spent, started
+        if phase == "start":
+            started = time.perf_counter_ns()
+        else:
+            spent += time.perf_counter_ns() - started
+
+    gc.collect()
+    fn()
+    gc.callbacks.append(watch)
+    try:
+        fn()
+    finally:
+        gc.callbacks.remove(watch)
+    return spent
 
 
 def transcript_ids(tok: LoadedTokenizer, n_tokens: int = 1000, family: Family = QWEN3) -> list[int]:

@@ -38,7 +38,7 @@ from ..runtime.openai import ChoiceDelta
 from ..runtime.sse import chunk_events
 from ..runtime.streams import ReasoningRuntime
 from ..tokenizer import LoadedTokenizer
-from .common import Family, Plan, Row, interleaved_medians, transcript_ids
+from .common import Family, Plan, Row, collector_ns, interleaved_medians, transcript_ids
 from .serve import baseline_event
 
 SIZES = (1, 64, 256, 1024, 4096)
@@ -248,7 +248,8 @@ def bench_output(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
                 _baseline(tok, family, ids, n, k, encode=False),
                 _batch_text(tok, family, ids, n, k),
             ]
-            times = interleaved_medians([partial(p, count) for p in paths], runs)
+            calls: list[Callable[[], object]] = [partial(p, count) for p in paths]
+            times = interleaved_medians(calls, runs)
             total = n * k * count
             base = times[0]
             note = f"{n:,} concurrent, k={k}, {count} steps timed; µs/call = one step"
@@ -260,6 +261,8 @@ def bench_output(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
                 else:
                     note_i = note + alone if i == 2 else note
                     ratio = base / t if i else None
+                # The paths that make chunks: how much of their time is the collector's.
+                collected = collector_ns(calls[i]) / total if i < 3 else None
                 rows.append(
                     Row(
                         "output",
@@ -272,6 +275,7 @@ def bench_output(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
                         batch=n,
                         k=k,
                         steps=count,
+                        collector_ns_per_token=collected,
                     )
                 )
     sizes = plan.serve_sizes or SIZES
