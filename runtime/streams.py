@@ -119,7 +119,9 @@ class ReasoningRuntime:
         self.batch = batch if batch is not None else ReasoningBatch()
         self._records: dict[RequestKey, StreamRecord] = {}
         self._by_engine: dict[int, StreamRecord] = {}
-        self._aborted: list[int] = []
+        self._aborted: dict[int, None] = {}
+        """Engine ids for :meth:`take_aborted`, in order (a dict: a reused int id is taken
+        out of it at once; bounded like :attr:`_gone` for an engine that never asks)."""
         self._gone: OrderedDict[int, None] = OrderedDict()
         """Engine ids ended by the runtime (aborted, cancelled, failed, stopped on a stop
         string) while the engine may still send tokens for them; such tokens are dropped,
@@ -236,8 +238,7 @@ class ReasoningRuntime:
             # abort of the old one still pending (a server reuses an int id only after its
             # engine stopped the old request; string ids need no such care).
             self._gone.pop(engine_id, None)
-            if engine_id in self._aborted:
-                self._aborted = [a for a in self._aborted if a != engine_id]
+            self._aborted.pop(engine_id, None)
         else:
             self._gone_keys.pop(key, None)
         self._records[key] = rec
@@ -276,7 +277,8 @@ class ReasoningRuntime:
         token id outside their vocabulary, or a stop string matched (those were finished
         with "stop"). Tokens for them that are already in flight are dropped by
         ``step()``, and a ``finish()`` of them is ignored."""
-        out, self._aborted = self._aborted, []
+        out = list(self._aborted)
+        self._aborted.clear()
         return out
 
     def abort(self, request_id: RequestKey) -> bool:
@@ -312,7 +314,14 @@ class ReasoningRuntime:
         rec.notify()
         self._drop(rec)
         self._forget(rec)
-        self._aborted.append(rec.engine_id)
+        self._abort_notice(rec.engine_id)
+
+    def _abort_notice(self, engine_id: int) -> None:
+        """Tell the engine (:meth:`take_aborted`) to stop generating for ``engine_id``."""
+        aborted = self._aborted
+        aborted[engine_id] = None
+        if len(aborted) > _GONE_MEMORY:  # never asked for: the oldest notices go
+            del aborted[next(iter(aborted))]
 
     def _forget(self, rec: StreamRecord) -> None:
         """The runtime ended the request before the engine did: remember its ids."""
@@ -620,7 +629,7 @@ class ReasoningRuntime:
             rec.emit_text(self.alias, self.buffer_size, held, "")
         self._end(rec, "stop", tail.usage)
         self._forget(rec)
-        self._aborted.append(rec.engine_id)
+        self._abort_notice(rec.engine_id)
 
     def _fail(self, rec: StreamRecord, err: BaseException) -> None:
         rec.put(err)
@@ -628,4 +637,4 @@ class ReasoningRuntime:
         rec.notify()
         self._drop(rec)
         self._forget(rec)
-        self._aborted.append(rec.engine_id)
+        self._abort_notice(rec.engine_id)

@@ -125,6 +125,25 @@ async def test_a_cancelled_consumer_frees_its_slot_without_a_step() -> None:
     assert runtime.take_aborted() == [1]
 
 
+def test_abort_notices_an_engine_never_takes_are_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An engine that never calls take_aborted() does not make the runtime grow without
+    bound: the oldest notices go past the runtime's memory of ended requests; an int id
+    added again is taken out of the notices at once (its engine stopped the old request)."""
+    from reasonspan.runtime import streams
+
+    monkeypatch.setattr(streams, "_GONE_MEMORY", 4)
+    tok, parser = qwen()
+    runtime = ReasoningRuntime()
+    for rid in range(10):
+        runtime.add(rid, parser, tok.encode(PROMPT))
+        assert runtime.abort(rid)
+    runtime.add(8, parser, tok.encode(PROMPT))  # reused: its old notice is not sent
+    assert runtime.take_aborted() == [6, 7, 9]
+    assert runtime.take_aborted() == []
+
+
 @pytest.mark.parametrize("rid", ["chatcmpl-1", 77])
 async def test_reusing_the_id_of_a_cancelled_request_delivers_every_token(rid: str | int) -> None:
     tok, parser = qwen()
