@@ -409,17 +409,9 @@ class ReasoningBatch:
         own parser, budgeted, structured or failed anywhere in the batch, an unknown or
         finished id, a token outside the vocabulary): the runtime's lane for one request
         decoding alone."""
-        sl = self._slots
-        if (  # _table_routed(), inlined: this runs once per token of a lone request
-            sl.n_fallback
-            or sl.n_hybrid
-            or sl.n_budget
-            or sl.n_struct
-            or sl.failures
-            or self._grammars.by_slot
-        ):
+        if not self._table_routed():
             return None
-        return step_one(sl, self._tables, request_id, token_id)
+        return step_one(self._slots, self._tables, request_id, token_id)
 
     def _table_routed(self) -> bool:
         """Every request of the batch goes by table alone (none routed by its own parser,

@@ -179,28 +179,26 @@ class BatchStepResult:
         failed or under a grammar, from its lists and its requests' states: the arrays are
         made when first read (a server loop that reads only the text of a few requests
         never pays for them)."""
-        res = _new(cls)  # what __init__ sets, in one frame
-        res._batch = batch
+        res = cls.of_one(batch, include, None)
+        res._lists = lists
+        res._state = state
         res._rows = None
         res._decided = {}
         res._spill = {}
-        res._lists = lists
-        res._state = state
-        res.one = None
-        res._include = include
         res._forced_pos = None
         res._gen = None
-        res.errors = {}
         return res
 
     @classmethod
     def of_one(
-        cls, batch: ForcedSource, include: BoolArray | None, one: OneStep
+        cls, batch: ForcedSource, include: BoolArray | None, one: OneStep | None
     ) -> BatchStepResult:
         """The result of a step of one request and one token (table-routed, nothing held,
         forced, failed or under a grammar) as one tuple, :attr:`one`: the runtime's lane
-        for one request alone reads it, and nothing else. Its lists, arrays and per-row
-        lookup caches (:data:`_FRESH`) are made when first read."""
+        for one request alone reads it, and nothing else. Only the fields every reader
+        needs are written (what ``__init__`` sets, in one frame); its lists, arrays and
+        per-row lookup caches (:data:`_FRESH`) are made when first read. (``one`` None:
+        the start of :meth:`of_lists`.)"""
         res = _new(cls)
         res._batch = batch
         res._lists = None
