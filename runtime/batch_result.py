@@ -53,7 +53,8 @@ OneStep = tuple[int, int, int, int, bool, int]
 """A step of one request and one token: ``(request id, token id, slot, label, inside
 reasoning after it, reasoning tokens so far)`` (:meth:`BatchStepResult.of_one`)."""
 
-_BYTE = [bytes((i,)) for i in range(256)]
+BYTE = [bytes((i,)) for i in range(256)]
+"""One label as bytes, by its value (a one-token row's labels)."""
 
 
 _LAZY = frozenset(
@@ -213,7 +214,7 @@ class BatchStepResult:
         got = self._lists
         if got is None and self.one is not None:
             rid, tok, slot, lab, reasoning, count = self.one
-            got = self._lists = tuple.__new__(StepLists, ([rid], [tok], [0, 1], _BYTE[lab], [slot]))
+            got = self._lists = tuple.__new__(StepLists, ([rid], [tok], [0, 1], BYTE[lab], [slot]))
             self._state = ([reasoning], [count])
         elif got is None:
             got = self._lists = StepLists(

@@ -48,7 +48,7 @@ from anyio.from_thread import BlockingPortal
 
 from .batch import ReasoningBatch
 from .batch_errors import BatchTokenError, RequestFailedError, UnknownRequestError
-from .batch_result import BatchStepResult
+from .batch_result import BYTE, BatchStepResult
 from .batch_small import one_token
 from .batch_types import RequestUsage, Spill
 from .errors import InvalidOptionError
@@ -75,9 +75,6 @@ from .stops import StopMatcher, stop_strings
 from .stream_threads import RuntimeFromThread as RuntimeFromThread
 from .tool_calls import ToolCallStream, call_deltas
 from .toolcalls import Tools
-
-_BYTE = [bytes((i,)) for i in range(256)]
-"""One label as bytes, by its value."""
 
 _STRING_IDS_FROM = 1 << 62
 """Engine ids of string-keyed requests are drawn from here up (an int key that lands in
@@ -444,7 +441,7 @@ class ReasoningRuntime:
         if rows == []:  # the output path took every row
             decided = ()
         elif lone is not None:  # one request, one token: its row, without the step's lists
-            decided = ((lone[0], [lone[1]], _BYTE[lone[3]], ()),)
+            decided = ((lone[0], [lone[1]], BYTE[lone[3]], ()),)
         else:
             decided = res.all_decided(rows)
         for rid, ids, labels, spill in decided:
