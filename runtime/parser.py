@@ -392,8 +392,7 @@ class ReasoningParser:
             dec = self.decoder(skip_special_tokens=skip_special_tokens, call_gaps=call_gaps)
             holds = (dec.holds_trail(REASONING), dec.holds_trail(CONTENT))
             plain = dec.plain_channels()
-            ends = self.decoder(skip_special_tokens=skip_special_tokens, call_gaps=call_gaps)
-            got = self._fresh[key] = (plain, holds, ends.finish())
+            got = self._fresh[key] = (plain, holds, dec.finish())  # (finish() last)
         return got
 
     def tool_call_extractor(
