@@ -305,6 +305,11 @@ class BatchStepResult:
         for the given rows), as :meth:`decided` and :meth:`spill` give them, converting
         the arrays once (the async runtime turns every request's tokens into text each
         step)."""
+        one = self.one
+        if one is not None:  # one request, one token: its row, without the step's lists
+            if rows is None or rows:
+                yield one[0], [one[1]], BYTE[one[3]], ()
+            return
         decided = self._decided
         spill = self._spill
         if rows is not None and self._lists is None and 8 * len(rows) < len(self):

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -48,7 +48,7 @@ from anyio.from_thread import BlockingPortal
 
 from .batch import ReasoningBatch
 from .batch_errors import BatchTokenError, RequestFailedError, UnknownRequestError
-from .batch_result import BYTE, BatchStepResult
+from .batch_result import BatchStepResult
 from .batch_small import one_token
 from .batch_types import RequestUsage, Spill
 from .errors import InvalidOptionError
@@ -436,15 +436,7 @@ class ReasoningRuntime:
         records = self._by_engine
         alias = self.alias
         touched: list[StreamRecord] = []
-        lone = res.one
-        decided: Iterable[tuple[int, list[int], bytes, tuple[Spill, ...]]]
-        if rows == []:  # the output path took every row
-            decided = ()
-        elif lone is not None:  # one request, one token: its row, without the step's lists
-            decided = ((lone[0], [lone[1]], BYTE[lone[3]], ()),)
-        else:
-            decided = res.all_decided(rows)
-        for rid, ids, labels, spill in decided:
+        for rid, ids, labels, spill in res.all_decided(rows) if rows != [] else ():
             got = records.get(rid)
             if got is None or got.closed or (errors and rid in errors) or not ids:
                 continue
