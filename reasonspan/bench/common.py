@@ -109,12 +109,17 @@ def interleaved_medians(fns: list[Callable[[], object]], repeats: int) -> list[f
     times: list[list[int]] = [[] for _ in fns]
     for _ in range(repeats):
         for fn, into in zip(fns, times, strict=True):
-            gc.collect()
-            fn()
+            _settle(fn)
             t0 = time.perf_counter_ns()
             fn()
             into.append(time.perf_counter_ns() - t0)
     return [float(statistics.median(t)) for t in times]
+
+
+def _settle(fn: Callable[[], object]) -> None:
+    """Before a timed call of ``fn``: collect the heap, then call it once untimed."""
+    gc.collect()
+    fn()
 
 
 def collector_ns(fn: Callable[[], object]) -> int:
@@ -132,8 +137,7 @@ def collector_ns(fn: Callable[[], object]) -> int:
         else:
             spent += time.perf_counter_ns() - started
 
-    gc.collect()
-    fn()
+    _settle(fn)
     gc.callbacks.append(watch)
     try:
         fn()
