@@ -319,14 +319,18 @@ class ReasoningBatch:
             tables = self._tables
             tables.live[group] -= 1
             if not tables.live[group]:
-                # Parking may release a group, whose number may then go to another machine.
-                self._last_group = None
                 if tables.park(group):
                     # The flat lookup table was repacked: move the live slots' offsets.
                     every = sl.live_slots()
                     live = every[sl.group[every] >= 0]
                     base = np.asarray(tables.base, np.int64)
                     sl.lutb[live] = base[sl.group[live]]
+                last = self._last_group
+                if last is not None and tables.is_released(last[1]):
+                    # Parking released the remembered group, whose number may now go to
+                    # another machine (a parked one keeps its machines: one request at
+                    # a time keeps the shortcut).
+                    self._last_group = None
         grammars = self._grammars
         if grammars.has[slot]:  # add() sized ``has`` for every slot it gave out
             grammars.put(slot, None)
@@ -402,16 +406,16 @@ class ReasoningBatch:
 
     # ------------------------------------------------------------------ step
 
-    def step_one(self, request_id: int, token_id: int) -> BatchStepResult | None:
-        """:meth:`step` for one request and one token (plain ints, as
-        :func:`~reasonspan.runtime.batch_small.one_token` reads them from a step), or None
-        with nothing changed when the general step must take it (a request routed by its
-        own parser, budgeted, structured or failed anywhere in the batch, an unknown or
-        finished id, a token outside the vocabulary): the runtime's lane for one request
-        decoding alone."""
+    def step_one(self, request_ids: Any, token_ids: Any, offsets: Any) -> BatchStepResult | None:
+        """:meth:`step` for a step of one request with one token, or None with nothing
+        changed when the general step must take it (any other step, input that is not
+        plain ints, a request routed by its own parser, budgeted, structured or failed
+        anywhere in the batch, an unknown or finished id, a token outside the vocabulary):
+        the runtime's lane for one request decoding alone
+        (:func:`~reasonspan.runtime.batch_small.step_one`)."""
         if not self._table_routed():
             return None
-        return step_one(self._slots, self._tables, request_id, token_id)
+        return step_one(self._slots, self._tables, request_ids, token_ids, offsets)
 
     def _table_routed(self) -> bool:
         """Every request of the batch goes by table alone (none routed by its own parser,

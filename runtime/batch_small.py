@@ -7,7 +7,7 @@ table-routed families (no request of the batch routed by its parser, budgeted, u
 grammar or failed) goes through the same tables one token at a time with Python ints,
 and hands back a result whose arrays are made only when read
 (:meth:`BatchStepResult.of_lists`). One request with one token, the step of a server
-decoding for one user, takes :func:`step_one` (read by :func:`one_token`), whose result
+decoding for one user, takes :func:`step_one`, whose result
 is one tuple (:meth:`BatchStepResult.of_one`).
 
 The step changes nothing unless it can take the whole step: input that is not plain ints,
@@ -67,14 +67,16 @@ def plain_ints(x: object) -> list[int] | None:
     return None
 
 
-def one_token(request_ids: Any, token_ids: Any, offsets: Any) -> tuple[int, int] | None:
-    """``(request id, token id)`` of a step of one request with one token, or None for
-    any other step or input (:func:`plain_ints` then looks at it). One request decoding
-    alone is the commonest small step (a single-user server): it skips the general
-    checks, about half of a one-token step's cost. An integer array is read through
-    ``tolist()`` whatever its shape: only a flat list of Python ints passes the checks (a
-    2-D array gives nested lists, a 0-d one a scalar; the general step then names what
-    is wrong)."""
+def step_one(
+    sl: Slots, tables: Tables, request_ids: Any, token_ids: Any, offsets: Any
+) -> BatchStepResult | None:
+    """:func:`step_small` for a step of one request with one token, or None (nothing
+    changed) for any other step or input, which the general steps then take: the same
+    table transition as its loop, with the checks one token needs, in one frame (one
+    request decoding alone is the commonest small step, a single-user server, and each
+    call it skips is a tenth of its cost). An integer array is read through ``tolist()``
+    whatever its shape: only a flat list of Python ints passes the checks (a 2-D array
+    gives nested lists, a 0-d one a scalar; the general step then names what is wrong)."""
     if type(token_ids) is np.ndarray:  # first: a step of several tokens leaves at once
         if token_ids.size != 1 or token_ids.dtype not in _INT_DTYPES:
             return None
@@ -97,24 +99,18 @@ def one_token(request_ids: Any, token_ids: Any, offsets: Any) -> tuple[int, int]
         if request_ids.dtype not in _INT_DTYPES:
             return None
         request_ids = request_ids.tolist()
-    if (type(request_ids) is list or type(request_ids) is tuple) and len(request_ids) == 1:
-        rid, tok = request_ids[0], token_ids[0]
-        if type(rid) is int and type(tok) is int:
-            return rid, tok
-    return None
-
-
-def step_one(sl: Slots, tables: Tables, rid: int, tok: int) -> BatchStepResult | None:
-    """:func:`step_small` for one request and one token, or None (nothing changed) when
-    the general step must take it: the same table transition as its loop, with the
-    checks one token needs."""
+    if (type(request_ids) is not list and type(request_ids) is not tuple) or len(request_ids) != 1:
+        return None
+    rid, tok = request_ids[0], token_ids[0]
+    if type(rid) is not int or type(tok) is not int:
+        return None
     s = sl.slot_of.get(rid)
     if s is None or not SMALL_REQUESTS:  # (0: no scalar step at all, the numpy one alone)
         return None
     py = sl.py
     if (sl.n_done and py.done[s]) or not 0 <= tok < py.vocab[s]:
         return None
-    lut, lab_t, nxt_t, inc_t = tables.scalar()
+    lut, lab_t, nxt_t, inc_t = tables._scalar or tables.scalar()
     rows = py.row
     idx = rows[s] + lut[py.lutb[s] + tok]
     lab = lab_t[idx]
@@ -134,11 +130,9 @@ def step_small(
 ) -> BatchStepResult | None:
     """The step for a few table-routed requests, or None (nothing changed) when the
     vectorized step must take it."""
-    one = one_token(request_ids, token_ids, offsets)
-    if one is not None:
-        got = step_one(sl, tables, *one)
-        if got is not None:
-            return got
+    got = step_one(sl, tables, request_ids, token_ids, offsets)
+    if got is not None:
+        return got
     # A large step is turned away before its ids are converted only to be turned away.
     if type(request_ids) is np.ndarray:
         if request_ids.size > SMALL_REQUESTS:

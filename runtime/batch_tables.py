@@ -213,6 +213,10 @@ class Tables:
         self._parked = parked
         return moved
 
+    def is_released(self, g: int) -> bool:
+        """Group ``g`` was released (:meth:`release`): its number may go to any machine."""
+        return g in self._free
+
     def release(self, g: int) -> bool:
         """The last request of group ``g`` left: forget its machines (and so their
         tokenizers) and its slice of the flat lookup table, and keep ``g`` for reuse.

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 import msgspec
 import numpy as np
 
-from .batch_result import BatchStepResult, OneStep
+from .batch_result import BatchStepResult
 from .batch_small import SMALL_REQUESTS
 from .labels import CONTENT, DELIMITER, REASONING
 from .openai import ChatCompletionChunk, ChoiceDelta
@@ -498,15 +498,31 @@ class SSEPath:
         (``alias``: a reasoning event, ``e`` twice)."""
         return pre + e + self.mid[s] + e + self.suf if alias else pre + e + self.suf
 
-    def emit_one(self, one: OneStep | None, room: int) -> bool:
-        """:meth:`emit` for a step of one request and one token (``ReasoningBatch.step_one``
-        and its :attr:`BatchStepResult.one`: nothing held, nothing irregular): True when
-        its event was written, False when the exact path must take the row."""
-        assert one is not None
-        _, tok, s, lab, _, _ = one
-        return self._write_one(s, lab, tok, room) or not self._decode_rows(
-            [0], [s], [tok], None, bytes((lab,)), [], room
-        )
+    def emit_one(self, s: int, lab: int, tok: int, room: int) -> bool:
+        """:meth:`emit` for one row of one token: slot ``s``'s token ``tok`` labelled
+        ``lab`` (nothing held, nothing irregular; the step of one request alone,
+        ``ReasoningBatch.step_one``, ends here): True when its event was written (or
+        nothing was to be written), False when the exact path must take the row. A plain
+        token is one frame and no lists (building them cost a tenth of the lane)."""
+        bits, tab_r, tab_c = self._py
+        b = bits[s]
+        if lab == REASONING and b & 1:
+            pre = self.pre_r[s] if self._tables_b[tab_r[s]][tok] else None
+        elif lab == CONTENT and b & 2:
+            pre = self.pre_c[s] if self._tables_b[tab_c[s]][tok] else None
+        else:
+            pre = None
+        rec = self.recs[s]
+        if pre is None or rec is None or len(q := rec.queue) >= room:
+            return not self._decode_rows([0], [s], [tok], None, bytes((lab,)), [], room)
+        if self.alias and lab == REASONING:
+            q.append(self._event(s, pre, True, (tok,), 0, 1))
+        else:
+            end = self.ends[s][tok]
+            q.append(pre + (self._end(s, tok) if end is None else end))
+        if rec.waiting:
+            rec.notify()
+        return True
 
     def _emit_small(self, res: BatchStepResult, room: int) -> list[int] | None:
         """:meth:`emit` for a few requests, without array operations: the same decisions,
@@ -514,23 +530,22 @@ class SSEPath:
         _, toks_l, offs_l, labs, slots_l = res.lists()
         irregular = res.irregular_rows()
         write = self._write
+        emit_one = self.emit_one
         slow: list[int] = []
-        write_one = self._write_one
+        left: list[int] = []
         for i, s in enumerate(slots_l):
             a, z = offs_l[i], offs_l[i + 1]
             if irregular and i in irregular:
-                slow.append(i)
-                continue
-            if z - a == 1:
-                if not write_one(s, labs[a], toks_l[a], room):
-                    slow.append(i)
+                left.append(i)
+            elif z - a == 1:
+                if not emit_one(s, labs[a], toks_l[a], room):
+                    left.append(i)
             elif a != z and not write(s, labs, toks_l, a, z, room):
                 slow.append(i)
-        return (
-            self._decode_rows(slow, slots_l, toks_l, offs_l, labs, irregular, room)
-            if slow
-            else slow
-        )
+        if slow:
+            left += self._decode_rows(slow, slots_l, toks_l, offs_l, labs, irregular, room)
+            left.sort()
+        return left
 
     def _decode_rows(
         self,
@@ -679,41 +694,10 @@ class SSEPath:
             self._trail_c[s] = got
         return got
 
-    def _write_one(self, s: int, lab: int, tok: int, room: int) -> bool:
-        """Write the event of slot ``s``'s one token ``tok`` (label ``lab``) into its queue
-        when it is plain text of a plain channel and the queue has room; False (nothing
-        written) otherwise. The step of one request alone ends here: one frame, no lists
-        (building them for :meth:`_write` cost a tenth of the lane)."""
-        bits, tab_r, tab_c = self._py
-        b = bits[s]
-        if lab == REASONING and b & 1:
-            if not self._tables_b[tab_r[s]][tok]:
-                return False
-            pre = self.pre_r[s]
-        elif lab == CONTENT and b & 2:
-            if not self._tables_b[tab_c[s]][tok]:
-                return False
-            pre = self.pre_c[s]
-        else:
-            return False
-        rec = self.recs[s]
-        assert rec is not None
-        q = rec.queue
-        if len(q) >= room:
-            return False
-        if self.alias and lab == REASONING:
-            q.append(self._event(s, pre, True, (tok,), 0, 1))
-        else:
-            end = self.ends[s][tok]
-            q.append(pre + (self._end(s, tok) if end is None else end))
-        if rec.waiting:
-            rec.notify()
-        return True
-
     def _write(
         self, s: int, labs: Sequence[int], toks: Sequence[int], a: int, z: int, room: int
     ) -> bool:
-        """:meth:`_write_one` for tokens ``toks[a:z]`` (labels ``labs[a:z]``, two or more):
+        """:meth:`emit_one` for tokens ``toks[a:z]`` (labels ``labs[a:z]``, two or more):
         one event when they are all plain text of one plain channel."""
         bits, tab_r, tab_c = self._py
         b = bits[s]

@@ -49,7 +49,6 @@ from anyio.from_thread import BlockingPortal
 from .batch import ReasoningBatch
 from .batch_errors import BatchTokenError, RequestFailedError, UnknownRequestError
 from .batch_result import BatchStepResult
-from .batch_small import one_token
 from .batch_types import RequestUsage, Spill
 from .errors import InvalidOptionError
 from .labels import TOOL_CALL
@@ -421,13 +420,12 @@ class ReasoningRuntime:
         t0 = time.perf_counter_ns()
         room = self.buffer_size
         sse = self._sse
-        one = one_token(request_ids, token_ids, offsets)
-        res = None if one is None else self.batch.step_one(*one)
+        res = self.batch.step_one(request_ids, token_ids, offsets)
         rows: list[int] | None = None  # the rows the exact path below takes (None: all)
         if res is None:
             res = self._batch_step(request_ids, token_ids, offsets)
             rows = sse.emit(res, room)
-        elif sse.count and sse.emit_one(res.one, room):
+        elif sse.count and (one := res.one) and sse.emit_one(one[2], one[3], one[1], room):
             # One request alone, its token plain text: its event is written; done.
             self.steps += 1
             self.step_ns.append(time.perf_counter_ns() - t0)

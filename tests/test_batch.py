@@ -1065,6 +1065,34 @@ def test_a_released_table_group_is_not_remembered_for_its_machine(
         assert res.labels.tobytes() == p.parse(ids, []).labels
 
 
+def test_the_remembered_group_released_by_another_groups_parking(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The remembered machine's group may be released when another group is parked (it
+    was idle longest), and its number reused by a hold-back family: the machine's next
+    request must get its own group again, not that family's tables."""
+    monkeypatch.setattr(batch_tables, "IDLE_GROUPS", 1)
+    glm = parser("glm45", "glm-4.5v")
+    qwen = parser("qwen3", "qwen-3")
+    # A hold-back family (multi-token markers: minimax_m3's on Qwen3's vocabulary) gets
+    # a group without becoming the remembered machine.
+    held = parser("minimax_m3", "qwen-3")
+    batch = ReasoningBatch()
+    batch.add(1, glm, [])
+    batch.add(2, qwen, [])  # remembered: qwen's machine and group
+    assert batch.is_vectorized(1) and batch.is_vectorized(2)
+    batch.remove(2)  # qwen's group parked
+    batch.remove(1)  # glm's parked too: qwen's, idle longest, is released
+    batch.add(3, held, [])  # takes qwen's old number
+    assert not batch.is_vectorized(3) and batch._slots.group[batch.slot_of(3)] >= 0
+    batch.add(4, qwen, [])
+    for rid, p in ((3, held), (4, qwen)):
+        ids = p.tokenizer.encode("<think>hmm") + p.end_marker_token_ids()
+        ids += p.tokenizer.encode("done")
+        (res,) = one(batch, [(rid, ids)])
+        assert res.labels.tobytes() == p.parse(ids, []).labels
+
+
 def test_an_idle_table_group_is_parked_for_the_next_request() -> None:
     """One request at a time (a single-user server): the family's table group outlives
     its last request, so the next request reuses it without building the tables again;

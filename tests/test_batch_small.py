@@ -273,7 +273,7 @@ def test_one_request_one_token_lane_equals_vectorized_steps(
     for i, t in enumerate(out):
         form = data.draw(st.sampled_from(["list", "tuple", "int64", "int32", "direct"]))
         args: tuple[Any, Any, Any]
-        if form == "list":
+        if form in ("list", "direct"):
             args = ([-17], [t], [0, 1])
         elif form == "tuple":
             args = ((-17,), (t,), [0, 1])
@@ -283,7 +283,7 @@ def test_one_request_one_token_lane_equals_vectorized_steps(
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(batch_small, "step_one", counting)
             mp.setattr(batch_module, "step_one", counting)
-            a = lane.step_one(-17, t) if form == "direct" else lane.step(*args)
+            a = lane.step_one(*args) if form == "direct" else lane.step(*args)
         assert a is not None, f"token {i}: the lane declined a plain step"
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(batch_small, "SMALL_REQUESTS", 0)
@@ -337,12 +337,12 @@ def test_the_lane_declines_what_it_cannot_take_and_errors_stay_the_same() -> Non
             with pytest.raises(exc, match=re.escape(words)):
                 batch.step(*args)
     assert not counting.taken
-    assert batch.step_one(999, t) is None
-    assert batch.step_one(10, vocab + 5) is None
+    assert batch.step_one([999], [t], [0, 1]) is None
+    assert batch.step_one([10], [vocab + 5], [0, 1]) is None
     # Steps of one request the lane leaves to the general step, taken there alike.
     general = [([10], [t, t], [0, 2]), ([10], [], [0, 0]), ([10], (t,), (0, 1))]
     for args in general:
-        assert batch_small.one_token(*args) is None
+        assert batch.step_one(*args) is None
         got = batch.step(*args)
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(batch_small, "SMALL_REQUESTS", 0)
@@ -355,7 +355,7 @@ def test_the_lane_declines_what_it_cannot_take_and_errors_stay_the_same() -> Non
             want = ref.step([10], [tok], [0, 1])
         _same(got, want, [10])
     assert batch.finish(10) == ref.finish(10)
-    assert batch.step_one(10, t) is None  # finished: the lane declines
+    assert batch.step_one([10], [t], [0, 1]) is None  # finished: the lane declines
     with pytest.raises(Exception) as got_err:
         batch.step([10], [t], [0, 1])
     with pytest.raises(type(got_err.value), match=re.escape(str(got_err.value))):
