@@ -326,7 +326,7 @@ class ReasoningBatch:
                     base = np.asarray(tables.base, np.int64)
                     sl.lutb[live] = base[sl.group[live]]
                 last = self._last_group
-                if last is not None and tables.is_released(last[1]):
+                if last is not None and last[1] is not None and tables.is_released(last[1]):
                     # Parking released the remembered group, whose number may now go to
                     # another machine (a parked one keeps its machines: one request at
                     # a time keeps the shortcut).

@@ -7,6 +7,7 @@ server creates one per request, or keeps one per slot and calls ``reset()``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, ClassVar, Self
 
 import anyio.to_thread
@@ -15,7 +16,8 @@ import numpy as np
 from ..tokenizer.loader import LoadedTokenizer, as_loaded
 from .arguments import check_container, reasoning_arg, swap_requested
 from .citations import as_content, channel_formatter
-from .decoding import LabelledDecoder, PlainChannels
+from .decoder_states import DecoderState
+from .decoding import LabelledDecoder
 from .errors import InvalidOptionError, InvalidTokenError
 from .formatters import TextFormatterFactory
 from .labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL, split_labels, tool_call_ids
@@ -61,13 +63,9 @@ class _Shared:
     def __init__(self, spec: ReasoningSpec) -> None:
         self.rfmt = channel_formatter(spec.reasoning_trim, spec.citations, "reasoning")
         self.cfmt = channel_formatter(spec.content_trim, spec.citations, "content")
-        self.fresh: dict[
-            tuple[bool, bool], tuple[PlainChannels, tuple[bool, bool], tuple[str, str]]
-        ] = {}
-        """A fresh decoder's ``plain_channels()``, its channels' ``holds_trail()`` and its
-        ``finish()``, by ``(skip_special_tokens, call_gaps)``
-        (:meth:`ReasoningParser.fresh_plain_channels`,
-        :meth:`ReasoningParser.fresh_holds_trail`, :meth:`ReasoningParser.fresh_finish`)."""
+        self.fresh: dict[tuple[bool, bool], DecoderState] = {}
+        """A fresh decoder's state, by ``(skip_special_tokens, call_gaps)``
+        (:meth:`ReasoningParser.fresh_state`)."""
         self.hits: tuple[dict[int, ParsedReasoningDelta], dict[int, ParsedReasoningDelta]] = (
             {},
             {},
@@ -359,40 +357,21 @@ class ReasoningParser:
             call_gaps=call_gaps,
         )
 
-    def fresh_plain_channels(
+    def fresh_state(
         self, *, skip_special_tokens: bool = True, call_gaps: bool = False
-    ) -> PlainChannels:
-        """``plain_channels()`` of a fresh :meth:`decoder` with these options: worked out
-        once per machine, as :meth:`skipped_token_ids` is (a fresh decoder's answer
-        depends on nothing else), so a runtime admitting a request need not build the
-        request's decoder (two byte decoders and two formatters) to ask it."""
-        return self._fresh_facts(skip_special_tokens, call_gaps)[0]
-
-    def fresh_holds_trail(
-        self, *, skip_special_tokens: bool = True, call_gaps: bool = False
-    ) -> tuple[bool, bool]:
-        """``holds_trail()`` of a fresh :meth:`decoder`'s reasoning and content (fixed for
-        a decoder: its formatters' kinds), worked out once per machine."""
-        return self._fresh_facts(skip_special_tokens, call_gaps)[1]
-
-    def fresh_finish(
-        self, *, skip_special_tokens: bool = True, call_gaps: bool = False
-    ) -> tuple[str, str]:
-        """``finish()`` of a fresh :meth:`decoder` (what a request's text ends with when
-        its decoder was never needed: every token it had was plain and went by table),
-        worked out once per machine."""
-        return self._fresh_facts(skip_special_tokens, call_gaps)[2]
-
-    def _fresh_facts(
-        self, skip_special_tokens: bool, call_gaps: bool
-    ) -> tuple[PlainChannels, tuple[bool, bool], tuple[str, str]]:
+    ) -> DecoderState:
+        """The state of a fresh :meth:`decoder` with these options, and the states its
+        requests reach from it (``runtime/decoder_states.py``): its ``plain_channels()``,
+        ``holds_trail()`` and ``finish()`` are worked out once per machine, as
+        :meth:`skipped_token_ids` is (a fresh decoder's answers depend on nothing else), so
+        a runtime admitting a request need not build the request's decoder (two byte
+        decoders and two formatters) to ask it."""
         key = (skip_special_tokens, call_gaps)
         got = self._fresh.get(key)
         if got is None:
-            dec = self.decoder(skip_special_tokens=skip_special_tokens, call_gaps=call_gaps)
-            holds = (dec.holds_trail(REASONING), dec.holds_trail(CONTENT))
-            plain = dec.plain_channels()
-            got = self._fresh[key] = (plain, holds, dec.finish())  # (finish() last)
+            got = self._fresh[key] = DecoderState.fresh(
+                partial(self.decoder, skip_special_tokens=skip_special_tokens, call_gaps=call_gaps)
+            )
         return got
 
     def tool_call_extractor(

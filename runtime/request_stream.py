@@ -20,6 +20,7 @@ import anyio
 from .batch_errors import BatchTokenError
 from .batch_types import BatchFinish, Spill
 from .citations import Citation, as_content
+from .decoder_states import DecoderState
 from .decoding import LabelledDecoder
 from .errors import ReasonspanError
 from .labels import REASONING, TOOL_CALL
@@ -183,6 +184,11 @@ class StreamRecord:
     """Trailing runs the output path holds for the decoder's idle trims (reasoning,
     content: ``runtime/trails.py``), handed back before the decoder is used or asked
     (:meth:`text_decoder`); None: nothing held."""
+    state: DecoderState | None = None
+    """The shared state the decoder is in (``runtime/decoder_states.py``), reached by the
+    rows the output path fed through :meth:`feed_row`. While :attr:`decoder` is None,
+    the state it would be in (None: a fresh decoder's, not looked up yet), replayed into
+    it when it is built; once built, None when it was fed anything else."""
 
     def notify(self) -> None:
         """Wake the consumer if it is waiting (it looks at the queue before it waits)."""
@@ -190,39 +196,76 @@ class StreamRecord:
             self.wake.set()
 
     def text_decoder(self) -> LabelledDecoder:
-        """The request's decoder (:attr:`decoder`), built on first use, holding what the
-        output path held for it (:attr:`tails`)."""
+        """The request's decoder (:attr:`decoder`), built on first use in the state the
+        output path left it (:attr:`state`), holding what it held for it (:attr:`tails`).
+        Its caller feeds it as it likes: from here on its state is not a known one."""
         dec = self.decoder
         if dec is None:
-            dec = self.decoder = self.parser.decoder(
-                skip_special_tokens=self.skip_special_tokens, call_gaps=self._call_gaps()
-            )
+            dec = self._built()
+        self.state = None
         if self.tails is not None:
             hand_back(dec, self.tails)
             self.tails = None
         return dec
 
+    def _built(self) -> LabelledDecoder:
+        """The decoder, built now in its shared state (:attr:`state`, replayed)."""
+        dec = self.decoder = self.parser.decoder(
+            skip_special_tokens=self.skip_special_tokens, call_gaps=self._call_gaps()
+        )
+        if self.state is not None:
+            self.state.replay(dec)
+        return dec
+
+    def _state(self) -> DecoderState:
+        """The shared state of the decoder not built yet (:attr:`state`)."""
+        got = self.state
+        if got is None:
+            got = self.state = self.parser.fresh_state(
+                skip_special_tokens=self.skip_special_tokens, call_gaps=self._call_gaps()
+            )
+        return got
+
+    def feed_row(self, ids: list[int], labels: bytes) -> tuple[str, str]:
+        """``text_decoder().feed(ids, labels)`` (no spill), for a row the output path
+        decodes, through the shared decoder states (``runtime/decoder_states.py``): while
+        the decoder is not built, a row many requests feed in the same state (their first
+        rows) costs a look-up; a row with no known successor builds it, and while its
+        state is still a known one, each row it is fed teaches the states."""
+        dec = self.decoder
+        state = self._state() if dec is None else self.state
+        if state is None:  # (its decoder was fed outside the states)
+            return self.text_decoder().feed(ids, labels)
+        tails = self.tails
+        row = (tuple(ids), bytes(labels), None if tails is None else (tails[0], tails[1]))
+        if dec is None:
+            got = state.step(row)
+            if got is not None:
+                self.state, r, c = got
+                self.tails = None
+                return r, c
+            dec = self._built()
+        if tails is not None:
+            hand_back(dec, tails)
+            self.tails = None
+        r, c = dec.feed(ids, labels)
+        self.state = state.learn(row, dec, r, c)
+        return r, c
+
     def holds_trail(self, channel: int) -> bool:
-        """The decoder's ``holds_trail(channel)``, known for a fresh one without it."""
+        """The decoder's ``holds_trail(channel)``, known without building it."""
         dec = self.decoder
         if dec is not None:
             return dec.holds_trail(channel)
-        fresh = self.parser.fresh_holds_trail(
-            skip_special_tokens=self.skip_special_tokens, call_gaps=self._call_gaps()
-        )
-        return fresh[0 if channel == REASONING else 1]
+        return self._state().holds[0 if channel == REASONING else 1]
 
     def plain_channel(self, channel: int) -> tuple[frozenset[int], str] | None:
         """The decoder's ``plain_channel(channel)`` (``REASONING`` or ``CONTENT``); a
-        decoder not built yet is fresh, and the parser knows a fresh one's answer without
-        building it."""
+        decoder not built yet is in a shared state (:attr:`state`) that knows it."""
         dec = self.decoder if self.tails is None else self.text_decoder()
         if dec is not None:
             return dec.plain_channel(channel)
-        fresh = self.parser.fresh_plain_channels(
-            skip_special_tokens=self.skip_special_tokens, call_gaps=self._call_gaps()
-        )
-        return fresh[0 if channel == REASONING else 1]
+        return self._state().plain_channel(channel)
 
     def _call_gaps(self) -> bool:
         """The decoder trims the whitespace around tool calls (the call extractor's
@@ -251,12 +294,10 @@ class StreamRecord:
             r1, c1 = dec.feed(ids, labels, spill)
             r2, c2 = dec.finish()
         else:
-            # The decoder was never needed (every token went by table) and has nothing
-            # to feed: it would be a fresh one, whose end the parser knows.
+            # The decoder was never built (every token went by table or through the
+            # shared states) and has nothing to feed: its state knows its end.
             r1 = c1 = ""
-            r2, c2 = self.parser.fresh_finish(
-                skip_special_tokens=self.skip_special_tokens, call_gaps=self._call_gaps()
-            )
+            r2, c2 = self._state().finish()
         if self.tools is not None:
             calls = self.message_calls(tail.token_ids, tail.labels, final=True)
         # Reasoning held for a possible swap is released here, whatever ends the request:

@@ -612,7 +612,7 @@ class SSEPath:
             ):
                 slow.append(i)
                 continue
-            r, c = rec.text_decoder().feed(ids, labs[a:z])
+            r, c = rec.feed_row(ids, labs[a:z])
             if r and c:  # a marker between the two channels' text: one chunk of both
                 rec.emit_text(self.alias, room, r, c)
             elif r:

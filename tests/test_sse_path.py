@@ -21,7 +21,8 @@ from fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, real_folder, tokenizer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reasonspan.runtime import batch as batch_module
-from reasonspan.runtime import sse_path
+from reasonspan.runtime import decoder_states, sse_path
+from reasonspan.runtime.decoder_states import DecoderState
 from reasonspan.runtime.formatters import WHITESPACE
 from reasonspan.runtime.openai import ChatCompletionChunk, FinishReason
 from reasonspan.runtime.sse import DONE, chunk_of_event, sse_event
@@ -262,7 +263,9 @@ def test_one_request_alone_writes_plain_tokens_through_the_lane() -> None:
 def test_admission_builds_no_decoder(sse: bool) -> None:
     """A request's text decoder is built when its first text takes the exact path, not
     when it is admitted: an SSE request's plain prose (the output path's) builds none, its
-    first marker does; a request read as chunk objects builds it at its first token."""
+    first marker takes it out of the fresh state (a decoder built, or the shared state
+    after that row: ``runtime/decoder_states.py``); a request read as chunk objects builds
+    it at its first token."""
     tok = tokenizer("qwen-3")
     parser = reasonspan.create_parser_sync("qwen3", tok)
     prompt = tok.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n")
@@ -274,7 +277,8 @@ def test_admission_builds_no_decoder(sse: bool) -> None:
         step_rows(runtime, [(stream, [t])])
     assert (stream._rec.decoder is None) == sse
     step_rows(runtime, [(stream, tok.encode("</think>"))])
-    assert stream._rec.decoder is not None
+    rec = stream._rec
+    assert rec.decoder is not None or (rec.state is not None and rec.state.path)
 
 
 def test_a_decoder_built_late_reads_as_one_built_at_admission() -> None:
@@ -611,12 +615,15 @@ def held_state(rec: Any) -> tuple[Any, ...]:
     """What a request's decoder holds between steps: its formatters' fields (a held
     tail, a pending lead trim, ...) and whether its byte decoders hold part of a
     character. Equal for two decoders fed the same tokens, whichever path fed them. A
-    decoder not built yet (built on first use) holds what a fresh one holds."""
+    decoder not built yet (built on first use) holds what a fresh one fed the rows of its
+    shared state holds (``runtime/decoder_states.py``)."""
     decoder = rec.decoder
     if decoder is None:  # (the path holds runs for a fresh decoder too)
         decoder = rec.parser.decoder(
             skip_special_tokens=rec.skip_special_tokens, call_gaps=rec._call_gaps()
         )
+        if rec.state is not None:
+            rec.state.replay(decoder)
 
     def fields(obj: Any) -> tuple[Any, ...]:
         return tuple(
@@ -841,3 +848,106 @@ def test_decodable_rows_before_any_token_table() -> None:
         chunks = _run_in_steps(runtime, pair, ids, 4, "length")
     expected = parser.parse(ids)
     assert texts(chunks) == (expected.reasoning or "", expected.content or "")
+
+
+_FIRST = ["<think>\n", "<think>\n\n", "<think>"]
+_WORDS = ["Okay", " Okay", "Let", "\n\nSo", "é"]
+_BODY = ["I think.\n\nYes", "Hmm \U0001f99c.", "2 + 2", "Yes.\n\n\U0001f99c"]
+_ENDS = ["\n</think>\n\n", "</think>", ".\n\n</think>\n\n"]
+_ANSWERS = ["The answer.", "\n\nDone.\n\n", "A parrot: \U0001f99c"]
+
+
+def _shared_outputs(tok: LoadedTokenizer, count: int, shift: int) -> list[list[int]]:
+    """Outputs whose first rows repeat (the same opening, first words, endings of
+    reasoning), as a model's answers do; every piece is in some output once ``count``
+    reaches 12."""
+    return [
+        tok.encode(
+            _FIRST[(i + shift) % 3]
+            + _WORDS[i % 5]
+            + _BODY[i % 4]
+            + _ENDS[(i // 4) % 3]
+            + _ANSWERS[(i // 2 + shift) % 3]
+        )
+        for i in range(count)
+    ]
+
+
+def _run_twins(
+    runtime: ReasoningRuntime, key: str, parser: reasonspan.ReasoningParser, ids: list[int]
+) -> Pair:
+    """One output through an object twin and an SSE request, a token a step; after every
+    step the SSE request's decoder (built, or replayed from its shared state) holds what
+    the twin's holds. Not finished (the caller looks first, then :func:`_finish_twins`)."""
+    pair = Pair(runtime, key, parser)
+    for t in ids:
+        step_rows(runtime, [(pair.obj, [t]), (pair.sse, [t])])
+        assert held_state(pair.sse._rec) == held_state(pair.obj._rec)
+        pair.drain()
+    return pair
+
+
+def _finish_twins(
+    runtime: ReasoningRuntime, pair: Pair, parser: reasonspan.ReasoningParser, ids: list[int]
+) -> None:
+    runtime.finish(pair.obj.request_id, "length")
+    runtime.finish(pair.sse.request_id, "length")
+    pair.drain()
+    expected = parser.parse(ids)
+    assert texts(pair.check()) == (expected.reasoning or "", expected.content or "")
+
+
+def test_requests_share_decoder_states(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requests whose outputs open alike (``<think>``, a newline, the same first word)
+    reach the same decoder states: the rows the output path decodes are answered from
+    the shared states (``runtime/decoder_states.py``) once a request taught them, and a
+    request whose every such row is known builds no decoder at all. Every stream is its
+    object twin's chunk for chunk, its decoder state the twin's after every step (a
+    state replayed into a fresh decoder), and its text ``parse()``'s."""
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    monkeypatch.setattr(parser, "_fresh", {})  # (states of this test's requests alone)
+    hits: list[bool] = []
+    real = DecoderState.step
+
+    def counting(self: DecoderState, row: Any) -> Any:
+        got = real(self, row)
+        hits.append(got is not None)
+        return got
+
+    monkeypatch.setattr(DecoderState, "step", counting)
+    runtime = ReasoningRuntime()
+    outputs = _shared_outputs(tok, 12, shift=0)
+    for i, ids in enumerate(outputs):
+        first = _run_twins(runtime, f"a{i}", parser, ids)
+        taught = first.sse._rec.state is not None  # its whole path is known now
+        _finish_twins(runtime, first, parser, ids)
+        again = _run_twins(runtime, f"b{i}", parser, ids)
+        if taught:
+            assert again.sse._rec.decoder is None, tok.decode(ids)
+        _finish_twins(runtime, again, parser, ids)
+    assert any(hits) and not all(hits)
+    root = parser.fresh_state()
+    assert root._size > len(_FIRST)  # (each opening's first row, at least)
+
+
+def test_shared_decoder_states_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past :data:`MAX_DEPTH` rows, or once a root holds :data:`MAX_STATES` states, rows
+    with no known successor take the request's decoder, as before the states; streams
+    stay their object twins'."""
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    monkeypatch.setattr(parser, "_fresh", {})
+    monkeypatch.setattr(decoder_states, "MAX_DEPTH", 2)
+    monkeypatch.setattr(decoder_states, "MAX_STATES", 5)
+    runtime = ReasoningRuntime()
+    for i, ids in enumerate(_shared_outputs(tok, 12, shift=1)):
+        pair = _run_twins(runtime, f"r{i}", parser, ids)
+        _finish_twins(runtime, pair, parser, ids)
+    root = parser.fresh_state()
+    assert root._size == 5
+    seen = [root]
+    for state in seen:
+        assert len(state.path) <= 2
+        seen += [nxt for nxt, _, _ in state._next.values()]
+    assert len(seen) == 5
