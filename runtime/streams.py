@@ -94,7 +94,8 @@ class ReasoningRuntime:
     ``skip_special_tokens`` (default True, as servers do): special tokens are left out of
     the text, except the markers the family keeps in the content (tool markers); a request
     may override it. ``reasoning_content_alias`` also fills ``reasoning_content`` for
-    older clients.
+    older clients. ``time_steps`` keeps the wall time of the most recent steps
+    (:attr:`step_ns`).
     """
 
     def __init__(
@@ -105,6 +106,7 @@ class ReasoningRuntime:
         reasoning_content_alias: bool = False,
         skip_special_tokens: bool = True,
         batch: ReasoningBatch | None = None,
+        time_steps: bool = False,
     ) -> None:
         if buffer_size < 1:
             raise ValueError("buffer_size must be at least 1")
@@ -128,8 +130,11 @@ class ReasoningRuntime:
         self._closed: BaseException | None = None
         self._sse = SSEPath(reasoning_content_alias)
         """The batch-wide output path of the requests added with ``sse=True``."""
+        self.time_steps = time_steps
         self.step_ns: deque[int] = deque(maxlen=STEP_HISTORY)
-        """Wall time of the most recent steps (bounded; see :attr:`steps` for the count)."""
+        """With ``time_steps``: wall time of the most recent steps (bounded; see
+        :attr:`steps` for the count). Off by default: the clock is a tenth of a one-token
+        step's cost, and a server times its engine loop itself."""
         self.steps = 0
 
     def __len__(self) -> int:
@@ -417,7 +422,7 @@ class ReasoningRuntime:
         is not sent (the runtime does not order calls and text within a step)."""
         if self._closed is not None:
             raise RuntimeClosedError("step() on a closed runtime") from self._closed
-        t0 = time.perf_counter_ns()
+        t0 = time.perf_counter_ns() if self.time_steps else 0
         room = self.buffer_size
         sse = self._sse
         res = self.batch.step_one(request_ids, token_ids, offsets)
@@ -428,7 +433,8 @@ class ReasoningRuntime:
         elif sse.count and (one := res.one) and sse.emit_one(one[2], one[3], one[1], room):
             # One request alone, its token plain text: its event is written; done.
             self.steps += 1
-            self.step_ns.append(time.perf_counter_ns() - t0)
+            if t0:
+                self.step_ns.append(time.perf_counter_ns() - t0)
             return res
         errors = res.errors
         records = self._by_engine
@@ -486,7 +492,8 @@ class ReasoningRuntime:
         for got in touched:
             sse.refresh(got)
         self.steps += 1
-        self.step_ns.append(time.perf_counter_ns() - t0)
+        if t0:
+            self.step_ns.append(time.perf_counter_ns() - t0)
         return res
 
     def _batch_step(self, request_ids: Any, token_ids: Any, offsets: Any) -> BatchStepResult:

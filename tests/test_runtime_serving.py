@@ -70,15 +70,21 @@ async def test_length_and_a_normal_stop_report_reasoning_ended() -> None:
     assert b.usage is not None and b.usage.reasoning_ended is True
 
 
-def test_step_history_is_bounded() -> None:
+@pytest.mark.parametrize("timed", [False, True])
+def test_step_history_is_bounded(timed: bool) -> None:
+    """Steps are counted; with ``time_steps`` the most recent ones are timed too (one
+    request alone and two requests take different paths: both are)."""
     tok, parser = qwen()
-    runtime = ReasoningRuntime()
+    runtime = ReasoningRuntime(time_steps=timed)
     runtime.add(1, parser, tok.encode(PROMPT))
     word = tok.encode(" word")[0]
     for _ in range(STEP_HISTORY + 50):
         runtime.step(np.array([1]), np.array([word]), np.array([0, 1]))
-    assert len(runtime.step_ns) == STEP_HISTORY
-    assert runtime.steps == STEP_HISTORY + 50
+    runtime.add(2, parser, tok.encode(PROMPT))
+    runtime.step(np.array([1, 2]), np.array([word, word]), np.array([0, 1, 2]))
+    assert len(runtime.step_ns) == (STEP_HISTORY if timed else 0)
+    assert all(ns > 0 for ns in runtime.step_ns)
+    assert runtime.steps == STEP_HISTORY + 51
 
 
 async def test_string_ids_chunk_id_and_model_come_from_the_request() -> None:
