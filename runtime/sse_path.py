@@ -122,25 +122,35 @@ _FreshSlot = tuple[
 ``id`` is theirs), ``bits``, ``tab_r``, ``tab_c``, and the ``(skip, trail)`` each table
 was made for."""
 
-SharedTemplates = tuple[bytes, bytes, bytes, bytes, bytes, bytes]
+SharedTemplates = tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes]
 """The templates of one model and second, each prefix split where the id goes:
 ``(content prefix before the id, after it, reasoning prefix before, after, alias middle,
-suffix)``."""
+suffix, role event before the id, after it)``."""
+
+ROLE = ChoiceDelta(role="assistant", content="")
+"""The delta of a request's first chunk (``ReasoningRuntime.add`` makes its own: a queued
+chunk's delta may be merged into)."""
 
 
 def _shared_templates(rec: StreamRecord, alias: bool) -> SharedTemplates | None:
     """The request's templates with :data:`_ID` for its id, split there, or None unless
-    that id sits once in each prefix and nowhere else (then every request of the same
-    model and ``created`` second has these templates but for its JSON-escaped id)."""
-    cut = _templates(lambda d: msgspec.structs.replace(rec.chunk(d), id=_ID), alias)
+    that id sits once in each prefix and in the role event, and nowhere else (then every
+    request of the same model and ``created`` second has these templates but for its
+    JSON-escaped id)."""
+    chunk = lambda d: msgspec.structs.replace(rec.chunk(d), id=_ID)  # noqa: E731
+    cut = _templates(chunk, alias)
     if cut is None:
         return None
     pre_c, pre_r, mid, suf = cut
-    if pre_c.count(_ID_B) != 1 or pre_r.count(_ID_B) != 1 or _ID_B in mid or _ID_B in suf:
+    role = sse_event(chunk(ROLE))
+    if any(part.count(_ID_B) != 1 for part in (pre_c, pre_r, role)):
+        return None
+    if _ID_B in mid or _ID_B in suf:
         return None
     c_head, c_tail = pre_c.split(_ID_B)
     r_head, r_tail = pre_r.split(_ID_B)
-    return c_head, c_tail, r_head, r_tail, mid, suf
+    role_head, role_tail = role.split(_ID_B)
+    return c_head, c_tail, r_head, r_tail, mid, suf, role_head, role_tail
 
 
 class SSEPath:
@@ -260,7 +270,12 @@ class SSEPath:
         if table is None or cut is None or (self.suf and cut[3] != self.suf):
             return False
         self._grow(slot)
-        self.pre_c[slot], self.pre_r[slot], self.mid[slot], self.suf = cut
+        self.pre_c[slot], self.pre_r[slot], self.mid[slot], self.suf, role = cut
+        q = rec.queue
+        if role is not None and len(q) == 1:
+            # The role chunk add() queued, as the bytes its encoding gives: made from the
+            # shared template, not encoded when the request is first read.
+            q[0] = role
         self._plain.widen(table.whole.shape[0])
         self.esc[slot] = table.escaped
         ends = self._ends.get(id(table))
@@ -302,11 +317,12 @@ class SSEPath:
         )
         return True
 
-    def _cut(self, rec: StreamRecord) -> tuple[bytes, bytes, bytes, bytes] | None:
-        """The request's templates (:func:`_templates`): the ones of its model and second
-        with its escaped id put in (two chunk encodings saved per request), else cut
-        from its own chunks. The key must hold every field ``StreamRecord.chunk`` takes
-        from the request but the id (tests/test_sse_path.py checks the ids)."""
+    def _cut(self, rec: StreamRecord) -> tuple[bytes, bytes, bytes, bytes, bytes | None] | None:
+        """The request's templates (:func:`_templates`) and its role event: the ones of
+        its model and second with its escaped id put in (three chunk encodings saved per
+        request), else cut from its own chunks (no role event: its chunk stays queued).
+        The key must hold every field ``StreamRecord.chunk`` takes from the request but
+        the id (tests/test_sse_path.py checks the ids)."""
         key = (rec.model, rec.created)
         shared = self._shared
         if key in shared:
@@ -321,9 +337,11 @@ class SSEPath:
             # An ASCII id holds neither placeholder (both are private-use characters): a
             # tenth of the cost of looking for them.
             if esc.isascii() or (_SENT not in esc and _ID_B not in esc):
-                c_head, c_tail, r_head, r_tail, mid, suf = cut
-                return c_head + esc + c_tail, r_head + esc + r_tail, mid, suf
-        return _templates(rec.chunk, self.alias)
+                c_head, c_tail, r_head, r_tail, mid, suf, role_head, role_tail = cut
+                role = role_head + esc + role_tail
+                return c_head + esc + c_tail, r_head + esc + r_tail, mid, suf, role
+        own = _templates(rec.chunk, self.alias)
+        return None if own is None else (*own, None)
 
     def release(self, rec: StreamRecord) -> None:
         """The request leaves the batch: its slot takes nothing from now on."""
