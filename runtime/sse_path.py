@@ -137,7 +137,10 @@ def _shared_templates(rec: StreamRecord, alias: bool) -> SharedTemplates | None:
     that id sits once in each prefix and in the role event, and nowhere else (then every
     request of the same model and ``created`` second has these templates but for its
     JSON-escaped id)."""
-    chunk = lambda d: msgspec.structs.replace(rec.chunk(d), id=_ID)  # noqa: E731
+
+    def chunk(d: ChoiceDelta) -> ChatCompletionChunk:
+        return msgspec.structs.replace(rec.chunk(d), id=_ID)
+
     cut = _templates(chunk, alias)
     if cut is None:
         return None
