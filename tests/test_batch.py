@@ -1044,6 +1044,14 @@ def test_a_reused_slot_keeps_nothing_of_its_last_request() -> None:
     assert batch.usage(4).budget_exhausted
 
 
+def _labelled_as_parsed(batch: ReasoningBatch, rid: int, p: ReasoningParser) -> None:
+    """A short reasoning-then-answer output of request ``rid`` gets its parser's labels."""
+    ids = p.tokenizer.encode("<think>hmm") + p.end_marker_token_ids()
+    ids += p.tokenizer.encode("done")
+    (res,) = one(batch, [(rid, ids)])
+    assert res.labels.tobytes() == p.parse(ids, []).labels
+
+
 def test_a_released_table_group_is_not_remembered_for_its_machine(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -1059,10 +1067,7 @@ def test_a_released_table_group_is_not_remembered_for_its_machine(
     batch.add(2, mm, [])
     batch.add(3, qwen, [])
     for rid, p in ((2, mm), (3, qwen)):
-        ids = p.tokenizer.encode("<think>hmm") + p.end_marker_token_ids()
-        ids += p.tokenizer.encode("done")
-        (res,) = one(batch, [(rid, ids)])
-        assert res.labels.tobytes() == p.parse(ids, []).labels
+        _labelled_as_parsed(batch, rid, p)
 
 
 def test_the_remembered_group_released_by_another_groups_parking(
@@ -1087,10 +1092,7 @@ def test_the_remembered_group_released_by_another_groups_parking(
     assert not batch.is_vectorized(3) and batch._slots.group[batch.slot_of(3)] >= 0
     batch.add(4, qwen, [])
     for rid, p in ((3, held), (4, qwen)):
-        ids = p.tokenizer.encode("<think>hmm") + p.end_marker_token_ids()
-        ids += p.tokenizer.encode("done")
-        (res,) = one(batch, [(rid, ids)])
-        assert res.labels.tobytes() == p.parse(ids, []).labels
+        _labelled_as_parsed(batch, rid, p)
 
 
 def test_an_idle_table_group_is_parked_for_the_next_request() -> None:
@@ -1125,10 +1127,7 @@ def test_an_idle_table_group_is_parked_for_the_next_request() -> None:
         nonlocal rid
         rid += 1
         batch.add(rid, p, [])
-        ids = p.tokenizer.encode("<think>hmm") + p.end_marker_token_ids()
-        ids += p.tokenizer.encode("done")
-        (res,) = one(batch, [(rid, ids)])
-        assert res.labels.tobytes() == p.parse(ids, []).labels
+        _labelled_as_parsed(batch, rid, p)
         batch.finish(rid)
         batch.remove(rid)
 
