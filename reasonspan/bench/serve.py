@@ -162,7 +162,10 @@ def bench_serve(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
     for n in plan.serve_sizes or SIZES:
         tokens = _schedule(ids, n)
         total = n * STEPS
-        paths = [_baseline(tok, tokens, family), _ours(tok, tokens, family)]
+        paths: list[Callable[[], object]] = [
+            _baseline(tok, tokens, family),
+            _ours(tok, tokens, family),
+        ]
         if n == 1:
             paths.append(_ours(tok, tokens, family, _first_words(tok)))
         base, ours, *new_word = interleaved_medians(paths, runs)
