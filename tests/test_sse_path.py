@@ -654,17 +654,23 @@ def _paragraph_ids(tok: LoadedTokenizer, reasoning_end: str = "\n</think>\n\n") 
     return ids
 
 
-def _run_in_steps(
-    runtime: ReasoningRuntime, pair: Pair, ids: list[int], k: int, finish: FinishReason = "stop"
-) -> list[ChatCompletionChunk]:
-    """Step both requests ``k`` tokens at a time, reading after every step (the two
-    decoders must hold the same after each: :func:`held_state`), then finish and check
-    them."""
+def _step_twins(runtime: ReasoningRuntime, pair: Pair, ids: list[int], k: int) -> None:
+    """Step both requests ``k`` tokens at a time, reading after every step: the two
+    decoders must hold the same after each (:func:`held_state`; an SSE request's decoder
+    not built yet is its shared state, replayed)."""
     for at in range(0, len(ids), k):
         delta = ids[at : at + k]
         step_rows(runtime, [(pair.obj, delta), (pair.sse, delta)])
         assert held_state(pair.sse._rec) == held_state(pair.obj._rec)
         pair.drain()
+
+
+def _run_in_steps(
+    runtime: ReasoningRuntime, pair: Pair, ids: list[int], k: int, finish: FinishReason = "stop"
+) -> list[ChatCompletionChunk]:
+    """Step both requests ``k`` tokens at a time (:func:`_step_twins`), then finish and
+    check them."""
+    _step_twins(runtime, pair, ids, k)
     runtime.finish(pair.obj.request_id, finish)
     runtime.finish(pair.sse.request_id, finish)
     pair.drain()
@@ -874,30 +880,6 @@ def _shared_outputs(tok: LoadedTokenizer, count: int, shift: int) -> list[list[i
     ]
 
 
-def _run_twins(
-    runtime: ReasoningRuntime, key: str, parser: reasonspan.ReasoningParser, ids: list[int]
-) -> Pair:
-    """One output through an object twin and an SSE request, a token a step; after every
-    step the SSE request's decoder (built, or replayed from its shared state) holds what
-    the twin's holds. Not finished (the caller looks first, then :func:`_finish_twins`)."""
-    pair = Pair(runtime, key, parser)
-    for t in ids:
-        step_rows(runtime, [(pair.obj, [t]), (pair.sse, [t])])
-        assert held_state(pair.sse._rec) == held_state(pair.obj._rec)
-        pair.drain()
-    return pair
-
-
-def _finish_twins(
-    runtime: ReasoningRuntime, pair: Pair, parser: reasonspan.ReasoningParser, ids: list[int]
-) -> None:
-    runtime.finish(pair.obj.request_id, "length")
-    runtime.finish(pair.sse.request_id, "length")
-    pair.drain()
-    expected = parser.parse(ids)
-    assert texts(pair.check()) == (expected.reasoning or "", expected.content or "")
-
-
 def test_requests_share_decoder_states(monkeypatch: pytest.MonkeyPatch) -> None:
     """Requests whose outputs open alike (``<think>``, a newline, the same first word)
     reach the same decoder states: the rows the output path decodes are answered from
@@ -920,13 +902,15 @@ def test_requests_share_decoder_states(monkeypatch: pytest.MonkeyPatch) -> None:
     runtime = ReasoningRuntime()
     outputs = _shared_outputs(tok, 12, shift=0)
     for i, ids in enumerate(outputs):
-        first = _run_twins(runtime, f"a{i}", parser, ids)
+        first = Pair(runtime, f"a{i}", parser)
+        _step_twins(runtime, first, ids, 1)
         taught = first.sse._rec.state is not None  # its whole path is known now
-        _finish_twins(runtime, first, parser, ids)
-        again = _run_twins(runtime, f"b{i}", parser, ids)
+        first.end_as_parsed(runtime, parser, ids)
+        again = Pair(runtime, f"b{i}", parser)
+        _step_twins(runtime, again, ids, 1)
         if taught:
             assert again.sse._rec.decoder is None, tok.decode(ids)
-        _finish_twins(runtime, again, parser, ids)
+        again.end_as_parsed(runtime, parser, ids)
     assert any(hits) and not all(hits)
     root = parser.fresh_state()
     assert root._size > len(_FIRST)  # (each opening's first row, at least)
@@ -943,8 +927,9 @@ def test_shared_decoder_states_are_bounded(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(decoder_states, "MAX_STATES", 5)
     runtime = ReasoningRuntime()
     for i, ids in enumerate(_shared_outputs(tok, 12, shift=1)):
-        pair = _run_twins(runtime, f"r{i}", parser, ids)
-        _finish_twins(runtime, pair, parser, ids)
+        pair = Pair(runtime, f"r{i}", parser)
+        _step_twins(runtime, pair, ids, 1)
+        pair.end_as_parsed(runtime, parser, ids)
     root = parser.fresh_state()
     assert root._size == 5
     seen = [root]
