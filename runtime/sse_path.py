@@ -127,9 +127,12 @@ SharedTemplates = tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes]
 ``(content prefix before the id, after it, reasoning prefix before, after, alias middle,
 suffix, role event before the id, after it)``."""
 
-ROLE = ChoiceDelta(role="assistant", content="")
-"""The delta of a request's first chunk (``ReasoningRuntime.add`` makes its own: a queued
-chunk's delta may be merged into)."""
+
+def role_delta() -> ChoiceDelta:
+    """The delta of a request's first chunk (``ReasoningRuntime.add`` queues it; its role
+    event template is cut from it). A new one each call: a queued chunk's delta may be
+    merged into."""
+    return ChoiceDelta(role="assistant", content="")
 
 
 def _shared_templates(rec: StreamRecord, alias: bool) -> SharedTemplates | None:
@@ -145,7 +148,7 @@ def _shared_templates(rec: StreamRecord, alias: bool) -> SharedTemplates | None:
     if cut is None:
         return None
     pre_c, pre_r, mid, suf = cut
-    role = sse_event(chunk(ROLE))
+    role = sse_event(chunk(role_delta()))
     if any(part.count(_ID_B) != 1 for part in (pre_c, pre_r, role)):
         return None
     if _ID_B in mid or _ID_B in suf:

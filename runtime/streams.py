@@ -69,7 +69,7 @@ from .request_stream import RequestStream as RequestStream
 from .request_stream import RequestTokenError as RequestTokenError
 from .request_stream import RuntimeClosedError as RuntimeClosedError
 from .request_stream import StreamRecord
-from .sse_path import SSEPath
+from .sse_path import SSEPath, role_delta
 from .stops import StopMatcher, stop_strings
 from .stream_threads import RuntimeFromThread as RuntimeFromThread
 from .tool_calls import ToolCallStream, call_deltas
@@ -244,7 +244,7 @@ class ReasoningRuntime:
             self._gone_keys.pop(key, None)
         self._records[key] = rec
         self._by_engine[engine_id] = rec
-        rec.push(ChoiceDelta(role="assistant", content=""), self.alias, self.buffer_size)
+        rec.push(role_delta(), self.alias, self.buffer_size)
         if sse:
             self._sse.admit(rec, self.batch.slot_of(engine_id))
         return RequestStream(self, rec)
