@@ -241,7 +241,10 @@ class SSEPath:
 
     # ------------------------------------------------------------------ requests
 
-    def _grow(self, slot: int) -> None:
+    def cover(self, slot: int) -> None:
+        """Make the per-slot state reach ``slot`` (a request of the batch that does not
+        ride the path too: a step reads every row's slot, and one past the arrays would
+        fail it)."""
         cap = len(self.recs)
         if slot < cap:
             return
@@ -275,7 +278,7 @@ class SSEPath:
         cut = self._cut(rec) if table is not None else None
         if table is None or cut is None or (self.suf and cut[3] != self.suf):
             return False
-        self._grow(slot)
+        self.cover(slot)
         self.pre_c[slot], self.pre_r[slot], self.mid[slot], self.suf, role = cut
         q = rec.queue
         if role is not None and len(q) == 1:

@@ -245,8 +245,11 @@ class ReasoningRuntime:
         self._records[key] = rec
         self._by_engine[engine_id] = rec
         rec.push(role_delta(), self.alias, self.buffer_size)
+        slot = self.batch.slot_of(engine_id)
         if sse:
-            self._sse.admit(rec, self.batch.slot_of(engine_id))
+            self._sse.admit(rec, slot)
+        else:
+            self._sse.cover(slot)
         return RequestStream(self, rec)
 
     def _engine_id_for(self, key: RequestKey) -> int:

@@ -530,6 +530,35 @@ def test_a_request_off_the_path_with_a_larger_vocabulary(vectorized: bool) -> No
     pair.end_as_parsed(runtime, qwen, ids)
 
 
+@pytest.mark.parametrize("rows", [1, 3, 40])
+@pytest.mark.parametrize("k", [1, 3])
+def test_requests_off_the_path_in_slots_past_it(rows: int, k: int) -> None:
+    """The path's per-slot arrays are grown by requests that ride it; a server mixes
+    them with requests read as chunks (``stream=false``), which may sit in slots past
+    them. Such requests stepped alone, a few or many (the numpy path) at a time, with
+    and without the SSE request: every step goes on, their text is parse()'s, and the
+    SSE request is its object twin. (Before: the step raised IndexError.)"""
+    qwen = parser_for("qwen3", {})
+    ids = qwen.tokenizer.encode("<think>\nPlain, é.\n</think>\n\nThe answer: 42.")
+    runtime = ReasoningRuntime()
+    pair = Pair(runtime, "q", qwen)
+    far = [runtime.add(f"far-{i}", qwen, None) for i in range(80)]
+    assert runtime.batch.slot_of(far[-1].engine_id) >= 64  # past the path's first arrays
+    stepped = far[-rows:]
+    for at in range(0, len(ids), k):
+        delta = ids[at : at + k]
+        step_rows(runtime, [(s, delta) for s in stepped])  # off the path alone
+        step_rows(runtime, [(pair.obj, delta), (pair.sse, delta), (stepped[0], [])])
+        pair.drain()
+    for s in stepped:
+        chunks = s.ready()
+        runtime.finish(str(s.request_id), "length")
+        chunks += s.ready()
+        expected = qwen.parse(ids)
+        assert texts(chunks) == (expected.reasoning or "", expected.content or "")
+    pair.end_as_parsed(runtime, qwen, ids)
+
+
 def test_a_full_queue_coalesces_after_written_bytes() -> None:
     """A consumer that does not read: the queue stays bounded (the buffer, one coalesced
     chunk after the written bytes, the final chunk) and nothing is lost."""
