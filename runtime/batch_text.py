@@ -608,10 +608,15 @@ class BatchText:
             else:
                 mask = masks[tabs[3 * s + (lab != REASONING)]]
                 text = None
-                if all(
-                    labs[j] == lab and toks[j] < len(mask) and mask[toks[j]] for j in range(a, z)
+                ids = toks[a:z]
+                # C-level checks and reads: a generator over a few tokens, or a numpy
+                # gather of them, costs more than the row's own work.
+                if (
+                    labs.count(lab, a, z) == z - a
+                    and max(ids) < len(mask)
+                    and all(map(mask.__getitem__, ids))
                 ):
-                    text = "".join(strings[tix[s]][toks[a:z]].tolist())
+                    text = "".join(map(strings[tix[s]].__getitem__, ids))
             if text is not None:
                 if lab == REASONING:
                     reasoning[i] = text

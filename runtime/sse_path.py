@@ -517,7 +517,7 @@ class SSEPath:
         ``reasoning_content`` too); a one-token event without the alias is ``pre`` and
         the token's :attr:`ends` entry instead."""
         es = self.esc[s]
-        e = es[toks[a]] if z - a == 1 else b"".join([es[t] for t in toks[a:z]])
+        e = es[toks[a]] if z - a == 1 else b"".join(map(es.__getitem__, toks[a:z]))
         return self._frame(s, pre, alias, e)
 
     def _frame(self, s: int, pre: bytes, alias: bool, e: bytes) -> bytes:
@@ -556,7 +556,7 @@ class SSEPath:
         row by row."""
         _, toks_l, offs_l, labs, slots_l = res.lists()
         irregular = res.irregular_rows()
-        write = self._write
+        write = self.write_row
         emit_one = self.emit_one
         slow: list[int] = []
         left: list[int] = []
@@ -721,11 +721,13 @@ class SSEPath:
             self._trail_c[s] = got
         return got
 
-    def _write(
-        self, s: int, labs: Sequence[int], toks: Sequence[int], a: int, z: int, room: int
+    def write_row(
+        self, s: int, labs: bytes, toks: Sequence[int], a: int, z: int, room: int
     ) -> bool:
         """:meth:`emit_one` for tokens ``toks[a:z]`` (labels ``labs[a:z]``, two or more):
-        one event when they are all plain text of one plain channel."""
+        one event when they are all plain text of one plain channel. (The step of one
+        request with several tokens, ``batch_small.step_lone``, ends here too; the
+        regular row of a table-routed step.)"""
         bits, tab_r, tab_c = self._py
         b = bits[s]
         lab = labs[a]
@@ -737,14 +739,23 @@ class SSEPath:
             pre = self.pre_c[s]
         else:
             return False
-        if not all(labs[j] == lab and table[toks[j]] for j in range(a, z)):
+        ids = toks[a:z]
+        if labs.count(lab, a, z) != z - a:
             return False
+        for t in ids:  # (a loop: a row is a few tokens, and all(map(...)) costs more)
+            if not table[t]:
+                return False
         rec = self.recs[s]
         assert rec is not None
         q = rec.queue
         if len(q) >= room:
             return False
-        q.append(self._event(s, pre, self.alias and lab == REASONING, toks, a, z))
+        es = self.esc[s]
+        e = b"".join([es[t] for t in ids])
+        if self.alias and lab == REASONING:
+            q.append(pre + e + self.mid[s] + e + self.suf)
+        else:
+            q.append(pre + e + self.suf)
         if rec.waiting:
             rec.notify()
         return True

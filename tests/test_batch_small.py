@@ -259,8 +259,9 @@ def test_arrays_are_made_once_and_owned_by_the_result() -> None:
 def test_one_request_one_token_lane_equals_vectorized_steps(
     case: tuple[str, str, dict[str, Any]], data: st.DataObject
 ) -> None:
-    """One request decoding alone, a token per step (given as lists, tuples, int64 or
-    int32 arrays): the lane (``step_one``) gives field by field what the vectorized step
+    """One request decoding alone, one token per step or several (a draft model's),
+    given as lists, tuples, int64 or int32 arrays: the lane (``step_one``, and
+    ``step_lone`` for several tokens) gives field by field what the vectorized step
     gives, through ``ReasoningBatch.step`` and ``ReasoningBatch.step_one`` alike."""
     p = parser(*case)
     prompt = data.draw(outputs(p), label="prompt")
@@ -270,33 +271,37 @@ def test_one_request_one_token_lane_equals_vectorized_steps(
     for b in (lane, vector):
         b.add(-17, p, prompt, include_reasoning=include)
     counting = Counting(batch_small.step_one)
-    for i, t in enumerate(out):
+    pos = steps = 0
+    while pos < len(out):
+        k = data.draw(st.sampled_from([1, 1, 2, 3, 5]), label="k")
+        toks, pos, steps = out[pos : pos + k], pos + k, steps + 1
         form = data.draw(st.sampled_from(["list", "tuple", "int64", "int32", "direct"]))
         args: tuple[Any, Any, Any]
         if form in ("list", "direct"):
-            args = ([-17], [t], [0, 1])
+            args = ([-17], toks, [0, len(toks)])
         elif form == "tuple":
-            args = ((-17,), (t,), [0, 1])
+            args = ((-17,), tuple(toks), [0, len(toks)])
         else:
             dtype = np.int32 if form == "int32" else np.int64
-            args = (np.array([-17], dtype), np.array([t], dtype), np.array([0, 1], dtype))
+            args = (np.array([-17], dtype), np.array(toks, dtype), np.array([0, len(toks)], dtype))
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(batch_small, "step_one", counting)
             mp.setattr(batch_module, "step_one", counting)
             a = lane.step_one(*args) if form == "direct" else lane.step(*args)
-        assert a is not None, f"token {i}: the lane declined a plain step"
+        assert a is not None, f"step {steps}: the lane declined a plain step"
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(batch_small, "SMALL_REQUESTS", 0)
             b = vector.step(*args)
         _same(a, b, [-17])
-    assert counting.taken == len(out) and not counting.declined
+    assert counting.taken == steps and not counting.declined
     assert lane.finish(-17) == vector.finish(-17)
 
 
 def test_the_lane_declines_what_it_cannot_take_and_errors_stay_the_same() -> None:
     """One-request steps the lane must not take (bad input, an unknown or finished id, a
-    token outside the vocabulary, several tokens) raise exactly what the vectorized step
-    raises, or are taken by the general steps; nothing changes on an error."""
+    token outside the vocabulary, of one token or several) raise exactly what the
+    vectorized step raises, or are taken by the general steps; nothing changes on an
+    error."""
     p = parser("qwen3", "qwen-3")
     out = p.tokenizer.encode("Hmm, 2 + 2.") + p.end_marker_token_ids() + [19, 20]
     batch, ref = ReasoningBatch(), ReasoningBatch()
@@ -328,6 +333,21 @@ def test_the_lane_declines_what_it_cannot_take_and_errors_stay_the_same() -> Non
         (([10], [t], np.array([0.0, 1.0])), InvalidStepError, "integers"),
         (([10], [t], np.array([False, True])), InvalidStepError, "integers"),
         (([10], [t], np.array([[0, 1]])), InvalidStepError, "1-D"),
+        # Several tokens (``step_lone``).
+        (([999], [t, t], [0, 2]), UnknownRequestError, "request 999"),
+        (([10], [t, vocab + 5], [0, 2]), BatchTokenError, "of request 10"),
+        (([10], [-1, t], [0, 2]), BatchTokenError, "of request 10"),
+        (([10], [t, 2**63], [0, 2]), BatchTokenError, "of request 10"),
+        (([10], [t, True], [0, 2]), BatchTokenError, "of type bool"),
+        (([10], (t, float(t)), [0, 2]), BatchTokenError, "of type float"),
+        (([10], [t, t], [0, 3]), InvalidStepError, "offsets[-1]"),
+        (([10], [t, t], [1, 2]), InvalidStepError, "offsets[0]"),
+        (([10, 10], [t, t], [0, 2]), InvalidStepError, "3 entries, got 2"),
+        (([10], np.array([[t, t]]), [0, 2]), InvalidStepError, "1-D"),
+        (([10], np.array([t, t], dtype=object), [0, 2]), InvalidStepError, "integers"),
+        (([10], np.array([float(t), 1.0]), [0, 2]), InvalidStepError, "integers"),
+        (([10], [t, t], np.array([0.0, 2.0])), InvalidStepError, "integers"),
+        ((np.array([10.0]), [t, t], [0, 2]), InvalidStepError, "integers"),
     ]
     counting = Counting(batch_small.step_one)
     with pytest.MonkeyPatch.context() as mp:
@@ -339,8 +359,15 @@ def test_the_lane_declines_what_it_cannot_take_and_errors_stay_the_same() -> Non
     assert not counting.taken
     assert batch.step_one([999], [t], [0, 1]) is None
     assert batch.step_one([10], [vocab + 5], [0, 1]) is None
+    assert batch.step_one([10], [t, vocab + 5], [0, 2]) is None
     # Steps of one request the lane leaves to the general step, taken there alike.
-    general = [([10], [t, t], [0, 2]), ([10], [], [0, 0]), ([10], (t,), (0, 1))]
+    many = [t] * (batch_small.SMALL_TOKENS + 1)
+    general = [
+        ([10], [], [0, 0]),
+        ([10], (t,), (0, 1)),
+        ([10], (t, t), (0, 2)),
+        ([10], many, [0, len(many)]),
+    ]
     for args in general:
         assert batch.step_one(*args) is None
         got = batch.step(*args)
