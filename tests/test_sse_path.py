@@ -560,6 +560,79 @@ def test_requests_off_the_path_in_slots_past_it(rows: int, k: int) -> None:
     pair.end_as_parsed(runtime, qwen, ids)
 
 
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_any_subset_of_mixed_requests_per_step(seed: int) -> None:
+    """A server's batch: SSE requests (each beside its object twin) and requests read
+    only as chunks (``stream=false``), of several families and vocabularies, up to 100
+    live (past the path's first arrays), joining and leaving; each step takes a random
+    subset of them (one request alone, a few, or many: the lanes, the small path and the
+    numpy path), each with 0 to 4 tokens. Every request's text is ``parse()`` of what the
+    engine sent it, every SSE stream is its twin's chunk for chunk, byte for byte."""
+    rng = random.Random(seed)
+    families = ["qwen3", "deepseek_r1", "glm47", "minimax_m2", "kimi_k3"]
+    runtime = ReasoningRuntime()
+    # key -> (pair or chunk-only stream, output, position, parser, chunks read so far)
+    live: dict[str, tuple[Pair | RequestStream, list[int], int, Any, list[Any]]] = {}
+    n = done = 0
+    target = rng.choice([10, 40, 100])
+    share = rng.choice([0.1, 0.5, 0.9])  # of SSE requests
+    # SSE requests admitted first, in the low slots: the chunk-only ones after them sit
+    # in slots past the path's arrays.
+    sse_first = rng.random() < 0.5
+    while done < 60:
+        while len(live) < target and n < 200:
+            parser = parser_for(rng.choice(families), {})
+            mock = parser.tokenizer.encode(
+                '<think>\nFirst: "a"\t\\ é 日本語 😀\n\nThen b.\n</think>\n\nAnswer:\n\n42 ✓.'
+            )
+            ids = mock[: rng.randint(1, len(mock))]
+            key = f"r{n}"
+            unit: Pair | RequestStream
+            if (n < share * target) if sse_first else (rng.random() < share):
+                unit = Pair(runtime, key, parser)
+            else:
+                unit = runtime.add(key, parser, None, completion_id="c")
+            live[key] = (unit, ids, 0, parser, [])
+            n += 1
+        size = rng.choice([1, 1, 2, 5, len(live)])
+        chosen = rng.sample(sorted(live), min(size, len(live)))
+        rows: list[tuple[RequestStream, list[int]]] = []
+        for key in chosen:
+            unit, ids, at, parser, got = live[key]
+            k = rng.choice([1, 1, 2, 4, 0]) if size > 1 else rng.choice([1, 1, 1, 3])
+            delta = ids[at : at + k]
+            rows += (
+                [(unit.obj, delta), (unit.sse, delta)]
+                if isinstance(unit, Pair)
+                else [(unit, delta)]
+            )
+            live[key] = (unit, ids, at + len(delta), parser, got)
+        if len(rows) == 2 and rng.random() < 0.5:  # a pair stepped apart: two lone steps
+            step_rows(runtime, rows[:1])
+            step_rows(runtime, rows[1:])
+        else:
+            rng.shuffle(rows)
+            step_rows(runtime, rows)
+        for key, (unit, ids, at, parser, got) in list(live.items()):
+            if isinstance(unit, Pair):
+                unit.drain()
+            else:
+                got += unit.ready()
+            if at < len(ids):
+                continue
+            expected = parser.parse(ids)
+            want = (expected.reasoning or "", expected.content or "")
+            if isinstance(unit, Pair):
+                assert texts(unit.end_as_parsed(runtime, parser, ids)) == want
+            else:
+                runtime.finish(key, "length")
+                got += unit.ready()
+                assert texts(got) == want
+            del live[key]
+            done += 1
+
+
 def test_a_full_queue_coalesces_after_written_bytes() -> None:
     """A consumer that does not read: the queue stays bounded (the buffer, one coalesced
     chunk after the written bytes, the final chunk) and nothing is lost."""
