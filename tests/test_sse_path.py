@@ -567,13 +567,16 @@ def test_any_subset_of_mixed_requests_per_step(seed: int) -> None:
     only as chunks (``stream=false``), of several families and vocabularies, up to 100
     live (past the path's first arrays), joining and leaving; each step takes a random
     subset of them (one request alone, a few, or many: the lanes, the small path and the
-    numpy path), each with 0 to 4 tokens. Every request's text is ``parse()`` of what the
-    engine sent it, every SSE stream is its twin's chunk for chunk, byte for byte."""
+    numpy path), each with 0 to 4 tokens; some with ``include_reasoning=False``, the
+    runtime with and without the ``reasoning_content`` alias. Every request's text is
+    ``parse()`` of what the engine sent it, every SSE stream is its twin's chunk for
+    chunk, byte for byte."""
     rng = random.Random(seed)
     families = ["qwen3", "deepseek_r1", "glm47", "minimax_m2", "kimi_k3"]
-    runtime = ReasoningRuntime()
+    runtime = ReasoningRuntime(reasoning_content_alias=rng.random() < 0.3)
     # key -> (pair or chunk-only stream, output, position, parser, chunks read so far)
     live: dict[str, tuple[Pair | RequestStream, list[int], int, Any, list[Any]]] = {}
+    excluded: set[str] = set()  # requests added with include_reasoning=False
     n = done = 0
     target = rng.choice([10, 40, 100])
     share = rng.choice([0.1, 0.5, 0.9])  # of SSE requests
@@ -588,12 +591,15 @@ def test_any_subset_of_mixed_requests_per_step(seed: int) -> None:
             )
             ids = mock[: rng.randint(1, len(mock))]
             key = f"r{n}"
+            include = rng.random() < 0.8
             unit: Pair | RequestStream
             if (n < share * target) if sse_first else (rng.random() < share):
-                unit = Pair(runtime, key, parser)
+                unit = Pair(runtime, key, parser, include_reasoning=include)
             else:
-                unit = runtime.add(key, parser, None, completion_id="c")
+                unit = runtime.add(key, parser, None, completion_id="c", include_reasoning=include)
             live[key] = (unit, ids, 0, parser, [])
+            if not include:
+                excluded.add(key)
             n += 1
         size = rng.choice([1, 1, 2, 5, len(live)])
         chosen = rng.sample(sorted(live), min(size, len(live)))
@@ -622,9 +628,13 @@ def test_any_subset_of_mixed_requests_per_step(seed: int) -> None:
             if at < len(ids):
                 continue
             expected = parser.parse(ids)
-            want = (expected.reasoning or "", expected.content or "")
+            reasoning = "" if key in excluded else expected.reasoning or ""
+            want = (reasoning, expected.content or "")
             if isinstance(unit, Pair):
-                assert texts(unit.end_as_parsed(runtime, parser, ids)) == want
+                runtime.finish(f"{key}-obj", "length")
+                runtime.finish(f"{key}-sse", "length")
+                unit.drain()
+                assert texts(unit.check()) == want
             else:
                 runtime.finish(key, "length")
                 got += unit.ready()
