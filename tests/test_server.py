@@ -466,6 +466,65 @@ async def test_fifty_concurrent_mixed_requests_some_disconnecting(running: Runni
     await anyio.to_thread.run_sync(running.wait_idle)
 
 
+async def test_seventy_non_streaming_requests_beside_streaming_ones() -> None:
+    """A server's mix: a few ``stream=true`` requests admitted first (they ride the SSE
+    output path, whose per-slot arrays they size), then seventy ``stream=false`` ones
+    while those still stream, in slots past those arrays, all in one model's runtime and
+    stepped together. Every answer is ``parse()``'s. (Before: the first step with such a
+    request raised IndexError in the output path, and the engine loop failed every
+    request.)"""
+    engine = SimulatedServingEngine(max_batch=256, tokens_per_step=2, step_interval=0.001)
+    model = "qwen3"
+    served = [m for m in served_models() if m.name == model]
+    with Running(Server(served, engine)) as running:
+        client = openai.AsyncOpenAI(base_url=running.base_url, api_key="unused", max_retries=0)
+        long_out = "".join(script(model, which=i) for i in range(2))
+        streamed: dict[int, tuple[str, str, str | None]] = {}
+        answered: dict[int, tuple[str, str]] = {}
+        admitted = [anyio.Event() for _ in range(3)]
+
+        async def streaming(i: int) -> None:
+            stream = await client.chat.completions.create(
+                model=model,
+                messages=HISTORY,
+                stream=True,
+                extra_body={"simulated_output": long_out},
+            )
+            r, c, finish = "", "", None
+            async with stream:
+                async for chunk in stream:
+                    admitted[i].set()
+                    for ch in chunk.choices:
+                        r += extra(ch.delta, "reasoning") or ""
+                        c += ch.delta.content or ""
+                        finish = ch.finish_reason or finish
+            streamed[i] = (r, c, finish)
+
+        async def plain(i: int) -> None:
+            resp = await client.chat.completions.create(
+                model=model,
+                messages=HISTORY[-1:],
+                extra_body={"simulated_output": script(model, which=i)},
+            )
+            msg = resp.choices[0].message
+            answered[i] = (extra(msg, "reasoning") or "", msg.content or "")
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                for i in range(3):
+                    tg.start_soon(streaming, i)
+                for event in admitted:  # the three are in the runtime, in its first slots
+                    await event.wait()
+                for i in range(70):
+                    tg.start_soon(plain, i)
+        await client.close()
+        reasoning, content, _, _ = expected(model, HISTORY, long_out)
+        assert streamed == {i: (reasoning, content, "stop") for i in range(3)}
+        wants = [expected(model, HISTORY[-1:], script(model, which=i)) for i in range(len(ALL))]
+        assert answered == {i: wants[i % len(ALL)][:2] for i in range(70)}
+        await anyio.to_thread.run_sync(running.wait_idle)
+
+
 def test_malformed_requests_get_400_and_the_server_keeps_serving(
     client: openai.OpenAI, running: Running
 ) -> None:
