@@ -388,16 +388,36 @@ def test_tool_requests_ride_the_path_outside_their_calls() -> None:
     [{"include_reasoning": False}, {"stop": ["42"]}, {"skip_special_tokens": False}],
     ids=["no-reasoning", "stop", "keep-special"],
 )
-def test_request_options_on_the_path(options: dict[str, Any]) -> None:
+@pytest.mark.parametrize("alone", [0, 1, 3], ids=["beside", "alone-k1", "alone-k3"])
+def test_request_options_on_the_path(options: dict[str, Any], alone: int) -> None:
     """Options that change what is sent (reasoning left out, a stop string, special
-    tokens kept) give the same stream on the SSE path as read as chunk objects."""
+    tokens kept) give the same stream on the SSE path as read as chunk objects: the two
+    requests stepped together, or each alone in its runtime with ``alone`` tokens a step
+    (the lanes of one request)."""
     tok = tokenizer("qwen-3")
     parser = reasonspan.create_parser_sync("qwen3", tok)
     prose = " ".join(["Think it through, step by step."] * 5)
     ids = tok.encode(f"<think>\n{prose}\n</think>\n\nThe answer is 42, of course.<|im_end|>")
     runtime = ReasoningRuntime()
-    pair = Pair(runtime, "r", parser, **options)
-    reasoning, content = texts(pair.run(runtime, ids))
+    if not alone:
+        pair = Pair(runtime, "r", parser, **options)
+        reasoning, content = texts(pair.run(runtime, ids))
+    else:
+        other = ReasoningRuntime()
+        pair = Pair(runtime, "r", parser, alone=other, **options)
+        for at in range(0, len(ids), alone):
+            if "r-obj" not in runtime:
+                assert "r-sse" not in other  # a stop string ended both
+                break
+            step_rows(runtime, [(pair.obj, ids[at : at + alone])])
+            step_rows(other, [(pair.sse, ids[at : at + alone])])
+            pair.drain()
+        if "r-obj" in runtime:
+            runtime.finish("r-obj")
+            other.finish("r-sse")
+        pair.drain()
+        reasoning, content = texts(pair.check())
+        assert pair.written > 0
     assert reasoning == ("" if options.get("include_reasoning") is False else prose)
     if "stop" in options:
         assert content == "The answer is "
