@@ -46,6 +46,8 @@ _LOW = int(LOW)
 _INT_DTYPES = frozenset(np.dtype(c) for c in "bhilqBHILQ")
 """The native integer dtypes (an array of any other dtype goes to the general checks)."""
 _REASONING = int(REASONING_BIT)
+_INTS = frozenset((int,))
+"""The element type of a list of token ids the lane takes (``bool`` is not ``int`` here)."""
 
 
 def plain_ints(x: object) -> list[int] | None:
@@ -70,92 +72,39 @@ def plain_ints(x: object) -> list[int] | None:
 def step_one(
     sl: Slots, tables: Tables, request_ids: Any, token_ids: Any, offsets: Any
 ) -> BatchStepResult | None:
-    """:func:`step_small` for a step of one request with one token, or None (nothing
-    changed) for any other step or input, which the general steps then take: the same
-    table transition as its loop, with the checks one token needs, in one frame (one
-    request decoding alone is the commonest small step, a single-user server, and each
-    call it skips is a tenth of its cost). An integer array is read through ``tolist()``
-    whatever its shape: only a flat list of Python ints passes the checks (a 2-D array
-    gives nested lists, a 0-d one a scalar; the general step then names what is wrong)."""
+    """:func:`step_small` for a step of one request, one token or a few (at most
+    :data:`SMALL_TOKENS`: a draft model's step), or None (nothing changed) for any other
+    step or input, which the general steps then take: the same table transitions as its
+    loop, with the checks one row needs, in one frame (one request decoding alone is the
+    commonest small step, a single-user server, and each call it skips is a tenth of its
+    cost; the general checks, three lists converted and checked and a loop over rows,
+    were a third of a several-token step). An integer array is read through
+    ``tolist()``: only a flat list of Python ints passes the checks (a 2-D array gives
+    nested lists, a 0-d one a scalar; the general step then names what is wrong)."""
+    # (One token is tested first: its checks are the lane's cost.)
     if type(token_ids) is np.ndarray:  # first: a step of many tokens leaves at once
-        if token_ids.size != 1 or token_ids.dtype not in _INT_DTYPES:
-            if 1 < token_ids.size <= SMALL_TOKENS:
-                return step_lone(sl, tables, request_ids, token_ids, offsets)
+        k = token_ids.size
+        if (k != 1 and (not k or k > SMALL_TOKENS or token_ids.ndim != 1)) or (
+            token_ids.dtype not in _INT_DTYPES
+        ):
             return None
-        token_ids = token_ids.tolist()  # an int array's tolist() holds ints (nested if 2-D)
-        if type(token_ids) is not list:  # a 0-d array's scalar
+        toks = token_ids.tolist()  # an int array's tolist() holds ints (nested if 2-D)
+        if type(toks) is not list:  # a 0-d array's scalar
             return None
-    elif (type(token_ids) is not list and type(token_ids) is not tuple) or len(token_ids) != 1:
-        if (type(token_ids) is list or type(token_ids) is tuple) and 1 < len(
-            token_ids
-        ) <= SMALL_TOKENS:
-            return step_lone(sl, tables, request_ids, token_ids, offsets)
-        return None
-    if type(offsets) is np.ndarray:
-        if offsets.dtype not in _INT_DTYPES or offsets.tolist() != [0, 1]:
+    elif type(token_ids) is list or type(token_ids) is tuple:
+        toks = token_ids
+        k = len(toks)
+        if k != 1 and (not k or k > SMALL_TOKENS or not set(map(type, toks)) <= _INTS):
             return None
-    elif (
-        type(offsets) is not list
-        or offsets != [0, 1]
-        or type(offsets[0]) is not int  # (False and True equal 0 and 1)
-        or type(offsets[1]) is not int
-    ):
-        return None
-    if type(request_ids) is np.ndarray:
-        if request_ids.dtype not in _INT_DTYPES:
-            return None
-        request_ids = request_ids.tolist()
-    if (type(request_ids) is not list and type(request_ids) is not tuple) or len(request_ids) != 1:
-        return None
-    rid, tok = request_ids[0], token_ids[0]
-    if type(rid) is not int or type(tok) is not int:
-        return None
-    s = sl.slot_of.get(rid)
-    if s is None or not SMALL_REQUESTS:  # (0: no scalar step at all, the numpy one alone)
-        return None
-    py = sl.py
-    if (sl.n_done and py.done[s]) or not 0 <= tok < py.vocab[s]:
-        return None
-    lut, lab_t, nxt_t, inc_t = tables._scalar or tables.scalar()
-    rows = py.row
-    idx = rows[s] + lut[py.lutb[s] + tok]
-    lab = lab_t[idx]
-    row = rows[s] = nxt_t[idx]
-    cnts = py.cnt
-    cnt = cnts[s] = cnts[s] + inc_t[idx]
-    if lab == DELIMITER:
-        py.dcnt[s] += 1
-    include = sl.incl[[s]] if sl.n_exclude else None
-    return BatchStepResult.of_one(
-        sl, include, (rid, tok, s, lab, bool(row & _REASONING), cnt & _LOW)
-    )
-
-
-def step_lone(
-    sl: Slots, tables: Tables, request_ids: Any, token_ids: Any, offsets: Any
-) -> BatchStepResult | None:
-    """:func:`step_one` for one request with several tokens (at most
-    :data:`SMALL_TOKENS`): a server decoding for one user with a draft model or
-    multi-token prediction. The checks one row needs and the same table transitions as
-    :func:`step_small`'s loop, whose general checks (three lists converted and checked,
-    a loop over the rows) cost a third of such a step; None (nothing changed) for any
-    input it cannot take."""
-    if type(token_ids) is np.ndarray:
-        if token_ids.ndim != 1 or token_ids.dtype not in _INT_DTYPES:
-            return None
-        toks: list[int] = token_ids.tolist()
-    elif set(map(type, token_ids)) <= {int}:  # (a list or tuple: step_one checked)
-        toks = list(token_ids)
     else:
         return None
-    k = len(toks)
     if type(offsets) is np.ndarray:
         if offsets.dtype not in _INT_DTYPES or offsets.tolist() != [0, k]:
             return None
     elif (
         type(offsets) is not list
         or offsets != [0, k]
-        or type(offsets[0]) is not int  # (False equals 0)
+        or type(offsets[0]) is not int  # (False and True equal 0 and 1)
         or type(offsets[1]) is not int
     ):
         return None
@@ -169,25 +118,45 @@ def step_lone(
     if type(rid) is not int:
         return None
     s = sl.slot_of.get(rid)
-    if s is None or not SMALL_REQUESTS:
+    if s is None or not SMALL_REQUESTS:  # (0: no scalar step at all, the numpy one alone)
         return None
     py = sl.py
-    if (sl.n_done and py.done[s]) or min(toks) < 0 or max(toks) >= py.vocab[s]:
+    if sl.n_done and py.done[s]:
         return None
-
-    # ---- validated: from here on the batch changes
     lut, lab_t, nxt_t, inc_t = tables._scalar or tables.scalar()
+    rows = py.row
+    cnts = py.cnt
+    if k == 1:
+        tok = toks[0]
+        if type(tok) is not int or not 0 <= tok < py.vocab[s]:
+            return None
+        # ---- validated: from here on the batch changes
+        idx = rows[s] + lut[py.lutb[s] + tok]
+        lab = lab_t[idx]
+        row = rows[s] = nxt_t[idx]
+        cnt = cnts[s] = cnts[s] + inc_t[idx]
+        if lab == DELIMITER:
+            py.dcnt[s] += 1
+        include = sl.incl[[s]] if sl.n_exclude else None
+        return BatchStepResult.of_one(
+            sl, include, (rid, tok, s, lab, bool(row & _REASONING), cnt & _LOW)
+        )
+    if min(toks) < 0 or max(toks) >= py.vocab[s]:
+        return None
+    # ---- validated: from here on the batch changes
+    if type(toks) is tuple:
+        toks = list(toks)
     base = py.lutb[s]
-    row = py.row[s]
-    cnt = py.cnt[s]
+    row = rows[s]
+    cnt = cnts[s]
     labels = bytearray(k)
     for j, t in enumerate(toks):
         idx = row + lut[base + t]
         labels[j] = lab_t[idx]
         row = nxt_t[idx]
         cnt += inc_t[idx]
-    py.row[s] = row
-    py.cnt[s] = cnt
+    rows[s] = row
+    cnts[s] = cnt
     delimiters = labels.count(DELIMITER)
     if delimiters:
         py.dcnt[s] += delimiters

@@ -726,7 +726,7 @@ class SSEPath:
     ) -> bool:
         """:meth:`emit_one` for tokens ``toks[a:z]`` (labels ``labs[a:z]``, two or more):
         one event when they are all plain text of one plain channel. (The step of one
-        request with several tokens, ``batch_small.step_lone``, ends here too; the
+        request with several tokens, ``batch_small.step_one``'s, ends here too; the
         regular row of a table-routed step.)"""
         bits, tab_r, tab_c = self._py
         b = bits[s]

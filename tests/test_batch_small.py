@@ -256,13 +256,13 @@ def test_arrays_are_made_once_and_owned_by_the_result() -> None:
 @pytest.mark.parametrize("case", VECTORIZED, ids=["-".join(map(str, c[:2])) for c in VECTORIZED])
 @settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_one_request_one_token_lane_equals_vectorized_steps(
+def test_the_lane_of_one_request_equals_vectorized_steps(
     case: tuple[str, str, dict[str, Any]], data: st.DataObject
 ) -> None:
     """One request decoding alone, one token per step or several (a draft model's),
-    given as lists, tuples, int64 or int32 arrays: the lane (``step_one``, and
-    ``step_lone`` for several tokens) gives field by field what the vectorized step
-    gives, through ``ReasoningBatch.step`` and ``ReasoningBatch.step_one`` alike."""
+    given as lists, tuples, int64 or int32 arrays: the lane (``step_one``) gives field
+    by field what the vectorized step gives, through ``ReasoningBatch.step`` and
+    ``ReasoningBatch.step_one`` alike."""
     p = parser(*case)
     prompt = data.draw(outputs(p), label="prompt")
     out = data.draw(outputs(p), label="output")
@@ -333,7 +333,7 @@ def test_the_lane_declines_what_it_cannot_take_and_errors_stay_the_same() -> Non
         (([10], [t], np.array([0.0, 1.0])), InvalidStepError, "integers"),
         (([10], [t], np.array([False, True])), InvalidStepError, "integers"),
         (([10], [t], np.array([[0, 1]])), InvalidStepError, "1-D"),
-        # Several tokens (``step_lone``).
+        # Several tokens.
         (([999], [t, t], [0, 2]), UnknownRequestError, "request 999"),
         (([10], [t, vocab + 5], [0, 2]), BatchTokenError, "of request 10"),
         (([10], [-1, t], [0, 2]), BatchTokenError, "of request 10"),
