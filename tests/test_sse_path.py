@@ -587,16 +587,20 @@ def test_any_subset_of_mixed_requests_per_step(seed: int) -> None:
     only as chunks (``stream=false``), of several families and vocabularies, up to 100
     live (past the path's first arrays), joining and leaving; each step takes a random
     subset of them (one request alone, a few, or many: the lanes, the small path and the
-    numpy path), each with 0 to 4 tokens; some with ``include_reasoning=False``, the
-    runtime with and without the ``reasoning_content`` alias. Every request's text is
-    ``parse()`` of what the engine sent it, every SSE stream is its twin's chunk for
+    numpy path), each with 0 to 4 tokens; some with ``include_reasoning=False`` or a
+    stop string, the runtime with and without the ``reasoning_content`` alias; a
+    hold-back family (multi-token markers) and harmony among them now and then (every
+    step then takes the general path). Every request's text is ``parse()`` of what the
+    engine sent it (up to its stop string), every SSE stream is its twin's chunk for
     chunk, byte for byte."""
     rng = random.Random(seed)
     families = ["qwen3", "deepseek_r1", "glm47", "minimax_m2", "kimi_k3"]
+    families += rng.choice([[], [], ["minimax_m3"], ["openai_gptoss"]])
     runtime = ReasoningRuntime(reasoning_content_alias=rng.random() < 0.3)
     # key -> (pair or chunk-only stream, output, position, parser, chunks read so far)
     live: dict[str, tuple[Pair | RequestStream, list[int], int, Any, list[Any]]] = {}
     excluded: set[str] = set()  # requests added with include_reasoning=False
+    stopped: set[str] = set()  # requests added with a stop string
     n = done = 0
     target = rng.choice([10, 40, 100])
     share = rng.choice([0.1, 0.5, 0.9])  # of SSE requests
@@ -614,7 +618,10 @@ def test_any_subset_of_mixed_requests_per_step(seed: int) -> None:
             include = rng.random() < 0.8
             unit: Pair | RequestStream
             if (n < share * target) if sse_first else (rng.random() < share):
-                unit = Pair(runtime, key, parser, include_reasoning=include)
+                stop = ["42"] if rng.random() < 0.15 else None
+                unit = Pair(runtime, key, parser, include_reasoning=include, stop=stop)
+                if stop:
+                    stopped.add(key)
             else:
                 unit = runtime.add(key, parser, None, completion_id="c", include_reasoning=include)
             live[key] = (unit, ids, 0, parser, [])
@@ -651,10 +658,17 @@ def test_any_subset_of_mixed_requests_per_step(seed: int) -> None:
             reasoning = "" if key in excluded else expected.reasoning or ""
             want = (reasoning, expected.content or "")
             if isinstance(unit, Pair):
-                runtime.finish(f"{key}-obj", "length")
-                runtime.finish(f"{key}-sse", "length")
+                if f"{key}-obj" in runtime:  # (a stop string ends both twins)
+                    runtime.finish(f"{key}-obj", "length")
+                    runtime.finish(f"{key}-sse", "length")
                 unit.drain()
-                assert texts(unit.check()) == want
+                got_r, got_c = texts(unit.check())
+                if key in stopped:  # the answer up to its first "42"
+                    cut = want[1].find("42")
+                    assert got_r == want[0] and "42" not in got_c
+                    assert want[1].startswith(got_c) and (cut < 0 or len(got_c) <= cut)
+                else:
+                    assert (got_r, got_c) == want
             else:
                 runtime.finish(key, "length")
                 got += unit.ready()
