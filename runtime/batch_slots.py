@@ -42,7 +42,16 @@ _TOTAL = int(TOTAL)
 
 
 def int_array(x: object, where: str) -> IntArray:
-    """A 1-D int64 array owned by the batch (a copy), or a clear error."""
+    """A 1-D int64 array owned by the batch (a copy), or a clear error. A list or tuple
+    must hold ints or numpy integers: numpy would turn a bool among ints into 0 or 1 (a
+    request id ``True`` would step request 1)."""
+    if (type(x) is list or type(x) is tuple) and not set(map(type, x)) <= {int}:
+        for i, v in enumerate(x):
+            if isinstance(v, (bool, np.bool_)):  # (any other type: numpy's dtype tells)
+                raise InvalidStepError(
+                    f"{where} must hold integers, got {where}[{i}] = {v!r} of type "
+                    f"{type(v).__name__}"
+                )
     a = np.asarray(x)
     if a.ndim != 1:
         raise InvalidStepError(f"{where} must be a 1-D array, got {a.ndim} dimensions")

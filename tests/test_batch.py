@@ -769,6 +769,22 @@ def test_bad_input_raises_before_any_state_changes() -> None:
             "integers",
         ),
         (lambda: batch.step([[10, -3]], [t, t], [0, 1, 2]), InvalidStepError, "1-D"),
+        # A bool among ints in a list (numpy would read True as request 1, False as 0).
+        (
+            lambda: batch.step([10, True], [t, t], [0, 1, 2]),
+            InvalidStepError,
+            "request_ids[1] = True of type bool",
+        ),
+        (
+            lambda: batch.step([10, -3], [t, t], [False, 1, 2]),
+            InvalidStepError,
+            "offsets[0] = False of type bool",
+        ),
+        (
+            lambda: batch.step((10, -3), [t, t], (0, np.True_, 2)),
+            InvalidStepError,
+            f"offsets[1] = {np.True_!r} of type bool",
+        ),
         # In minimax's vocabulary but not in qwen3's: the error names request 10.
         (
             lambda: batch.step([-3, 10], [t, qwen_vocab + 5], [0, 1, 2]),
