@@ -180,11 +180,7 @@ class BatchStepResult:
         failed or under a grammar, from its lists and its requests' states: the arrays and
         the per-row lookup caches (:data:`_FRESH`) are made when first read (a server
         loop that reads only the text of a few requests never pays for them)."""
-        res = _new(cls)  # (what of_one writes, in this frame)
-        res._batch = batch
-        res.one = None
-        res._include = include
-        res.errors = {}
+        res = cls.of_one(batch, include, None)
         res._lists = lists
         res._state = state
         res._decided = {}  # (the output paths read it; the other lookups are made lazily)

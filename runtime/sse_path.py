@@ -750,12 +750,7 @@ class SSEPath:
         q = rec.queue
         if len(q) >= room:
             return False
-        es = self.esc[s]
-        e = b"".join([es[t] for t in ids])
-        if self.alias and lab == REASONING:
-            q.append(pre + e + self.mid[s] + e + self.suf)
-        else:
-            q.append(pre + e + self.suf)
+        q.append(self._event(s, pre, self.alias and lab == REASONING, toks, a, z))
         if rec.waiting:
             rec.notify()
         return True

@@ -430,24 +430,22 @@ class ReasoningRuntime:
         sse = self._sse
         res = self.batch.step_one(request_ids, token_ids, offsets)
         rows: list[int] | None = None  # the rows the exact path below takes (None: all)
+        written = False  # one request alone, its event written by the output path: done
         if res is None:
             res = self._batch_step(request_ids, token_ids, offsets)
             rows = sse.emit(res, room)
-        elif (one := res.one) is not None:
-            if sse.count and sse.emit_one(one[2], one[3], one[1], room):
-                # One request alone, its token plain text: its event is written; done.
-                self.steps += 1
-                if t0:
-                    self.step_ns.append(time.perf_counter_ns() - t0)
-                return res
+        elif (one := res.one) is not None:  # one request, one token
+            written = bool(sse.count) and sse.emit_one(one[2], one[3], one[1], room)
         elif sse.count:  # one request with several tokens (a draft model's)
             _, toks, offs, labs, slots = res.lists()
-            if sse.write_row(slots[0], labs, toks, 0, offs[1], room):
-                self.steps += 1
-                if t0:
-                    self.step_ns.append(time.perf_counter_ns() - t0)
-                return res
-            rows = sse.emit(res, room)
+            written = sse.write_row(slots[0], labs, toks, 0, offs[1], room)
+            if not written:
+                rows = sse.emit(res, room)
+        if written:
+            self.steps += 1
+            if t0:
+                self.step_ns.append(time.perf_counter_ns() - t0)
+            return res
         errors = res.errors
         records = self._by_engine
         alias = self.alias
