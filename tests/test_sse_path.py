@@ -94,22 +94,33 @@ class Pair:
             include_usage=True,
             **options,
         )
+        self.alone = alone
         self.chunks: list[ChatCompletionChunk] = []
         self.events: list[bytes] = []
         self.written = 0
         """Events the output path wrote as bytes (the rest were encoded on reading)."""
 
-    def run(self, runtime: ReasoningRuntime, ids: list[int]) -> list[ChatCompletionChunk]:
-        """Step both requests one token at a time (until a stop string ends them), finish
-        them, and return the checked chunks (:meth:`check`)."""
-        for t in ids:
+    def run(
+        self, runtime: ReasoningRuntime, ids: list[int], k: int = 1
+    ) -> list[ChatCompletionChunk]:
+        """Step both requests ``k`` tokens at a time (until a stop string ends them), in
+        one step, or each alone in its runtime when the SSE one was added ``alone``;
+        finish them, and return the checked chunks (:meth:`check`)."""
+        other = runtime if self.alone is None else self.alone
+        for at in range(0, len(ids), k):
             if self.obj.request_id not in runtime:
-                break  # a stop string ended both
-            step_rows(runtime, [(self.obj, [t]), (self.sse, [t])])
+                assert self.sse.request_id not in other  # a stop string ended both
+                break
+            delta = ids[at : at + k]
+            if self.alone is None:
+                step_rows(runtime, [(self.obj, delta), (self.sse, delta)])
+            else:
+                step_rows(runtime, [(self.obj, delta)])
+                step_rows(other, [(self.sse, delta)])
             self.drain()
         if self.obj.request_id in runtime:
             runtime.finish(self.obj.request_id)
-            runtime.finish(self.sse.request_id)
+            other.finish(self.sse.request_id)
         self.drain()
         return self.check()
 
@@ -118,13 +129,12 @@ class Pair:
         runtime: ReasoningRuntime,
         parser: reasonspan.ReasoningParser,
         ids: list[int],
-        alone: ReasoningRuntime | None = None,
     ) -> list[ChatCompletionChunk]:
-        """Finish both requests with "length" (the SSE one in ``alone`` when it was added
-        there), check them (:meth:`check`) and their text against ``parse(ids)``; return
-        the chunks."""
+        """Finish both requests with "length" (the SSE one in its own runtime when it was
+        added ``alone``), check them (:meth:`check`) and their text against
+        ``parse(ids)``; return the chunks."""
         runtime.finish(str(self.obj.request_id), "length")
-        (runtime if alone is None else alone).finish(str(self.sse.request_id), "length")
+        (runtime if self.alone is None else self.alone).finish(str(self.sse.request_id), "length")
         self.drain()
         chunks = self.check()
         expected = parser.parse(ids)
@@ -195,7 +205,7 @@ def test_one_request_alone_is_the_chunk_stream_byte_for_byte(
             step_rows(runtime, [(pair.obj, delta)])
             step_rows(alone, [(pair.sse, delta)])
             pair.drain()
-    pair.end_as_parsed(runtime, parser, ids, alone)
+    pair.end_as_parsed(runtime, parser, ids)
     # The lane takes every step with tokens of a table-routed request, nothing else.
     assert sum(taken) == (sum(len(d) > 0 for d in deltas) if routed else 0)
 
@@ -247,16 +257,9 @@ def test_one_request_alone_writes_plain_tokens_through_the_lane() -> None:
     parser = reasonspan.create_parser_sync("qwen3", tok)
     prose = " ".join(["The quick brown fox jumps over the lazy dog, again."] * 12)
     ids = tok.encode(f"<think>\n{prose}\n</think>\n\n{prose}")
-    runtime, alone = ReasoningRuntime(), ReasoningRuntime()
-    pair = Pair(runtime, "r", parser, alone=alone)
-    for t in ids:
-        step_rows(runtime, [(pair.obj, [t])])
-        step_rows(alone, [(pair.sse, [t])])
-        pair.drain()
-    runtime.finish("r-obj")
-    alone.finish("r-sse")
-    pair.drain()
-    pair.check()
+    runtime = ReasoningRuntime()
+    pair = Pair(runtime, "r", parser, alone=ReasoningRuntime())
+    pair.run(runtime, ids)
     assert pair.written >= 0.9 * (len(pair.chunks) - 2)
 
 
@@ -399,24 +402,9 @@ def test_request_options_on_the_path(options: dict[str, Any], alone: int) -> Non
     prose = " ".join(["Think it through, step by step."] * 5)
     ids = tok.encode(f"<think>\n{prose}\n</think>\n\nThe answer is 42, of course.<|im_end|>")
     runtime = ReasoningRuntime()
-    if not alone:
-        pair = Pair(runtime, "r", parser, **options)
-        reasoning, content = texts(pair.run(runtime, ids))
-    else:
-        other = ReasoningRuntime()
-        pair = Pair(runtime, "r", parser, alone=other, **options)
-        for at in range(0, len(ids), alone):
-            if "r-obj" not in runtime:
-                assert "r-sse" not in other  # a stop string ended both
-                break
-            step_rows(runtime, [(pair.obj, ids[at : at + alone])])
-            step_rows(other, [(pair.sse, ids[at : at + alone])])
-            pair.drain()
-        if "r-obj" in runtime:
-            runtime.finish("r-obj")
-            other.finish("r-sse")
-        pair.drain()
-        reasoning, content = texts(pair.check())
+    pair = Pair(runtime, "r", parser, alone=ReasoningRuntime() if alone else None, **options)
+    reasoning, content = texts(pair.run(runtime, ids, k=alone or 1))
+    if alone:
         assert pair.written > 0
     assert reasoning == ("" if options.get("include_reasoning") is False else prose)
     if "stop" in options:
