@@ -456,51 +456,58 @@ class ReasoningRuntime:
                 continue
             if got.sse_slot >= 0:
                 touched.append(got)
-            if got.stop is not None:
-                self._step_with_stop(got, ids, labels, spill)
-                continue
-            calls = None
-            if got.calls is not None:
-                ids, out_labels, out_spill, done = got.calls.feed(ids, labels, spill)
-                labels, spill = bytes(out_labels), tuple(out_spill)
-                if done:
-                    calls = call_deltas(done, got.calls.count - len(done))
-            r_text, c_text = got.text_decoder().feed(ids, labels, spill)
-            tools = got.tools
-            if tools is not None and (TOOL_CALL in labels or tools.reader.busy):
-                calls = got.message_calls(ids, labels)
-            if not (r_text or c_text or calls or got.cites):
-                continue
-            if (
-                got.include_reasoning
-                and not got.hold_reasoning
-                and not got.cites
-                and len(got.queue) < room
-            ):
-                # The common case, inlined (it runs once per request-token): a new chunk.
-                got.queue.append(
-                    ChatCompletionChunk(
-                        id=got.completion_id,
-                        created=got.created,
-                        model=got.model,
-                        choices=[
-                            ChunkChoice(
-                                0,
-                                ChoiceDelta(
-                                    content=c_text or None,
-                                    reasoning=r_text or None,
-                                    reasoning_content=(r_text or None) if alias else None,
-                                    tool_calls=calls,
-                                ),
-                            )
-                        ],
+            # Whatever raises on a request's exact path (its call extractor, decoder,
+            # stop strings, chunk) fails that request alone; the step and the other
+            # requests go on. (A try costs nothing until it catches.)
+            try:
+                if got.stop is not None:
+                    self._step_with_stop(got, ids, labels, spill)
+                    continue
+                calls = None
+                if got.calls is not None:
+                    ids, out_labels, out_spill, done = got.calls.feed(ids, labels, spill)
+                    labels, spill = bytes(out_labels), tuple(out_spill)
+                    if done:
+                        calls = call_deltas(done, got.calls.count - len(done))
+                r_text, c_text = got.text_decoder().feed(ids, labels, spill)
+                tools = got.tools
+                if tools is not None and (TOOL_CALL in labels or tools.reader.busy):
+                    calls = got.message_calls(ids, labels)
+                if not (r_text or c_text or calls or got.cites):
+                    continue
+                if (
+                    got.include_reasoning
+                    and not got.hold_reasoning
+                    and not got.cites
+                    and len(got.queue) < room
+                ):
+                    # The common case, inlined (it runs once per request-token): a new chunk.
+                    got.queue.append(
+                        ChatCompletionChunk(
+                            id=got.completion_id,
+                            created=got.created,
+                            model=got.model,
+                            choices=[
+                                ChunkChoice(
+                                    0,
+                                    ChoiceDelta(
+                                        content=c_text or None,
+                                        reasoning=r_text or None,
+                                        reasoning_content=(r_text or None) if alias else None,
+                                        tool_calls=calls,
+                                    ),
+                                )
+                            ],
+                        )
                     )
-                )
-                got.notify()
-            else:
-                got.emit_text(self.alias, self.buffer_size, r_text, c_text, calls)
+                    got.notify()
+                else:
+                    got.emit_text(self.alias, self.buffer_size, r_text, c_text, calls)
+            except Exception as exc:
+                self._fail(got, RequestFailedError(rid, got.parser.name, exc))
         for got in touched:
-            sse.refresh(got)
+            if not got.closed:
+                sse.refresh(got)
         self.steps += 1
         if t0:
             self.step_ns.append(time.perf_counter_ns() - t0)
@@ -593,7 +600,11 @@ class ReasoningRuntime:
         except RequestFailedError as err:
             self._fail(rec, err)
             return
-        finish_reason = rec.finish_text(self.alias, self.buffer_size, tail, finish_reason)
+        try:
+            finish_reason = rec.finish_text(self.alias, self.buffer_size, tail, finish_reason)
+        except Exception as exc:  # as in step(): this request alone fails
+            self._fail(rec, RequestFailedError(rec.engine_id, rec.parser.name, exc))
+            return
         self._end(rec, finish_reason, tail.usage)
 
     def _end(self, rec: StreamRecord, finish_reason: FinishReason, u: RequestUsage) -> None:

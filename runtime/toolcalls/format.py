@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -28,6 +29,8 @@ BodyComplete = Callable[[str], "bool | None"]
 ends a call of this kind, False when the body is this kind's but unfinished (a close marker
 now is text of an argument: ``<parameter=text>use </tool_call>``), None when the text is not
 this kind's body."""
+
+_T = TypeVar("_T")
 
 _KINDS: dict[str, BodyParser] = {}
 _COMPLETE: dict[str, BodyComplete] = {}
@@ -115,7 +118,7 @@ class ToolFormat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         Without the finish reason a ``length`` cut right there reads the same way."""
         for kind in self.kinds:
             check = _COMPLETE.get(kind)
-            if check is not None and check(body) is False:
+            if check is not None and _guarded(check, body) is False:
                 return False
         return True
 
@@ -126,10 +129,29 @@ class ToolFormat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return any(kind in _COMPLETE for kind in self.kinds)
 
     def parse(self, body: str, tools: Tools) -> list[ToolCall] | None:
+        """The calls of a closed region, from the first kind that reads it; None when no
+        kind does (the region goes back to the content verbatim).
+
+        A kind that raises reads nothing: whatever a model writes in a call (arguments
+        nested past :data:`~reasonspan.runtime.nesting.MAX_NESTING`, an integer past
+        Python's int-to-string limit, a value JSON cannot hold, a bug in one kind's
+        reader) makes that call invalid, never an exception in the step, the request's
+        neighbours or the server's engine loop."""
         for kind in self.kinds:
-            got = kind_parser(kind)(body, tools)
+            got = _guarded(kind_parser(kind), body, tools)
             if got is not None:
                 return got
+        return None
+
+
+def _guarded(fn: Callable[..., _T], *args: Any) -> _T | None:
+    """``fn(*args)``, or None when it raises: the one place a body kind's failure turns
+    into "not a call of this kind" (:meth:`ToolFormat.parse`, :meth:`ToolFormat.could_end`).
+    ``RecursionError`` and ``MemoryError`` are ``Exception`` s too; only
+    ``KeyboardInterrupt`` and the like pass."""
+    try:
+        return fn(*args)
+    except Exception:
         return None
 
 

@@ -8,12 +8,14 @@ values, Gemma 4) can type them from the function's JSON Schema.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from ..errors import InvalidOptionError
+from ..nesting import MAX_NESTING, nested_deeper_than
 
 
 class ToolCall(msgspec.Struct, frozen=True):
@@ -87,6 +89,37 @@ def as_tools(tools: Tools | Sequence[Mapping[str, Any]] | None) -> Tools:
 _encoder = msgspec.json.Encoder()
 
 
+class InvalidArgumentsError(ValueError):
+    """A call's arguments that no JSON text can carry faithfully. Raised inside a body
+    kind, it makes the call invalid (:meth:`ToolFormat.parse` reads nothing), so the
+    region goes back to the content rather than being sent with altered values."""
+
+
 def dump_arguments(value: Mapping[str, Any]) -> str:
-    """Arguments as compact JSON text with non-ASCII kept (msgspec writes UTF-8 as is)."""
+    """Arguments as compact JSON text with non-ASCII kept (msgspec writes UTF-8 as is).
+
+    Refused (:class:`InvalidArgumentsError`): arguments nesting more than
+    :data:`~reasonspan.runtime.nesting.MAX_NESTING` containers one inside the other (a
+    client's JSON code recurses over them), and a float that is not finite (``1e999``
+    reads as infinity, which JSON cannot hold: it would be sent as ``null``)."""
+    if nested_deeper_than(value, MAX_NESTING):
+        raise InvalidArgumentsError(f"arguments nest more than {MAX_NESTING} containers deep")
+    if _has_non_finite(value):
+        raise InvalidArgumentsError("arguments hold a number JSON cannot hold (inf or nan)")
     return _encoder.encode(value).decode("utf-8")
+
+
+def _has_non_finite(value: object) -> bool:
+    """Any float in ``value`` (nested dicts and lists, checked iteratively: the depth
+    was bounded first) that is infinite or nan."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return False
