@@ -154,6 +154,15 @@ def run(args: argparse.Namespace) -> int:
                 )
                 return 2
             name = found.parser
+            if found.evidence.declaration_error is not None:
+                # A declaration that cannot be honoured (a hostile one past its bounds
+                # included) is named, and the folder is served with the detected family.
+                print(
+                    f"reasonspan serve: {path}: declared format not used "
+                    f"({' '.join(found.evidence.declaration_error.split())}); "
+                    f"serving with the detected parser {name}",
+                    file=sys.stderr,
+                )
         try:  # a bad --parser is refused here, not as a 400 on every request
             create_parser_sync(name, tok)
         except ReasonspanError as exc:

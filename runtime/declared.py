@@ -63,13 +63,24 @@ A declaration this cannot honour raises :class:`DeclarationError`, naming the pr
 the pattern: no reasoning field, a reasoning part without literal delimiters, an ``x-parser``
 or content parser that transformers does not define or that has no counterpart here, a
 regex Python cannot read.
+
+A declaration is a file in a model folder, so every dimension of it is bounded, and a
+declaration past a bound is a :class:`DeclarationError` naming the dimension, the value and
+the limit, raised before any marker is resolved or any table built (each delimiter that is
+not one token becomes a byte pattern whose prefixes the machine keeps, and each is looked
+for in every token's bytes): objects and arrays nested :data:`MAX_DECLARATION_NESTING` deep,
+:data:`MAX_DELIMITERS` delimiters, each of :data:`MIN_DELIMITER_CHARS` to
+:data:`MAX_DELIMITER_CHARS` characters, patterns of ``declared_regex.MAX_PATTERN_CHARS``
+characters nesting ``declared_regex.MAX_PATTERN_NESTING`` groups deep. Every published
+declaration (tests/declarations.py) is far inside them: 9 delimiters at most, 5 to 18
+characters each, nesting 10 deep, patterns of 196 characters and 3 levels of groups.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from typing import Any, Literal
 
 import msgspec
@@ -91,6 +102,28 @@ DECLARATION_KEYS = ("response_template", "response_schema")
 
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
 """transformers' ``_REASONING_FIELDS``: the names a reasoning part may have."""
+
+
+MAX_DELIMITERS = 64
+"""Delimiters in one declaration, all its fields together (and so in any one list of them):
+a published one has at most 9 (Gemma 4's template). Each is a marker to resolve, and one
+that is not a single token is a byte pattern looked for in every token's bytes."""
+
+MAX_DELIMITER_CHARS = 256
+"""The longest delimiter (characters): the longest published one is 18 characters and the
+longest marker of any family 52 (gpt-oss's ``<|end|><|start|>assistant…``). A byte pattern
+keeps every prefix of itself, so its table grows with the square of its length (a 1 MB
+delimiter ran out of memory at 5.7 GB)."""
+
+MIN_DELIMITER_CHARS = 3
+"""The shortest delimiter (characters): a shorter one is matched inside ordinary words (a
+reasoning end ``e`` would end reasoning at every ``e``). The shortest marker of any family
+is 4 characters (MiniMax's ``]~b]``), of a published declaration 5 (``<eos>``)."""
+
+MAX_DECLARATION_NESTING = 64
+"""How deep a declaration's objects and arrays may nest: a published response_schema nests
+10 deep (tool_calls → items → properties → function → … → additionalProperties), and the
+reader walks it recursively (x-parser names, the tool-call body)."""
 
 
 # transformers' x-parser names (``recursive_parse``) and content parsers
@@ -161,6 +194,15 @@ def find_declaration(config: Mapping[str, Any]) -> tuple[str, Any] | None:
 
 def read_declaration(key: str, value: Any, source: str) -> DeclaredFormat:
     """Read one declaration; :class:`DeclarationError` when it cannot be honoured."""
+    depth = _nesting(value)
+    if depth > MAX_DECLARATION_NESTING:
+        # The value is not passed on: showing it in the message would recurse as deep.
+        raise DeclarationError(
+            source,
+            key,
+            f"objects and arrays {depth:,} deep",
+            f"declaration nesting: {depth:,} levels, over the limit of {MAX_DECLARATION_NESTING}",
+        )
     if not isinstance(value, dict):
         raise DeclarationError(source, key, value, "expected a JSON object")
     if key == "response_template":
@@ -171,10 +213,76 @@ def read_declaration(key: str, value: Any, source: str) -> DeclaredFormat:
         raise DeclarationError(
             source, key, value, f"unknown declaration; expected {DECLARATION_KEYS}"
         )
-    for marker in (*got.start, *got.end, *got.tool, *got.content_open, *got.turn):
-        if not marker.strip():
-            raise DeclarationError(source, key, marker, "a delimiter must not be blank")
     return got
+
+
+def _nesting(value: object) -> int:
+    """How deep JSON-like ``value`` nests (a scalar is 0), measured without recursion."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _too_many(
+    fail: Callable[[str, object, str], DeclarationError], prop: str, values: Sized
+) -> None:
+    """Refuse a list of delimiters longer than the whole declaration may hold, before its
+    items are looked at."""
+    if len(values) > MAX_DELIMITERS:
+        raise fail(
+            prop,
+            f"a list of {len(values):,}",
+            f"number of delimiters: {len(values):,}, over the limit of {MAX_DELIMITERS}",
+        )
+
+
+def _check_delimiters(
+    fail: Callable[[str, object, str], DeclarationError],
+    total_prop: str,
+    parts: Sequence[tuple[str, Sequence[str], bool]],
+) -> None:
+    """Every delimiter the declaration compiles to, as ``(property, delimiters, opens)``:
+    within :data:`MAX_DELIMITERS`, :data:`MIN_DELIMITER_CHARS` and
+    :data:`MAX_DELIMITER_CHARS`, and not blank where it opens or ends a part (a closer that
+    is only stripped may be); checked before any of them meets a tokenizer."""
+    for prop, markers, _ in parts:
+        _too_many(fail, prop, markers)
+    total = sum(len(markers) for _, markers, _ in parts)
+    if total > MAX_DELIMITERS:
+        raise fail(
+            total_prop,
+            f"{total:,} delimiters",
+            f"number of delimiters: {total:,} in all, over the limit of {MAX_DELIMITERS}",
+        )
+    for prop, markers, opens in parts:
+        for marker in markers:
+            n = len(marker)
+            if n > MAX_DELIMITER_CHARS:
+                raise fail(
+                    prop,
+                    marker,
+                    f"delimiter length: {n:,} characters, over the limit of {MAX_DELIMITER_CHARS}",
+                )
+            if opens and not marker.strip():
+                raise fail(prop, marker, "a delimiter must not be blank")
+            if n < MIN_DELIMITER_CHARS:
+                raise fail(
+                    prop,
+                    marker,
+                    f"delimiter length: {marker!r} is {n} character{'s' if n != 1 else ''}, "
+                    f"under the minimum of {MIN_DELIMITER_CHARS} (one that short is matched "
+                    "inside ordinary text)",
+                )
 
 
 def _args(field: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -285,6 +393,17 @@ class _Schema:
                 content_open, content_close = part.before, part.after
             elif part is not None:
                 content_trim = Trim(lead=part.lead.lead, lead_max=part.lead.lead_max)
+        _check_delimiters(
+            self.fail,
+            "properties",
+            [
+                (field, [*got.before, *got.after], True),
+                ("tool_calls", tool, True),
+                ("tool_calls", tool_close, False),
+                ("content", content_open, True),
+                ("content", content_close, False),
+            ],
+        )
         return DeclaredFormat(
             key="response_schema",
             start=tuple(got.before),
@@ -350,6 +469,8 @@ class _Template:
         raw = field.get(side)
         if isinstance(raw, str):
             return [] if raw == "eos" else [raw]
+        if isinstance(raw, list):
+            _too_many(self.fail, f"{name}.{side}", raw)
         if isinstance(raw, list) and all(isinstance(r, str) for r in raw) and raw:
             return [r for r in raw if r != "eos"]
         if raw is not None:
@@ -408,10 +529,25 @@ class _Template:
         )
         anchor = self.template.get("start_anchor")
         turn = [anchor] if isinstance(anchor, str) else anchor if isinstance(anchor, list) else []
+        _too_many(self.fail, "start_anchor", turn)
         if turn == [] and (pat := self.template.get("start_anchor_pattern")) is not None:
             turn = [lit] if (lit := _leading_literal(self.source, "start_anchor", pat)) else []
+        turn = [t for t in turn if isinstance(t, str) and t]
         strip = _args(reasoning).get("strip", True)
         cstrip = _args(content).get("strip", True)
+        _check_delimiters(
+            self.fail,
+            "fields",
+            [
+                (f"{name}.open", start, True),
+                (f"{name}.close", end, True),
+                ("tool_calls.open", tool, True),
+                ("tool_calls.close", tool_close, False),
+                ("content.open", content_open, True),
+                ("content.close", content_close, False),
+                ("start_anchor", turn, True),
+            ],
+        )
         return DeclaredFormat(
             key="response_template",
             start=tuple(start),
@@ -424,7 +560,7 @@ class _Template:
             tool_kinds=_template_kinds(tools),
             content_open=tuple(content_open),
             content_close=tuple(content_close),
-            turn=tuple(t for t in turn if isinstance(t, str) and t),
+            turn=tuple(turn),
         )
 
 

@@ -3,7 +3,13 @@ delimiters around a capture group, and the optional whitespace beside it (layout
 becomes a :class:`Trim`). Patterns are read with Python's own regex reader, so a pattern
 means here exactly what ``re`` compiles it to; anything that is not a literal where a
 delimiter must be is a :class:`DeclarationError` naming the property and the pattern.
-(Split from :mod:`.declared`, which compiles the whole declaration.)"""
+(Split from :mod:`.declared`, which compiles the whole declaration.)
+
+A pattern comes from a file in a model folder, so it is bounded before Python's reader sees
+it: :data:`MAX_PATTERN_CHARS` characters and :data:`MAX_PATTERN_NESTING` groups one inside
+the other (the reader recurses per group: 10,000 nested groups were a ``RecursionError``).
+Real declarations stay far below both (the longest published pattern, Gemma 4's top-level
+``x-regex``, is 196 characters and nests 3 deep)."""
 
 from __future__ import annotations
 
@@ -26,6 +32,15 @@ _sre: Any = importlib.import_module("re._parser")
 _c: Any = importlib.import_module("re._constants")
 
 Item = tuple[Any, Any]
+
+MAX_PATTERN_CHARS = 4096
+"""The longest pattern read (characters): 20 times the longest published one (Gemma 4's
+top-level ``x-regex``, 196); no delimiter is longer than its pattern, and the bound on
+delimiters themselves (``declared.MAX_DELIMITER_CHARS``) is checked after reading."""
+
+MAX_PATTERN_NESTING = 32
+"""How many groups a pattern may nest one inside the other: published patterns nest at most
+3 deep, and Python's regex reader (like :func:`_find` here) recurses once per level."""
 
 
 def _ws(item: Item) -> tuple[str, int] | None:
@@ -163,12 +178,59 @@ class _Captured(msgspec.Struct, frozen=True):
     trail: Trim
 
 
+def _nesting(pattern: str) -> int:
+    """How deep the pattern's parentheses nest, read without recursion: escapes and
+    character classes skipped, so a bracket there is no group (an overestimate at worst:
+    the bound is checked on this before the pattern is parsed)."""
+    depth = deepest = 0
+    i, n = 0, len(pattern)
+    in_class = False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            i += 1
+            if pattern.startswith("^", i):
+                i += 1
+            if pattern.startswith("]", i):  # a ']' first in a class is a literal
+                i += 1
+            continue
+        elif c == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c == ")":
+            depth = max(depth - 1, 0)
+        i += 1
+    return deepest
+
+
 def _parse(source: str, prop: str, pattern: object) -> Any:
+    """The pattern read by Python's own regex reader, once it is within the bounds."""
     if not isinstance(pattern, str):
         raise DeclarationError(source, prop, pattern, "a pattern must be a string")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise DeclarationError(
+            source,
+            prop,
+            pattern,
+            f"pattern length: {len(pattern):,} characters, over the limit of {MAX_PATTERN_CHARS:,}",
+        )
+    depth = _nesting(pattern)
+    if depth > MAX_PATTERN_NESTING:
+        raise DeclarationError(
+            source,
+            prop,
+            pattern,
+            f"pattern nesting: groups nest {depth:,} deep, over the limit of {MAX_PATTERN_NESTING}",
+        )
     try:
         return _sre.parse(pattern)
-    except re.error as exc:
+    except (re.error, RecursionError) as exc:
         raise DeclarationError(source, prop, pattern, f"not a regular expression: {exc}") from exc
 
 

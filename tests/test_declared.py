@@ -381,7 +381,7 @@ def test_thinking_regex_without_literal_delimiters(tmp_path: Path) -> None:
         (
             "response_template",
             {"fields": {"thinking": {"open": "\n", "close": "</think>"}}},
-            "response_template",
+            "thinking.open",
             "must not be blank",
         ),
         ("response_schema", ["not", "an", "object"], "response_schema", "expected a JSON object"),
