@@ -52,6 +52,9 @@ class ToolCallExtractor:
     relabelled (or held), plus the calls completed."""
 
     __slots__ = (
+        "_buf",
+        "_buf_n",
+        "_close_from",
         "_fmt",
         "_held",
         "_mode",
@@ -73,6 +76,14 @@ class ToolCallExtractor:
         last token)``; the region closes there if the output ends right after it."""
         self.count = 0
         """Calls completed so far."""
+        self._buf = bytearray()
+        self._buf_n = 0
+        self._close_from = 0
+        """While a region is open: its body bytes so far (those of ``_held[:_buf_n]``),
+        grown as tokens come (:meth:`_grown`), and the offset in them from which a byte
+        close marker is still undecided. A closer found before it was decided already (a
+        string argument's text, or ``_pending``: both depend only on the bytes before it),
+        so a long call costs each token once, not its whole region again."""
 
     @property
     def trims_gaps(self) -> bool:
@@ -179,7 +190,7 @@ class ToolCallExtractor:
             return
         if t in fmt.open_ids:
             self._release(len(self._held), ids, labels, spill)
-            self._mode = _IN
+            self._enter()
             self._held.append(item)
             return
         if self._mode == _FRESH:
@@ -188,7 +199,7 @@ class ToolCallExtractor:
             if not data:
                 return  # only space so far: the answer has not begun
             if data[:1] in fmt.leading:
-                self._mode = _IN
+                self._enter()
                 return
             self._mode = _OUT
             if not fmt.open_bytes:
@@ -230,19 +241,37 @@ class ToolCallExtractor:
             j += 1
         self._release(j, ids, labels, spill)
         if opened:
-            self._mode = _IN
+            self._enter()
             # The rest of the run may already hold the whole call.
             if fmt.close_bytes:
                 self._find_close(ids, labels, spill, calls)
 
+    def _enter(self) -> None:
+        """A region opens: its held tokens from here on are its own (:attr:`_buf`)."""
+        self._mode = _IN
+        self._buf = bytearray()
+        self._buf_n = 0
+        self._close_from = 0
+
+    def _grown(self) -> bytearray:
+        """The open region's body bytes, grown by the tokens held since the last call
+        (:meth:`_region_bytes` of the whole region, without joining it again)."""
+        held = self._held
+        if self._buf_n < len(held):
+            bodies = (item for item in held[self._buf_n :] if item[1] in _BODY)
+            self._buf += b"".join(map(self._bytes, bodies))
+            self._buf_n = len(held)
+        return self._buf
+
     def _find_close(
         self, ids: list[int], labels: bytearray, spill: list[Spill], calls: list[ToolCall]
     ) -> None:
-        """Inside, with byte close markers: close where one is complete, after the opener."""
+        """Inside, with byte close markers: close where one is complete, after the opener.
+        Only the bytes from :attr:`_close_from` on are searched."""
         fmt = self._fmt
-        buf = self._region_bytes()
+        buf = self._grown()
         _, start, _ = self._opener(buf)
-        at, size = _first(buf, fmt.close_bytes, start)
+        at, size = _first(buf, fmt.close_bytes, max(start, self._close_from))
         while at >= 0:
             if self._in_argument(buf[:at]):
                 pass  # text of a string argument
@@ -252,11 +281,13 @@ class ToolCallExtractor:
                 self._pending = self._through(buf, at + size)
             at, size = _first(buf, fmt.close_bytes, at + 1)
         if at < 0:
+            # A closer may still end in the next token's bytes.
+            self._close_from = max(start, len(buf) - fmt.max_marker + 1)
             return
         n, after = self._through(buf, at + size)
         self._close(n, after, ids, labels, spill, calls)
 
-    def _through(self, buf: bytes, end_byte: int) -> tuple[int, bytes]:
+    def _through(self, buf: bytes | bytearray, end_byte: int) -> tuple[int, bytes]:
         """The held tokens through the one that completes a closer ending at ``end_byte``
         of the region's bytes ``buf``, and the bytes of that token after the closer."""
         pos, n = 0, 0
@@ -265,7 +296,7 @@ class ToolCallExtractor:
             if item[1] in _BODY:
                 pos += len(self._bytes(item))
             n += 1
-        return n, buf[end_byte:pos]
+        return n, bytes(buf[end_byte:pos])
 
     def _pending_reads(self) -> bool:
         """At the finish: does the output end with the close marker that was taken for
@@ -369,12 +400,16 @@ class ToolCallExtractor:
     def _opener(self, buf: bytes) -> tuple[int, int, bool]:
         """Where the region's opener begins and ends in its bytes (0, 0 for a region that
         a ``leading`` character opened: that character is part of the body), and whether
-        it is an ``open_in_body`` marker (the body's own first text)."""
+        it is an ``open_in_body`` marker (the body's own first text). A byte opener
+        begins in the region's first token (:meth:`_find_open` released every token
+        before it), so only that token's bytes and a marker's length after them are
+        searched: a long region costs no more."""
         fmt = self._fmt
-        first = self._held[0][0]
-        if first in fmt.open_ids:
-            return 0, len(fmt.token_bytes[first]), False
-        at, size = _first(buf, fmt.open_bytes)
+        first = self._held[0]
+        if first[0] in fmt.open_ids:
+            return 0, len(fmt.token_bytes[first[0]]), False
+        window = len(self._bytes(first)) + fmt.max_marker
+        at, size = _first(buf[:window], fmt.open_bytes)
         if at < 0:
             return 0, 0, False
         in_body = any(buf.startswith(m, at) for m in fmt.body_open_bytes)
