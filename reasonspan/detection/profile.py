@@ -42,7 +42,7 @@ from ..serving.templates import (
     render_chat,
     template_from_config,
 )
-from ..tokenizer.loader import LoadedTokenizer
+from ..tokenizer.loader import LoadedTokenizer, read_json_file, read_text_file
 
 CONVERSATION: tuple[dict[str, str], ...] = (
     {"role": "system", "content": "You are a helpful assistant."},
@@ -254,17 +254,13 @@ def install() -> None:
 def folder_chat_template(path: str) -> str | None:
     """The chat template of a model folder (or of the folder holding a tokenizer.json):
     ``chat_template.jinja``, else ``tokenizer_config.json``'s ``chat_template``. Cached by
-    path, so ``create_parser(..., model_path=...)`` per request reads the folder once."""
+    path, so ``create_parser(..., model_path=...)`` per request reads the folder once. Read
+    as the loader reads them (bounded in size and nesting): a file it would refuse is a
+    :class:`TokenizerLoadError` naming it."""
     p = Path(path)
     folder = p if p.is_dir() else p.parent
-    jinja = folder / "chat_template.jinja"
-    if jinja.is_file():
-        return jinja.read_text(encoding="utf-8")
-    config = folder / "tokenizer_config.json"
-    if not config.is_file():
-        return None
-    try:
-        data = json.loads(config.read_text(encoding="utf-8"))
-    except ValueError:
-        return None
-    return template_from_config(data) if isinstance(data, dict) else None
+    jinja = read_text_file(folder / "chat_template.jinja")
+    if jinja is not None:
+        return jinja
+    data = read_json_file(folder / "tokenizer_config.json")
+    return template_from_config(data) if data is not None else None
