@@ -14,6 +14,12 @@ JSON object).
 A folder without a template is an error (:class:`ChatTemplateError`), never a silent
 ChatML guess: a wrong rendering moves the model's start state and puts answers in the
 wrong field. ``fallback="chatml"`` opts in to a plain ChatML rendering, and says so.
+
+A template is a program, and a hostile or broken one must not hang a server, its startup
+or ``create_parser``: every rendering runs within a budget (:class:`RenderLimits`:
+operations, characters, seconds; :mod:`.template_sandbox`), and one that spends past it
+raises :class:`TemplateBudgetError`, naming the template and the limit. The output is
+byte-identical to the unbounded sandbox's.
 """
 
 from __future__ import annotations
@@ -21,16 +27,51 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal
 
 from ..runtime.errors import ReasonspanError
 from ..tokenizer import LoadedTokenizer
+from .template_limits import (
+    HOW_TO_RAISE,
+    BudgetExceeded,
+    RenderLimits,
+    default_render_limits,
+    set_default_render_limits,
+)
+
+__all__ = [
+    "MINIMAL_CONVERSATION",
+    "ChatTemplateError",
+    "Fallback",
+    "RenderLimits",
+    "TemplateBudgetError",
+    "chat_template_of",
+    "default_render_limits",
+    "render_chat",
+    "render_prompt_ids",
+    "set_default_render_limits",
+    "template_from_config",
+    "template_origin",
+    "template_problem",
+]
 
 Fallback = Literal["chatml"] | None
 
 
 class ChatTemplateError(ReasonspanError, ValueError):
     """The chat template is missing, cannot be rendered, or jinja2 is not installed."""
+
+
+class TemplateBudgetError(ChatTemplateError):
+    """The chat template spent past its :class:`RenderLimits` while rendering (a runaway
+    loop, a huge string). ``budget`` names the limit (``max_operations``, ``max_chars`` or
+    ``timeout``), ``template`` the template (model, file)."""
+
+    def __init__(self, message: str, *, budget: str, template: str) -> None:
+        super().__init__(message)
+        self.budget = budget
+        self.template = template
 
 
 def chat_template_of(tok: LoadedTokenizer, name: str = "default") -> str | None:
@@ -94,31 +135,61 @@ def _strftime_now(fmt: str) -> str:
 _ENVS: dict[str, Any] = {}
 
 
+def _describe(exc: BaseException) -> str:
+    """An exception as a reason: its message, or its type when it has none (a MemoryError
+    or RecursionError says nothing by itself)."""
+    text = str(exc)
+    return text if text.strip() else f"{type(exc).__name__} (no message)"
+
+
 def _compile(template: str) -> Any:
     """Compiled templates are cached by text: a server renders one template per request."""
     compiled = _ENVS.get(template)
     if compiled is not None:
         return compiled
     try:
-        from jinja2.ext import loopcontrols
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
+        import jinja2.sandbox  # noqa: F401  (first: the sandbox module may be imported already)
+
+        from .template_sandbox import BoundedEnvironment
     except ImportError as exc:
         raise ChatTemplateError(
             "rendering a chat template needs jinja2: pip install -e '.[server]' in the clone "
             "(or any extra that carries jinja2)"
         ) from exc
-    env = ImmutableSandboxedEnvironment(
-        trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols]
-    )
+    env = BoundedEnvironment()
     env.filters["tojson"] = _tojson
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
+    env.guard_filters()
     try:
-        compiled = env.from_string(template)
+        compiled = env.bounded_template(template)
     except Exception as exc:  # jinja2.TemplateSyntaxError and friends
-        raise ChatTemplateError(f"the chat template does not compile: {exc}") from exc
+        raise ChatTemplateError(f"the chat template does not compile: {_describe(exc)}") from exc
     _ENVS[template] = compiled
     return compiled
+
+
+def template_origin(tok: LoadedTokenizer, chat_template: str | None = None) -> str:
+    """Where a tokenizer's template comes from, for messages: the file, or that it was
+    given."""
+    if chat_template is not None:
+        return f"given as chat_template= for {tok.source}"
+    folder = Path(tok.source).parent
+    jinja = folder / "chat_template.jinja"
+    return str(jinja if jinja.is_file() else folder / "tokenizer_config.json")
+
+
+def _budget_error(
+    exc: BudgetExceeded, tok: LoadedTokenizer, chat_template: str | None, name: str | None
+) -> TemplateBudgetError:
+    origin = template_origin(tok, chat_template)
+    label = f"the chat template of {name} ({origin})" if name else f"the chat template {origin}"
+    flag = HOW_TO_RAISE[exc.budget]
+    message = (
+        f"{label} exceeded its render budget: {exc.what} (RenderLimits.{exc.budget}; "
+        f"reasonspan serve {flag})"
+    )
+    return TemplateBudgetError(message, budget=exc.budget, template=label)
 
 
 def _normalise(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -184,13 +255,18 @@ def render_chat(
     chat_template: str | None = None,
     chat_template_kwargs: Mapping[str, Any] | None = None,
     fallback: Fallback = None,
+    limits: RenderLimits | None = None,
+    template_name: str | None = None,
 ) -> str:
     """The prompt text for ``messages``, rendered with the model's own chat template.
 
     ``chat_template`` overrides the folder's template. ``chat_template_kwargs`` are passed
     to the template as variables (``enable_thinking``, ``thinking``, ``reasoning_effort``,
     ...). Raises :class:`ChatTemplateError` when there is no template (unless
-    ``fallback="chatml"``), when jinja2 is missing, or when the template raises.
+    ``fallback="chatml"``), when jinja2 is missing, or when the template raises, and
+    :class:`TemplateBudgetError` when it spends past ``limits`` (default:
+    :func:`default_render_limits`); ``template_name`` (e.g. ``"model 'qwen3'"``) names the
+    template in that error.
     """
     template = chat_template if chat_template is not None else chat_template_of(tok)
     msgs = _normalise(messages)
@@ -211,10 +287,16 @@ def render_chat(
     variables.update(messages=msgs, add_generation_prompt=add_generation_prompt)
     if tools is not None:
         variables["tools"] = [dict(t) for t in tools]
+    from .template_sandbox import render_bounded  # jinja2 is there: the template compiled
+
     try:
-        return str(compiled.render(**variables))
+        return render_bounded(compiled, variables, limits or default_render_limits())
+    except BudgetExceeded as exc:
+        raise _budget_error(exc, tok, chat_template, template_name) from None
     except Exception as exc:  # raise_exception(), undefined names, type errors in the template
-        raise ChatTemplateError(f"the chat template raised while rendering: {exc}") from exc
+        raise ChatTemplateError(
+            f"the chat template raised while rendering: {_describe(exc)}"
+        ) from exc
 
 
 def render_prompt_ids(
@@ -245,8 +327,11 @@ def template_problem(
     chat_template: str | None = None,
     chat_template_kwargs: Mapping[str, Any] | None = None,
     fallback: Fallback = None,
+    limits: RenderLimits | None = None,
+    template_name: str | None = None,
 ) -> str | None:
-    """Why the template cannot render :data:`MINIMAL_CONVERSATION` (None: it can).
+    """Why the template cannot render :data:`MINIMAL_CONVERSATION` (None: it can), within
+    ``limits`` (a template that spends past them cannot serve anything either).
 
     A server checks this at startup, so a broken template (one that raises, reads an
     undefined name, or breaks the sandbox) refuses to serve rather than failing every
@@ -259,6 +344,8 @@ def template_problem(
             chat_template=chat_template,
             chat_template_kwargs=chat_template_kwargs,
             fallback=fallback,
+            limits=limits,
+            template_name=template_name,
         )
     except ChatTemplateError as exc:
         return str(exc)
