@@ -88,6 +88,10 @@ turn's first header, whose role is in the prompt): nothing, or a recipient being
 
 _FRESH, _HEADER, _BODY = 0, 1, 2
 
+# HarmonyToolCalls states: idle, in a tool message's header, in a call's arguments, in the
+# body of a tool message that calls no function. The body states are the highest.
+_IDLE, _IN_HEADER, _ARGS, _OTHER = 0, 1, 2, 3
+
 _JOIN_MESSAGES = Trim(join="\n")
 """The bodies of several messages of one channel (analysis messages; commentary preambles
 and the final answer) are joined with ``\n``, as vLLM's harmony output reader does."""
@@ -408,60 +412,82 @@ class HarmonyToolCalls:
     The header's tokens are held until its ``<|message|>``, then read on their bytes for
     the function name (``to=functions.NAME``); the ordinary tokens after it are the
     arguments, until a terminator or the next header's ``<|start|>`` / ``<|channel|>``.
-    Only the header is read, never the whole output."""
+    Only the header is read, never the whole output.
 
-    __slots__ = ("_header", "_in_args", "_machine", "busy")
+    The reader is a small state machine over the labelled tokens, so its state after a
+    run of tokens is the same however they were cut into feeds: idle, in a header, in a
+    call's arguments, or in the body of a tool message that is no function call (a
+    built-in tool's, ``to=python``, or a recipient without a name: its tokens are nobody's
+    arguments and never a header). ``in_call`` is only the arguments state: a call whose
+    arguments are followed by another header was closed by it, even when that header is
+    cut short by the end of the output."""
+
+    __slots__ = ("_header", "_machine", "_mode", "busy", "in_call")
 
     def __init__(self, machine: HarmonyMachine) -> None:
         self._machine = machine
         self._header: list[int] = []
-        self._in_args = False
+        self._mode = _IDLE
         self.busy = False
-        """Inside a tool-call message (a plain attribute: read once per token)."""
+        """Not idle (a plain attribute: read once per token): ``feed`` must see the next
+        tokens even when none of them is TOOL_CALL, since they may end the message."""
+        self.in_call = False
+        """Reading the arguments of the last call opened: the end of the output cuts it."""
 
     def feed(self, token_ids: Sequence[int], labels: bytes | bytearray) -> list[ToolCallPiece]:
         codes = self._machine.codes
         header = self._header
+        mode = self._mode
         out: list[ToolCallPiece] = []
-        args: list[int] | None = None  # the argument list of the piece being filled
+        args: list[int] | None = None  # the argument list of this feed's piece
         for t, lab in zip(token_ids, labels, strict=True):
             k = codes[t]
             if lab != TOOL_CALL:
                 # Another message: a header or body the machine did not make a tool call.
-                # A stray <|message|> / <|constrain|> inside the arguments is a delimiter
-                # and leaves the call open.
-                if not (self._in_args and lab == DELIMITER and k in (_MESSAGE, _CONSTRAIN)):
-                    self._in_args = False
-                    header.clear()
-                    args = None
-                continue
-            if self._in_args:
-                if not k:
-                    if args is None:
-                        args = []
-                        out.append(ToolCallPiece(None, args))
-                    args.append(t)
+                # A stray <|message|> / <|constrain|> inside a tool message's body is a
+                # delimiter and leaves the message open.
+                if mode >= _ARGS and lab == DELIMITER and k in (_MESSAGE, _CONSTRAIN):
                     continue
-                self._in_args = False  # a terminator, or the next header began
+                mode = _IDLE
+                header.clear()
+                continue
+            if mode >= _ARGS:
+                if not k:
+                    if mode == _ARGS:
+                        if args is None:
+                            args = []
+                            out.append(ToolCallPiece(None, args))
+                        args.append(t)
+                    continue
+                # A terminator, or the <|start|> / <|channel|> of the next tool header (a
+                # stray <|message|> or <|constrain|> in a body is a delimiter, above).
+                mode = _IDLE
                 args = None
                 if k in (_START, _CHANNEL):
                     header.append(t)
+                    mode = _IN_HEADER
                 continue
             if k == _MESSAGE:
                 header.append(t)
                 name = self._machine.function_name(header)
                 header.clear()
-                if name is not None:
-                    self._in_args = True
+                if name is None:
+                    mode = _OTHER
+                else:
+                    mode = _ARGS
                     args = []
                     out.append(ToolCallPiece(name, args))
             elif k in _TERMINATORS:
                 header.clear()  # a header cut short: no call began
+                mode = _IDLE
             else:
                 if k == _START and header:
                     header.clear()  # a new header after one cut short
                 header.append(t)
-        self.busy = self._in_args or bool(header)
+                mode = _IN_HEADER
+        self._mode = mode
+        self.busy = mode != _IDLE
+        self.in_call = mode == _ARGS
         return out
 
 

@@ -6,9 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .citations import Citation, as_content
-from .labels import TOOL_CALL
 from .parser import ReasoningParser, TokenIds
-from .tool_calls import ToolCallReader, complete_arguments
+from .tool_calls import ToolCallStream
 from .toolcalls import ToolCall, ToolCallExtractor, Tools
 
 
@@ -46,12 +45,13 @@ class TextSplitter:
             if tools is not None and tool_choice != "none"
             else None
         )
-        self._reader: ToolCallReader | None = (
-            parser.tool_call_reader() if self._tools is None else None
+        reader = parser.tool_call_reader() if self._tools is None else None
+        self._messages: ToolCallStream | None = (
+            ToolCallStream(reader, parser.tokenizer) if reader is not None else None
         )
+        """Harmony's calls: the runtime's own reader of tool-call messages, so a call is
+        complete here exactly when the runtime sends it and ``parse()`` returns it."""
         self._calls: list[ToolCall] = []
-        self._pieces: list[tuple[str, list[int]]] = []
-        """Harmony's call being read: (function name, argument ids) until its reader idles."""
         self._decoder = parser.decoder(
             skip_special_tokens=skip_special_tokens,
             call_gaps=self._tools is not None and self._tools.trims_gaps,
@@ -62,7 +62,7 @@ class TextSplitter:
         or the request ends, so the text returned is never reasoning that ``parse()``
         calls content."""
         self._held: list[str] = []
-        self._plain = self._tools is None and self._reader is None and not self._hold
+        self._plain = self._tools is None and self._messages is None and not self._hold
         """Neither tool calls nor held reasoning: a delta's labels go straight to text."""
         self._stream = parser.stream
         self._feed_text = self._decoder.feed
@@ -83,8 +83,8 @@ class TextSplitter:
             self._calls += calls
             r, c = self._decoder.feed(ids, labels, spill)
         else:
-            if self._reader is not None:
-                self._read_calls(d.token_ids, d.labels)
+            if self._messages is not None:
+                self._calls += self._messages.calls(d.token_ids, d.labels)
             r, c = self._decoder.feed(d.token_ids, d.labels, d.spill)
         if self._hold:
             return self._held_text(r, c)
@@ -103,14 +103,14 @@ class TextSplitter:
             ids = ids + tail[0]
             labels += tail[1]
             self._calls += calls + tail[3]
-        elif self._reader is not None:
-            self._read_calls(ids, labels, final=True)
+        elif self._messages is not None:
+            self._calls += self._messages.calls(ids, labels, final=True)
         r1, c1 = self._decoder.feed(ids, labels, spill)
         r2, c2 = self._decoder.finish()
         r, c = r1 + r2, c1 + c2
         if self._hold:
             self._hold = False
-            self._plain = self._tools is None and self._reader is None
+            self._plain = self._tools is None and self._messages is None
             r = "".join(self._held) + r
             self._held.clear()
             if d.reasoning_as_content:
@@ -144,29 +144,6 @@ class TextSplitter:
         reasoning or content text."""
         return self._decoder.take_tool_calls()
 
-    def _read_calls(self, ids: list[int], labels: bytes | bytearray, final: bool = False) -> None:
-        """Harmony: a call is complete when its reader leaves the message (or at the end)."""
-        reader = self._reader
-        assert reader is not None
-        if TOOL_CALL in labels or reader.busy:
-            for piece in reader.feed(ids, labels):
-                if piece.name is not None:
-                    self._flush_pieces()
-                    self._pieces.append((piece.name, []))
-                if self._pieces:
-                    self._pieces[-1][1].extend(piece.argument_ids)
-        if self._pieces and final and reader.busy:
-            _, args = self._pieces[-1]
-            if not complete_arguments(self.parser.tokenizer.decode(args)):
-                self._pieces.pop()  # cut inside its arguments: no call
-        if self._pieces and (final or not reader.busy):
-            self._flush_pieces()
-
-    def _flush_pieces(self) -> None:
-        tok = self.parser.tokenizer
-        self._calls += [ToolCall(name=n, arguments=tok.decode(a)) for n, a in self._pieces]
-        self._pieces.clear()
-
     def _held_text(self, r: str, c: str) -> tuple[str, str]:
         if not c:
             if r:
@@ -174,7 +151,7 @@ class TextSplitter:
             return "", ""
         # Content came: no swap is possible any more; release what was held.
         self._hold = False
-        self._plain = self._tools is None and self._reader is None
+        self._plain = self._tools is None and self._messages is None
         r = "".join(self._held) + r
         self._held.clear()
         return r, c

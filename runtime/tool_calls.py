@@ -41,6 +41,11 @@ class ToolCallReader(Protocol):
     """Inside a tool-call message: ``feed`` must see the next tokens even when none of
     them is TOOL_CALL (they may end the call)."""
 
+    in_call: bool
+    """Reading the arguments of the last call opened, so the end of the output would cut
+    it. Not the same as ``busy``: a call followed by the header of another message was
+    closed by that header, even when the output ends inside it."""
+
     def feed(self, token_ids: Sequence[int], labels: bytes | bytearray) -> list[ToolCallPiece]:
         """The calls opened and argument tokens decided among these labelled tokens."""
         ...
@@ -53,12 +58,17 @@ def new_tool_call_id() -> str:
 
 
 class ToolCallStream:
-    """One request's tool-call messages (harmony) as ``delta.tool_calls`` entries.
+    """One request's tool-call messages (harmony) as complete calls: the one place that
+    decides when a call read by a family's reader is complete, for ``parse()``
+    (:func:`calls_from_reader`), ``TextSplitter`` (:meth:`calls`) and the runtime's
+    ``delta.tool_calls`` (:meth:`feed`).
 
-    A call is sent whole, once its message ended (its terminator, the next header) or, at
+    A call is complete once its message ended (its terminator, the next header) or, at
     the end of the output, when its arguments are complete JSON: the same policy as the
     formats whose regions are read whole, so a call cut by ``max_tokens`` is never sent
-    and the stream always agrees with ``parse()``."""
+    and the stream always agrees with ``parse()``. Whether the last call is still open
+    is the reader's ``in_call``, a function of the labelled tokens alone, so every split
+    of the output gives the same calls."""
 
     __slots__ = ("_pending", "_tokenizer", "count", "reader")
 
@@ -67,33 +77,39 @@ class ToolCallStream:
         self._tokenizer = tokenizer
         self._pending: list[tuple[str, list[int]]] = []
         self.count = 0
-        """Calls sent so far (the next call's index)."""
+        """Calls completed so far (the next call's index)."""
+
+    def calls(
+        self, token_ids: Sequence[int], labels: bytes | bytearray, *, final: bool = False
+    ) -> list[ToolCall]:
+        """The calls completed by these decided tokens (``final``: the output ends here)."""
+        reader = self.reader
+        pending = self._pending
+        if TOOL_CALL in labels or reader.busy:
+            for piece in reader.feed(token_ids, labels):
+                if piece.name is not None:
+                    pending.append((piece.name, []))
+                if pending:
+                    pending[-1][1].extend(piece.argument_ids)
+        if not pending:
+            return []
+        open_call = pending[-1] if reader.in_call else None
+        if open_call is not None and final:
+            if not complete_arguments(self._tokenizer.decode(open_call[1])):
+                pending.pop()  # cut inside its arguments: no call
+            open_call = None
+        done = pending[:-1] if open_call is not None else pending
+        self._pending = [open_call] if open_call is not None else []
+        calls = [ToolCall(n, self._tokenizer.decode(a)) for n, a in done]
+        self.count += len(calls)
+        return calls
 
     def feed(
         self, token_ids: Sequence[int], labels: bytes | bytearray, *, final: bool = False
     ) -> list[ChoiceDeltaToolCall] | None:
         """The ``tool_calls`` entries completed by these decided tokens (None: nothing)."""
-        reader = self.reader
-        if TOOL_CALL in labels or reader.busy:
-            for piece in reader.feed(token_ids, labels):
-                if piece.name is not None:
-                    self._pending.append((piece.name, []))
-                if self._pending:
-                    self._pending[-1][1].extend(piece.argument_ids)
-        if not self._pending:
-            return None
-        open_call = self._pending[-1] if reader.busy else None
-        if open_call is not None and final:
-            if not complete_arguments(self._tokenizer.decode(open_call[1])):
-                self._pending.pop()  # cut inside its arguments: no call
-            open_call = None
-        done = self._pending[:-1] if open_call is not None else self._pending
-        self._pending = [open_call] if open_call is not None else []
-        if not done:
-            return None
-        calls = [ToolCall(n, self._tokenizer.decode(a)) for n, a in done]
-        self.count += len(calls)
-        return call_deltas(calls, self.count - len(calls))
+        calls = self.calls(token_ids, labels, final=final)
+        return call_deltas(calls, self.count - len(calls)) if calls else None
 
 
 def call_deltas(calls: Sequence[ToolCall], first_index: int) -> list[ChoiceDeltaToolCall]:
@@ -114,21 +130,9 @@ def call_deltas(calls: Sequence[ToolCall], first_index: int) -> list[ChoiceDelta
 def calls_from_reader(
     reader: ToolCallReader, tokenizer: LoadedTokenizer, ids: list[int], labels: bytes | bytearray
 ) -> list[ToolCall]:
-    """A whole output's calls through a family's reader (harmony), for ``parse()``."""
-    names: list[str] = []
-    args: list[list[int]] = []
-    for piece in reader.feed(ids, labels):
-        if piece.name is not None:
-            names.append(piece.name)
-            args.append([])
-        if args:
-            args[-1].extend(piece.argument_ids)
-    calls = [
-        ToolCall(name=n, arguments=tokenizer.decode(a)) for n, a in zip(names, args, strict=True)
-    ]
-    if calls and reader.busy and not complete_arguments(calls[-1].arguments):
-        calls.pop()  # cut by the end of the output inside its arguments: no call
-    return calls
+    """A whole output's calls through a family's reader (harmony), for ``parse()``: the
+    stream's own policy, fed once."""
+    return ToolCallStream(reader, tokenizer).calls(ids, labels, final=True)
 
 
 def complete_arguments(text: str) -> bool:
