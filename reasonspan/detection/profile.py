@@ -12,9 +12,12 @@ chat_template_kwargs its ``resolve_switches`` reads, probed by
 leaves the model inside reasoning: one mechanism for prompts and templates, no second
 parser.
 
-Rendering is :func:`reasonspan.serving.templates.render_chat` (jinja2, optional). Without
-jinja2, without a template, or when the template raises, the profile says so and the
-family's documented default applies (:attr:`ReasoningSpec.start_source`).
+Rendering is :func:`reasonspan.serving.templates.render_chat` (jinja2, optional), within
+its render budget, so a hostile template cannot hang ``create_parser`` or ``detect``.
+Without jinja2, without a template, or when the template raises or spends past its budget,
+the profile says so and the family's documented default applies
+(:attr:`ReasoningSpec.start_source`); a parser built meanwhile logs the budget case, since
+nothing else would show it.
 
 :func:`install` plugs :func:`template_start_state` into the runtime, so every parser built
 on a folder with a template (``create_parser``, ``Parser.from_tokenizer``, ``reasonspan
@@ -24,6 +27,7 @@ split``) takes its start state from the template when no prompt is given.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -38,11 +42,14 @@ from ..runtime.registry import get_parser_class
 from ..runtime.switches import switch_effects
 from ..serving.templates import (
     ChatTemplateError,
+    TemplateBudgetError,
     chat_template_of,
     render_chat,
     template_from_config,
 )
 from ..tokenizer.loader import LoadedTokenizer, read_json_file, read_text_file
+
+log = logging.getLogger("reasonspan.detection")
 
 CONVERSATION: tuple[dict[str, str], ...] = (
     {"role": "system", "content": "You are a helpful assistant."},
@@ -136,11 +143,20 @@ def _profile_one(
     tok: LoadedTokenizer,
     kwargs: Mapping[str, Any],
     template: str,
+    *,
+    warn: bool = False,
 ) -> SettingProfile:
     parser = cls.create(tok, kwargs, default_reasoning=False)  # explicit: no recursion
     try:
         text = render_chat(tok, CONVERSATION, chat_template=template, chat_template_kwargs=kwargs)
     except ChatTemplateError as exc:
+        if warn and isinstance(exc, TemplateBudgetError):
+            log.warning(
+                "%s; %s parsers with chat_template_kwargs %s start as the family documents",
+                exc,
+                cls.spec.name,
+                json.dumps(dict(kwargs), default=repr),
+            )
         return SettingProfile(
             dict(kwargs),
             parser.thinking_enabled,
@@ -237,7 +253,7 @@ def template_start_state(
     if key in cache:
         got = cache[key]
         return got if isinstance(got, bool) else None
-    setting = _profile_one(cls, tok, kwargs, template)
+    setting = _profile_one(cls, tok, kwargs, template, warn=True)
     start = None if setting.error else setting.starts_in_reasoning
     if len(cache) >= START_CACHE_SIZE:
         del cache[next(iter(cache))]  # the oldest entry

@@ -172,7 +172,7 @@ def _compile(template: str) -> Any:
 def template_origin(tok: LoadedTokenizer, chat_template: str | None = None) -> str:
     """Where a tokenizer's template comes from, for messages: the file, or that it was
     given."""
-    if chat_template is not None:
+    if chat_template is not None and chat_template != chat_template_of(tok):
         return f"given as chat_template= for {tok.source}"
     folder = Path(tok.source).parent
     jinja = folder / "chat_template.jinja"
@@ -183,7 +183,7 @@ def _budget_error(
     exc: BudgetExceeded, tok: LoadedTokenizer, chat_template: str | None, name: str | None
 ) -> TemplateBudgetError:
     origin = template_origin(tok, chat_template)
-    label = f"the chat template of {name} ({origin})" if name else f"the chat template {origin}"
+    label = f"the chat template of {name} ({origin})" if name else f"the chat template ({origin})"
     flag = HOW_TO_RAISE[exc.budget]
     message = (
         f"{label} exceeded its render budget: {exc.what} (RenderLimits.{exc.budget}; "
