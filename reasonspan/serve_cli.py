@@ -14,7 +14,9 @@ import socket
 import sys
 from pathlib import Path
 
-from .argtypes import NON_NEGATIVE_SECONDS, PORT, POSITIVE
+from .argtypes import NON_NEGATIVE_SECONDS, PORT, POSITIVE, float_in
+
+TEMPLATE_SECONDS = float_in(0.001)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -87,11 +89,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="close a connection idle this long between requests, so idle clients cannot "
         "hold connections open (default: %(default)s)",
     )
+    # What one chat-template rendering may spend (startup and every request): a template
+    # past it fails at startup or answers its request with a 400, naming the template.
+    parser.add_argument(
+        "--template-max-operations",
+        type=POSITIVE,
+        default=DEFAULT_TEMPLATE_MAX_OPERATIONS,
+        metavar="N",
+        help="loop iterations, calls and filters of one rendering (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--template-max-chars",
+        type=POSITIVE,
+        default=DEFAULT_TEMPLATE_MAX_CHARS,
+        metavar="N",
+        help="characters of a rendered prompt and of any value the template builds "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--template-timeout",
+        type=TEMPLATE_SECONDS,
+        default=DEFAULT_TEMPLATE_TIMEOUT,
+        metavar="SECONDS",
+        help="wall-clock seconds of one rendering (default: %(default)s)",
+    )
 
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 """As ``reasonspan.serving.app.DEFAULT_MAX_BODY_BYTES`` (not imported here: the app needs
 the server extra, and ``--help`` must not)."""
+DEFAULT_TEMPLATE_MAX_OPERATIONS = 1_000_000
+DEFAULT_TEMPLATE_MAX_CHARS = 16 * 1024 * 1024
+DEFAULT_TEMPLATE_TIMEOUT = 5.0
+"""As ``reasonspan.serving.template_limits``'s defaults (literal here for the same reason)."""
 DEFAULT_LIMIT_CONCURRENCY = 1024
 DEFAULT_TIMEOUT_KEEP_ALIVE = 5
 
@@ -130,8 +160,24 @@ def run(args: argparse.Namespace) -> int:
     from .runtime.errors import ReasonspanError
     from .runtime.registry import create_parser_sync
     from .runtime.streams import ReasoningRuntime
-    from .serving.templates import Fallback, chat_template_of, template_problem
+    from .serving.templates import (
+        Fallback,
+        RenderLimits,
+        chat_template_of,
+        set_default_render_limits,
+        template_problem,
+    )
     from .tokenizer import load_tokenizer_sync
+
+    # Before anything renders (detection, the start-state probe): a hostile template fails
+    # startup within these limits instead of hanging it.
+    set_default_render_limits(
+        RenderLimits(
+            max_operations=args.template_max_operations,
+            max_chars=args.template_max_chars,
+            timeout=args.template_timeout,
+        )
+    )
 
     if args.served_model_name and len(args.model) > 1:
         print("reasonspan serve: --served-model-name takes one --model", file=sys.stderr)
@@ -177,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
         fallback: Fallback = "chatml" if args.chatml_fallback else None
-        problem = template_problem(tok, fallback=fallback)
+        problem = template_problem(tok, fallback=fallback, template_name=repr(path))
         if problem is not None:
             print(
                 f"reasonspan serve: the chat template of {path} cannot render a one-message "

@@ -295,6 +295,7 @@ class Server:
                 chat_template=model.chat_template,
                 chat_template_kwargs=kwargs,
                 fallback=model.fallback,
+                template_name=f"model {model.name!r}",
             )
         except ChatTemplateError as exc:
             raise self._template_failure(exc, model, kwargs) from None
@@ -331,6 +332,7 @@ class Server:
             chat_template=model.chat_template,
             chat_template_kwargs=kwargs,
             fallback=model.fallback,
+            template_name=f"model {model.name!r}",
         )
 
 
