@@ -26,6 +26,8 @@ Tokens outside a region cost one set lookup each.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from ..labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL
 from .format import CompiledToolFormat
 from .types import ToolCall, Tools
@@ -33,6 +35,10 @@ from .types import ToolCall, Tools
 Spill = tuple[int, bytes, int, int]
 """As :data:`reasonspan.runtime.machine.Spill` (not imported: the machine imports the spec,
 which imports this package)."""
+
+_Bytes = bytes | bytearray
+"""A region's bytes: a join of its tokens, or the open region's grown buffer."""
+_B = TypeVar("_B", bytes, bytearray)
 
 _OUT, _FRESH, _IN = 0, 1, 2
 _WS = b" \t\r\n"
@@ -287,7 +293,7 @@ class ToolCallExtractor:
         n, after = self._through(buf, at + size)
         self._close(n, after, ids, labels, spill, calls)
 
-    def _through(self, buf: bytes | bytearray, end_byte: int) -> tuple[int, bytes]:
+    def _through(self, buf: _Bytes, end_byte: int) -> tuple[int, bytes]:
         """The held tokens through the one that completes a closer ending at ``end_byte``
         of the region's bytes ``buf``, and the bytes of that token after the closer."""
         pos, n = 0, 0
@@ -307,13 +313,13 @@ class ToolCallExtractor:
         n, after = self._pending
         return n == len(self._held) and not after.strip(_WS)
 
-    def _could_end(self, buf: bytes) -> bool:
+    def _could_end(self, buf: _Bytes) -> bool:
         """May a close marker end the region here (its bytes so far ``buf``)?
         (:meth:`ToolFormat.could_end`; only formats with a completion check decode.)"""
         fmt = self._fmt.fmt
         if not fmt.checks_completion:
             return True
-        return fmt.could_end(self._body(buf)[1].decode("utf-8", "replace"))
+        return fmt.could_end(self._body(bytes(buf))[1].decode("utf-8", "replace"))
 
     def _region_bytes(self, n: int | None = None) -> bytes:
         return b"".join(self._bytes(item) for item in self._held[:n] if item[1] in _BODY)
@@ -331,7 +337,7 @@ class ToolCallExtractor:
             return self._fmt.token_bytes[t]
         return b"".join(d for d, ch, _ in sorted(parts, key=lambda p: p[2]) if ch != REASONING)
 
-    def _in_argument(self, buf: bytes) -> bool:
+    def _in_argument(self, buf: _Bytes) -> bool:
         """Does the region so far (``buf``) end inside a JSON string argument, where the
         format says where those are (``json_strings``, ``string_quote``, ``json_after``)?"""
         fmt = self._fmt.fmt
@@ -339,7 +345,7 @@ class ToolCallExtractor:
             return True
         return bool(fmt.json_after) and self._in_json_after(buf)
 
-    def _in_json_after(self, buf: bytes) -> bool:
+    def _in_json_after(self, buf: _Bytes) -> bool:
         """Each JSON value after a ``json_after`` marker is skipped whole (so markers in its
         strings are never taken for the next one); is ``buf`` cut inside a string of one?"""
         markers = tuple(m.encode("utf-8") for m in self._fmt.fmt.json_after)
@@ -376,7 +382,7 @@ class ToolCallExtractor:
             else:
                 return inside  # the value runs to the end of buf
 
-    def _in_string(self, buf: bytes) -> bool:
+    def _in_string(self, buf: _Bytes) -> bool:
         """Does the body in ``buf`` (the region so far) end inside a string argument (a JSON
         string, or between an opening and a closing ``string_quote``)?"""
         _, start, _ = self._opener(buf)
@@ -397,7 +403,7 @@ class ToolCallExtractor:
                 inside = not inside
         return inside
 
-    def _opener(self, buf: bytes) -> tuple[int, int, bool]:
+    def _opener(self, buf: _Bytes) -> tuple[int, int, bool]:
         """Where the region's opener begins and ends in its bytes (0, 0 for a region that
         a ``leading`` character opened: that character is part of the body), and whether
         it is an ``open_in_body`` marker (the body's own first text). A byte opener
@@ -415,7 +421,7 @@ class ToolCallExtractor:
         in_body = any(buf.startswith(m, at) for m in fmt.body_open_bytes)
         return at, at + size, in_body
 
-    def _body(self, buf: bytes) -> tuple[bytes, bytes]:
+    def _body(self, buf: _B) -> tuple[_B, _B]:
         """The text before the opener (in its first token) and the body a kind reads."""
         at, start, in_body = self._opener(buf)
         keep = in_body or self._fmt.fmt.keep_open_text
@@ -541,7 +547,7 @@ class ToolCallExtractor:
         labels.append(lab)
 
 
-def _first(buf: bytes, markers: tuple[bytes, ...], start: int = 0) -> tuple[int, int]:
+def _first(buf: _Bytes, markers: tuple[bytes, ...], start: int = 0) -> tuple[int, int]:
     """``(offset, length)`` of the earliest of ``markers`` in ``buf`` from ``start``, or
     ``(-1, 0)``."""
     best, size = -1, 0
