@@ -73,7 +73,7 @@ for in every token's bytes): objects and arrays nested :data:`MAX_DECLARATION_NE
 :data:`MAX_DELIMITER_CHARS` characters, patterns of ``declared_regex.MAX_PATTERN_CHARS``
 characters nesting ``declared_regex.MAX_PATTERN_NESTING`` groups deep. Every published
 declaration (tests/declarations.py) is far inside them: 9 delimiters at most, 5 to 18
-characters each, nesting 10 deep, patterns of 196 characters and 3 levels of groups.
+characters each, nesting 9 deep, patterns of 196 characters and 3 levels of groups.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ is 4 characters (MiniMax's ``]~b]``), of a published declaration 5 (``<eos>``)."
 
 MAX_DECLARATION_NESTING = 64
 """How deep a declaration's objects and arrays may nest: a published response_schema nests
-10 deep (tool_calls → items → properties → function → … → additionalProperties), and the
+9 deep (tool_calls → items → properties → function → … → additionalProperties), and the
 reader walks it recursively (x-parser names, the tool-call body)."""
 
 
