@@ -23,7 +23,9 @@ request with one token (a server decoding for one user) :meth:`SSEPath.emit_one`
 
 A request that offers tools rides it too while its call extractor only passes answer
 tokens through (outside a region, openers matched on ids): the openers are left out of
-its table, so a call region starts on the exact path. Only requests added with
+its table, so a call region starts on the exact path, and while the extractor holds any
+token (a region, and whatever comes after its opener, reasoning too) every row of the
+request takes the exact path, in order behind them. Only requests added with
 ``sse=True`` (their stream is read as event bytes) ride it. The
 bytes are identical to encoding the chunk Structs (``runtime.sse.chunk_events``): the
 prefix and suffix are cut from such an encoding at add time, and the escaped pieces come
@@ -399,7 +401,17 @@ class SSEPath:
         decoder's state, beside ``bits`` (the decode bits, and the plain bit of a channel
         not asked about, whose decoder and formatter did not change). A channel's table
         is looked up again only when its ``(skip, trail)`` differs from the slot's last
-        (once per request: both are fixed for a decoder)."""
+        (once per request: both are fixed for a decoder).
+
+        A call extractor reads every decided token, of either channel, in order: while
+        it holds any (a region is open, or a marker may be starting) it holds each later
+        token behind them, reasoning too (a ``<think>`` inside a call), so a row written
+        here would overtake them: nothing is plain or decoded here. Idle, it hands
+        reasoning and markers back as they are, and answer tokens but its openers outside
+        a region (:meth:`ToolCallExtractor.passthrough_ids`)."""
+        calls = rec.calls
+        if calls is not None and calls.busy:
+            bits = channels = 0
         if channels & 1 and rec.include_reasoning:
             plain = rec.plain_channel(REASONING)
             if plain is not None:
@@ -410,7 +422,6 @@ class SSEPath:
                     self._trail_r[slot] = _TBD
         if channels & 2:
             plain = rec.plain_channel(CONTENT)
-            calls = rec.calls
             # Outside a call region the extractor hands answer tokens back as they are,
             # but for the openers (fixed per extractor): those go through it.
             openers = None if calls is None else calls.passthrough_ids()

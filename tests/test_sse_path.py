@@ -386,6 +386,133 @@ def test_tool_requests_ride_the_path_outside_their_calls() -> None:
     assert pair.written >= 0.8 * text_events
 
 
+# ---------------------------------------------------------------- tool calls on the path
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
+_HERMES = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+_NS = "]<]minimax[>["
+TOOL_CALLS: dict[str, str] = {
+    "qwen3": _HERMES,
+    "qwen3_instruct": _HERMES,
+    "mimo": _HERMES,
+    "declared": _HERMES,
+    "glm45": "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
+    "</tool_call>",
+    "glm47": "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>",
+    "gemma4": '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>',
+    "minimax_m2": '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">'
+    "Paris</parameter>\n</invoke>\n</minimax:tool_call>",
+    "minimax_m3": f'{_NS}<tool_call>\n{_NS}<invoke name="get_weather">{_NS}<city>Paris{_NS}'
+    f"</city>{_NS}</invoke>\n{_NS}</tool_call>",
+    "mistral": '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}',
+    "kimi_k2": "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+    '<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>',
+    "kimi_k3": '<|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|>'
+    "<|close|>call<|sep|><|close|>tools<|sep|>",
+    "deepseek_v3": "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
+    '{"city": "Paris"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+    "deepseek_v4": '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter '
+    'name="city" string="true">Paris</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>',
+    "llama3_json": '{"name": "get_weather", "parameters": {"city": "Paris"}}',
+    "llama4_pythonic": '[get_weather(city="Paris")]',
+}
+"""One call to ``get_weather`` in each tool-call format's own markup (every family with
+one but harmony, whose calls are messages), read as that call by ``parse()``."""
+TOOL_CASES = [(f, k) for f in sorted(TOOL_CALLS) for k in FAMILY_KWARGS.get(f, [{}])]
+THOUGHT = ["I need the weather.", " The", ".", " Let me think", "\n\n", " 😀", "Hmm,"]
+
+
+def calls_of(chunks: list[ChatCompletionChunk]) -> list[tuple[str, str]]:
+    """The ``(name, arguments)`` calls a client assembles from the chunks' deltas."""
+    got: dict[int, list[str]] = {}
+    for chunk in chunks:
+        for call in chunk.choices[0].delta.tool_calls or () if chunk.choices else ():
+            slot = got.setdefault(call.index, ["", ""])
+            if call.function is not None:
+                slot[0] += call.function.name or ""
+                slot[1] += call.function.arguments or ""
+    return [(name, args) for _, (name, args) in sorted(got.items())]
+
+
+def tool_pieces(parser: reasonspan.ReasoningParser) -> list[list[str]]:
+    """What a family that offers tools writes, in four kinds drawn alike: its reasoning
+    markers, its call format's markers, a whole call of its format, reasoning text."""
+    fmt = parser.machine.spec.tool_calls
+    assert fmt is not None
+    marks = [*fmt.open, *fmt.close, *fmt.json_after, *fmt.call_close, *fmt.open_in_body]
+    marks += [m for m in (fmt.string_quote, fmt.leading) if m]
+    reasoning = [text for text, _kind in parser.machine.spec.markers()]
+    return [reasoning, marks, [TOOL_CALLS[parser.spec.name]], THOUGHT]
+
+
+@st.composite
+def tool_outputs(draw: st.DrawFn, parser: reasonspan.ReasoningParser) -> list[int]:
+    """Outputs of a family that offers tools (:func:`tool_pieces`) in any order (a
+    ``<think>`` inside a call region, a call inside reasoning, an opener that never
+    closes), adjacent text encoded together as a model writes it."""
+    pool = st.one_of(*(st.sampled_from(kind) for kind in tool_pieces(parser) if kind))
+    pieces = draw(st.lists(pool, min_size=1, max_size=16), label="pieces")
+    ids: list[int] = parser.tokenizer.encode("".join(pieces))
+    return ids
+
+
+@pytest.mark.parametrize(("family", "kwargs"), TOOL_CASES, ids=[f"{f}-{k}" for f, k in TOOL_CASES])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_tool_requests_in_steps_of_k_are_parse(
+    family: str, kwargs: dict[str, Any], data: st.DataObject
+) -> None:
+    """Every family with a tool-call format, tools offered, ``k`` = 1 to 4 tokens a step,
+    the SSE request beside its object twin (the small path or the numpy path) or alone in
+    its runtime (the lane of one request): its stream is the twin's chunk for chunk, and
+    its reasoning, content and calls are ``parse(tools=)``'s. The call extractor holds a
+    region's tokens, reasoning ones too, until the region closes; a row the output path
+    wrote while it held them would come out before them (issue 29, item 2: reasoning
+    reordered on the SSE path)."""
+    parser = parser_for(family, kwargs)
+    ids = data.draw(tool_outputs(parser), label="ids")
+    k = data.draw(st.integers(1, 4), label="k")
+    lane = data.draw(st.sampled_from(["beside", "vectorized", "alone"]), label="lane")
+    runtime = ReasoningRuntime()
+    alone = ReasoningRuntime() if lane == "alone" else None
+    pair = Pair(runtime, "r", parser, TOOLS, alone=alone)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sse_path, "SMALL", 0 if lane == "vectorized" else sse_path.SMALL)
+        chunks = pair.run(runtime, ids, k)
+    expected = parser.parse(ids, tools=TOOLS)
+    assert texts(chunks) == (expected.reasoning or "", expected.content or "")
+    assert calls_of(chunks) == [(c.name, c.arguments) for c in expected.tool_calls]
+
+
+@pytest.mark.parametrize("lane", ["beside", "vectorized", "alone"])
+def test_reasoning_inside_a_call_region_keeps_its_order(lane: str) -> None:
+    """Issue 29, item 2, the minimal case: MiMo with thinking on, tools offered, the
+    output ``<tool_call>``, ``<think>``, `` The``, ``.`` in steps of 3 then 1. The call
+    extractor holds `` The`` (its region is open); the ``.`` must not be written before
+    it: the reasoning is `` The.``, as ``parse()`` says (it was ``. The``)."""
+    parser = parser_for("mimo", {"enable_thinking": True})
+    tok = parser.tokenizer
+    ids = [tok.encode(t)[0] for t in ("<tool_call>", "<think>", " The", ".")]
+    assert tok.decode(ids) == "<tool_call><think> The."
+    runtime = ReasoningRuntime()
+    alone = ReasoningRuntime() if lane == "alone" else None
+    pair = Pair(runtime, "r", parser, TOOLS, alone=alone)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sse_path, "SMALL", 0 if lane == "vectorized" else sse_path.SMALL)
+        chunks = pair.run(runtime, ids, 3)
+    expected = parser.parse(ids, tools=TOOLS)
+    assert (expected.reasoning, expected.tool_calls) == (" The.", [])
+    assert texts(chunks) == (" The.", expected.content or "")
+
+
 @pytest.mark.parametrize(
     "options",
     [{"include_reasoning": False}, {"stop": ["42"]}, {"skip_special_tokens": False}],
@@ -578,9 +705,10 @@ def test_any_subset_of_mixed_requests_per_step(seed: int) -> None:
     numpy path), each with 0 to 4 tokens; some with ``include_reasoning=False`` or a
     stop string, the runtime with and without the ``reasoning_content`` alias; a
     hold-back family (multi-token markers) and harmony among them now and then (every
-    step then takes the general path). Every request's text is ``parse()`` of what the
-    engine sent it (up to its stop string), every SSE stream is its twin's chunk for
-    chunk, byte for byte."""
+    step then takes the general path); a quarter offering tools, of any family with a
+    call format (:func:`tool_pieces` in any order: a ``<think>`` inside a call region).
+    Every request's text and calls are ``parse()`` of what the engine sent it (up to its
+    stop string), every SSE stream is its twin's chunk for chunk, byte for byte."""
     rng = random.Random(seed)
     families = ["qwen3", "deepseek_r1", "glm47", "minimax_m2", "kimi_k3"]
     families += rng.choice([[], [], ["minimax_m3"], ["openai_gptoss"]])
@@ -589,6 +717,7 @@ def test_any_subset_of_mixed_requests_per_step(seed: int) -> None:
     live: dict[str, tuple[Pair | RequestStream, list[int], int, Any, list[Any]]] = {}
     excluded: set[str] = set()  # requests added with include_reasoning=False
     stopped: set[str] = set()  # requests added with a stop string
+    tooled: set[str] = set()  # requests that offer tools (TOOLS)
     n = done = 0
     target = rng.choice([10, 40, 100])
     share = rng.choice([0.1, 0.5, 0.9])  # of SSE requests
@@ -597,21 +726,32 @@ def test_any_subset_of_mixed_requests_per_step(seed: int) -> None:
     sse_first = rng.random() < 0.5
     while done < 60:
         while len(live) < target and n < 200:
-            parser = parser_for(rng.choice(families), {})
-            mock = parser.tokenizer.encode(
-                '<think>\nFirst: "a"\t\\ é 日本語 😀\n\nThen b.\n</think>\n\nAnswer:\n\n42 ✓.'
-            )
-            ids = mock[: rng.randint(1, len(mock))]
             key = f"r{n}"
+            tools = TOOLS if rng.random() < 0.25 else None
+            if tools is None:
+                parser = parser_for(rng.choice(families), {})
+                mock = parser.tokenizer.encode(
+                    '<think>\nFirst: "a"\t\\ é 日本語 😀\n\nThen b.\n</think>\n\nAnswer:\n\n42 ✓.'
+                )
+                ids = mock[: rng.randint(1, len(mock))]
+            else:  # markers, calls and reasoning in any order (tool_pieces)
+                family, kwargs = rng.choice(TOOL_CASES)
+                parser = parser_for(family, kwargs)
+                kinds = [kind for kind in tool_pieces(parser) if kind]
+                text = "".join(rng.choice(rng.choice(kinds)) for _ in range(rng.randint(1, 16)))
+                ids = parser.tokenizer.encode(text)
+                tooled.add(key)
             include = rng.random() < 0.8
             unit: Pair | RequestStream
             if (n < share * target) if sse_first else (rng.random() < share):
-                stop = ["42"] if rng.random() < 0.15 else None
-                unit = Pair(runtime, key, parser, include_reasoning=include, stop=stop)
+                stop = ["42"] if rng.random() < 0.15 and tools is None else None
+                unit = Pair(runtime, key, parser, tools, include_reasoning=include, stop=stop)
                 if stop:
                     stopped.add(key)
             else:
-                unit = runtime.add(key, parser, None, completion_id="c", include_reasoning=include)
+                unit = runtime.add(
+                    key, parser, None, completion_id="c", tools=tools, include_reasoning=include
+                )
             live[key] = (unit, ids, 0, parser, [])
             if not include:
                 excluded.add(key)
@@ -642,15 +782,19 @@ def test_any_subset_of_mixed_requests_per_step(seed: int) -> None:
                 got += unit.ready()
             if at < len(ids):
                 continue
-            expected = parser.parse(ids)
+            expected = parser.parse(ids, tools=TOOLS if key in tooled else None)
             reasoning = "" if key in excluded else expected.reasoning or ""
             want = (reasoning, expected.content or "")
+            want_calls = [(c.name, c.arguments) for c in expected.tool_calls]
             if isinstance(unit, Pair):
                 if f"{key}-obj" in runtime:  # (a stop string ends both twins)
                     runtime.finish(f"{key}-obj", "length")
                     runtime.finish(f"{key}-sse", "length")
                 unit.drain()
-                got_r, got_c = texts(unit.check())
+                chunks = unit.check()
+                got_r, got_c = texts(chunks)
+                if key not in stopped:
+                    assert calls_of(chunks) == want_calls
                 if key in stopped:  # the answer up to its first "42"
                     cut = want[1].find("42")
                     assert got_r == want[0] and "42" not in got_c
@@ -661,6 +805,7 @@ def test_any_subset_of_mixed_requests_per_step(seed: int) -> None:
                 runtime.finish(key, "length")
                 got += unit.ready()
                 assert texts(got) == want
+                assert calls_of(got) == want_calls
             del live[key]
             done += 1
 
