@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from functools import wraps
 from time import monotonic
+from types import BuiltinMethodType, FunctionType
 from typing import Any, cast
 
 from jinja2 import nodes
@@ -111,15 +112,19 @@ def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _str_join(seq: Iterable[Any]) -> str:
     """``a ~ b`` (jinja2's ``str_join``), sized before the join."""
-    budget = _budget()
-    parts = []
-    for x in seq:
-        if type(x) is not str:
-            budget.written(x, "'~' would write out a value")
-            x = str(x)
-        parts.append(x)
-    budget.fits(sum(map(len, parts)), "'~' would build a string")
+    budget = CURRENT.get()
+    if budget is None:
+        raise _NoBudget
+    parts = [x if type(x) is str else _text_of(budget, x) for x in seq]
+    size = sum(map(len, parts))
+    if size > budget.max_chars:
+        budget.fits(size, "'~' would build a string")
     return "".join(parts)
+
+
+def _text_of(budget: Budget, value: Any) -> str:
+    budget.written(value, "'~' would write out a value")
+    return str(value)
 
 
 def _finalize(value: Any) -> Any:
@@ -196,13 +201,15 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
         budget.ops_left -= 1
         if budget.ops_left < 0 or monotonic() > budget.deadline:
             budget.spend(0)  # raises, naming the limit
-        target = getattr(__obj, "__self__", None)
-        if isinstance(target, str | bytes):
-            method = getattr(__obj, "__name__", "")
-            if method == "join" and args and not isinstance(args[0], list | tuple):
-                args = (list(args[0]), *args[1:])  # as join would
-            check_method(budget, target, method, args)
-        else:  # the sandbox's str.format wrapper
+        kind = type(__obj)
+        if kind is BuiltinMethodType:  # a method of a str, list, dict ...
+            target = __obj.__self__
+            if isinstance(target, str | bytes):
+                method = __obj.__name__
+                if method == "join" and args and not isinstance(args[0], list | tuple):
+                    args = (list(args[0]), *args[1:])  # as join would
+                check_method(budget, target, method, args)
+        elif kind is FunctionType:  # a global, or the sandbox's str.format wrapper
             wrapped = getattr(__obj, "__wrapped__", None)
             fmt = getattr(wrapped, "__self__", None)
             if isinstance(fmt, str) and getattr(wrapped, "__name__", "") in (
