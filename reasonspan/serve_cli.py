@@ -74,6 +74,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="largest request body accepted; larger ones get 413 (default: %(default)s)",
     )
     parser.add_argument(
+        "--max-model-len",
+        type=_at_least_one,
+        default=DEFAULT_MAX_MODEL_LEN,
+        metavar="TOKENS",
+        help="longest prompt accepted, in tokens (longer: 400 context_length_exceeded, as "
+        "vLLM's --max-model-len); also bounds a simulated_output (default: %(default)s)",
+    )
+    parser.add_argument(
         "--limit-concurrency",
         type=_at_least_one,
         default=DEFAULT_LIMIT_CONCURRENCY,
@@ -118,6 +126,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 """As ``reasonspan.serving.app.DEFAULT_MAX_BODY_BYTES`` (not imported here: the app needs
 the server extra, and ``--help`` must not)."""
+DEFAULT_MAX_MODEL_LEN = 262_144
+"""As ``reasonspan.serving.app.DEFAULT_MAX_MODEL_LEN``."""
 DEFAULT_TEMPLATE_MAX_OPERATIONS = 1_000_000
 DEFAULT_TEMPLATE_MAX_CHARS = 16 * 1024 * 1024
 DEFAULT_TEMPLATE_TIMEOUT = 5.0
@@ -149,6 +159,7 @@ def run(args: argparse.Namespace) -> int:
 
         from .serving.app import ServedModel, Server
         from .serving.engine import SimulatedServingEngine
+        from .serving.uvicorn_errors import JSONErrorsProtocol
     except ImportError as exc:
         print(
             f"reasonspan serve needs the server extra ({exc.name} is missing): "
@@ -247,7 +258,15 @@ def run(args: argparse.Namespace) -> int:
         threaded=args.threaded,
     )
     runtime = ReasoningRuntime(model=models[0].name, reasoning_content_alias=args.reasoning_content)
-    server = Server(models, engine, runtime=runtime, max_body_bytes=args.max_body_bytes)
+    # Server() builds each model's token tables now: a first request would stall the others.
+    print("building each model's token tables ...", flush=True)
+    server = Server(
+        models,
+        engine,
+        runtime=runtime,
+        max_body_bytes=args.max_body_bytes,
+        max_model_len=args.max_model_len,
+    )
     try:  # before saying "serving at": a bad or busy port is one line, not a traceback
         sock = _listen(args.host, args.port)
     except OSError as exc:
@@ -263,6 +282,7 @@ def run(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         log_level="warning",
+        http=JSONErrorsProtocol,  # malformed requests and the concurrency limit: JSON errors
         limit_concurrency=args.limit_concurrency,
         timeout_keep_alive=args.timeout_keep_alive,
     )

@@ -16,8 +16,12 @@ fills next-token bitmasks for many requests at once with llguidance's parallel e
   (llguidance's Lark dialect): the extensions;
 - ``{"type": "text"}`` or None: no grammar.
 
-Per tokenizer, the llguidance tokenizer (about 1-3 s to build from ``tokenizer.json``) is
-built once and kept in ``LoadedTokenizer.cache``, beside the compiled marker tables.
+Per tokenizer, the llguidance tokenizer (about 1.5-3.5 s to build from ``tokenizer.json``) is
+built once and kept in ``LoadedTokenizer.cache``, beside the compiled marker tables. Its
+build holds the GIL throughout (llguidance parses the JSON and computes its token slices
+without releasing it), so on a worker thread it stalls the event loop as much as on the
+loop itself: a server builds it at model load (:func:`prepare_tokenizer`), not on the
+first request that asks for a grammar. Compiling a grammar does release the GIL.
 
 Compiling is bounded and cached. A format is refused (:class:`InvalidOptionError`) when it
 nests more than :data:`~reasonspan.runtime.nesting.MAX_NESTING` containers, and
@@ -63,6 +67,7 @@ __all__ = [
     "consume_each",
     "fill_bitmasks",
     "prepare_grammar",
+    "prepare_tokenizer",
 ]
 
 FORMAT_TYPES = ("text", "json_object", "json_schema", "regex", "grammar")
@@ -109,7 +114,8 @@ def _llguidance(module: str = "llguidance") -> Any:
 
 
 def _lltokenizer(tok: LoadedTokenizer) -> Any:
-    """The llguidance tokenizer of ``tok``, built once per loaded tokenizer (1-3 s)."""
+    """The llguidance tokenizer of ``tok``, built once per loaded tokenizer (1.5-3.5 s with
+    the GIL held: see :func:`prepare_tokenizer`)."""
     got = tok.cache.get(_CACHE_KEY)
     if got is None:
         llg = _llguidance()
@@ -297,6 +303,19 @@ def prepare_grammar(fmt: object, tok: LoadedTokenizer) -> None:
     """Compile ``fmt`` for ``tok`` into the cache (off the event loop, on a worker thread),
     so the batch's ``add()`` only copies it; raises as :func:`compile_grammar` does."""
     compile_grammar(fmt, tok)
+
+
+def prepare_tokenizer(tok: LoadedTokenizer) -> bool:
+    """Build ``tok``'s llguidance tokenizer now, if llguidance is installed (False if not).
+
+    A server calls this when it loads a model, before it serves: the build holds the GIL
+    for seconds, and built on the first request with a ``response_format`` it stalls every
+    other stream that long, whichever thread runs it."""
+    try:
+        _lltokenizer(tok)
+    except GrammarUnavailableError:
+        return False
+    return True
 
 
 def _format_text(d: Mapping[str, Any]) -> str:

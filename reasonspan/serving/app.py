@@ -6,17 +6,32 @@ default; see ``examples/own_engine.py`` for one's own). Per request: read the bo
 ``max_body_bytes``, else 413), then on a worker thread (``anyio.to_thread``, at most
 ``workers`` at once) validate it (:mod:`.protocol`), create the parser with the request's
 switches, render the prompt with the model's own chat template (:mod:`.templates`),
-tokenize it and compile its ``response_format`` grammar; back on the event loop, admit it
-into the runtime (the grammar is a copy of that compile by then), hand it to the engine,
-then answer with SSE (:mod:`.sse`) or the collected ``chat.completion``. So a huge prompt,
-a slow template or a large grammar holds up its own request, never the event loop that
-streams everyone else's chunks. A client that disconnects aborts its request at once (slot
-freed, engine told), streaming or not.
+tokenize it (:mod:`.prompt_ids`: at most ``max_model_len`` tokens, else 400) and compile
+its ``response_format`` grammar; back on the event loop, admit it into the runtime (the
+grammar is a copy of that compile by then), hand it to the engine, then answer with SSE
+(:mod:`.sse`) or the collected ``chat.completion``.
 
-Every failure is an OpenAI error body: 4xx naming the field when the request is at fault,
-500 (``server_error``) when the server is (its chat template cannot render even a minimal
-conversation, the engine failed, a bug), 503 once the runtime is closed. The server keeps
-serving.
+No request the server accepts stalls the event loop that streams everyone else's chunks
+(the aim: no gap over 100 ms; ``python -m reasonspan.bench.stalls`` measures it). A worker
+thread keeps the loop free only while it does not hold the GIL, so: what a tokenizer's
+first request would build on the loop or with the GIL held for seconds (the runtime's
+token tables and tool-call tables inside ``runtime.add``, llguidance's tokenizer) is built
+when the :class:`Server` is made, before it can listen (``warm_up``); tokenizing never
+holds the GIL for the encode nor for freeing its result (:mod:`.prompt_ids`); what is
+still paid per token with the GIL held (the prompt ids as a Python list, the SIMULATED
+engine's script) is bounded by ``max_model_len``, as vLLM bounds a prompt; and a
+``simulated_output`` is tokenized on a worker thread, not in the engine's ``submit``. A
+client that disconnects aborts its request at once (slot freed, engine told), streaming
+or not.
+
+Every answer of the app that is not a success is an OpenAI error body
+(``{"error": {"message", "type", "param", "code"}}``): 4xx naming the field when the
+request is at fault, 404/405 for an unknown path or method, 500 (``server_error``) when
+the server is (its chat template cannot render even a minimal conversation, the engine
+failed, a bug), 503 once the runtime is closed. The server keeps serving. What uvicorn
+answers itself (malformed HTTP, its concurrency limit) takes the same shape when uvicorn
+runs with :class:`~reasonspan.serving.uvicorn_errors.JSONErrorsProtocol` (``reasonspan
+serve`` does).
 
 starlette and uvicorn are imported here only, so ``import reasonspan`` never pulls in an
 ASGI stack.
@@ -26,13 +41,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -40,7 +56,12 @@ from starlette.types import Receive
 
 from ..runtime.batch_errors import RequestFailedError
 from ..runtime.errors import InvalidOptionError, ReasonspanError, UnknownParserError
-from ..runtime.grammar import GrammarError, GrammarUnavailableError, prepare_grammar
+from ..runtime.grammar import (
+    GrammarError,
+    GrammarUnavailableError,
+    prepare_grammar,
+    prepare_tokenizer,
+)
 from ..runtime.openai import ChatCompletion, encode
 from ..runtime.parser import ReasoningParser
 from ..runtime.registry import create_parser_sync
@@ -52,8 +73,10 @@ from ..runtime.streams import (
 )
 from ..tokenizer import LoadedTokenizer
 from .engine import Engine, EngineRequest, SimulatedServingEngine
+from .prompt_ids import render_prompt_ids, tokenize
 from .protocol import ChatCompletionRequest, RequestError, parse_request
-from .templates import ChatTemplateError, Fallback, render_prompt_ids, template_problem
+from .templates import MINIMAL_CONVERSATION, ChatTemplateError, Fallback, template_problem
+from .templates import render_prompt_ids as unbounded_prompt_ids
 
 log = logging.getLogger("reasonspan.serving")
 
@@ -62,6 +85,13 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 
 DEFAULT_WORKERS = 4
 """Requests prepared at once on worker threads (render, tokenize, compile)."""
+
+DEFAULT_MAX_MODEL_LEN = 262_144
+"""The longest prompt accepted, in tokens (400 ``context_length_exceeded`` beyond), and the
+longest SIMULATED script: the longest native context of the families served (256k:
+Qwen3-2507, Kimi K2). vLLM refuses a prompt past ``--max-model-len`` the same way. It
+also bounds what a request costs the event loop per token (its ids as a Python list, made
+and freed with the GIL held: about 0.1 µs a token, some 25 ms at this length)."""
 
 
 @dataclass
@@ -87,13 +117,18 @@ class _Prepared:
     req: ChatCompletionRequest
     parser: ReasoningParser
     prompt_ids: list[int]
+    model: ServedModel
 
 
 class Server:
     """The app's state: models, runtime, engine. :attr:`app` is the ASGI application.
 
     ``max_body_bytes`` caps a request body (413 beyond); ``workers`` bounds the requests
-    prepared at once on worker threads."""
+    prepared at once on worker threads; ``max_model_len`` caps a prompt, and a SIMULATED
+    script, in tokens (400 beyond). ``warm_up`` (default True): build here, before the
+    server can serve, what each model's first request would otherwise build with the GIL
+    held (:meth:`warm_up`: a few seconds a tokenizer, once per loaded tokenizer); off,
+    the first request of each tokenizer stalls every other stream for a second or more."""
 
     def __init__(
         self,
@@ -103,16 +138,19 @@ class Server:
         runtime: ReasoningRuntime | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         workers: int = DEFAULT_WORKERS,
+        max_model_len: int = DEFAULT_MAX_MODEL_LEN,
+        warm_up: bool = True,
     ) -> None:
         if not models:
             raise ValueError("a server needs at least one model")
-        if max_body_bytes < 1 or workers < 1:
-            raise ValueError("max_body_bytes and workers must be at least 1")
+        if max_body_bytes < 1 or workers < 1 or max_model_len < 1:
+            raise ValueError("max_body_bytes, workers and max_model_len must be at least 1")
         self.models = {m.name: m for m in models}
         self.engine: Engine = engine if engine is not None else SimulatedServingEngine()
         self.runtime = runtime if runtime is not None else ReasoningRuntime(model=models[0].name)
         self.max_body_bytes = max_body_bytes
         self.workers = workers
+        self.max_model_len = max_model_len
         self._limiter: anyio.CapacityLimiter | None = None
         self._template_ok: dict[str, str | None] = {}
         """Per model: why its template cannot render a minimal conversation (None: it can)."""
@@ -122,7 +160,10 @@ class Server:
                 Route("/v1/models", self.list_models, methods=["GET"]),
             ],
             lifespan=self._lifespan,
+            exception_handlers={HTTPException: _http_error, Exception: _unhandled},
         )
+        if warm_up:
+            self.warm_up()
 
     @asynccontextmanager
     async def _lifespan(self, _app: Starlette) -> AsyncIterator[None]:
@@ -133,6 +174,21 @@ class Server:
             finally:
                 tg.cancel_scope.cancel()
         self.runtime.close()
+
+    def warm_up(self) -> None:
+        """Build, for every model, what its first request would build with the GIL held:
+        llguidance's tokenizer (1.5-3.5 s for a 150k vocabulary, when llguidance is
+        installed; one uninterrupted hold) and the runtime's per-tokenizer tables of the SSE
+        path and of the family's tool calls (about 1.5 s, mostly Python loops, but built
+        inside ``runtime.add`` on the event loop). Made with the server (``warm_up=True``),
+        so before it listens; the tables are kept in the tokenizer's cache, so a tokenizer
+        already warm costs nothing.
+
+        A request whose ``reasoning_parser`` names another family still builds that
+        family's tool-call tables on first use. A model whose parser or template fails here
+        is left cold (its requests report the failure)."""
+        for model in self.models.values():
+            _warm_model(model)
 
     @property
     def limiter(self) -> anyio.CapacityLimiter:
@@ -196,7 +252,18 @@ class Server:
             raise RequestError(str(exc), param="response_format") from None
         except RuntimeClosedError as exc:
             raise RequestError(str(exc), status=503, type="server_error") from None
-        self.engine.submit(EngineRequest(stream.engine_id, parser, prompt_ids, req))
+        script = req.simulated_output_ids
+        if req.simulated_output is not None:
+            try:  # after add(): from here a client that goes away aborts the request
+                script = await anyio.to_thread.run_sync(
+                    self._script, req.simulated_output, ready.model, limiter=self.limiter
+                )
+            except BaseException:
+                self.runtime.abort(key)
+                raise
+        self.engine.submit(
+            EngineRequest(stream.engine_id, parser, prompt_ids, req, script_ids=script)
+        )
         if req.stream:
 
             async def events() -> AsyncIterator[bytes]:
@@ -254,15 +321,7 @@ class Server:
                 code="model_not_found",
             )
         parser, prompt_ids = self.prepare(req, model)
-        ids = req.simulated_output_ids
-        vocab = model.tokenizer.vocab_size
-        if ids is not None and any(t >= vocab for t in ids):
-            bad = next(t for t in ids if t >= vocab)
-            raise RequestError(
-                f"simulated_output_ids holds token id {bad}, outside the vocabulary of "
-                f"{req.model!r} (ids 0..{vocab - 1})",
-                param="simulated_output_ids",
-            )
+        self._check_script_ids(req, model)
         if req.response_format is not None and req.structured_output:
             try:  # compiled here; the runtime's add() then takes a copy
                 prepare_grammar(req.response_format, model.tokenizer)
@@ -270,7 +329,36 @@ class Server:
                 raise RequestError(str(exc), param=exc.key) from None
             except (GrammarError, GrammarUnavailableError) as exc:
                 raise RequestError(str(exc), param="response_format") from None
-        return _Prepared(req, parser, prompt_ids)
+        return _Prepared(req, parser, prompt_ids, model)
+
+    def _script(self, text: str, model: ServedModel) -> list[int]:
+        """On a worker thread: ``simulated_output`` as the SIMULATED engine's script (token
+        ids), at most ``max_model_len`` of them. The engine's ``submit`` runs on the event
+        loop, where tokenizing a long script stalled every stream (0.8 s for 300 KB)."""
+        return tokenize(
+            model.tokenizer, text, max_tokens=self.max_model_len, param="simulated_output"
+        )
+
+    def _check_script_ids(self, req: ChatCompletionRequest, model: ServedModel) -> None:
+        """``simulated_output_ids``: at most ``max_model_len`` ids, inside the vocabulary."""
+        ids = req.simulated_output_ids
+        if ids is None:
+            return
+        if len(ids) > self.max_model_len:
+            raise RequestError(
+                f"simulated_output_ids holds {len(ids):,} tokens, over this server's "
+                f"max_model_len of {self.max_model_len:,} (see --max-model-len)",
+                param="simulated_output_ids",
+                code="context_length_exceeded",
+            )
+        vocab = model.tokenizer.vocab_size
+        if any(t >= vocab for t in ids):
+            bad = next(t for t in ids if t >= vocab)
+            raise RequestError(
+                f"simulated_output_ids holds token id {bad}, outside the vocabulary of "
+                f"{req.model!r} (ids 0..{vocab - 1})",
+                param="simulated_output_ids",
+            )
 
     def prepare(
         self, req: ChatCompletionRequest, model: ServedModel
@@ -291,6 +379,7 @@ class Server:
             prompt_ids = render_prompt_ids(
                 model.tokenizer,
                 [m.for_template() for m in req.messages],
+                max_tokens=self.max_model_len,
                 tools=req.tools,
                 chat_template=model.chat_template,
                 chat_template_kwargs=kwargs,
@@ -343,11 +432,58 @@ def create_app(
     runtime: ReasoningRuntime | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     workers: int = DEFAULT_WORKERS,
+    max_model_len: int = DEFAULT_MAX_MODEL_LEN,
+    warm_up: bool = True,
 ) -> Starlette:
     """The reference server as an ASGI app (run it with uvicorn, or any ASGI server)."""
     return Server(
-        models, engine, runtime=runtime, max_body_bytes=max_body_bytes, workers=workers
+        models,
+        engine,
+        runtime=runtime,
+        max_body_bytes=max_body_bytes,
+        workers=workers,
+        max_model_len=max_model_len,
+        warm_up=warm_up,
     ).app
+
+
+_WARM_TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+"""A tool offered in the warm-up requests, so the family's tool-call tables are built."""
+
+
+def _warm_model(model: ServedModel) -> None:
+    """llguidance's tokenizer, then a request of each output form (SSE and chunks, tools
+    offered) admitted into a runtime of the model's own and dropped: the tables they build
+    are kept per tokenizer (its cache), where the server's runtime finds them. Nothing is
+    generated; nothing reaches the engine."""
+    tok = model.tokenizer
+    prepare_tokenizer(tok)
+    try:
+        parser = create_parser_sync(model.parser, tok, dict(model.chat_template_kwargs))
+        prompt_ids = unbounded_prompt_ids(
+            tok,
+            MINIMAL_CONVERSATION,
+            chat_template=model.chat_template,
+            chat_template_kwargs=model.chat_template_kwargs,
+            fallback=model.fallback,
+            template_name=f"model {model.name!r}",
+        )
+    except ReasonspanError as exc:
+        log.warning("model %r: left cold (no warm-up request): %s", model.name, exc)
+        return
+    runtime = ReasoningRuntime(model=model.name)
+    try:
+        for i, sse in enumerate((True, False)):
+            key = f"warm-up-{i}"
+            try:
+                runtime.add(key, parser, prompt_ids, tools=_WARM_TOOLS, sse=sse)
+            except ReasonspanError:  # tools refused (a family without calls): without them
+                runtime.add(key, parser, prompt_ids, sse=sse)
+            runtime.abort(key)
+    except ReasonspanError as exc:
+        log.warning("model %r: left cold (warm-up request refused): %s", model.name, exc)
+    finally:
+        runtime.close()
 
 
 class _SSEResponse(StreamingResponse):
@@ -405,5 +541,38 @@ def _json(obj: Any) -> Response:
     return Response(msgspec.json.encode(obj), media_type="application/json")
 
 
-def _error(err: RequestError) -> Response:
-    return Response(err.body(), err.status, media_type="application/json")
+def _error(err: RequestError, headers: Mapping[str, str] | None = None) -> Response:
+    return Response(err.body(), err.status, headers=headers, media_type="application/json")
+
+
+ENDPOINTS = "POST /v1/chat/completions, GET /v1/models"
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own HTTP errors (no route for the path, a method the route does not
+    take) as OpenAI error bodies; its default answers them in plain text."""
+    assert isinstance(exc, HTTPException)
+    where = f"{request.method} {request.url.path}"
+    if exc.status_code == 404:
+        err = RequestError(
+            f"Invalid URL ({where}): this server answers {ENDPOINTS}", status=404, code="not_found"
+        )
+    elif exc.status_code == 405:
+        allowed = {k.lower(): v for k, v in (exc.headers or {}).items()}.get("allow", "")
+        err = RequestError(
+            f"Method not allowed ({where}): this path takes {allowed}",
+            status=405,
+            code="method_not_allowed",
+        )
+    else:
+        err = RequestError(f"{exc.detail} ({where})", status=exc.status_code)
+    return _error(err, exc.headers)
+
+
+async def _unhandled(_request: Request, exc: Exception) -> Response:
+    """An exception no route caught (Starlette's last resort, which logs it too)."""
+    return _error(
+        RequestError(
+            f"internal server error: {type(exc).__name__}", status=500, type="server_error"
+        )
+    )

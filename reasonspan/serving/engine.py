@@ -55,6 +55,11 @@ class EngineRequest:
     """The request's sampling parameters (``temperature``, ``stop``, ``seed``, ...; see
     :class:`~reasonspan.serving.protocol.SamplingParams`); filled from ``request`` when
     not given."""
+    script_ids: list[int] | None = None
+    """For the SIMULATED engine: the request's ``simulated_output`` as token ids (or its
+    ``simulated_output_ids``), tokenized by the server on a worker thread and bounded by
+    its ``max_model_len``, so that :meth:`Engine.submit`, on the event loop, never
+    tokenizes megabytes. None: the engine works the script out itself (:func:`script_for`)."""
 
     def __post_init__(self) -> None:
         if self.sampling is None:
@@ -74,8 +79,14 @@ class Engine(Protocol):
 
 
 def script_for(req: EngineRequest) -> list[int]:
-    """The token ids the simulated model "writes" for a request (see the module docs)."""
+    """The token ids the simulated model "writes" for a request (see the module docs).
+
+    Called on the event loop (from :meth:`SimulatedServingEngine.submit`): a given script
+    comes tokenized (``script_ids``) from the server; only a demo transcript, a few hundred
+    tokens, is encoded here."""
     tok = req.parser.tokenizer
+    if req.script_ids is not None:
+        return req.script_ids
     if req.request.simulated_output_ids is not None:
         return list(req.request.simulated_output_ids)
     if req.request.simulated_output is not None:
@@ -145,14 +156,14 @@ class SimulatedServingEngine:
     def _generate(self, aborted: Sequence[int]) -> tuple[Any, Any, Any, list[SimRequest]] | None:
         """The model's part of a step (no runtime call): aborts, admission, new tokens."""
         sim = self.sim
+        while self._inbox:  # first: a request submitted and aborted since the last step
+            sim.submit(self._inbox.popleft())  # is then found, not admitted after its abort
         for eid in aborted:
             self.aborted += 1
             sim.abort(eid)
             self._forced.pop(eid, None)
             self._budget.pop(eid, None)
             self._constrained.discard(eid)
-        while self._inbox:
-            sim.submit(self._inbox.popleft())
         sim.admit()
         sim.finished.clear()  # a server runs forever: keep nothing per finished request
         if not sim.active:
