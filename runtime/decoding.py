@@ -256,6 +256,9 @@ class LabelledDecoder:
             if lab == TOOL:
                 s = self._ckept(self._tok, token_ids[0])
                 return "", (self._cfmt.text(s) if s else "")
+        if token_ids and not spill and labels.count(TOOL_CALL) == len(labels):
+            self._tool_calls(token_ids)  # a call closed: its whole region
+            return "", ""
         tok = self._tok
         r: list[str] = []
         c: list[str] = []
@@ -286,19 +289,26 @@ class LabelledDecoder:
                 r.append(self._rfmt.marker())
                 c.append(self._cfmt.marker())
             elif lab == TOOL_CALL:
-                self._tool_call(t)
-                if self._gaps is not None:
-                    self._gaps.call()
+                self._tool_calls((t,))
         return "".join(r), "".join(c)
 
-    def _tool_call(self, t: int) -> None:
-        """A TOOL_CALL token: its own decoder, never skipping (the tool parser reads the
-        whole message, structural tokens included), so the call is never content text."""
-        if self._tdec is None:
-            self._tdec = _decoder(self._tok_l, False)
-        s = self._tdec.step(self._tok, t)
-        if s:
-            self._tool.append(s)
+    def _tool_calls(self, token_ids: Sequence[int]) -> None:
+        """TOOL_CALL tokens: their own decoder, never skipping (the tool parser reads the
+        whole message, structural tokens included), so the call is never content text.
+        A call's tokens come in one row when it closes (:meth:`feed` hands such a row
+        over whole): a long call is hundreds of thousands of tokens in one step."""
+        tdec = self._tdec
+        if tdec is None:
+            tdec = self._tdec = _decoder(self._tok_l, False)
+        tok = self._tok
+        step = tdec.step
+        tool = self._tool
+        for t in token_ids:
+            s = step(tok, t)
+            if s:
+                tool.append(s)
+        if self._gaps is not None:
+            self._gaps.call()
 
     def take_tool_calls(self) -> str:
         """Text of TOOL_CALL tokens decoded since the last call (for the tool parser)."""

@@ -26,6 +26,7 @@ Tokens outside a region cost one set lookup each.
 
 from __future__ import annotations
 
+import re
 from typing import TypeVar
 
 from ..labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL
@@ -41,6 +42,7 @@ _Bytes = bytes | bytearray
 _B = TypeVar("_B", bytes, bytearray)
 
 _OUT, _FRESH, _IN = 0, 1, 2
+_QUOTE_OR_BACKSLASH = re.compile(rb'["\\]')
 _WS = b" \t\r\n"
 
 _BODY = (CONTENT, TOOL, DELIMITER)
@@ -264,8 +266,14 @@ class ToolCallExtractor:
         (:meth:`_region_bytes` of the whole region, without joining it again)."""
         held = self._held
         if self._buf_n < len(held):
-            bodies = (item for item in held[self._buf_n :] if item[1] in _BODY)
-            self._buf += b"".join(map(self._bytes, bodies))
+            table = self._fmt.token_bytes
+            self._buf += b"".join(
+                [
+                    table[t] if parts is None else self._bytes((t, lab, parts))
+                    for t, lab, parts in held[self._buf_n :]
+                    if lab in _BODY
+                ]
+            )
             self._buf_n = len(held)
         return self._buf
 
@@ -322,7 +330,16 @@ class ToolCallExtractor:
         return fmt.could_end(self._body(bytes(buf))[1].decode("utf-8", "replace"))
 
     def _region_bytes(self, n: int | None = None) -> bytes:
-        return b"".join(self._bytes(item) for item in self._held[:n] if item[1] in _BODY)
+        """The body bytes of ``_held[:n]``: for the whole region or all but its last token
+        (what closing and the finish ask for), cut from :meth:`_grown`, not joined again."""
+        held = self._held
+        if n is None or n == len(held):
+            return bytes(self._grown())
+        if n in (-1, len(held) - 1):
+            last = held[-1]
+            buf = self._grown()
+            return bytes(buf[: len(buf) - len(self._bytes(last))] if last[1] in _BODY else buf)
+        return b"".join(self._bytes(item) for item in held[:n] if item[1] in _BODY)
 
     @property
     def _quoted(self) -> bool:
@@ -392,15 +409,18 @@ class ToolCallExtractor:
         body = buf[start:].lstrip(_WS)
         if body[:1] not in (b"{", b"["):
             return False  # not a JSON body (Qwen3's <tool_call> may hold XML)
+        # Only quotes and backslashes matter: visit those (a long argument of prose has
+        # few), a backslash inside a string escaping the byte after it.
         inside = False
-        escaped = False
-        for b in body:
-            if escaped:
-                escaped = False
-            elif b == 0x5C and inside:  # backslash
-                escaped = True
-            elif b == 0x22:  # double quote
+        escaped_at = -1
+        for m in _QUOTE_OR_BACKSLASH.finditer(body):
+            at = m.start()
+            if at == escaped_at:
+                continue
+            if body[at] == 0x22:  # double quote
                 inside = not inside
+            elif inside:  # backslash
+                escaped_at = at + 1
         return inside
 
     def _opener(self, buf: _Bytes) -> tuple[int, int, bool]:
@@ -452,8 +472,13 @@ class ToolCallExtractor:
                 self._emit(item, ids, labels, spill, TOOL)
         else:
             first = len(ids)
+            emit = self._emit
             for item in region:
-                self._emit(item, ids, labels, spill, TOOL_CALL)
+                if item[2] is None:  # the common case, inlined: a region may be long
+                    ids.append(item[0])
+                    labels.append(TOOL_CALL if item[1] in _BODY else item[1])
+                else:
+                    emit(item, ids, labels, spill, TOOL_CALL)
             if before.strip(_WS):
                 spill.append((first, before, CONTENT, 0))
             if after.strip(_WS):
