@@ -80,11 +80,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
+from collections.abc import Callable, Mapping, Sequence, Sized
 from typing import Any, Literal
 
 import msgspec
 
+from ..tokenizer.loader import json_nesting
 from .declared_regex import (
     WHITESPACE,
     _Captured,
@@ -194,7 +195,7 @@ def find_declaration(config: Mapping[str, Any]) -> tuple[str, Any] | None:
 
 def read_declaration(key: str, value: Any, source: str) -> DeclaredFormat:
     """Read one declaration; :class:`DeclarationError` when it cannot be honoured."""
-    depth = _nesting(value)
+    depth = json_nesting(value)
     if depth > MAX_DECLARATION_NESTING:
         # The value is not passed on: showing it in the message would recurse as deep.
         raise DeclarationError(
@@ -214,23 +215,6 @@ def read_declaration(key: str, value: Any, source: str) -> DeclaredFormat:
             source, key, value, f"unknown declaration; expected {DECLARATION_KEYS}"
         )
     return got
-
-
-def _nesting(value: object) -> int:
-    """How deep JSON-like ``value`` nests (a scalar is 0), measured without recursion."""
-    deepest = 0
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Iterable[object] = item.values()
-        elif isinstance(item, list | tuple):
-            children = item
-        else:
-            continue
-        deepest = max(deepest, depth)
-        stack.extend((child, depth + 1) for child in children)
-    return deepest
 
 
 def _too_many(

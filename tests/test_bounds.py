@@ -85,7 +85,7 @@ def test_published_declarations_are_far_inside_the_bounds() -> None:
     for key, values in published.items():
         for value in values:
             collect(value)
-            assert declared._nesting(value) * 4 <= declared.MAX_DECLARATION_NESTING
+            assert loader.json_nesting(value) * 4 <= declared.MAX_DECLARATION_NESTING
             try:
                 got = read_declaration(key, value, SOURCE)
             except DeclarationError as exc:  # refused for what it says, never for a bound

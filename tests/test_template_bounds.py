@@ -27,11 +27,11 @@ from typing import Any
 import httpx
 import openai
 import pytest
-import uvicorn
 from fixtures import folder, tokenizer
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from reasonspan.tokenizer import LoadedTokenizer
+from test_server import Running
 
 import reasonspan
 from reasonspan.cli import main
@@ -311,32 +311,6 @@ def test_serve_takes_the_budget_from_its_flags(limits: None) -> None:
 
 
 # ------------------------------------------------------------------ at request time, over HTTP
-
-
-class Running:
-    """The reference server on a thread (uvicorn, loopback, a free port)."""
-
-    def __init__(self, server: Server) -> None:
-        self.server = server
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.uv = uvicorn.Server(uvicorn.Config(server.app, log_level="warning"))
-        self.thread = threading.Thread(target=self.uv.run, kwargs={"sockets": [self.sock]})
-
-    def __enter__(self) -> Running:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.uv.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the test server did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.uv.should_exit = True
-        self.thread.join(30)
-        self.sock.close()
 
 
 def test_hostile_requests_get_a_400_and_never_exhaust_the_workers(limits: None) -> None:

@@ -312,19 +312,20 @@ def _parse_json(text: str, path: Path, invalid: str) -> Any:
 
 
 def json_nesting(value: object) -> int:
-    """How deep a decoded JSON value nests (a scalar is 0), measured without recursion."""
+    """How deep a decoded JSON value nests (a scalar is 0), measured without recursion
+    (the one measure: checkpoint declarations are bounded with it too)."""
     deepest = 0
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):
             children: Any = item.values()
-        elif isinstance(item, list):
+        elif isinstance(item, list | tuple):
             children = item
         else:
             continue
         deepest = max(deepest, depth)
-        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list | tuple))
     return deepest
 
 
