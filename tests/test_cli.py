@@ -196,10 +196,11 @@ def test_serve_starts_a_server_an_openai_client_can_use() -> None:
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert proc.stdout is not None
-        lines = [proc.stdout.readline() for _ in range(2)]
+        lines = [proc.stdout.readline() for _ in range(3)]
         assert "parser qwen3" in lines[0]
+        assert "building each model's token tables" in lines[1]  # before it listens
         url = f"http://127.0.0.1:{port}/v1"
-        assert url in lines[1] and "SIMULATED" in lines[1]
+        assert url in lines[2] and "SIMULATED" in lines[2]
         client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=10)
         deadline = time.monotonic() + 30
         while True:
@@ -367,7 +368,7 @@ def test_serve_exits_130_on_ctrl_c() -> None:
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
-        assert "serving at" in proc.stdout.readline() + proc.stdout.readline()
+        assert "serving at" in "".join(proc.stdout.readline() for _ in range(3))
         deadline = time.monotonic() + 30
         while True:  # until it accepts connections: the signal must reach a running server
             try:
