@@ -16,8 +16,10 @@ dict``, an object without ``name``) is not a call and stays content verbatim. Te
 Llama 4 (``llama4_pythonic``; facts: Meta's Llama 4 prompt-format documentation and vLLM's
 ``llama4_pythonic`` parser): calls are one Python list ``[f(a=1), g(b="x")]`` at the start
 of the answer, optionally between ``<|python_start|>`` and ``<|python_end|>``; a region
-opens at ``<|python_start|>`` or a leading ``[`` and runs to the end (kind ``pythonic``,
-literals read with :mod:`ast`, never evaluated).
+opens at ``<|python_start|>`` or a leading ``[`` and closes at ``<|python_end|>`` (text after
+it is content: ``<|python_start|>[f(a=1)]<|python_end|> Done.``), or runs to the end when
+the model writes no ``<|python_end|>`` (a bare list; vLLM's parser strips the marker where
+it is there) (kind ``pythonic``, literals read with :mod:`ast`, never evaluated).
 
 A bare answer cannot be told from a call until it ends, so these regions are held to the
 end of the output, and one the end cut (no complete JSON / list) is given back as content.
@@ -32,6 +34,7 @@ from ..runtime.toolcalls import ToolFormat
 
 PYTHON_TAG = "<|python_tag|>"
 PYTHON_START = "<|python_start|>"
+PYTHON_END = "<|python_end|>"
 
 LLAMA3_TOOL_CALLS = ToolFormat(
     kinds=("json",),
@@ -47,7 +50,8 @@ LLAMA3_TOOL_CALLS = ToolFormat(
 LLAMA4_TOOL_CALLS = ToolFormat(
     kinds=("pythonic",),
     open=(PYTHON_START,),
-    close=(),
+    close=(PYTHON_END,),
+    close_optional=True,
     leading="[",
     source='Meta\'s Llama 4 prompt format: `[func(a=1), g(b="x")]`, optionally in '
     "`<|python_start|>`…`<|python_end|>`; vLLM's `llama4_pythonic` parser",

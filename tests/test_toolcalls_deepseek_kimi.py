@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,7 @@ from hypothesis import strategies as st
 from reasonspan.runtime.labels import TOOL, TOOL_CALL
 from reasonspan.runtime.streams import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
+from test_fuzz_paths import _chunks, _sse
 
 import reasonspan
 from reasonspan import LoadedTokenizer
@@ -438,6 +440,127 @@ def test_kimi_k2_issue_example_no_longer_leaks() -> None:
     res = fam.make().parse(tok.encode("<think>must call" + good), fam.prompt_ids(), tools=TOOLS)
     assert res.reasoning == "must call" and res.content is None
     assert res.tool_calls == [expected("note", {})]
+
+
+def every_path(fam: Family, text: str) -> reasonspan.ParseResult:
+    """``parse()`` of ``text``, after checking that ``TextSplitter`` split at every offset
+    and at random sets of offsets, and the runtime read as chunks and as SSE, give its
+    reasoning, content and calls."""
+    ids = fam.tokenizer().encode(text)
+    whole = fam.make().parse(ids, fam.prompt_ids(), tools=TOOLS)
+    want = (whole.reasoning or "", whole.content or "", whole.tool_calls)
+    rng = random.Random(len(ids))
+    splits = [[at] for at in range(len(ids) + 1)]
+    splits += [rng.sample(range(len(ids) + 1), min(4, len(ids))) for _ in range(20)]
+    for cuts in splits:
+        assert _stream(fam, ids, cuts) == want, cuts
+    sent = [(c.name, c.arguments) for c in whole.tool_calls]
+    for k in (1, 3):
+        for sse in (False, True):
+            assert anyio.run(_served, fam, ids, k, sse) == (want[0], want[1], sent), (k, sse)
+    return whole
+
+
+async def _served(
+    fam: Family, ids: list[int], k: int, sse: bool
+) -> tuple[str, str, list[tuple[str, str]]]:
+    rt = ReasoningRuntime()
+    stream = rt.add("r", fam.make(), fam.prompt_ids(), tools=TOOLS, sse=sse)
+    for i in range(0, len(ids), k):
+        delta = ids[i : i + k]
+        rt.step([stream.engine_id], delta, [0, len(delta)])
+    rt.finish("r", "stop")
+    return await (_sse(stream) if sse else _chunks(stream))
+
+
+def _k2_call(call_id: str, args: str) -> str:
+    return f"<|tool_call_begin|>{call_id}<|tool_call_argument_begin|>{args}<|tool_call_end|>"
+
+
+def _k2_section(*calls: str) -> str:
+    return "<|tool_calls_section_begin|>" + "".join(calls) + "<|tool_calls_section_end|>"
+
+
+@pytest.mark.parametrize(
+    "bad_id", ["functions.invalid.0", "0", "functions.:0", "functions.note", "note :0", ":3"]
+)
+def test_kimi_k2_id_that_is_not_functions_name_idx_is_no_call(bad_id: str) -> None:
+    # issue 31: `functions.invalid.0` was sent as a call named `invalid.0`, a bare `0` as `0`
+    fam = FAMILIES["kimi_k2"]
+    alone = _k2_section(_k2_call(bad_id, "{}"))
+    res = every_path(fam, "<think>plan</think>Hi " + alone)
+    assert res.tool_calls == [] and res.content == "Hi " + alone
+    good = _k2_call("functions.note:1", dumps(NOTE[1]))
+    res = every_path(fam, "<think>plan</think>Hi " + _k2_section(_k2_call(bad_id, "{}"), good))
+    assert res.tool_calls == [expected(*NOTE)] and res.content == "Hi "
+
+
+@pytest.mark.parametrize(
+    ("call_id", "name"),
+    [
+        ("functions.get_weather:0", "get_weather"),
+        ("get_weather:12", "get_weather"),
+        ("functions.mcp.search:3", "mcp.search"),
+        ("functions.search-docs:1", "search-docs"),
+        (" functions.note:0\n", "note"),
+    ],
+)
+def test_kimi_k2_accepted_ids(call_id: str, name: str) -> None:
+    fam = FAMILIES["kimi_k2"]
+    res = every_path(fam, "<think></think>" + _k2_section(_k2_call(call_id, '{"a": 1}')))
+    assert res.tool_calls == [expected(name, {"a": 1})] and res.content is None
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        _k2_call("functions.invalid.0", "{}"),
+        _k2_call("functions.get_weather:0", '{"city": }'),
+        _k2_call("functions.get_weather:0", "[1, 2]"),
+        _k2_call("functions.get_weather:0", '{"days": 1e999}'),
+        _k2_call("functions.get_weather:0", '{"city": "x"} trailing'),
+    ],
+)
+def test_kimi_k2_one_bad_call_keeps_its_siblings(bad: str) -> None:
+    # issue 31: one invalid call made the whole section content; the engines keep the rest
+    fam = FAMILIES["kimi_k2"]
+    first = _k2_call("functions.get_weather:0", dumps(WEATHER[1]))
+    last = _k2_call("functions.note:2", dumps(NOTE[1]))
+    res = every_path(fam, "<think>plan</think>Sure." + _k2_section(first, bad, last))
+    assert res.tool_calls == [expected(*WEATHER), expected(*NOTE)]
+    assert res.content == "Sure."
+    # a bad call that has no call-end of its own: the section is not well formed
+    broken = bad.removesuffix("<|tool_call_end|>")
+    res = every_path(fam, "<think>plan</think>Sure." + _k2_section(first, broken, last))
+    assert res.tool_calls == [] and res.content == "Sure." + _k2_section(first, broken, last)
+
+
+@pytest.mark.parametrize("name", ["deepseek_v3_0324", "deepseek_v31"])
+def test_deepseek_section_one_bad_call_keeps_its_siblings(name: str) -> None:
+    # the same section reader as Kimi K2: one rule for both
+    fam = FAMILIES[name]
+    block = fam.render([WEATHER, ("note", {"tags": ["x"]}), NOTE])
+    bad = block.replace('{"tags": ["x"]}', '{"tags": ["x"}')
+    assert bad != block
+    res = every_path(fam, fam.think[1] + "Sure." + bad)
+    assert res.tool_calls == [expected(*WEATHER), expected(*NOTE)]
+    assert res.content == "Sure."
+
+
+def test_dsml_string_false_values_are_json_as_the_reference_encoder_writes_them() -> None:
+    # issue 31: the README said string="false" values are typed from the schema; DeepSeek's
+    # encoder writes every non-string value as JSON with string="false", and its reader
+    # reads it back with json.loads: a schema's "string" does not make `3` a string
+    fam = FAMILIES["deepseek_v4"]
+    body = (
+        '\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name="get_weather">\n'
+        '<｜DSML｜parameter name="city" string="false">3</｜DSML｜parameter>\n'
+        '<｜DSML｜parameter name="days" string="false">"4"</｜DSML｜parameter>\n'
+        '<｜DSML｜parameter name="hourly" string="true">true</｜DSML｜parameter>\n'
+        "</｜DSML｜invoke>\n</｜DSML｜tool_calls>"
+    )
+    res = every_path(fam, "plan</think>" + body)
+    assert res.tool_calls == [expected("get_weather", {"city": 3, "days": "4", "hourly": "true"})]
 
 
 def test_kimi_k3_types_and_escaped_attributes() -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reasonspan.runtime.streams import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
+from test_fuzz_paths import _chunks, _sse
 
 import reasonspan
 
@@ -287,6 +289,75 @@ def test_llama4_what_is_not_a_literal_call_list_is_content(answer: str) -> None:
     assert res.tool_calls == [] and res.content == answer
 
 
+def test_llama4_python_end_closes_the_call_list() -> None:
+    # issue 31: text after <|python_end|> made the region unreadable and lost the call
+    res = every_path(LLAMA4, "<|python_start|>[note(a=1)]<|python_end|> Done.")
+    assert got(res.tool_calls) == [("note", {"a": 1})]
+    assert res.content is not None and res.content.strip() == "Done."
+    res = every_path(LLAMA4, "Let me check.<|python_start|>" + llama4(TWO) + "<|python_end|>")
+    assert got(res.tool_calls) == expect(TWO) and res.content == "Let me check."
+    res = every_path(LLAMA4, llama4(TWO[:1]) + "<|python_end|>\nDone.")
+    assert got(res.tool_calls) == expect(TWO[:1])
+    assert res.content is not None and res.content.strip() == "Done."
+    # <|python_end|> is optional: a list the output ends after is read at the finish
+    res = every_path(LLAMA4, "<|python_start|>" + llama4(TWO))
+    assert got(res.tool_calls) == expect(TWO) and res.content is None
+    # what is not a call list stays content, <|python_end|> and the text after it too
+    answer = "[1, 2] are numbers<|python_end|> Done."
+    res = every_path(LLAMA4, answer)
+    assert res.tool_calls == [] and res.content == answer
+
+
+@pytest.mark.parametrize(
+    "bad", ["bad(x=b'z')", "note(1)", "note(a=open('x'))", "note(**kw)", "note(a=1e999)", "f.(a=1)"]
+)
+def test_llama4_one_bad_call_keeps_its_siblings(bad: str) -> None:
+    # issue 31: `[bad(x=b'z'), get_weather(city='LA')]` gave no call; the engines keep the good one
+    answer = f"[{bad}, get_weather(city='LA')]"
+    res = every_path(LLAMA4, answer)
+    if bad == "f.(a=1)":  # not Python: nothing says where a call ends
+        assert res.tool_calls == [] and res.content == answer
+        return
+    assert got(res.tool_calls) == [("get_weather", {"city": "LA"})] and res.content is None
+    # none of its calls reads: the list is content
+    res = every_path(LLAMA4, f"[{bad}]")
+    assert res.tool_calls == [] and res.content == f"[{bad}]"
+
+
+GOOD_JSON = {"name": "get_weather", "arguments": {"city": "LA"}}
+BAD_JSON = [
+    {"arguments": {"city": "x"}},
+    {"name": "note", "arguments": 5},
+    {"name": "note", "arguments": "not json"},
+    {"name": "", "arguments": {}},
+    7,
+]
+
+
+@pytest.mark.parametrize("bad", BAD_JSON, ids=[f"bad{i}" for i in range(len(BAD_JSON))])
+def test_json_list_one_bad_call_keeps_its_siblings(bad: Any) -> None:
+    # the rule of issue 31 for JSON bodies: a value that is not a call is dropped, its
+    # siblings kept (Mistral v3's list, Llama 3's `;`-separated objects)
+    good = json_args(GOOD_JSON)
+    res = every_path(MISTRAL, f"Sure.[TOOL_CALLS][{json_args(bad)}, {good}]")
+    assert got(res.tool_calls) == [("get_weather", {"city": "LA"})] and res.content == "Sure."
+    res = every_path(MISTRAL, f"Sure.[TOOL_CALLS][{json_args(bad)}]")
+    assert res.tool_calls == [] and res.content == f"Sure.[TOOL_CALLS][{json_args(bad)}]"
+    res = every_path(LLAMA3, f"{good}; {json_args(bad)}")
+    assert got(res.tool_calls) == [("get_weather", {"city": "LA"})] and res.content is None
+    # numbers JSON cannot hold: the call is dropped, never sent with a null
+    res = every_path(LLAMA3, f'{good}; {{"name": "note", "parameters": {{"x": 1e999}}}}')
+    assert got(res.tool_calls) == [("get_weather", {"city": "LA"})]
+
+
+def test_mistral_v11_one_bad_call_keeps_its_siblings() -> None:
+    text = '[TOOL_CALLS]note[ARGS][1][TOOL_CALLS]get_weather[ARGS]{"city": "LA"}'
+    res = every_path(MISTRAL, "Sure." + text)
+    assert got(res.tool_calls) == [("get_weather", {"city": "LA"})] and res.content == "Sure."
+    res = every_path(MISTRAL, 'Sure.[TOOL_CALLS]note[ARGS]{"x": 1e999}')
+    assert res.tool_calls == [] and res.content == 'Sure.[TOOL_CALLS]note[ARGS]{"x": 1e999}'
+
+
 # ------------------------------------------------------------------ Gemma 4
 
 
@@ -386,6 +457,37 @@ async def _runtime(fam: Fam, ids: list[int], k: int) -> tuple[str, str, list[tup
 
 
 FAMS = [MISTRAL, MISTRAL_V3, LLAMA3, LLAMA4, GEMMA4]
+
+
+def every_path(fam: Fam, text: str) -> reasonspan.ParseResult:
+    """``parse()`` of ``text``, after checking that ``TextSplitter`` split at every offset
+    and at random sets of offsets, and the runtime read as chunks and as SSE, give its
+    reasoning, content and calls."""
+    ids = fam.ids(text)
+    whole = fam.parse(ids)
+    want = (whole.reasoning or "", whole.content or "", whole.tool_calls)
+    rng = random.Random(len(ids))
+    splits = [[at] for at in range(len(ids) + 1)]
+    splits += [rng.sample(range(len(ids) + 1), min(4, len(ids))) for _ in range(20)]
+    for cuts in splits:
+        assert _stream(fam, ids, cuts) == want, cuts
+    sent = [(c.name, c.arguments) for c in whole.tool_calls]
+    for k in (1, 3):
+        for sse in (False, True):
+            assert anyio.run(_served, fam, ids, k, sse) == (want[0], want[1], sent), (k, sse)
+    return whole
+
+
+async def _served(
+    fam: Fam, ids: list[int], k: int, sse: bool
+) -> tuple[str, str, list[tuple[str, str]]]:
+    rt = ReasoningRuntime()
+    stream = rt.add("r", fam.parser(), fam.prompt_ids(), tools=TOOLS, sse=sse)
+    for i in range(0, len(ids), k):
+        delta = ids[i : i + k]
+        rt.step([stream.engine_id], delta, [0, len(delta)])
+    rt.finish("r", "stop")
+    return await (_sse(stream) if sse else _chunks(stream))
 
 
 @pytest.mark.parametrize("fam", FAMS, ids=["mistral", "mistral_v3", "llama3", "llama4", "gemma4"])

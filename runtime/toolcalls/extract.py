@@ -6,7 +6,8 @@ decided, in order, and takes call regions out of the answer:
 - a region opens at an ``open`` marker (a token id, or the bytes of a run of tokens: such
   a run is held back until it is decided) or, for a format with ``leading`` characters, at
   the first non-space text of the answer;
-- it closes at a ``close`` marker, or at the end of the output when the format has none;
+- it closes at a ``close`` marker, or at the end of the output when the format has none
+  (or says its close marker may be left out: ``close_optional``);
 - its tokens are held until then, and only then decoded (its bytes, markers included) and
   read by the format's body kinds: well-formed calls label the region ``TOOL_CALL`` and
   become :class:`ToolCall` s; anything else (a malformed body, a region that never
@@ -149,7 +150,8 @@ class ToolCallExtractor:
             n, after = self._pending
             self._close(n, after, out_ids, out_labels, out_spill, calls)
         if self._mode == _IN:
-            to_end = not self._fmt.close_ids and not self._fmt.close_bytes
+            fmt = self._fmt
+            to_end = fmt.fmt.close_optional or not (fmt.close_ids or fmt.close_bytes)
             if to_end or self._opener(self._region_bytes())[2]:
                 self._close(len(self._held), b"", out_ids, out_labels, out_spill, calls)
             else:

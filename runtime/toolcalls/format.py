@@ -72,6 +72,11 @@ class ToolFormat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     close: tuple[str, ...] = ()
     """Markers that close it. Empty: a region runs to the end of the output (Mistral's
     ``[TOOL_CALLS]``), and is read when the request finishes."""
+    close_optional: bool = False
+    """A region may end without its close marker: one the output ends before its close is
+    read at the finish, as a region of a format without close markers is (Llama 4's
+    ``<|python_end|>`` ends a call list when written, text after it is content; a bare
+    ``[f(a=1)]`` answer has none). False: such a region is a call cut by ``max_tokens``."""
     leading: str = ""
     """Characters that open a region running to the end of the output when they are the
     first non-space text of the answer (Llama 3's bare JSON ``{``, Llama 4's ``[``)."""

@@ -5,6 +5,12 @@ Hermes / Qwen3 (``<tool_call>{"name": …, "arguments": {…}}</tool_call>``), L
 ``[TOOL_CALLS][{…}, …]`` list. A body may hold one object, a list of them, or several
 objects separated by ``;`` or whitespace (Llama 3's parallel form). Arguments written as a
 JSON string that holds an object are unwrapped.
+
+A body that is not JSON values throughout is not this kind (nothing in it tells where one
+call ends). In a body that is, a value that is not a call (no ``name``, arguments that
+are not an object, a number JSON cannot hold: ``1e999``) is dropped and the other calls
+are kept, as vLLM and SGLang keep the well-formed calls beside a malformed one (issue 31);
+a body none of whose values is a call goes back to the content (``{"a": 1}``).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import json
 from typing import Any
 
 from .format import body_kind
-from .types import ToolCall, Tools, dump_arguments
+from .types import InvalidArgumentsError, ToolCall, Tools, dump_arguments
 
 _decoder = json.JSONDecoder()
 
@@ -37,7 +43,10 @@ def _call(obj: object) -> ToolCall | None:
         args = {}
     if not isinstance(args, dict):
         return None
-    return ToolCall(name=name, arguments=dump_arguments(args))
+    try:
+        return ToolCall(name=name, arguments=dump_arguments(args))
+    except InvalidArgumentsError:
+        return None
 
 
 def read_json_values(text: str, separators: str = " \t\r\n;,") -> list[Any] | None:
@@ -62,13 +71,8 @@ def parse_json(body: str, tools: Tools) -> list[ToolCall] | None:
     values = read_json_values(body)
     if not values:
         return None
-    calls: list[ToolCall] = []
-    for value in values:
-        for obj in value if isinstance(value, list) else [value]:
-            call = _call(obj)
-            if call is None:
-                return None
-            calls.append(call)
+    objs = [obj for value in values for obj in (value if isinstance(value, list) else [value])]
+    calls = [call for call in map(_call, objs) if call is not None]
     return calls or None
 
 

@@ -16,7 +16,10 @@ argument is text. A body the end of the output cut (nothing after the marker, a 
 no ``[ARGS]`` yet, arguments whose JSON is still open) gives the calls completed before it
 and drops the cut one, as a closable region cut by ``max_tokens`` is dropped; anything
 else that does not read (text after the calls, a name with spaces) is not this kind, and
-the region goes back to the content verbatim.
+the region goes back to the content verbatim. A call whose arguments are JSON but not an
+object a client can take (``[ARGS][1]``, ``1e999``) is dropped and its siblings kept (the
+rule of every kind whose calls are delimited: README, "Tool calls"); a body none of whose
+calls reads goes back to the content.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import re
 
 from .format import body_kind
 from .json_calls import is_json_prefix
-from .types import ToolCall, Tools, dump_arguments
+from .types import InvalidArgumentsError, ToolCall, Tools, dump_arguments
 
 TOOL_CALLS, ARGS, CALL_ID = "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"
 
@@ -52,7 +55,16 @@ def parse_mistral(body: str, tools: Tools) -> list[ToolCall] | None:
     if text[0] in "[{":
         # A v3 JSON list the ``json`` kind could not read: cut by the end, or malformed.
         return [] if is_json_prefix(text) else None
-    calls: list[ToolCall] = []
+    read = _calls(text)
+    if read is None or (read and all(call is None for call in read)):
+        return None  # not this kind, or none of its calls reads
+    return [call for call in read if call is not None]
+
+
+def _calls(text: str) -> list[ToolCall | None] | None:
+    """``text``'s calls in order (None for one that does not read), or None when the body
+    is not this kind."""
+    calls: list[ToolCall | None] = []
     i, n = 0, len(text)
     while True:
         at = text.find(ARGS, i)
@@ -71,9 +83,7 @@ def parse_mistral(body: str, tools: Tools) -> list[ToolCall] | None:
         except ValueError:
             rest = text[j:]
             return calls if not rest or is_json_prefix(rest) else None
-        if not isinstance(args, dict):
-            return None
-        calls.append(ToolCall(name=name, arguments=dump_arguments(args)))
+        calls.append(_call(name, args))
         while j < n and text[j] in _WS:
             j += 1
         if j >= n:
@@ -83,3 +93,13 @@ def parse_mistral(body: str, tools: Tools) -> list[ToolCall] | None:
         i = j + len(TOOL_CALLS)
         if not text[i:].strip(_WS):
             return calls  # the output ended right after the next marker
+
+
+def _call(name: str, args: object) -> ToolCall | None:
+    """The call, or None when its arguments are not an object JSON can carry."""
+    if not isinstance(args, dict):
+        return None
+    try:
+        return ToolCall(name=name, arguments=dump_arguments(args))
+    except InvalidArgumentsError:
+        return None

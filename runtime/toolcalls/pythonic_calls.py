@@ -5,11 +5,19 @@ Llama 4 (Meta's Llama 4 prompt format; vLLM's ``llama4_pythonic`` and SGLang's
 arguments, optionally between ``<|python_start|>`` and ``<|python_end|>``. The list is read
 with :mod:`ast` and every argument value with :func:`ast.literal_eval` (literals only:
 strings, numbers, ``True``/``False``/``None``, lists, tuples, dicts; never evaluated), then
-turned into JSON (tuples become arrays). A positional argument, a name that is not a plain
-or dotted identifier, a value that is not a literal, or text that is not one list of calls
-(an ordinary answer such as ``[1, 2] are numbers``) is not this kind: the region goes back
-to the content verbatim. A list the end of the output cut does not parse either, so it
-comes back as content too (a bare answer cannot be told from a cut call).
+turned into JSON (tuples become arrays). Text that is not one list of calls (an ordinary
+answer such as ``[1, 2] are numbers``, a list holding anything but calls) is not this kind:
+the region goes back to the content verbatim. A call in the list that does not read (a
+positional argument, ``**kwargs``, a name that is not a plain or dotted identifier, a
+value that is not a literal or that JSON cannot hold: ``b'z'``, ``1e999``) is dropped and
+the other calls are kept, as vLLM and SGLang keep the well-formed calls beside a
+malformed one (their parsers' unit-test cases, issue 31); a list none of whose calls
+reads goes back to the content. A list the end of the output cut does not
+parse either, so it comes back as content too (a bare answer cannot be told from a cut
+call).
+
+``<|python_end|>`` closes the list (the family's format declares it the region's close
+marker: text after it is content); the kind still strips one the body ends with.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ import ast
 from typing import Any
 
 from .format import body_kind
-from .types import ToolCall, Tools, dump_arguments
+from .types import InvalidArgumentsError, ToolCall, Tools, dump_arguments
 
 PYTHON_END = "<|python_end|>"
 
@@ -69,7 +77,10 @@ def _call(node: ast.expr) -> ToolCall | None:
         if value is _BAD:
             return None
         args[kw.arg] = value
-    return ToolCall(name=name, arguments=dump_arguments(args))
+    try:
+        return ToolCall(name=name, arguments=dump_arguments(args))
+    except InvalidArgumentsError:
+        return None
 
 
 @body_kind("pythonic")
@@ -83,12 +94,8 @@ def parse_pythonic(body: str, tools: Tools) -> list[ToolCall] | None:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
-    if not isinstance(tree.body, ast.List) or not tree.body.elts:
+    elts = tree.body.elts if isinstance(tree.body, ast.List) else []
+    if not elts or not all(isinstance(node, ast.Call) for node in elts):
         return None
-    calls: list[ToolCall] = []
-    for node in tree.body.elts:
-        call = _call(node)
-        if call is None:
-            return None
-        calls.append(call)
-    return calls
+    calls = [call for call in map(_call, elts) if call is not None]
+    return calls or None

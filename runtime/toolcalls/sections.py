@@ -16,6 +16,12 @@ is only how one call's head reads; this module does the rest once:
   is not well formed, and it goes back to the content verbatim) or, for a family whose
   reference parser skips it, any text (``noise=True``: Kimi K2's vLLM parser reads the calls
   out of ``<|tool_calls_section_begin|> spurious noise <|tool_call_begin|>…``);
+- a call that does not read (a head that names no function, arguments that are not one
+  JSON object a client can take, text between them and its call-end marker) is dropped and
+  its siblings are kept, as vLLM's and SGLang's parsers keep the calls their regular
+  expressions match: it runs to the first call-end marker after it, and one with no
+  call-end marker of its own before the next call-begin means the section is not well
+  formed. A section whose calls all fail to read goes back to the content verbatim;
 - a section with no call at all reads as no calls (its markup is not content).
 """
 
@@ -25,7 +31,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from .types import ToolCall, dump_arguments
+from .types import InvalidArgumentsError, ToolCall, dump_arguments
 
 _decoder = json.JSONDecoder()
 _SPACE = " \t\r\n"
@@ -76,7 +82,10 @@ def head_then_json(sep: str, name_of: Callable[[str], str | None]) -> ReadCall:
         if name is None or got is None:
             return None
         args, j = got
-        return call_from(name, args), j
+        try:
+            return call_from(name, args), j
+        except InvalidArgumentsError:
+            return None
 
     return read_call
 
@@ -84,8 +93,10 @@ def head_then_json(sep: str, name_of: Callable[[str], str | None]) -> ReadCall:
 def read_section(
     body: str, begin: str, end: str, read_call: ReadCall, *, noise: bool = False
 ) -> list[ToolCall] | None:
-    """Every call of a section body (module doc), or None when it is not well formed."""
+    """Every call of a section body that reads (module doc), or None when the section is
+    not well formed or none of its calls reads."""
     calls: list[ToolCall] = []
+    dropped = False
     i = 0
     while True:
         at = body.find(begin, i)
@@ -93,13 +104,31 @@ def read_section(
         if gap.strip(_SPACE) and not noise:
             return None
         if at < 0:
-            return calls
-        got = read_call(body, at + len(begin))
+            return None if dropped and not calls else calls
+        got = _one_call(body, at + len(begin), begin, end, read_call)
         if got is None:
             return None
         call, i = got
-        i = skip_space(body, i)
-        if not body.startswith(end, i):
-            return None
-        i += len(end)
-        calls.append(call)
+        if call is None:
+            dropped = True
+        else:
+            calls.append(call)
+
+
+def _one_call(
+    body: str, i: int, begin: str, end: str, read_call: ReadCall
+) -> tuple[ToolCall | None, int] | None:
+    """The call whose head starts at ``body[i]`` and the offset after its call-end marker:
+    ``(None, offset)`` for a call that does not read (dropped), None when it has no
+    call-end marker of its own (the section is not well formed)."""
+    got = read_call(body, i)
+    if got is not None:
+        call, j = got
+        j = skip_space(body, j)
+        if body.startswith(end, j):
+            return call, j + len(end)
+    stop = body.find(end, i)
+    following = body.find(begin, i)
+    if stop < 0 or 0 <= following < stop:
+        return None
+    return None, stop + len(end)
