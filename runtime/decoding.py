@@ -195,8 +195,8 @@ class LabelledDecoder:
     ) -> None:
         """``skip_ids``, when given, are the ids left out of the text (instead of every
         special token under ``skip_special_tokens``). ``call_gaps``: the whitespace between
-        the answer and a tool call (TOOL_CALL tokens) is trimmed from the content
-        (:class:`CallGapFormatter`)."""
+        the answer and a tool call (TOOL_CALL tokens) is trimmed from the content, but for
+        one separator between answer text on both sides (:class:`CallGapFormatter`)."""
         self._tok = tokenizer.tokenizer
         self._tok_l = tokenizer
         self._skip = skip_special_tokens
@@ -303,12 +303,14 @@ class LabelledDecoder:
         tok = self._tok
         step = tdec.step
         tool = self._tool
+        start = len(tool)
         for t in token_ids:
             s = step(tok, t)
             if s:
                 tool.append(s)
         if self._gaps is not None:
-            self._gaps.call()
+            # Its text, for the whitespace at its edges (CallGapFormatter.call).
+            self._gaps.call("".join(tool[start:]))
 
     def take_tool_calls(self) -> str:
         """Text of TOOL_CALL tokens decoded since the last call (for the tool parser)."""

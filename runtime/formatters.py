@@ -185,35 +185,72 @@ class CallGapFormatter:
     """Content around tool calls: the whitespace between the answer and a call (the
     template's ``\n`` before ``<tool_call>``, the blank line before a DSML block) is layout,
     not answer. Trailing whitespace is held until more text shows it is inside the answer;
-    :meth:`call` drops it and the whitespace that follows the call. Wraps the family's own
-    content formatter, so its trimming applies first."""
+    :meth:`call` takes it off the content, and the whitespace that follows the call too.
+    Wraps the family's own content formatter, so its trimming applies first.
 
-    __slots__ = ("_after", "_inner", "_ws")
+    Text on both sides of removed calls keeps one separator, so the two sides are not
+    glued (``Before.\n\n<tool_call>…</tool_call>\n\nAfter.`` gives ``Before.\n\nAfter.``):
+    the whitespace the model wrote before the first call of the run, or, when it wrote
+    none there, the whitespace after the last one; whitespace between two calls is layout
+    and never kept. Why the run before: vLLM's Hermes parser (``hermes_tool_parser.py``,
+    ``extract_tool_calls`` and the streaming ``_extract_content``) returns the content up
+    to the first ``<tool_call>`` verbatim, so its content ends with exactly that run (the
+    text after the call it drops; SGLang's ``Qwen25Detector.detect_and_parse`` strips the
+    text before the call and drops the text after it too). reasonspan keeps the text after
+    the call, and joins it to the text before with what vLLM's content already ends with.
+    A call with no answer text on one side (at the very start or end of the content) keeps
+    no whitespace at all, as before.
+
+    Until answer text has come out (``_seen``), :meth:`idle_trail` is None: whether a
+    call has text before it is known only to a formatter that saw that text, so the first
+    answer text of a request goes through :meth:`text` (one row of the output path); the
+    rest passes by as before."""
+
+    __slots__ = ("_after", "_inner", "_lead", "_seen", "_sep", "_ws")
 
     def __init__(self, inner: TextFormatter) -> None:
         self._inner = inner
         self._ws = ""
+        """Trailing whitespace of the text so far, held until text follows it (answer) or
+        a call does (layout)."""
         self._after = False
+        """Calls passed and no answer text since: leading whitespace is not answer."""
+        self._seen = False
+        """Answer text has come out: a call now has text before it."""
+        self._sep = ""
+        """After calls with text before them: the whitespace run before the first one."""
+        self._lead: list[str] = []
+        """After calls: the whitespace since the last one, in pieces (the separator when
+        ``_sep`` is empty; a list, so a long run costs each piece once)."""
 
     def _through(self, s: str) -> str:
         if not s:
             return ""
         if self._after:
-            s = s.lstrip()
-            if not s:
+            body = s.lstrip()
+            if not body:
+                self._lead.append(s)
                 return ""
+            # Text after calls: one separator in front of it, if text came before them.
+            if self._seen:
+                self._ws = self._sep or "".join(self._lead) + s[: len(s) - len(body)]
+            self._sep = ""
+            self._lead = []
             self._after = False
+            s = body
         kept = s.rstrip()
         if len(kept) == len(s):
             if self._ws:
                 s = self._ws + s
                 self._ws = ""
+            self._seen = True
             return s
         if not kept:
             self._ws += s
             return ""
         out = self._ws + kept
         self._ws = s[len(kept) :]
+        self._seen = True
         return out
 
     def text(self, s: str) -> str:
@@ -223,19 +260,36 @@ class CallGapFormatter:
         return self._through(self._inner.marker())
 
     def idle_trail(self) -> str | None:
-        if self._ws or self._after:
+        if self._ws or self._after or not self._seen:
             return None
         inner = self._inner.idle_trail()
         return None if inner is None else inner + WHITESPACE
 
-    def call(self) -> None:
-        """A tool call passed: the whitespace on either side of it is not answer."""
+    def call(self, text: str = "") -> None:
+        """A tool call passed (``text``: what its tokens decode to, marker included): the
+        whitespace on either side of it is not answer, but for one separator (the class's
+        rule). Whitespace that shares a token with a call marker (DeepSeek's `` <`` before
+        ``｜DSML｜``, a ``>\n`` closing one) decodes inside the call's text, so the runs
+        are read from its edges too; a call fed token by token (``parse()``) gives the
+        same runs as the same call fed at once."""
+        body = text.lstrip()
+        if not self._after:
+            # The first call of a run: the whitespace before it is the separator.
+            self._sep = self._ws + text[: len(text) - len(body)] if self._seen else ""
         self._ws = ""
+        if body:
+            # The whitespace since the last call starts over (between two calls: layout).
+            self._lead = [body[len(body.rstrip()) :]]
+        elif self._after:
+            self._lead.append(text)
+        else:
+            self._lead = [text]
         self._after = True
 
     def finish(self) -> str:
         out = self._through(self._inner.finish()) + self._ws
-        self._ws = ""
+        self._ws = self._sep = ""
+        self._lead = []
         return out
 
 
