@@ -10,9 +10,12 @@ family's format and does not model the prompt); for a real engine, put it behind
 from __future__ import annotations
 
 import argparse
+import signal
 import socket
 import sys
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 from .argtypes import NON_NEGATIVE_SECONDS, PORT, POSITIVE, float_in
 
@@ -286,11 +289,31 @@ def run(args: argparse.Namespace) -> int:
         limit_concurrency=args.limit_concurrency,
         timeout_keep_alive=args.timeout_keep_alive,
     )
+    uv = _interruptible_server(config)
     with sock:
-        uvicorn.Server(config).run(sockets=[sock])
-    # uvicorn shuts down gracefully on Ctrl-C, then raises the signal again: a SIGINT ends
-    # as KeyboardInterrupt (exit 130) in reasonspan.cli, never as a silent 0.
+        uv.run(sockets=[sock])
+    # uvicorn shuts down gracefully on Ctrl-C, then raises the signal again; where that
+    # second delivery is lost (asyncio's own SIGINT handler can take it while the server
+    # task is already returning), the server still remembers it: a SIGINT ends as
+    # KeyboardInterrupt (exit 130) in reasonspan.cli, never as a silent 0.
+    if uv.interrupted:
+        raise KeyboardInterrupt
     return 0
+
+
+def _interruptible_server(config: Any) -> Any:
+    """uvicorn's server, remembering whether a SIGINT stopped it (``.interrupted``)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        interrupted = False
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            if sig == signal.SIGINT:
+                self.interrupted = True
+            super().handle_exit(sig, frame)
+
+    return Server(config)
 
 
 def _listen(host: str, port: int) -> socket.socket:
