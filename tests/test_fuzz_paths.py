@@ -27,14 +27,14 @@ from __future__ import annotations
 import json
 import random
 from functools import cache
-from typing import Any
 
 import anyio
 import pytest
 from fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, tokenizer
 from hostile import CALLS, TOOLS, output
+from paths import Answer, read_chunks, read_sse
 from reasonspan.runtime.nesting import MAX_NESTING, nested_deeper_than
-from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
+from reasonspan.runtime.streams import ReasoningRuntime
 from sampling import long_run
 
 import reasonspan
@@ -50,9 +50,6 @@ def _parser(family: str, kwargs: str) -> ReasoningParser:
     return reasonspan.create_parser_sync(
         family, tokenizer(FAMILY_TOKENIZERS[family]), json.loads(kwargs)
     )
-
-
-Answer = tuple[str, str, list[tuple[str, str]]]
 
 
 def parsed(parser: ReasoningParser, ids: list[int]) -> Answer:
@@ -78,46 +75,6 @@ def split(parser: ReasoningParser, ids: list[int], rng: random.Random) -> Answer
         r, c, at = r + a, c + b, at + k
     a, b = sp.finish()
     return r + a, c + b, [(t.name, t.arguments) for t in sp.take_tool_calls()]
-
-
-async def _chunks(stream: RequestStream) -> Answer:
-    reasoning, content = [], []
-    calls: dict[int, list[str]] = {}
-    async for chunk in stream:
-        _gather(chunk.choices[0].delta, reasoning, content, calls)
-    return "".join(reasoning), "".join(content), [(n, a) for _, (n, a) in sorted(calls.items())]
-
-
-async def _sse(stream: RequestStream) -> Answer:
-    reasoning: list[str] = []
-    content: list[str] = []
-    calls: dict[int, list[str]] = {}
-    blob = b"".join([e async for e in stream.sse_events()])
-    for event in blob.split(b"\n\n"):
-        if not event or event == b"data: [DONE]":
-            continue
-        assert event.startswith(b"data: "), event[:80]
-        body = json.loads(event[6:])
-        assert "error" not in body, body
-        for choice in body["choices"]:
-            _gather(choice["delta"], reasoning, content, calls)
-    return "".join(reasoning), "".join(content), [(n, a) for _, (n, a) in sorted(calls.items())]
-
-
-def _gather(
-    delta: Any, reasoning: list[str], content: list[str], calls: dict[int, list[str]]
-) -> None:
-    get = delta.get if isinstance(delta, dict) else lambda k: getattr(delta, k)
-    reasoning.append(get("reasoning") or "")
-    content.append(get("content") or "")
-    for tc in get("tool_calls") or []:
-        tc_get = tc.get if isinstance(tc, dict) else lambda k, tc=tc: getattr(tc, k)
-        slot = calls.setdefault(tc_get("index"), ["", ""])
-        fn = tc_get("function")
-        if fn is not None:
-            fn_get = fn.get if isinstance(fn, dict) else lambda k, fn=fn: getattr(fn, k)
-            slot[0] += fn_get("name") or ""
-            slot[1] += fn_get("arguments") or ""
 
 
 async def runtime_paths(
@@ -156,7 +113,7 @@ async def runtime_paths(
             if item[2] >= len(item[1]):
                 rt.finish(item[0].engine_id, "stop")
                 live.remove(item)
-    return [(await _chunks(a), await _sse(b)) for a, b in streams]
+    return [(await read_chunks(a), await read_sse(b)) for a, b in streams]
 
 
 def _kwargs(family: str) -> list[str]:

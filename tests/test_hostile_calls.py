@@ -18,11 +18,12 @@ import anyio
 import openai
 import pytest
 from hostile import CALLS, TOOLS
+from paths import read_chunks, read_sse
 from reasonspan.runtime.batch_errors import RequestFailedError
 from reasonspan.runtime.nesting import MAX_NESTING
 from reasonspan.runtime.request_stream import StreamRecord
 from reasonspan.runtime.streams import ReasoningRuntime
-from test_fuzz_paths import _chunks, _kwargs, _parser, _sse, parsed, split
+from test_fuzz_paths import _kwargs, _parser, parsed, split
 from test_server import HISTORY, Running, served_models
 
 from reasonspan import ReasoningParser, TextSplitter
@@ -120,7 +121,7 @@ async def _beside(parser: ReasoningParser, hostile: list[int], normal: list[int]
             rt.step(eids, toks, offs)
     rt.finish(a.engine_id, "stop")
     rt.finish(b.engine_id, "stop")
-    read = _sse if sse else _chunks
+    read = read_sse if sse else read_chunks
     return await read(a), await read(b)
 
 
@@ -171,10 +172,10 @@ def test_an_exception_on_one_request_s_path_fails_it_alone(
         rt.finish(good.engine_id, "stop")
         err: BaseException | None = None
         try:
-            await _chunks(bad)
+            await read_chunks(bad)
         except RequestFailedError as exc:
             err = exc
-        return err, await _chunks(good)
+        return err, await read_chunks(good)
 
     err, good = anyio.run(run)
     assert isinstance(err, RequestFailedError)
@@ -203,10 +204,10 @@ def test_an_exception_at_finish_fails_that_request_alone(monkeypatch: pytest.Mon
         rt.finish(good.engine_id, "stop")
         err: BaseException | None = None
         try:
-            await _chunks(bad)
+            await read_chunks(bad)
         except RequestFailedError as exc:
             err = exc
-        return err, await _chunks(good)
+        return err, await read_chunks(good)
 
     err, good = anyio.run(run)
     assert isinstance(err, RequestFailedError) and "a finish bug" in str(err)

@@ -21,10 +21,11 @@ from fixtures import tokenizer
 from hostile import CALLS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from paths import gather
 from reasonspan.runtime.labels import CONTENT, TOOL, TOOL_CALL
 from reasonspan.runtime.streams import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
-from test_fuzz_paths import _gather, _kwargs, _parser, parsed, runtime_paths, split
+from test_fuzz_paths import _kwargs, _parser, parsed, runtime_paths, split
 
 import reasonspan
 
@@ -265,10 +266,10 @@ async def _answer_runtime(ids: list[int], bounds: list[int], sse: bool) -> tuple
         for event in blob.split(b"\n\n"):
             if event.startswith(b"data: {"):
                 for choice in json.loads(event[6:])["choices"]:
-                    _gather(choice["delta"], [], content, calls)
+                    gather(choice["delta"], [], content, calls)
     else:
         async for chunk in stream:
-            _gather(chunk.choices[0].delta, [], content, calls)
+            gather(chunk.choices[0].delta, [], content, calls)
     return "".join(content), len(calls)
 
 

@@ -19,14 +19,13 @@ before it in the same block are); a malformed block goes back to the content ver
 
 from __future__ import annotations
 
-import itertools
 import json
-import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import paths
 import pytest
 from fixtures import tokenizer
 from hypothesis import HealthCheck, given, settings
@@ -34,7 +33,6 @@ from hypothesis import strategies as st
 from reasonspan.runtime.labels import TOOL, TOOL_CALL
 from reasonspan.runtime.streams import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
-from test_fuzz_paths import _chunks, _sse
 
 import reasonspan
 from reasonspan import LoadedTokenizer
@@ -443,34 +441,8 @@ def test_kimi_k2_issue_example_no_longer_leaks() -> None:
 
 
 def every_path(fam: Family, text: str) -> reasonspan.ParseResult:
-    """``parse()`` of ``text``, after checking that ``TextSplitter`` split at every offset
-    and at random sets of offsets, and the runtime read as chunks and as SSE, give its
-    reasoning, content and calls."""
-    ids = fam.tokenizer().encode(text)
-    whole = fam.make().parse(ids, fam.prompt_ids(), tools=TOOLS)
-    want = (whole.reasoning or "", whole.content or "", whole.tool_calls)
-    rng = random.Random(len(ids))
-    splits = [[at] for at in range(len(ids) + 1)]
-    splits += [rng.sample(range(len(ids) + 1), min(4, len(ids))) for _ in range(20)]
-    for cuts in splits:
-        assert _stream(fam, ids, cuts) == want, cuts
-    sent = [(c.name, c.arguments) for c in whole.tool_calls]
-    for k in (1, 3):
-        for sse in (False, True):
-            assert anyio.run(_served, fam, ids, k, sse) == (want[0], want[1], sent), (k, sse)
-    return whole
-
-
-async def _served(
-    fam: Family, ids: list[int], k: int, sse: bool
-) -> tuple[str, str, list[tuple[str, str]]]:
-    rt = ReasoningRuntime()
-    stream = rt.add("r", fam.make(), fam.prompt_ids(), tools=TOOLS, sse=sse)
-    for i in range(0, len(ids), k):
-        delta = ids[i : i + k]
-        rt.step([stream.engine_id], delta, [0, len(delta)])
-    rt.finish("r", "stop")
-    return await (_sse(stream) if sse else _chunks(stream))
+    """``parse()`` of ``text``, checked against every other path (:func:`paths.every_path`)."""
+    return paths.every_path(fam.make, fam.prompt_ids(), fam.tokenizer().encode(text), TOOLS)
 
 
 def _k2_call(call_id: str, args: str) -> str:
@@ -619,15 +591,7 @@ CALLS = st.lists(
 
 
 def _stream(fam: Family, ids: list[int], cuts: list[int]) -> tuple[str, str, list[ToolCall]]:
-    split = reasonspan.TextSplitter(fam.make(), fam.prompt_ids(), tools=TOOLS)
-    r, c, calls = [], [], []
-    for a, b in itertools.pairwise([0, *sorted(set(cuts)), len(ids)]):
-        x, y = split.feed(ids[a:b])
-        r.append(x)
-        c.append(y)
-        calls += split.take_tool_calls()
-    x, y = split.finish()
-    return "".join(r) + x, "".join(c) + y, calls + split.take_tool_calls()
+    return paths.split_at(fam.make(), fam.prompt_ids(), ids, cuts, TOOLS)
 
 
 async def _runtime(fam: Family, ids: list[int], k: int) -> tuple[str, str, list[ToolCall]]:

@@ -12,13 +12,13 @@ by the end of the output is never returned; a malformed body is content, verbati
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import paths
 import pytest
 from fixtures import tokenizer
 from hypothesis import HealthCheck, given, settings
@@ -415,16 +415,7 @@ def outputs(draw: st.DrawFn, fam: str) -> Out:
 def _stream(
     fam: str, prompt: list[int], ids: list[int], cuts: list[int]
 ) -> tuple[str, str, list[ToolCall]]:
-    split = reasonspan.TextSplitter(_parser(fam), prompt, tools=TOOLS)
-    r, c, calls = [], [], []
-    bounds = [0, *sorted(set(cuts)), len(ids)]
-    for a, b in itertools.pairwise(bounds):
-        x, y = split.feed(ids[a:b])
-        r.append(x)
-        c.append(y)
-        calls += split.take_tool_calls()
-    x, y = split.finish()
-    return "".join(r) + x, "".join(c) + y, calls + split.take_tool_calls()
+    return paths.split_at(_parser(fam), prompt, ids, cuts, TOOLS)
 
 
 async def _runtime(
