@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from .format import body_kind
-from .types import InvalidArgumentsError, ToolCall, Tools, dump_arguments
+from .types import ToolCall, Tools, checked_call
 
 _decoder = json.JSONDecoder()
 
@@ -39,14 +39,7 @@ def _call(obj: object) -> ToolCall | None:
             args = json.loads(args) if args.strip() else {}
         except ValueError:
             return None
-    if args is None:
-        args = {}
-    if not isinstance(args, dict):
-        return None
-    try:
-        return ToolCall(name=name, arguments=dump_arguments(args))
-    except InvalidArgumentsError:
-        return None
+    return checked_call(name, {} if args is None else args)
 
 
 def read_json_values(text: str, separators: str = " \t\r\n;,") -> list[Any] | None:

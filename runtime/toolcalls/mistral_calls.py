@@ -29,7 +29,7 @@ import re
 
 from .format import body_kind
 from .json_calls import is_json_prefix
-from .types import InvalidArgumentsError, ToolCall, Tools, dump_arguments
+from .types import ToolCall, Tools, checked_call
 
 TOOL_CALLS, ARGS, CALL_ID = "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"
 
@@ -83,7 +83,7 @@ def _calls(text: str) -> list[ToolCall | None] | None:
         except ValueError:
             rest = text[j:]
             return calls if not rest or is_json_prefix(rest) else None
-        calls.append(_call(name, args))
+        calls.append(checked_call(name, args))
         while j < n and text[j] in _WS:
             j += 1
         if j >= n:
@@ -93,13 +93,3 @@ def _calls(text: str) -> list[ToolCall | None] | None:
         i = j + len(TOOL_CALLS)
         if not text[i:].strip(_WS):
             return calls  # the output ended right after the next marker
-
-
-def _call(name: str, args: object) -> ToolCall | None:
-    """The call, or None when its arguments are not an object JSON can carry."""
-    if not isinstance(args, dict):
-        return None
-    try:
-        return ToolCall(name=name, arguments=dump_arguments(args))
-    except InvalidArgumentsError:
-        return None

@@ -26,7 +26,7 @@ import ast
 from typing import Any
 
 from .format import body_kind
-from .types import InvalidArgumentsError, ToolCall, Tools, dump_arguments
+from .types import ToolCall, Tools, checked_call
 
 PYTHON_END = "<|python_end|>"
 
@@ -77,10 +77,7 @@ def _call(node: ast.expr) -> ToolCall | None:
         if value is _BAD:
             return None
         args[kw.arg] = value
-    try:
-        return ToolCall(name=name, arguments=dump_arguments(args))
-    except InvalidArgumentsError:
-        return None
+    return checked_call(name, args)
 
 
 @body_kind("pythonic")

@@ -31,7 +31,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from .types import InvalidArgumentsError, ToolCall, dump_arguments
+from .types import ToolCall, checked_call, dump_arguments
 
 _decoder = json.JSONDecoder()
 _SPACE = " \t\r\n"
@@ -82,10 +82,8 @@ def head_then_json(sep: str, name_of: Callable[[str], str | None]) -> ReadCall:
         if name is None or got is None:
             return None
         args, j = got
-        try:
-            return call_from(name, args), j
-        except InvalidArgumentsError:
-            return None
+        call = checked_call(name, args)
+        return None if call is None else (call, j)
 
     return read_call
 

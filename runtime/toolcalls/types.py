@@ -109,6 +109,18 @@ def dump_arguments(value: Mapping[str, Any]) -> str:
     return _encoder.encode(value).decode("utf-8")
 
 
+def checked_call(name: str, args: object) -> ToolCall | None:
+    """The call, or None when ``args`` is not an object JSON can carry
+    (:func:`dump_arguments`): a kind that reads several calls drops this one and keeps
+    its siblings."""
+    if not isinstance(args, Mapping):
+        return None
+    try:
+        return ToolCall(name=name, arguments=dump_arguments(args))
+    except InvalidArgumentsError:
+        return None
+
+
 def _has_non_finite(value: object) -> bool:
     """Any float in ``value`` (nested dicts and lists, checked iteratively: the depth
     was bounded first) that is infinite or nan."""
