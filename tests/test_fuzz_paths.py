@@ -18,8 +18,9 @@ A call that is sent never holds arguments nesting past the bound or a value JSON
 hold.
 
 CI runs :data:`CI_ROUNDS` batches a family; ``pytest --long`` runs :data:`LONG_ROUNDS`
-(about 10 M tokens over all families: the count, seed range and result of the last full
-run are in BENCHMARKS.md, "Hostile outputs through every path").
+(about 12 M tokens over all families), and so does ``python tests/test_fuzz_paths.py``,
+which prints the tokens fuzzed: the count, seed range and result of the last full run
+are in BENCHMARKS.md, "Hostile outputs through every path".
 """
 
 from __future__ import annotations
@@ -123,16 +124,22 @@ def _kwargs(family: str) -> list[str]:
 CASES = [(f, k) for f in sorted(FAMILY_TOKENIZERS) for k in _kwargs(f)]
 
 
-@pytest.mark.sampled(every=2)
-@pytest.mark.parametrize(("family", "kwargs"), CASES)
-def test_every_path_gives_parse_s_answer(family: str, kwargs: str) -> None:
-    parser = _parser(family, kwargs)
-    rounds = LONG_ROUNDS if long_run() else CI_ROUNDS
+def seeds(family: str, kwargs: str, rounds: int) -> range:
+    """The seeds of a case: ``base .. base + rounds - 1``, ``base`` from its name."""
     base = sum(map(ord, family + kwargs)) * 10_000
-    for seed in range(base, base + rounds):
+    return range(base, base + rounds)
+
+
+def fuzz(family: str, kwargs: str, rounds: int) -> int:
+    """``rounds`` batches of the case through every path (asserting each answer equals
+    ``parse()``'s); the number of output tokens fuzzed."""
+    parser = _parser(family, kwargs)
+    tokens = 0
+    for seed in seeds(family, kwargs, rounds):
         rng = random.Random(seed)
         texts = [output(rng, family, parser) for _ in range(BATCH)]
         outputs = [parser.tokenizer.encode(t) for t in texts]
+        tokens += sum(map(len, outputs))
         expected = [parsed(parser, ids) for ids in outputs]
         for text, ids, want in zip(texts, outputs, expected, strict=True):
             assert split(parser, ids, rng) == want, (seed, text)
@@ -140,6 +147,13 @@ def test_every_path_gives_parse_s_answer(family: str, kwargs: str) -> None:
         for text, want, (chunks, sse) in zip(texts, expected, got, strict=True):
             assert chunks == want, ("chunks", seed, text)
             assert sse == want, ("sse", seed, text)
+    return tokens
+
+
+@pytest.mark.sampled(every=2)
+@pytest.mark.parametrize(("family", "kwargs"), CASES)
+def test_every_path_gives_parse_s_answer(family: str, kwargs: str) -> None:
+    fuzz(family, kwargs, LONG_ROUNDS if long_run() else CI_ROUNDS)
 
 
 @pytest.mark.parametrize("family", sorted(CALLS))
@@ -153,3 +167,23 @@ def test_each_call_template_reads(family: str) -> None:
         _, _, calls = parsed(parser, parser.tokenizer.encode(text))
         assert calls and all(name == "f" for name, _ in calls), (template, calls)
         assert json.loads(calls[0][1]) == {"a": [1, 2]}, (template, calls)
+
+
+def main(argv: list[str]) -> None:
+    """``python tests/test_fuzz_paths.py [PART PARTS]``: the full run (LONG_ROUNDS a
+    case), or every PARTS-th case from PART (to run it in several processes), printing
+    each case's seeds and tokens and the total (the figure BENCHMARKS.md records)."""
+    part, parts = (int(argv[0]), int(argv[1])) if argv else (0, 1)
+    total = 0
+    for family, kwargs in CASES[part::parts]:
+        run = seeds(family, kwargs, LONG_ROUNDS)
+        n = fuzz(family, kwargs, LONG_ROUNDS)
+        total += n
+        print(f"{family} {kwargs} seeds {run.start}..{run.stop - 1}: {n:,} tokens", flush=True)
+    print(f"all: {total:,} tokens, no mismatch")
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
