@@ -21,7 +21,7 @@ from fixtures import tokenizer
 from hostile import CALLS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from paths import gather
+from paths import gather, split_at
 from reasonspan.runtime.labels import CONTENT, TOOL, TOOL_CALL
 from reasonspan.runtime.streams import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
@@ -131,16 +131,7 @@ PIECES = st.lists(
 def _stream(
     p: reasonspan.ReasoningParser, ids: list[int], cuts: list[int]
 ) -> tuple[str, str, list[ToolCall]]:
-    split = reasonspan.TextSplitter(p, PROMPT, tools=TOOLS)
-    r, c, calls = [], [], []
-    bounds = [0, *sorted(set(cuts)), len(ids)]
-    for a, b in itertools.pairwise(bounds):
-        x, y = split.feed(ids[a:b])
-        r.append(x)
-        c.append(y)
-        calls += split.take_tool_calls()
-    x, y = split.finish()
-    return "".join(r) + x, "".join(c) + y, calls + split.take_tool_calls()
+    return split_at(p, PROMPT, ids, cuts, TOOLS)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
