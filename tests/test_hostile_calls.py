@@ -18,11 +18,11 @@ import anyio
 import openai
 import pytest
 from hostile import CALLS, TOOLS
-from paths import read_chunks, read_sse
+from paths import Answer, read_chunks, read_sse
 from reasonspan.runtime.batch_errors import RequestFailedError
 from reasonspan.runtime.nesting import MAX_NESTING
 from reasonspan.runtime.request_stream import StreamRecord
-from reasonspan.runtime.streams import ReasoningRuntime
+from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
 from test_fuzz_paths import _kwargs, _parser, parsed, split
 from test_server import HISTORY, Running, served_models
 
@@ -142,6 +142,18 @@ def test_a_call_nested_100000_deep_beside_a_normal_request(family: str, sse: boo
     assert got == (want_hostile, want_normal)
 
 
+async def _failed_and_good(
+    bad: RequestStream, good: RequestStream
+) -> tuple[BaseException | None, Answer]:
+    """The error ``bad`` ended with (None if it ended well), and ``good`` as read."""
+    err: BaseException | None = None
+    try:
+        await read_chunks(bad)
+    except RequestFailedError as exc:
+        err = exc
+    return err, await read_chunks(good)
+
+
 def test_an_exception_on_one_request_s_path_fails_it_alone(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -170,12 +182,7 @@ def test_an_exception_on_one_request_s_path_fails_it_alone(
             rt.step([bad.engine_id, good.engine_id], piece * 2, [0, len(piece), 2 * len(piece)])
         rt.finish(bad.engine_id, "stop")  # the runtime ended it: ignored
         rt.finish(good.engine_id, "stop")
-        err: BaseException | None = None
-        try:
-            await read_chunks(bad)
-        except RequestFailedError as exc:
-            err = exc
-        return err, await read_chunks(good)
+        return await _failed_and_good(bad, good)
 
     err, good = anyio.run(run)
     assert isinstance(err, RequestFailedError)
@@ -202,12 +209,7 @@ def test_an_exception_at_finish_fails_that_request_alone(monkeypatch: pytest.Mon
         rt.step([bad.engine_id, good.engine_id], ids * 2, [0, len(ids), 2 * len(ids)])
         rt.finish(bad.engine_id, "stop")
         rt.finish(good.engine_id, "stop")
-        err: BaseException | None = None
-        try:
-            await read_chunks(bad)
-        except RequestFailedError as exc:
-            err = exc
-        return err, await read_chunks(good)
+        return await _failed_and_good(bad, good)
 
     err, good = anyio.run(run)
     assert isinstance(err, RequestFailedError) and "a finish bug" in str(err)
