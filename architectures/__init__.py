@@ -3,7 +3,7 @@
 Importing this package registers every built-in family.
 """
 
-from . import (  # issue 17, second half
+from reasonspan.architectures import (  # issue 17, second half
     apertus,
     cohere,
     declared,

@@ -24,7 +24,7 @@ call's results; Cohere's ``melody`` parser, ``parsing/citations.rs``, "Command 3
 which Command R7B and Command A write in thinking and answer alike). The markup is taken
 out of both channels' text and each span is kept as a ``Citation`` (its text, its
 position in the cleaned text, its sources): ``ParseResult.citations``,
-``TextSplitter.take_citations()`` (see :mod:`reasonspan.runtime.citations`). The tokens of
+``TextSplitter.take_citations()`` (see :mod:`reasonspan.runtime.text.citations`). The tokens of
 the markup keep their channel's label.
 """
 
@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import msgspec
 
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec, Trim
+from reasonspan.runtime.core.spec import ReasoningSpec, Trim
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
 
 START_THINKING, END_THINKING = "<|START_THINKING|>", "<|END_THINKING|>"
 START_RESPONSE, END_RESPONSE = "<|START_RESPONSE|>", "<|END_RESPONSE|>"

@@ -2,7 +2,7 @@
 
 A checkpoint whose tokenizer_config.json carries transformers' ``response_template`` (or the
 older ``response_schema``) says which delimiters hold its reasoning, its answer and its tool
-calls. :mod:`reasonspan.runtime.declared` compiles that into a :class:`ReasoningSpec` (where
+calls. :mod:`reasonspan.runtime.declared.compile` compiles that into a :class:`ReasoningSpec` (where
 each fact comes from is said there); this family is the registered name for it. Building a
 parser reads the tokenizer's declaration and returns a parser whose class carries the
 compiled spec, so everything that reads ``parser.spec`` (workloads, budgets, the template
@@ -12,7 +12,7 @@ bytes of a run of tokens, like any family's.
 Thinking is switched with ``enable_thinking``, the chat_template_kwargs key ``transformers
 serve --reasoning on|off`` sets (its serving docs); a declaration says nothing about
 switches. A folder without a declaration, or with one that cannot be honoured, raises
-:class:`~reasonspan.runtime.errors.DeclarationError` naming the property and pattern.
+:class:`~reasonspan.runtime.core.errors.DeclarationError` naming the property and pattern.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Self, cast
 
-from ..runtime.declared import find_declaration, read_declaration
-from ..runtime.errors import DeclarationError
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
-from ..tokenizer.loader import LoadedTokenizer, as_loaded
+from reasonspan.runtime.core.errors import DeclarationError
+from reasonspan.runtime.core.spec import ReasoningSpec
+from reasonspan.runtime.declared.compile import find_declaration, read_declaration
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
+from reasonspan.tokenizer.loader import LoadedTokenizer, as_loaded
 
 DECLARED = "declared"
 

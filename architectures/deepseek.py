@@ -39,10 +39,10 @@ are kept.
 
 from __future__ import annotations
 
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
-from ..runtime.toolcalls import ToolFormat
+from reasonspan.runtime.core.spec import ReasoningSpec
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.toolcalls import ToolFormat
 
 THINK = ("<think>",)
 END_THINK = ("</think>",)

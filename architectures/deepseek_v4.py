@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import msgspec
 
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
-from ..runtime.toolcalls import ToolFormat
+from reasonspan.runtime.core.spec import ReasoningSpec
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.toolcalls import ToolFormat
 
 _DSML_TOOL_CALLS = "<｜DSML｜tool_calls>"
 _DSML_SPACED_CALLS = "<｜DSML｜ calls>"

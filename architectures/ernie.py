@@ -9,9 +9,9 @@ honest and streaming trims exactly as ``parse()``).
 
 from __future__ import annotations
 
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec, Trim
+from reasonspan.runtime.core.spec import ReasoningSpec, Trim
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
 
 
 @register

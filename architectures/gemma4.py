@@ -40,13 +40,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..runtime.machine import Machine
-from ..runtime.markers import compile_machine
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec, Trim
-from ..runtime.toolcalls import ToolFormat
-from ..tokenizer.loader import LoadedTokenizer
+from reasonspan.runtime.core.machine import Machine
+from reasonspan.runtime.core.markers import compile_machine
+from reasonspan.runtime.core.spec import ReasoningSpec, Trim
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.toolcalls import ToolFormat
+from reasonspan.tokenizer.loader import LoadedTokenizer
 
 CHANNEL, CHANNEL_END = "<|channel>", "<channel|>"
 TURN, TOOL_RESPONSE, TOOL_CALL = "<|turn>", "<|tool_response>", "<|tool_call>"

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import msgspec
 
-from ..runtime.registry import register
-from ..runtime.spec import Trim
-from .nemotron import NemotronV3Parser
+from reasonspan.architectures.nemotron import NemotronV3Parser
+from reasonspan.runtime.core.spec import Trim
+from reasonspan.runtime.parser.registry import register
 
 
 @register

@@ -49,15 +49,15 @@ from typing import Any
 
 import numpy as np
 
-from ..runtime.errors import MissingMarkerError
-from ..runtime.labels import CONTENT, DELIMITER, REASONING, TOOL_CALL
-from ..runtime.machine import Cursor, Machine, Spill
-from ..runtime.markers import resolve_markers
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec, Trim
-from ..runtime.tool_calls import ToolCallPiece
-from ..tokenizer.loader import LoadedTokenizer
+from reasonspan.runtime.core.errors import MissingMarkerError
+from reasonspan.runtime.core.labels import CONTENT, DELIMITER, REASONING, TOOL_CALL
+from reasonspan.runtime.core.machine import Cursor, Machine, Spill
+from reasonspan.runtime.core.markers import resolve_markers
+from reasonspan.runtime.core.spec import ReasoningSpec, Trim
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.wire.call_messages import ToolCallPiece
+from reasonspan.tokenizer.loader import LoadedTokenizer
 
 START, END, MESSAGE, CHANNEL = "<|start|>", "<|end|>", "<|message|>", "<|channel|>"
 CONSTRAIN, RETURN, CALL = "<|constrain|>", "<|return|>", "<|call|>"

@@ -21,11 +21,11 @@ from typing import Any
 
 import msgspec
 
-from ..runtime.errors import InvalidOptionError, MissingMarkerError
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
-from ..tokenizer.loader import LoadedTokenizer
+from reasonspan.runtime.core.errors import InvalidOptionError, MissingMarkerError
+from reasonspan.runtime.core.spec import ReasoningSpec
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
+from reasonspan.tokenizer.loader import LoadedTokenizer
 
 _THINK_RE = re.compile(r"<think(.*)>")
 

@@ -19,9 +19,9 @@ markers do.
 
 from __future__ import annotations
 
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
+from reasonspan.runtime.core.spec import ReasoningSpec
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
 
 CONTENT_THINKING = "<|content_thinking|>"
 END_MESSAGE = "<|end_message|>"

@@ -32,13 +32,13 @@ from typing import Any
 
 import msgspec
 
-from ..runtime.errors import InvalidOptionError
-from ..runtime.machine import Machine
-from ..runtime.markers import compile_machine
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
-from ..tokenizer.loader import LoadedTokenizer
+from reasonspan.runtime.core.errors import InvalidOptionError
+from reasonspan.runtime.core.machine import Machine
+from reasonspan.runtime.core.markers import compile_machine
+from reasonspan.runtime.core.spec import ReasoningSpec
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
+from reasonspan.tokenizer.loader import LoadedTokenizer
 
 EFFORT_MARKERS: dict[str, tuple[str, str]] = {
     "high": ("<ifm|think>", "</ifm|think>"),

@@ -30,10 +30,10 @@ the content. A call cut by ``max_tokens`` is dropped; the calls completed before
 
 from __future__ import annotations
 
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
-from ..runtime.toolcalls import ToolFormat
+from reasonspan.runtime.core.spec import ReasoningSpec
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.toolcalls import ToolFormat
 
 THINK_OPEN = "<|open|>think<|sep|>"
 THINK_CLOSE = "<|close|>think<|sep|>"

@@ -27,10 +27,10 @@ end of the output, and one the end cut (no complete JSON / list) is given back a
 
 from __future__ import annotations
 
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
-from ..runtime.toolcalls import ToolFormat
+from reasonspan.runtime.core.spec import ReasoningSpec
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.toolcalls import ToolFormat
 
 PYTHON_TAG = "<|python_tag|>"
 PYTHON_START = "<|python_start|>"

@@ -31,11 +31,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..runtime.errors import InvalidOptionError
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import TEMPLATE_NEWLINES_CONTENT, TEMPLATE_NEWLINES_REASONING, ReasoningSpec
-from ..runtime.toolcalls import ToolFormat
+from reasonspan.runtime.core.errors import InvalidOptionError
+from reasonspan.runtime.core.spec import (
+    TEMPLATE_NEWLINES_CONTENT,
+    TEMPLATE_NEWLINES_REASONING,
+    ReasoningSpec,
+)
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.toolcalls import ToolFormat
 
 MINIMAX_M2_TOOL_CALLS = ToolFormat(
     kinds=("xml_invoke",),

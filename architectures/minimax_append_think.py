@@ -20,10 +20,10 @@ alone at the end of an output that had none).
 
 from __future__ import annotations
 
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec, Trim
-from .minimax import MINIMAX_M2_TOOL_CALLS
+from reasonspan.architectures.minimax import MINIMAX_M2_TOOL_CALLS
+from reasonspan.runtime.core.spec import ReasoningSpec, Trim
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
 
 
 @register

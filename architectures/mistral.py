@@ -37,13 +37,13 @@ from typing import Any
 
 import msgspec
 
-from ..runtime.machine import Machine
-from ..runtime.markers import compile_machine
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
-from ..runtime.toolcalls import ToolFormat
-from ..tokenizer.loader import LoadedTokenizer
+from reasonspan.runtime.core.machine import Machine
+from reasonspan.runtime.core.markers import compile_machine
+from reasonspan.runtime.core.spec import ReasoningSpec
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.toolcalls import ToolFormat
+from reasonspan.tokenizer.loader import LoadedTokenizer
 
 THINK, END_THINK = "[THINK]", "[/THINK]"
 TOOL_CALLS = "[TOOL_CALLS]"

@@ -37,14 +37,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..runtime.errors import InvalidOptionError
-from ..runtime.labels import CONTENT, REASONING, TOOL
-from ..runtime.machine import Machine
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec, Trim
-from ..tokenizer.loader import LoadedTokenizer
-from .harmony import _END, _MESSAGE, _RETURN, _START, HarmonyMachine
+from reasonspan.architectures.harmony import _END, _MESSAGE, _RETURN, _START, HarmonyMachine
+from reasonspan.runtime.core.errors import InvalidOptionError
+from reasonspan.runtime.core.labels import CONTENT, REASONING, TOOL
+from reasonspan.runtime.core.machine import Machine
+from reasonspan.runtime.core.spec import ReasoningSpec, Trim
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
+from reasonspan.tokenizer.loader import LoadedTokenizer
 
 START, MESSAGE, EOM, EOT = "<|start|>", "<|message|>", "<|eom|>", "<|eot|>"
 STRENGTHS = ("low", "medium", "high", "xhigh")

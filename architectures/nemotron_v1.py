@@ -31,12 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from ..runtime.machine import Machine
-from ..runtime.markers import resolve_markers
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
-from ..tokenizer.loader import LoadedTokenizer
+from reasonspan.runtime.core.machine import Machine
+from reasonspan.runtime.core.markers import resolve_markers
+from reasonspan.runtime.core.spec import ReasoningSpec
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
+from reasonspan.tokenizer.loader import LoadedTokenizer
 
 THINK, END_THINK = "<think>", "</think>"
 EOT = "<|eot_id|>"

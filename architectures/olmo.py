@@ -9,9 +9,9 @@ both (and matches "truncated = reasoning"). A ``<think>`` after the answer is te
 
 from __future__ import annotations
 
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
+from reasonspan.runtime.core.spec import ReasoningSpec
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
 
 _THINK, _END = "<think>", "</think>"
 

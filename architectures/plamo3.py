@@ -33,12 +33,12 @@ from typing import Any
 
 import msgspec
 
-from ..runtime.machine import Machine
-from ..runtime.markers import compile_machine
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
-from ..tokenizer.loader import LoadedTokenizer
+from reasonspan.runtime.core.machine import Machine
+from reasonspan.runtime.core.markers import compile_machine
+from reasonspan.runtime.core.spec import ReasoningSpec
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
+from reasonspan.tokenizer.loader import LoadedTokenizer
 
 BEGIN_THINK = "<|plamo:begin_think:plamo|>"
 END_THINK = "<|plamo:end_think:plamo|>"

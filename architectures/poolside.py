@@ -29,10 +29,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
-from .ling3 import either_switch
+from reasonspan.architectures.ling3 import either_switch
+from reasonspan.runtime.core.spec import ReasoningSpec
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
 
 
 @register

@@ -29,10 +29,14 @@ from __future__ import annotations
 
 import msgspec
 
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import TEMPLATE_NEWLINES_CONTENT, TEMPLATE_NEWLINES_REASONING, ReasoningSpec
-from ..runtime.toolcalls import ToolFormat
+from reasonspan.runtime.core.spec import (
+    TEMPLATE_NEWLINES_CONTENT,
+    TEMPLATE_NEWLINES_REASONING,
+    ReasoningSpec,
+)
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.toolcalls import ToolFormat
 
 QWEN_TOOL_CALLS = ToolFormat(
     kinds=("json", "xml"),

@@ -28,10 +28,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..runtime.errors import InvalidOptionError
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec
+from reasonspan.runtime.core.errors import InvalidOptionError
+from reasonspan.runtime.core.spec import ReasoningSpec
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
 
 THINK_START, THINK_END = "<|think:start|>", "<|think:end|>"
 TOOL_CALL_START = "<|tool_call:start|>"

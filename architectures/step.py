@@ -7,9 +7,9 @@ on each side of ``</think>``.
 
 from __future__ import annotations
 
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import register
-from ..runtime.spec import ReasoningSpec, Trim
+from reasonspan.runtime.core.spec import ReasoningSpec, Trim
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
 
 _THINK = ("<think>",)
 _END = ("</think>",)

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 import anyio
 import numpy as np
 import uvicorn
-from reasonspan.runtime.streams import ReasoningRuntime, RuntimeFromThread
 
 from reasonspan import load_tokenizer_sync
+from reasonspan.runtime.stream.runtime import ReasoningRuntime, RuntimeFromThread
 from reasonspan.serving.app import ServedModel, Server
 from reasonspan.serving.engine import EngineRequest
 

@@ -6,11 +6,11 @@ reasoning = parser.is_prompt_in_reasoning(prompt_ids)
 d = parser.stream(new_ids, is_currently_reasoning=reasoning)
 """
 
-from . import architectures  # noqa: F401  (importing it registers the built-in families)
-from .detection import Detection, detect
-from .detection.profile import TemplateProfile, install, template_profile
-from .factory import create_parser, create_parser_sync
-from .runtime import (
+from reasonspan import architectures  # noqa: F401  (importing it registers the built-in families)
+from reasonspan.detection import Detection, detect
+from reasonspan.detection.profile import TemplateProfile, install, template_profile
+from reasonspan.factory import create_parser, create_parser_sync
+from reasonspan.runtime import (
     BatchFinish,
     BatchStepResult,
     BatchText,
@@ -40,7 +40,7 @@ from .runtime import (
     list_parsers,
     register,
 )
-from .tokenizer import LoadedTokenizer, load_tokenizer, load_tokenizer_sync
+from reasonspan.tokenizer import LoadedTokenizer, load_tokenizer, load_tokenizer_sync
 
 install()  # parsers on a folder with a chat template start where the template leaves them
 

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .runtime.errors import ReasonspanError
+from reasonspan.runtime.core.errors import ReasonspanError
 
 EXIT_OK, EXIT_NO_FIT, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141

@@ -13,7 +13,7 @@ COMMANDS = ("serve", "split", "bench", "demo", "detect")
 
 def subparsers() -> dict[str, argparse.ArgumentParser]:
     """Each subcommand's parser, as ``reasonspan`` builds it."""
-    from .cli import build_parser
+    from reasonspan.cli import build_parser
 
     for action in build_parser()._actions:
         if isinstance(action, argparse._SubParsersAction):

@@ -19,15 +19,15 @@ from typing import Any
 
 import anyio
 
-from .argtypes import POSITIVE
-from .demo_data import NoTokenizerError, default_tokenizer_path
-from .prompts import messages_for, render_prompt
-from .runtime import ReasoningParser, ReasonspanError, create_parser_sync
-from .runtime.simulation import SimRequest, SimulatedEngine, drive
-from .runtime.streams import ReasoningRuntime, RequestStream
-from .tokenizer import LoadedTokenizer, load_tokenizer_sync
-from .transcripts import ALL
-from .workload import scripted_output
+from reasonspan.argtypes import POSITIVE
+from reasonspan.demo_data import NoTokenizerError, default_tokenizer_path
+from reasonspan.prompts import messages_for, render_prompt
+from reasonspan.runtime import ReasoningParser, ReasonspanError, create_parser_sync
+from reasonspan.runtime.stream.runtime import ReasoningRuntime, RequestStream
+from reasonspan.runtime.stream.simulation import SimRequest, SimulatedEngine, drive
+from reasonspan.tokenizer import LoadedTokenizer, load_tokenizer_sync
+from reasonspan.transcripts import ALL
+from reasonspan.workload import scripted_output
 
 DEFAULT_FAMILIES = (
     ("qwen3", "qwen-3"),
@@ -165,7 +165,7 @@ def _setups(args: argparse.Namespace) -> list[tuple[str, LoadedTokenizer]]:
         tok = load_tokenizer_sync(args.tokenizer)
         family = args.parser
         if family is None:
-            from .detection import detect
+            from reasonspan.detection import detect
 
             found = detect(tok)
             if found.parser is None:

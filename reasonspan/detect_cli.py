@@ -14,11 +14,11 @@ import sys
 
 import msgspec
 
-from .argtypes import POSITIVE
-from .detection import describe, detect
-from .detection.profile import template_profile
-from .runtime.errors import ReasonspanError
-from .tokenizer import load_tokenizer_sync
+from reasonspan.argtypes import POSITIVE
+from reasonspan.detection import describe, detect
+from reasonspan.detection.profile import template_profile
+from reasonspan.runtime.core.errors import ReasonspanError
+from reasonspan.tokenizer import load_tokenizer_sync
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

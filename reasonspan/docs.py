@@ -22,9 +22,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .runtime.parser import ReasoningParser
-from .runtime.registry import families
-from .runtime.switches import PROBE_VALUES, SwitchEffect, defaults, switch_effects
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import families
+from reasonspan.runtime.parser.switches import PROBE_VALUES, SwitchEffect, defaults, switch_effects
 
 
 def section_markers(name: str) -> tuple[str, str]:
@@ -175,7 +175,7 @@ def replace_section(readme: str, table: str, name: str = "families") -> str:
 
 def generated() -> dict[str, str]:
     """Every generated section of the README, by name."""
-    from .cli_docs import flags_markdown
+    from reasonspan.cli_docs import flags_markdown
 
     legend = f"Generated from the argument parsers by `{REGENERATE}`; do not edit by hand."
     return {"families": families_markdown(), "flags": f"{flags_markdown()}\n\n{legend}"}

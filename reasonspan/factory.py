@@ -8,7 +8,7 @@ start state from that template (the runtime asks :mod:`reasonspan.detection.prof
 The name ``"auto"`` chooses the parser the way ``reasonspan detect`` does: the format the
 folder declares (``response_template`` / ``response_schema``, the ``declared`` family) when
 it compiles, else the best-scoring family; no clear answer raises
-:class:`~reasonspan.runtime.errors.ParserNotDetectedError`. A tokenizer may be given as a
+:class:`~reasonspan.runtime.core.errors.ParserNotDetectedError`. A tokenizer may be given as a
 model folder (or tokenizer.json) path.
 """
 
@@ -20,12 +20,12 @@ from typing import Any
 
 import anyio.to_thread
 
-from .detection.profile import folder_chat_template, template_start_state
-from .detection.scoring import detect_tokenizer
-from .runtime.errors import ParserNotDetectedError
-from .runtime.parser import ReasoningParser
-from .runtime.registry import get_parser_class
-from .tokenizer.loader import LoadedTokenizer, as_loaded, load_tokenizer_sync
+from reasonspan.detection.profile import folder_chat_template, template_start_state
+from reasonspan.detection.scoring import detect_tokenizer
+from reasonspan.runtime.core.errors import ParserNotDetectedError
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import get_parser_class
+from reasonspan.tokenizer.loader import LoadedTokenizer, as_loaded, load_tokenizer_sync
 
 AUTO = "auto"
 

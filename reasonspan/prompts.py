@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .serving.templates import chat_template_of, render_chat
-from .tokenizer import LoadedTokenizer
-from .transcripts import Transcript
+from reasonspan.serving.templates import chat_template_of, render_chat
+from reasonspan.tokenizer import LoadedTokenizer
+from reasonspan.transcripts import Transcript
 
 
 def messages_for(t: Transcript) -> list[dict[str, Any]]:

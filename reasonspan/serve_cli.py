@@ -17,7 +17,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from .argtypes import NON_NEGATIVE_SECONDS, PORT, POSITIVE, float_in
+from reasonspan.argtypes import NON_NEGATIVE_SECONDS, PORT, POSITIVE, float_in
 
 TEMPLATE_SECONDS = float_in(0.001)
 
@@ -160,9 +160,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from .serving.app import ServedModel, Server
-        from .serving.engine import SimulatedServingEngine
-        from .serving.uvicorn_errors import JSONErrorsProtocol
+        from reasonspan.serving.app import ServedModel, Server
+        from reasonspan.serving.engine import SimulatedServingEngine
+        from reasonspan.serving.uvicorn_errors import JSONErrorsProtocol
     except ImportError as exc:
         print(
             f"reasonspan serve needs the server extra ({exc.name} is missing): "
@@ -170,18 +170,18 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    from .detection import describe, detect
-    from .runtime.errors import ReasonspanError
-    from .runtime.registry import create_parser_sync
-    from .runtime.streams import ReasoningRuntime
-    from .serving.templates import (
+    from reasonspan.detection import describe, detect
+    from reasonspan.runtime.core.errors import ReasonspanError
+    from reasonspan.runtime.parser.registry import create_parser_sync
+    from reasonspan.runtime.stream.runtime import ReasoningRuntime
+    from reasonspan.serving.templates import (
         Fallback,
         RenderLimits,
         chat_template_of,
         set_default_render_limits,
         template_problem,
     )
-    from .tokenizer import load_tokenizer_sync
+    from reasonspan.tokenizer import load_tokenizer_sync
 
     # Before anything renders (detection, the start-state probe): a hostile template fails
     # startup within these limits instead of hanging it.

@@ -16,10 +16,10 @@ from typing import Any
 
 import msgspec
 
-from .detection.profile import template_start_state
-from .factory import create_parser_sync
-from .runtime import ReasonspanError
-from .tokenizer import load_tokenizer_sync
+from reasonspan.detection.profile import template_start_state
+from reasonspan.factory import create_parser_sync
+from reasonspan.runtime import ReasonspanError
+from reasonspan.tokenizer import load_tokenizer_sync
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

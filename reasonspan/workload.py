@@ -1,7 +1,7 @@
 """Scripted requests for the simulated engine: the demo's transcripts in each family's format.
 
 The demo, the benchmarks and the tests build their workloads here, on top of the runtime's
-:mod:`~reasonspan.runtime.simulation` machinery, which knows no transcript.
+:mod:`~reasonspan.runtime.stream.simulation` machinery, which knows no transcript.
 """
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from .prompts import messages_for, render_prompt
-from .runtime.parser import ReasoningParser
-from .runtime.simulation import SimRequest
-from .tokenizer import LoadedTokenizer
-from .transcripts import ALL
+from reasonspan.prompts import messages_for, render_prompt
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.stream.simulation import SimRequest
+from reasonspan.tokenizer import LoadedTokenizer
+from reasonspan.transcripts import ALL
 
 
 def scripted_output(

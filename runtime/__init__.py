@@ -1,7 +1,6 @@
 """The contract, the state machine, text splitting and the registry."""
 
-from .batch import NO_BUDGET, ReasoningBatch
-from .batch_errors import (
+from reasonspan.runtime.batch.errors import (
     BatchTokenError,
     DuplicateRequestError,
     InvalidStepError,
@@ -9,12 +8,11 @@ from .batch_errors import (
     RequestFinishedError,
     UnknownRequestError,
 )
-from .batch_result import BatchStepResult
-from .batch_text import BatchText, UnknownTextRequestError
-from .batch_types import FAILED, HELD, BatchFinish, RequestUsage
-from .citations import Citation, CitationSource
-from .decoding import LabelledDecoder
-from .errors import (
+from reasonspan.runtime.batch.result import BatchStepResult
+from reasonspan.runtime.batch.step import NO_BUDGET, ReasoningBatch
+from reasonspan.runtime.batch.text import BatchText, UnknownTextRequestError
+from reasonspan.runtime.batch.types import FAILED, HELD, BatchFinish, RequestUsage
+from reasonspan.runtime.core.errors import (
     InvalidOptionError,
     InvalidTokenError,
     MissingMarkerError,
@@ -22,12 +20,12 @@ from .errors import (
     TokenizerLoadError,
     UnknownParserError,
 )
-from .formatters import TextFormatter, TrimFormatter
-from .labels import Label
-from .machine import Machine
-from .markers import compile_machine
-from .parser import ReasoningParser
-from .registry import (
+from reasonspan.runtime.core.labels import Label
+from reasonspan.runtime.core.machine import Machine
+from reasonspan.runtime.core.markers import compile_machine
+from reasonspan.runtime.core.spec import MarkerKind, ReasoningSpec, Trim
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import (
     create_parser,
     create_parser_sync,
     families,
@@ -35,16 +33,18 @@ from .registry import (
     list_parsers,
     register,
 )
-from .results import ParsedReasoningDelta, ParseResult
-from .spec import MarkerKind, ReasoningSpec, Trim
-from .streams import (
+from reasonspan.runtime.parser.splitter import TextSplitter
+from reasonspan.runtime.stream.runtime import (
     ReasoningRuntime,
     RequestCancelledError,
     RequestNotOpenError,
     RequestStream,
     RequestTokenError,
 )
-from .text import TextSplitter
+from reasonspan.runtime.text.citations import Citation, CitationSource
+from reasonspan.runtime.text.decoding import LabelledDecoder
+from reasonspan.runtime.text.formatters import TextFormatter, TrimFormatter
+from reasonspan.runtime.text.results import ParsedReasoningDelta, ParseResult
 
 __all__ = [
     "FAILED",

@@ -43,11 +43,11 @@ from canitoolcall.fixtures import Family, Fixture, load_fixtures
 from canitoolcall.pytest_plugin import family_for
 from canitoolcall.results import Observation, ParsedToolCall, ParseResult, Status
 from fixtures import tokenizer
-from reasonspan.runtime.parser import ReasoningParser
-from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
-from reasonspan.runtime.toolcalls import ToolCall
 
 from reasonspan import LoadedTokenizer, TextSplitter, create_parser_sync
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.stream.runtime import ReasoningRuntime, RequestStream
+from reasonspan.runtime.toolcalls import ToolCall
 
 
 @dataclass(frozen=True)

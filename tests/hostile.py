@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import random
 
-from reasonspan.runtime.nesting import MAX_NESTING
-
 from reasonspan import ReasoningParser
+from reasonspan.runtime.core.nesting import MAX_NESTING
 
 NS = "]<]minimax[>["
 _QWEN = '<tool_call>\n{"name": "f", "arguments": {"a": V}}\n</tool_call>'

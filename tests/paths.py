@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
-from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
 
 from reasonspan import ParseResult, ReasoningParser, TextSplitter
+from reasonspan.runtime.stream.runtime import ReasoningRuntime, RequestStream
 
 Answer = tuple[str, str, list[tuple[str, str]]]
 """Reasoning, content and ``(name, arguments)`` calls, as a client assembles them."""

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from hypothesis import strategies as st
-from reasonspan.runtime.spec import MarkerKind
 
 from reasonspan import ReasoningParser
+from reasonspan.runtime.core.spec import MarkerKind
 
 FILLER = [
     "hello",

@@ -20,8 +20,23 @@ FOLDERS = {
     "architectures": "reasonspan.architectures",
     "reasonspan": "reasonspan",
 }
-# Lowest first; a module may import modules of its own rank or lower.
-LAYERS = ("reasonspan.tokenizer", "reasonspan.runtime", "reasonspan.architectures", "reasonspan")
+# Lowest first; a module may import modules of its own rank or lower. The runtime's
+# sub-packages are ranks of their own (ARCHITECTURE.md), so a lower one never imports a
+# higher one; the runtime package itself (its __init__, the public re-exports) is their top.
+LAYERS = (
+    "reasonspan.tokenizer",
+    "reasonspan.runtime.core",
+    "reasonspan.runtime.toolcalls",
+    "reasonspan.runtime.declared",
+    "reasonspan.runtime.text",
+    "reasonspan.runtime.wire",
+    "reasonspan.runtime.parser",
+    "reasonspan.runtime.batch",
+    "reasonspan.runtime.stream",
+    "reasonspan.runtime",
+    "reasonspan.architectures",
+    "reasonspan",
+)
 
 
 def _modules() -> dict[str, Path]:
@@ -82,9 +97,9 @@ GRAPH = {m: _imports(m, p) for m, p in MODULES.items()}
 
 
 def test_every_source_module_is_read() -> None:
-    assert "reasonspan.runtime.parser" in MODULES
+    assert "reasonspan.runtime.parser.contract" in MODULES
     assert "reasonspan.tokenizer.loader" in MODULES
-    assert GRAPH["reasonspan.runtime.parser"], "the import reader found nothing"
+    assert GRAPH["reasonspan.runtime.parser.contract"], "the import reader found nothing"
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -137,12 +152,92 @@ def test_no_import_cycles() -> None:
 
 def test_the_checks_can_fail() -> None:
     """The layer and cycle checks see a planted violation."""
-    lazy = "def f():\n    from ..runtime.parser import ReasoningParser\n"
+    lazy = "def f():\n    from ..runtime.parser.contract import ReasoningParser\n"
     fake = ROOT / "tokenizer" / "loader.py"
     tree_imports = _imports_of_source("reasonspan.tokenizer.loader", fake, lazy)
-    assert "reasonspan.runtime.parser" in tree_imports
-    assert _layer("reasonspan.runtime.parser") > _layer("reasonspan.tokenizer.loader")
+    assert "reasonspan.runtime.parser.contract" in tree_imports
+    assert _layer("reasonspan.runtime.parser.contract") > _layer("reasonspan.tokenizer.loader")
     planted = {k: set(v) for k, v in GRAPH.items()}
-    planted["reasonspan.runtime.labels"].add("reasonspan.runtime.parser")
-    assert any("reasonspan.runtime.labels" in c for c in _cycles(planted))
+    planted["reasonspan.runtime.core.labels"].add("reasonspan.runtime.parser.contract")
+    assert any("reasonspan.runtime.core.labels" in c for c in _cycles(planted))
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# Size limits (ARCHITECTURE.md): a module a newcomer reads in one sitting, a function that
+# fits on a screen. What is over a limit today is listed with its size, so the list can
+# only shrink: a new offender fails, a listed one that grows fails, and one that was split
+# fails until its line here is removed.
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+OVERSIZE: dict[str, int] = {
+    "reasonspan.runtime.batch.slots": 610,
+    "reasonspan.runtime.batch.step": 688,
+    "reasonspan.runtime.batch.text": 648,
+    "reasonspan.runtime.core.machine": 772,
+    "reasonspan.runtime.declared.compile": 565,
+    "reasonspan.runtime.parser.contract": 739,
+    "reasonspan.runtime.stream.request": 619,
+    "reasonspan.runtime.stream.runtime": 654,
+    "reasonspan.runtime.stream.sse_path": 766,
+    "reasonspan.runtime.toolcalls.extract": 585,
+    "reasonspan.architectures.harmony": 581,
+    "reasonspan.detection.scoring": 507,
+    "reasonspan.serving.app": 583,
+    "reasonspan.runtime.batch.fallback:step_fallback": 276,
+    "reasonspan.runtime.batch.small:step_one": 95,
+    "reasonspan.runtime.batch.step:ReasoningBatch.add": 87,
+    "reasonspan.runtime.batch.step:ReasoningBatch.step": 136,
+    "reasonspan.runtime.core.machine:Machine._emit_marker": 99,
+    "reasonspan.runtime.parser.contract:ReasoningParser.stream": 84,
+    "reasonspan.runtime.parser.contract:ReasoningParser.parse": 83,
+    "reasonspan.runtime.stream.runtime:ReasoningRuntime.add": 106,
+    "reasonspan.runtime.stream.runtime:ReasoningRuntime.step": 115,
+    "reasonspan.bench.grammar:run_grammar_suite": 97,
+    "reasonspan.detection.scoring:_score": 99,
+    "reasonspan.serve_cli:add_arguments": 102,
+    "reasonspan.serve_cli:run": 150,
+}
+
+
+def _functions(tree: ast.AST, prefix: str = "") -> list[tuple[str, int]]:
+    """(qualified name, lines) of every function, methods named Class.method."""
+    out: list[tuple[str, int]] = []
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.ClassDef):
+            out += _functions(node, f"{prefix}{node.name}.")
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            end = node.end_lineno or node.lineno
+            out.append((prefix + node.name, end - node.lineno + 1))
+            out += _functions(node, f"{prefix}{node.name}.")
+    return out
+
+
+def _sizes() -> dict[str, int]:
+    """Everything over a limit: modules by name, functions as module:qualname."""
+    over: dict[str, int] = {}
+    for module, path in MODULES.items():
+        source = path.read_text(encoding="utf-8")
+        lines = len(source.splitlines())
+        if lines > MAX_MODULE_LINES:
+            over[module] = lines
+        for name, length in _functions(ast.parse(source)):
+            if length > MAX_FUNCTION_LINES:
+                over[f"{module}:{name}"] = length
+    return over
+
+
+def test_modules_and_functions_stay_small() -> None:
+    found = _sizes()
+    new = {k: v for k, v in found.items() if k not in OVERSIZE}
+    grown = {k: (OVERSIZE[k], v) for k, v in found.items() if k in OVERSIZE and v > OVERSIZE[k]}
+    split = sorted(k for k in OVERSIZE if k not in found)
+    assert not new, (
+        f"over {MAX_MODULE_LINES} lines (module) or {MAX_FUNCTION_LINES} (function): {new}"
+    )
+    assert not grown, f"a listed oversize module or function grew (was, now): {grown}"
+    assert not split, f"now within the limits, remove from OVERSIZE: {split}"
+
+
+def test_the_size_check_can_fail() -> None:
+    source = "class A:\n    def f(self):\n" + "        x = 1\n" * 90
+    assert dict(_functions(ast.parse(source)))["A.f"] == 91

@@ -23,6 +23,11 @@ import pytest
 from fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, tokenizer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sampling import examples
+from strategies import FILLER, marker_texts, outputs
+
+import reasonspan
+from reasonspan import Label, ReasoningBatch, ReasoningParser
 from reasonspan.architectures.minimax import MiniMaxM3Parser
 from reasonspan.architectures.qwen3 import Qwen3Parser
 from reasonspan.runtime import (
@@ -35,15 +40,10 @@ from reasonspan.runtime import (
     RequestFailedError,
     RequestFinishedError,
     UnknownRequestError,
-    batch_tables,
 )
-from reasonspan.runtime.machine import HOLD, Cursor, Machine, Spill
+from reasonspan.runtime.batch import tables as batch_tables
+from reasonspan.runtime.core.machine import HOLD, Cursor, Machine, Spill
 from reasonspan.tokenizer import LoadedTokenizer
-from sampling import examples
-from strategies import FILLER, marker_texts, outputs
-
-import reasonspan
-from reasonspan import Label, ReasoningBatch, ReasoningParser
 
 R, C, D, T = (int(x) for x in (Label.REASONING, Label.CONTENT, Label.DELIMITER, Label.TOOL))
 

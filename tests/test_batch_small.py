@@ -1,4 +1,4 @@
-"""The scalar step for a few requests (``runtime/batch_small.py``) against the vectorized
+"""The scalar step for a few requests (``runtime/batch/small.py``) against the vectorized
 step and against each request's own ``stream()``, on real tokenizers.
 
 - Lockstep: the same requests and steps through two batches, one allowed the scalar step
@@ -21,14 +21,15 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reasonspan.runtime import BatchTokenError, InvalidStepError, UnknownRequestError, batch_small
-from reasonspan.runtime import batch as batch_module
-from reasonspan.runtime.batch_result import BatchStepResult
 from sampling import examples
 from strategies import outputs
 from test_batch import CASES, Req, parser, simulate
 
 from reasonspan import ReasoningBatch
+from reasonspan.runtime import BatchTokenError, InvalidStepError, UnknownRequestError
+from reasonspan.runtime.batch import small as batch_small
+from reasonspan.runtime.batch import step as batch_module
+from reasonspan.runtime.batch.result import BatchStepResult
 
 
 def _vectorized_cases() -> list[tuple[str, str, dict[str, Any]]]:

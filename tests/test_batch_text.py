@@ -1,4 +1,4 @@
-"""Batch-wide text (``runtime/batch_text.py``) against each request's own TextSplitter and
+"""Batch-wide text (``runtime/batch/text.py``) against each request's own TextSplitter and
 ``parse()``, on real tokenizers, for every family of the batch tests.
 
 - Property: requests of mixed families (and so mixed tokenizers) stepped through one
@@ -22,13 +22,14 @@ import pytest
 from fixtures import tokenizer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reasonspan.runtime import BatchFinish, UnknownTextRequestError, batch_text
-from reasonspan.runtime.labels import CONTENT, REASONING
 from sampling import examples
 from strategies import outputs
 from test_batch import CASES, fresh, parser, step_active
 
 from reasonspan import BatchText, ReasoningBatch, ReasoningParser, TextSplitter, create_parser_sync
+from reasonspan.runtime import BatchFinish, UnknownTextRequestError
+from reasonspan.runtime.batch import text as batch_text
+from reasonspan.runtime.core.labels import CONTENT, REASONING
 
 
 class Req:

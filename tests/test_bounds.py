@@ -34,14 +34,15 @@ from declarations import (
     SMOLLM_SCHEMA,
 )
 from fixtures import DATA, added_token, folder, real_folder, tokenizer
-from reasonspan.runtime import declared, declared_regex
-from reasonspan.runtime.declared import read_declaration
-from reasonspan.runtime.errors import DeclarationError
-from reasonspan.tokenizer import loader
 
 import reasonspan
 from reasonspan.cli import main
 from reasonspan.detection import describe, detect
+from reasonspan.runtime.core.errors import DeclarationError
+from reasonspan.runtime.declared import compile as declared
+from reasonspan.runtime.declared import regex as declared_regex
+from reasonspan.runtime.declared.compile import read_declaration
+from reasonspan.tokenizer import loader
 
 SOURCE = "model/tokenizer_config.json"
 THINK = {"open": "<think>", "close": "</think>"}

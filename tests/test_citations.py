@@ -16,20 +16,20 @@ import numpy as np
 from fixtures import FAMILY_TOKENIZERS, tokenizer
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from reasonspan.runtime.citations import (
+from strategies import splits
+
+import reasonspan
+from reasonspan import ReasoningParser, TextSplitter
+from reasonspan.runtime.core.markers import compile_machine
+from reasonspan.runtime.stream.runtime import ReasoningRuntime, RequestStream
+from reasonspan.runtime.text.citations import (
     Citation,
     CitationFormatter,
     CitationSource,
     parse_sources,
 )
-from reasonspan.runtime.formatters import IdentityFormatter
-from reasonspan.runtime.markers import compile_machine
-from reasonspan.runtime.openai import ChatCompletionChunk, encode
-from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
-from strategies import splits
-
-import reasonspan
-from reasonspan import ReasoningParser, TextSplitter
+from reasonspan.runtime.text.formatters import IdentityFormatter
+from reasonspan.runtime.wire.openai import ChatCompletionChunk, encode
 
 TOK = tokenizer(FAMILY_TOKENIZERS["cohere_command4"])
 FAMILIES = ("cohere_command3", "cohere_command4")

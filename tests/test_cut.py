@@ -18,15 +18,15 @@ import pytest
 from fixtures import FAMILY_TOKENIZERS, tokenizer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reasonspan.runtime.errors import MissingMarkerError
-from reasonspan.runtime.markers import compile_machine
-from reasonspan.runtime.spec import ReasoningSpec
-from reasonspan.runtime.streams import ReasoningRuntime
 from strategies import outputs, splits
 from test_batch import Req, simulate
 
 import reasonspan
 from reasonspan import Label, ReasoningBatch, ReasoningParser, TextSplitter
+from reasonspan.runtime.core.errors import MissingMarkerError
+from reasonspan.runtime.core.markers import compile_machine
+from reasonspan.runtime.core.spec import ReasoningSpec
+from reasonspan.runtime.stream.runtime import ReasoningRuntime
 
 R, C, D = (int(x) for x in (Label.REASONING, Label.CONTENT, Label.DELIMITER))
 PLAMO = tokenizer(FAMILY_TOKENIZERS["plamo3"])

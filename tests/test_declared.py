@@ -38,12 +38,12 @@ from declarations import (
 from fixtures import folder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reasonspan.runtime.errors import DeclarationError, ParserNotDetectedError
 from strategies import splits
 
 import reasonspan
 from reasonspan import LoadedTokenizer, ReasoningParser
 from reasonspan.detection import describe, detect
+from reasonspan.runtime.core.errors import DeclarationError, ParserNotDetectedError
 
 TOOLS = [
     {

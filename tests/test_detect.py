@@ -16,13 +16,13 @@ from typing import Any
 import msgspec
 import pytest
 from fixtures import folder, tokenizer
-from reasonspan.runtime import registry
 
 import reasonspan
 from reasonspan import LoadedTokenizer, ReasoningParser, ReasoningSpec
 from reasonspan.cli import main as cli_main
 from reasonspan.detection import Detection, describe, detect
 from reasonspan.detection.template_text import TemplateText
+from reasonspan.runtime.parser import registry
 
 REAL = {
     "deepseek-r1": "deepseek_r1",

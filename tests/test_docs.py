@@ -7,10 +7,10 @@ import argparse
 from pathlib import Path
 
 import pytest
-from reasonspan.runtime import switches
 
 import reasonspan
 from reasonspan import docs
+from reasonspan.runtime.parser import switches
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

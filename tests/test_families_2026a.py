@@ -15,12 +15,12 @@ import msgspec
 import pytest
 from cases import split_both_ways
 from fixtures import FAMILY_TOKENIZERS, tokenizer
-from reasonspan.runtime.errors import MissingMarkerError
 from tokenizers import AddedToken
 
 import reasonspan
 from reasonspan import InvalidOptionError, Label, LoadedTokenizer, ParseResult
 from reasonspan.detection import describe, detect
+from reasonspan.runtime.core.errors import MissingMarkerError
 from reasonspan.serving.protocol import ChatCompletionRequest
 
 REASONING = "Two and two make four."

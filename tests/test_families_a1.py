@@ -585,7 +585,7 @@ def test_minimax_m2_append_think_everything_is_content() -> None:
 async def test_minimax_m2_append_think_empty_output_is_served_as_its_prefix() -> None:
     """A server streaming an empty output sends the content `<think>` too (the prefix
     comes out of the request's finish), as parse() returns it."""
-    from reasonspan.runtime.streams import ReasoningRuntime
+    from reasonspan.runtime.stream.runtime import ReasoningRuntime
 
     parser = parser_for("minimax_m2_append_think")
     runtime = ReasoningRuntime()

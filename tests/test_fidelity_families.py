@@ -350,7 +350,8 @@ def test_harmony_tool_call_is_its_own_channel(data: st.DataObject) -> None:
 
 async def test_harmony_runtime_chunks_carry_no_tool_call_text() -> None:
     import numpy as np
-    from reasonspan.runtime.streams import ReasoningRuntime
+
+    from reasonspan.runtime.stream.runtime import ReasoningRuntime
 
     tok = tokenizer(FAMILY_TOKENIZERS["openai_gptoss"])
     parser = parser_for("openai_gptoss")

@@ -1,4 +1,4 @@
-"""Text formatters' promise to the vectorized output path (``runtime/sse_path.py``): while
+"""Text formatters' promise to the vectorized output path (``runtime/stream/sse_path.py``): while
 ``idle_trail()`` names the trailing characters (not None), a text that does not end in
 one of them comes out of ``text()`` unchanged and leaves the formatter as idle as it was,
 so the path may write such a token's text without calling the formatter."""
@@ -9,9 +9,10 @@ import copy
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reasonspan.runtime.formatters import CallGapFormatter, TrimFormatter
-from reasonspan.runtime.spec import Trim
 from sampling import examples
+
+from reasonspan.runtime.core.spec import Trim
+from reasonspan.runtime.text.formatters import CallGapFormatter, TrimFormatter
 
 CHARS = "ab\n \tx<"
 """The characters of the texts: letters, and the ones trims are made of."""

@@ -3,7 +3,7 @@
 For every registered family, with tools offered, random outputs are built from the
 family's own markers (reasoning, tool-call open and close), plain words, and tool calls
 whose argument values are drawn from a pool of well-formed and hostile ones: containers
-nested past :data:`~reasonspan.runtime.nesting.MAX_NESTING` and past Python's recursion
+nested past :data:`~reasonspan.runtime.core.nesting.MAX_NESTING` and past Python's recursion
 limit, integers past the int-to-string limit (decimal and hex), ``1e999``, broken JSON,
 XML and pythonic, a close marker inside a string. Each output goes through four paths:
 
@@ -34,12 +34,12 @@ import pytest
 from fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, tokenizer
 from hostile import CALLS, TOOLS, output
 from paths import Answer, read_chunks, read_sse
-from reasonspan.runtime.nesting import MAX_NESTING, nested_deeper_than
-from reasonspan.runtime.streams import ReasoningRuntime
 from sampling import long_run
 
 import reasonspan
 from reasonspan import ReasoningParser, TextSplitter
+from reasonspan.runtime.core.nesting import MAX_NESTING, nested_deeper_than
+from reasonspan.runtime.stream.runtime import ReasoningRuntime
 
 CI_ROUNDS = 1
 LONG_ROUNDS = 80

@@ -29,13 +29,13 @@ import anyio
 import numpy as np
 import pytest
 from fixtures import FAMILY_TOKENIZERS, tokenizer
-from reasonspan.runtime import FAILED, InvalidOptionError, ReasoningRuntime
-from reasonspan.runtime.batch_grammar import GrammarRejectedError
-from reasonspan.runtime.grammar import GrammarError, GrammarUnavailableError, compile_grammar
-from reasonspan.runtime.simulation import SimRequest, SimulatedEngine, drive
 
 import reasonspan
 from reasonspan import Label, ReasoningBatch, ReasoningParser
+from reasonspan.runtime import FAILED, InvalidOptionError, ReasoningRuntime
+from reasonspan.runtime.batch.grammar import GrammarError, GrammarUnavailableError, compile_grammar
+from reasonspan.runtime.batch.grammar_slots import GrammarRejectedError
+from reasonspan.runtime.stream.simulation import SimRequest, SimulatedEngine, drive
 
 C = int(Label.CONTENT)
 

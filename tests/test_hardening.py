@@ -22,14 +22,14 @@ import msgspec
 import numpy as np
 import pytest
 from fixtures import FAMILY_TOKENIZERS, folder, tokenizer
-from reasonspan.runtime import InvalidOptionError, InvalidTokenError
-from reasonspan.runtime.batch_errors import BatchTokenError
-from reasonspan.tokenizer import load_tokenizer_sync
 from sampling import long_run
 
 import reasonspan
 from reasonspan import ReasoningBatch, ReasoningParser
 from reasonspan.cli import main as cli_main
+from reasonspan.runtime import InvalidOptionError, InvalidTokenError
+from reasonspan.runtime.batch.errors import BatchTokenError
+from reasonspan.tokenizer import load_tokenizer_sync
 
 LONG = long_run()
 

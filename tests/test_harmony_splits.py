@@ -18,13 +18,13 @@ import pytest
 from fixtures import FAMILY_TOKENIZERS, tokenizer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reasonspan.runtime.openai import ChatCompletionChunk
-from reasonspan.runtime.sse import chunk_of_event
-from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
 from sampling import examples
 
 import reasonspan
 from reasonspan import TextSplitter
+from reasonspan.runtime.stream.runtime import ReasoningRuntime, RequestStream
+from reasonspan.runtime.wire.openai import ChatCompletionChunk
+from reasonspan.runtime.wire.sse import chunk_of_event
 
 TOK = tokenizer(FAMILY_TOKENIZERS["openai_gptoss"])
 PARSER = reasonspan.create_parser_sync("openai_gptoss", TOK)

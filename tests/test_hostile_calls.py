@@ -19,14 +19,14 @@ import openai
 import pytest
 from hostile import CALLS, TOOLS
 from paths import Answer, read_chunks, read_sse
-from reasonspan.runtime.batch_errors import RequestFailedError
-from reasonspan.runtime.nesting import MAX_NESTING
-from reasonspan.runtime.request_stream import StreamRecord
-from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
 from test_fuzz_paths import _kwargs, _parser, parsed, split
 from test_server import HISTORY, Running, served_models
 
 from reasonspan import ReasoningParser, TextSplitter
+from reasonspan.runtime.batch.errors import RequestFailedError
+from reasonspan.runtime.core.nesting import MAX_NESTING
+from reasonspan.runtime.stream.request import StreamRecord
+from reasonspan.runtime.stream.runtime import ReasoningRuntime, RequestStream
 from reasonspan.serving.app import Server
 from reasonspan.serving.engine import SimulatedServingEngine
 

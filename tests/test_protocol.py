@@ -11,9 +11,9 @@ import msgspec
 import numpy as np
 import pytest
 from fixtures import tokenizer
-from reasonspan.runtime.streams import ReasoningRuntime, RuntimeClosedError
 
 import reasonspan
+from reasonspan.runtime.stream.runtime import ReasoningRuntime, RuntimeClosedError
 from reasonspan.serving import DONE, RequestError, parse_request, sse_stream
 from reasonspan.serving.engine import EngineRequest, SimulatedServingEngine
 
@@ -218,7 +218,7 @@ async def test_an_engine_that_dies_fails_every_open_stream() -> None:
 
 
 def test_wire_structs_round_trip() -> None:
-    from reasonspan.runtime.openai import ChatCompletion, ChatCompletionChunk
+    from reasonspan.runtime.wire.openai import ChatCompletion, ChatCompletionChunk
 
     raw = b'{"object":"chat.completion.chunk","id":"a","created":1,"model":"m","choices":[]}'
     assert msgspec.json.decode(raw, type=ChatCompletionChunk).id == "a"
@@ -234,7 +234,7 @@ def test_stream_chunks_are_not_tracked_by_the_cyclic_collector() -> None:
     runtime streams are untracked too."""
     import gc
 
-    from reasonspan.runtime.openai import (
+    from reasonspan.runtime.wire.openai import (
         ChatCompletionChunk,
         ChoiceDelta,
         ChoiceDeltaToolCall,

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from fixtures import DATA, FAMILY_TOKENIZERS, SYNTHETIC
-from reasonspan.runtime import registry
 
 import reasonspan
 from reasonspan import ReasoningParser, UnknownParserError
+from reasonspan.runtime.parser import registry
 
 
 def test_every_family_has_a_fixture_tokenizer() -> None:

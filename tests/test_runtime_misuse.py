@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import pytest
 from fixtures import tokenizer
+
+import reasonspan
 from reasonspan.runtime import InvalidOptionError
-from reasonspan.runtime.openai import FINISH_REASONS
-from reasonspan.runtime.streams import (
+from reasonspan.runtime.stream.runtime import (
     ReasoningRuntime,
     RequestNotOpenError,
     RequestStream,
     RequestTokenError,
 )
-
-import reasonspan
+from reasonspan.runtime.wire.openai import FINISH_REASONS
 
 TOK = tokenizer("qwen-3")
 PROMPT = TOK.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")

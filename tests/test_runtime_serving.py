@@ -9,7 +9,9 @@ import anyio
 import numpy as np
 import pytest
 from fixtures import FAMILY_TOKENIZERS, tokenizer
-from reasonspan.runtime.streams import (
+
+import reasonspan
+from reasonspan.runtime.stream.runtime import (
     STEP_HISTORY,
     DuplicateRequestIdError,
     ReasoningRuntime,
@@ -17,8 +19,6 @@ from reasonspan.runtime.streams import (
     RequestStream,
     RuntimeClosedError,
 )
-
-import reasonspan
 
 PROMPT = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
 
@@ -137,7 +137,7 @@ def test_abort_notices_an_engine_never_takes_are_bounded(
     """An engine that never calls take_aborted() does not make the runtime grow without
     bound: the oldest notices go past the runtime's memory of ended requests; an int id
     added again is taken out of the notices at once (its engine stopped the old request)."""
-    from reasonspan.runtime import streams
+    from reasonspan.runtime.stream import runtime as streams
 
     monkeypatch.setattr(streams, "_GONE_MEMORY", 4)
     tok, parser = qwen()
@@ -256,7 +256,7 @@ async def test_an_engine_thread_feeds_the_runtime_through_the_portal() -> None:
     eids = [s.engine_id for s in streams]
     received: list[float] = []
 
-    def engine(link: reasonspan.runtime.streams.RuntimeFromThread) -> None:
+    def engine(link: reasonspan.runtime.stream.runtime.RuntimeFromThread) -> None:
         for t in out:
             link.step(np.array(eids), np.full(len(eids), t), np.arange(len(eids) + 1))
         for eid in eids:
@@ -367,7 +367,7 @@ async def test_each_step_from_a_thread_is_delivered_before_the_next() -> None:
     labels = parser.parse(out, prompt_token_ids=tok.encode(PROMPT)).labels
     texts_at = [lab in (reasonspan.Label.REASONING, reasonspan.Label.CONTENT) for lab in labels]
 
-    def engine(link: reasonspan.runtime.streams.RuntimeFromThread) -> None:
+    def engine(link: reasonspan.runtime.stream.runtime.RuntimeFromThread) -> None:
         for i, t in enumerate(out):
             seen.clear()
             link.step(np.array([eid]), np.array([t]), np.array([0, 1]))

@@ -23,12 +23,12 @@ from typing import Any
 import httpx
 import pytest
 from fixtures import FAMILY_TOKENIZERS, tokenizer
-from reasonspan.tokenizer import load_tokenizer_sync
 
 from reasonspan.bench.stalls import LagEngine, Live, Victim, _text
 from reasonspan.serving.app import DEFAULT_MAX_MODEL_LEN, ServedModel, Server
 from reasonspan.serving.prompt_ids import tokenize
 from reasonspan.serving.protocol import RequestError
+from reasonspan.tokenizer import load_tokenizer_sync
 
 BOUND = 0.5
 """Seconds: the longest loop lag or chunk gap allowed while a case runs."""

@@ -14,14 +14,14 @@ import pytest
 from fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, tokenizer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reasonspan.runtime.batch_errors import RequestFailedError
-from reasonspan.runtime.openai import ChatCompletionChunk, encode
-from reasonspan.runtime.simulation import SimRequest, SimulatedEngine, drive
-from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
 from sampling import examples
 from strategies import held_then_empty, splits
 
 import reasonspan
+from reasonspan.runtime.batch.errors import RequestFailedError
+from reasonspan.runtime.stream.runtime import ReasoningRuntime, RequestStream
+from reasonspan.runtime.stream.simulation import SimRequest, SimulatedEngine, drive
+from reasonspan.runtime.wire.openai import ChatCompletionChunk, encode
 from reasonspan.workload import workload
 
 FAMILIES = ["qwen3", "deepseek_r1", "glm47", "minimax_m2", "minimax_m3", "kimi_k3", "openai_gptoss"]

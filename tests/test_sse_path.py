@@ -1,4 +1,4 @@
-"""The batch-wide output path (``runtime/sse_path.py``): requests added with ``sse=True``
+"""The batch-wide output path (``runtime/stream/sse_path.py``): requests added with ``sse=True``
 get most of their events as bytes written straight from pre-escaped token pieces. The
 properties: those bytes are exactly what msgspec encodes the chunk Structs to; an SSE
 request's stream is the same chunk sequence as the same request read as chunk objects,
@@ -20,19 +20,20 @@ import pytest
 from fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, real_folder, tokenizer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reasonspan.runtime import batch as batch_module
-from reasonspan.runtime import decoder_states, sse_path
-from reasonspan.runtime.decoder_states import DecoderState
-from reasonspan.runtime.formatters import WHITESPACE
-from reasonspan.runtime.openai import ChatCompletionChunk, FinishReason
-from reasonspan.runtime.sse import DONE, chunk_of_event, sse_event
-from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
-from reasonspan.runtime.token_text import TokenText
-from reasonspan.tokenizer.loader import LoadedTokenizer, load_tokenizer_sync
 from sampling import examples
 from strategies import outputs, splits
 
 import reasonspan
+from reasonspan.runtime.batch import step as batch_module
+from reasonspan.runtime.stream import sse_path
+from reasonspan.runtime.stream.runtime import ReasoningRuntime, RequestStream
+from reasonspan.runtime.text import decoder_states
+from reasonspan.runtime.text.decoder_states import DecoderState
+from reasonspan.runtime.text.formatters import WHITESPACE
+from reasonspan.runtime.text.token_text import TokenText
+from reasonspan.runtime.wire.openai import ChatCompletionChunk, FinishReason
+from reasonspan.runtime.wire.sse import DONE, chunk_of_event, sse_event
+from reasonspan.tokenizer.loader import LoadedTokenizer, load_tokenizer_sync
 
 CASES = [(f, k) for f in sorted(FAMILY_TOKENIZERS) for k in FAMILY_KWARGS.get(f, [{}])]
 _parsers: dict[str, reasonspan.ReasoningParser] = {}
@@ -268,7 +269,7 @@ def test_admission_builds_no_decoder(sse: bool) -> None:
     """A request's text decoder is built when its first text takes the exact path, not
     when it is admitted: an SSE request's plain prose (the output path's) builds none, its
     first marker takes it out of the fresh state (a decoder built, or the shared state
-    after that row: ``runtime/decoder_states.py``); a request read as chunk objects builds
+    after that row: ``runtime/text/decoder_states.py``); a request read as chunk objects builds
     it at its first token."""
     tok = tokenizer("qwen-3")
     parser = reasonspan.create_parser_sync("qwen3", tok)
@@ -896,7 +897,7 @@ def held_state(rec: Any) -> tuple[Any, ...]:
     tail, a pending lead trim, ...) and whether its byte decoders hold part of a
     character. Equal for two decoders fed the same tokens, whichever path fed them. A
     decoder not built yet (built on first use) holds what a fresh one fed the rows of its
-    shared state holds (``runtime/decoder_states.py``)."""
+    shared state holds (``runtime/text/decoder_states.py``)."""
     decoder = rec.decoder
     if decoder is None:  # (the path holds runs for a fresh decoder too)
         decoder = rec.parser.decoder(
@@ -913,7 +914,7 @@ def held_state(rec: Any) -> tuple[Any, ...]:
         )
 
     def holding(fmt: Any, run: str) -> tuple[Any, ...]:
-        # A trailing run the output path holds for an idle trim (``runtime/trails.py``) is
+        # A trailing run the output path holds for an idle trim (``runtime/text/trails.py``) is
         # held by the trim once handed back: compare what the trim would then hold.
         if run:
             fmt = copy.copy(fmt)
@@ -1163,7 +1164,7 @@ def _shared_outputs(tok: LoadedTokenizer, count: int, shift: int) -> list[list[i
 def test_requests_share_decoder_states(monkeypatch: pytest.MonkeyPatch) -> None:
     """Requests whose outputs open alike (``<think>``, a newline, the same first word)
     reach the same decoder states: the rows the output path decodes are answered from
-    the shared states (``runtime/decoder_states.py``) once a request taught them, and a
+    the shared states (``runtime/text/decoder_states.py``) once a request taught them, and a
     request whose every such row is known builds no decoder at all. Every stream is its
     object twin's chunk for chunk, its decoder state the twin's after every step (a
     state replayed into a fresh decoder), and its text ``parse()``'s."""

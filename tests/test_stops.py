@@ -15,13 +15,13 @@ import pytest
 from fixtures import tokenizer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reasonspan.runtime import InvalidOptionError
-from reasonspan.runtime.openai import ChatCompletionChunk
-from reasonspan.runtime.stops import StopMatcher
-from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
 from strategies import splits
 
 import reasonspan
+from reasonspan.runtime import InvalidOptionError
+from reasonspan.runtime.stream.runtime import ReasoningRuntime, RequestStream
+from reasonspan.runtime.stream.stops import StopMatcher
+from reasonspan.runtime.wire.openai import ChatCompletionChunk
 
 TOK = tokenizer("qwen-3")
 PROMPT = TOK.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")

@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from fixtures import tokenizer
-from reasonspan.runtime.labels import CONTENT, DELIMITER, REASONING
 
 import reasonspan
 from reasonspan import InvalidOptionError, InvalidTokenError
+from reasonspan.runtime.core.labels import CONTENT, DELIMITER, REASONING
 
 
 def _parser() -> reasonspan.ReasoningParser:

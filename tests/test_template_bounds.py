@@ -30,7 +30,6 @@ import pytest
 from fixtures import folder, tokenizer
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
-from reasonspan.tokenizer import LoadedTokenizer
 from test_server import Running
 
 import reasonspan
@@ -47,6 +46,7 @@ from reasonspan.serving.templates import (
     render_chat,
     set_default_render_limits,
 )
+from reasonspan.tokenizer import LoadedTokenizer
 
 RUNAWAY = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
 """10^10 iterations: hours unbounded."""

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 from fixtures import DATA, FAMILY_TOKENIZERS, real_folder, synthetic_folder, tokenizer
-from reasonspan.runtime import LabelledDecoder
-from reasonspan.runtime.declared import find_declaration
 
 import reasonspan
 from reasonspan import Label, LoadedTokenizer, TextSplitter, get_parser_class, template_profile
 from reasonspan.cli import main
 from reasonspan.detection import profile as profile_mod
+from reasonspan.runtime import LabelledDecoder
+from reasonspan.runtime.declared.compile import find_declaration
 from reasonspan.serving import templates
 
 # (family, fixture tokenizer, template of another shipped folder rendered on it, or None)

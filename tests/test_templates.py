@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from fixtures import tokenizer
-from reasonspan.tokenizer import LoadedTokenizer
 
 from reasonspan.serving import ChatTemplateError, render_chat, render_prompt_ids
+from reasonspan.tokenizer import LoadedTokenizer
 
 HISTORY = [
     {"role": "user", "content": "What is 2+2?"},

@@ -51,9 +51,9 @@ def test_prompt_seeds_the_splitter() -> None:
 @pytest.mark.parametrize("name", ["qwen-3", "deepseek-r1", "glm-4.7-flash", "minimax-m3"])
 def test_byte_decoder_matches_decode_stream(name: str) -> None:
     """On plain ByteLevel tokenizers the byte-table decoder gives DecodeStream's text."""
-    from reasonspan.runtime.decoding import ByteDecoder, whole_texts
     from tokenizers.decoders import DecodeStream
 
+    from reasonspan.runtime.text.decoding import ByteDecoder, whole_texts
     from reasonspan.transcripts import ALL
 
     tok = tokenizer(name)
@@ -70,8 +70,9 @@ def test_byte_decoder_matches_decode_stream(name: str) -> None:
 
 
 def test_metaspace_tokenizer_keeps_decode_stream() -> None:
-    from reasonspan.runtime.decoding import _decoder
     from tokenizers.decoders import DecodeStream
+
+    from reasonspan.runtime.text.decoding import _decoder
 
     tok = tokenizer("jiutian-139moe-chat")  # a Unigram/Metaspace vocabulary
     assert not tok.byte_level

@@ -17,11 +17,11 @@ import pytest
 from fixtures import FAMILY_TOKENIZERS, tokenizer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reasonspan.runtime.openai import ChatCompletion, FinishReason, encode
-from reasonspan.runtime.streams import ReasoningRuntime, RequestStream
 from strategies import outputs, splits
 
 import reasonspan
+from reasonspan.runtime.stream.runtime import ReasoningRuntime, RequestStream
+from reasonspan.runtime.wire.openai import ChatCompletion, FinishReason, encode
 
 TOK = tokenizer(FAMILY_TOKENIZERS["openai_gptoss"])
 PROMPT = TOK.encode("<|start|>user<|message|>Weather in Kyoto?<|end|><|start|>assistant")

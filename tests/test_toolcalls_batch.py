@@ -19,7 +19,8 @@ import anyio
 import pytest
 from canitoolcall.fixtures import Fixture
 from canitoolcall_replay import REFERENCE, _ids, _parser, assemble, corpus
-from reasonspan.runtime.streams import ReasoningRuntime
+
+from reasonspan.runtime.stream.runtime import ReasoningRuntime
 
 _BY_MODEL: dict[str, list[Fixture]] = defaultdict(list)
 for _f in corpus():

@@ -22,12 +22,12 @@ from hostile import CALLS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from paths import gather, split_at
-from reasonspan.runtime.labels import CONTENT, TOOL, TOOL_CALL
-from reasonspan.runtime.streams import ReasoningRuntime
-from reasonspan.runtime.toolcalls import ToolCall
 from test_fuzz_paths import _kwargs, _parser, parsed, runtime_paths, split
 
 import reasonspan
+from reasonspan.runtime.core.labels import CONTENT, TOOL, TOOL_CALL
+from reasonspan.runtime.stream.runtime import ReasoningRuntime
+from reasonspan.runtime.toolcalls import ToolCall
 
 TOK = tokenizer("qwen-3")
 PROMPT = TOK.encode("<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n")

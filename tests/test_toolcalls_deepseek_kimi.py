@@ -30,12 +30,12 @@ import pytest
 from fixtures import tokenizer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reasonspan.runtime.labels import TOOL, TOOL_CALL
-from reasonspan.runtime.streams import ReasoningRuntime
-from reasonspan.runtime.toolcalls import ToolCall
 
 import reasonspan
 from reasonspan import LoadedTokenizer
+from reasonspan.runtime.core.labels import TOOL, TOOL_CALL
+from reasonspan.runtime.stream.runtime import ReasoningRuntime
+from reasonspan.runtime.toolcalls import ToolCall
 
 Args = dict[str, Any]
 Call = tuple[str, Args]

@@ -27,10 +27,10 @@ import pytest
 from fixtures import tokenizer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reasonspan.runtime.streams import ReasoningRuntime
-from reasonspan.runtime.toolcalls import ToolCall
 
 import reasonspan
+from reasonspan.runtime.stream.runtime import ReasoningRuntime
+from reasonspan.runtime.toolcalls import ToolCall
 
 Call = tuple[str, dict[str, Any]]
 

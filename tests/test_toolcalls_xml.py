@@ -23,11 +23,11 @@ import pytest
 from fixtures import tokenizer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reasonspan.runtime.labels import TOOL_CALL
-from reasonspan.runtime.streams import ReasoningRuntime
-from reasonspan.runtime.toolcalls import ToolCall
 
 import reasonspan
+from reasonspan.runtime.core.labels import TOOL_CALL
+from reasonspan.runtime.stream.runtime import ReasoningRuntime
+from reasonspan.runtime.toolcalls import ToolCall
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

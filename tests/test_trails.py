@@ -1,4 +1,4 @@
-"""``runtime/trails.py`` against the trim itself: a path that holds a trim's trailing run
+"""``runtime/text/trails.py`` against the trim itself: a path that holds a trim's trailing run
 while the trim is otherwise idle (``take``, ``take_all``) and hands it back (``hand_back``)
 before the trim sees anything else gives, row for row, what the trim alone gives, for any
 trim with trailing characters, any token texts, and markers and the end at any point.
@@ -15,12 +15,13 @@ from typing import Any
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reasonspan.runtime.formatters import TrimFormatter
-from reasonspan.runtime.labels import REASONING
-from reasonspan.runtime.spec import Trim
-from reasonspan.runtime.trails import Trail, hand_back, take, take_all
 from sampling import examples
 from test_formatters import trims
+
+from reasonspan.runtime.core.labels import REASONING
+from reasonspan.runtime.core.spec import Trim
+from reasonspan.runtime.text.formatters import TrimFormatter
+from reasonspan.runtime.text.trails import Trail, hand_back, take, take_all
 
 VOCAB = ["a", "b.", "\n", "\n\n", ".\n\n", " x\n", " \n", "é", "ab\n", "\t", " ", "x"]
 """Token texts (id = index): plain ones, runs of trail characters alone, and texts ending

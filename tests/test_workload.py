@@ -67,9 +67,8 @@ def test_demo_prints_the_reasoning_tail_before_the_content(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A reasoning line left unfinished when content starts is printed before the content."""
-    from reasonspan.runtime.simulation import SimRequest
-
     from reasonspan.demo import Case, Screen
+    from reasonspan.runtime.stream.simulation import SimRequest
 
     tok = tokenizer("qwen-3")
     parser = create_parser_sync("qwen3", tok)

@@ -3,8 +3,13 @@
 This layer knows nothing of reasoning: no family, spec or parser is imported here.
 """
 
-from .errors import ReasonspanError, TokenizerLoadError
-from .loader import LoadedTokenizer, as_loaded, load_tokenizer, load_tokenizer_sync
+from reasonspan.tokenizer.errors import ReasonspanError, TokenizerLoadError
+from reasonspan.tokenizer.loader import (
+    LoadedTokenizer,
+    as_loaded,
+    load_tokenizer,
+    load_tokenizer_sync,
+)
 
 __all__ = [
     "LoadedTokenizer",

@@ -1,7 +1,7 @@
 """The base error of reasonspan and the tokenizer layer's own error.
 
 They live in the lowest layer so that every layer may raise and catch them without
-importing a layer above its own; ``reasonspan.runtime.errors`` re-exports both.
+importing a layer above its own; ``reasonspan.runtime.core.errors`` re-exports both.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 import anyio.to_thread
 from tokenizers import Tokenizer
 
-from .errors import TokenizerLoadError
+from reasonspan.tokenizer.errors import TokenizerLoadError
 
 
 class LoadedTokenizer:
@@ -72,7 +72,7 @@ class LoadedTokenizer:
     def token_bytes(self) -> list[bytes]:
         """``token_bytes[id]``: the bytes of token ``id``; built on first use, then cached."""
         if self._token_bytes is None:
-            from .token_bytes import build_token_bytes
+            from reasonspan.tokenizer.token_bytes import build_token_bytes
 
             with self._lock:
                 if self._token_bytes is None:
@@ -183,7 +183,7 @@ def _check_added_tokens(parsed: dict[str, Any], source: str) -> None:
         return
     if not pieces:
         return
-    from .token_bytes import piece_converter
+    from reasonspan.tokenizer.token_bytes import piece_converter
 
     convert = piece_converter(parsed)
     for piece, tid in pieces:

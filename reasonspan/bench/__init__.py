@@ -16,18 +16,18 @@ from pathlib import Path
 
 import msgspec
 
-from ..argtypes import POSITIVE
-from ..demo_data import NoTokenizerError, default_tokenizer_path
-from ..runtime.errors import ReasonspanError
-from ..runtime.grammar import GrammarUnavailableError
-from ..tokenizer import LoadedTokenizer, load_tokenizer_sync
-from .batch import KS, SIZES, run_batch_suite
-from .common import QWEN3, Family, Plan, Row, family_for, machine_line
-from .grammar import run_grammar_suite
-from .output import bench_output
-from .serve import bench_serve
-from .stream import bench_prompt, bench_stream
-from .tools import bench_tools
+from reasonspan.argtypes import POSITIVE
+from reasonspan.bench.batch import KS, SIZES, run_batch_suite
+from reasonspan.bench.common import QWEN3, Family, Plan, Row, family_for, machine_line
+from reasonspan.bench.grammar import run_grammar_suite
+from reasonspan.bench.output import bench_output
+from reasonspan.bench.serve import bench_serve
+from reasonspan.bench.stream import bench_prompt, bench_stream
+from reasonspan.bench.tools import bench_tools
+from reasonspan.demo_data import NoTokenizerError, default_tokenizer_path
+from reasonspan.runtime.batch.grammar import GrammarUnavailableError
+from reasonspan.runtime.core.errors import ReasonspanError
+from reasonspan.tokenizer import LoadedTokenizer, load_tokenizer_sync
 
 
 def bench_batch(tok: LoadedTokenizer, plan: Plan) -> list[Row]:

@@ -35,10 +35,10 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from ..baseline import TextBaseline
-from ..runtime import ReasoningBatch, ReasoningParser, create_parser_sync
-from ..tokenizer import LoadedTokenizer
-from .common import QWEN3, Family, Row, transcript_ids
+from reasonspan.baseline import TextBaseline
+from reasonspan.bench.common import QWEN3, Family, Row, transcript_ids
+from reasonspan.runtime import ReasoningBatch, ReasoningParser, create_parser_sync
+from reasonspan.tokenizer import LoadedTokenizer
 
 IntArray = npt.NDArray[np.int64]
 

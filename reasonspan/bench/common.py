@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import msgspec
 
-from ..runtime import ReasonspanError, create_parser_sync
-from ..tokenizer import LoadedTokenizer
-from ..transcripts import ALL, long_reasoning
+from reasonspan.runtime import ReasonspanError, create_parser_sync
+from reasonspan.tokenizer import LoadedTokenizer
+from reasonspan.transcripts import ALL, long_reasoning
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def family_for(tok: LoadedTokenizer, name: str | None) -> Family:
     (one line) when none is detected, the tokenizer lacks its markers, or it has no
     reasoning markers to split on."""
     if name is None:
-        from ..detection import detect
+        from reasonspan.detection import detect
 
         found = detect(tok)
         if found.parser is None:

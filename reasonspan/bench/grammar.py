@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from ..runtime import ReasoningBatch, create_parser_sync
-from ..runtime.grammar import Grammar, bitmask_width, compile_grammar, fill_bitmasks
-from ..tokenizer import LoadedTokenizer
-from .common import QWEN3, Family, Row
+from reasonspan.bench.common import QWEN3, Family, Row
+from reasonspan.runtime import ReasoningBatch, create_parser_sync
+from reasonspan.runtime.batch.grammar import Grammar, bitmask_width, compile_grammar, fill_bitmasks
+from reasonspan.tokenizer import LoadedTokenizer
 
 SIZES: tuple[int, ...] = (64, 256)
 REASONING_TOKENS = 600

@@ -9,13 +9,13 @@ wrapping around), timed alternately so they see the same machine load:
 - *runtime, chunk objects*: :class:`ReasoningRuntime` as the ``serve`` suite uses it (its
   chunks read with ``ready()`` and encoded by ``chunk_events``);
 - *runtime, SSE path*: the same runtime with the requests added ``sse=True``: the plain
-  tokens of a step become event bytes batch-wide (``runtime/sse_path.py``), read with
+  tokens of a step become event bytes batch-wide (``runtime/stream/sse_path.py``), read with
   ``ready_bytes()``;
 - *text baseline, labels + text only*: the baseline without its chunks and encoding, so the
   SSE path (which writes the bytes) is also set against a server's reasoning split and
   text alone;
 - *ReasoningBatch + BatchText, labels + text*: the batch step and every request's
-  reasoning and content text as str (``runtime/batch_text.py``), what a server that builds
+  reasoning and content text as str (``runtime/batch/text.py``), what a server that builds
   its own response objects reads: set against the baseline's labels + text alone.
 
 Steps are timed in steady state: the requests are admitted before the clock starts and
@@ -32,14 +32,21 @@ from functools import partial
 
 import numpy as np
 
-from ..baseline import TextBaseline
-from ..runtime import BatchText, ReasoningBatch, create_parser_sync
-from ..runtime.openai import ChoiceDelta
-from ..runtime.sse import chunk_events
-from ..runtime.streams import ReasoningRuntime
-from ..tokenizer import LoadedTokenizer
-from .common import Family, Plan, Row, collector_ns, interleaved_medians, transcript_ids
-from .serve import baseline_event
+from reasonspan.baseline import TextBaseline
+from reasonspan.bench.common import (
+    Family,
+    Plan,
+    Row,
+    collector_ns,
+    interleaved_medians,
+    transcript_ids,
+)
+from reasonspan.bench.serve import baseline_event
+from reasonspan.runtime import BatchText, ReasoningBatch, create_parser_sync
+from reasonspan.runtime.stream.runtime import ReasoningRuntime
+from reasonspan.runtime.wire.openai import ChoiceDelta
+from reasonspan.runtime.wire.sse import chunk_events
+from reasonspan.tokenizer import LoadedTokenizer
 
 SIZES = (1, 64, 256, 1024, 4096)
 KS = (1, 4)

@@ -4,7 +4,7 @@ One engine step for N concurrent requests (1 new token each), then every request
 output as the bytes a server writes: reasonspan's runtime as the reference server uses it
 (requests added with ``sse=True``: batched labels, then the step's plain tokens written as
 event bytes batch-wide, every other chunk encoded by
-:func:`reasonspan.runtime.sse.chunk_events`, read with ``ready_bytes()``); beside it
+:func:`reasonspan.runtime.wire.sse.chunk_events`, read with ``ready_bytes()``); beside it
 the text baseline (one ``DecodeStream`` + string search per request) with the same chunk
 Structs and the same encoding, in the same run. Figures are medians over repeated runs of
 ``STEPS`` steps, the two sides timed alternately so both see the same machine load. Both
@@ -15,7 +15,7 @@ step's tokens as the engine's array and read it in the timed run (the baseline t
 
 Every run replays the same tokens, so from the second run on the runtime's requests find
 their first rows (``<think>``, ``\n``, the first word) in the decoder states the first
-run taught (``runtime/decoder_states.py``), as a server's requests find the rows they
+run taught (``runtime/text/decoder_states.py``), as a server's requests find the rows they
 share. For one request alone a third row puts a new first word in every request, so its
 third row always misses, as with a server whose answers open with different words.
 """
@@ -28,13 +28,18 @@ from typing import Any
 
 import numpy as np
 
-from ..baseline import TextBaseline
-from ..runtime import ReasoningParser, create_parser_sync
-from ..runtime.openai import ChatCompletionChunk, ChoiceDelta, ChunkChoice, FinishReason
-from ..runtime.streams import ReasoningRuntime
-from ..serving.sse import chunk_events
-from ..tokenizer import LoadedTokenizer
-from .common import Family, Plan, Row, interleaved_medians, transcript_ids
+from reasonspan.baseline import TextBaseline
+from reasonspan.bench.common import Family, Plan, Row, interleaved_medians, transcript_ids
+from reasonspan.runtime import ReasoningParser, create_parser_sync
+from reasonspan.runtime.stream.runtime import ReasoningRuntime
+from reasonspan.runtime.wire.openai import (
+    ChatCompletionChunk,
+    ChoiceDelta,
+    ChunkChoice,
+    FinishReason,
+)
+from reasonspan.serving.sse import chunk_events
+from reasonspan.tokenizer import LoadedTokenizer
 
 SIZES = (1, 64, 256)
 STEPS = 200
@@ -65,7 +70,7 @@ FIRST_WORD = 2
 def _first_words(tok: LoadedTokenizer) -> list[int]:
     """Token ids of capitalized words of four letters or more (``Okay``, ``Sure``): a
     different first word for each request of the row that must not find its first rows
-    in the decoder states earlier requests taught (``runtime/decoder_states.py``)."""
+    in the decoder states earlier requests taught (``runtime/text/decoder_states.py``)."""
     vocab = tok.tokenizer.get_vocab()
     got = sorted(i for w, i in vocab.items() if len(w) > 3 and w.isalpha() and w[0].isupper())
     return got[:4096]

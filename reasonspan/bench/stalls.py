@@ -38,11 +38,11 @@ from typing import Any
 import anyio
 import msgspec
 
-from ..runtime.streams import ReasoningRuntime
-from ..serving.engine import SimulatedServingEngine
-from ..tokenizer import LoadedTokenizer, load_tokenizer_sync
-from ..transcripts import long_reasoning
-from .common import machine_line
+from reasonspan.bench.common import machine_line
+from reasonspan.runtime.stream.runtime import ReasoningRuntime
+from reasonspan.serving.engine import SimulatedServingEngine
+from reasonspan.tokenizer import LoadedTokenizer, load_tokenizer_sync
+from reasonspan.transcripts import long_reasoning
 
 TICK = 0.01
 """Seconds the loop-lag task sleeps at a time (also the engine's step interval)."""
@@ -88,7 +88,7 @@ class Live:
     def running(self) -> Iterator[Live]:
         import uvicorn
 
-        from ..serving.uvicorn_errors import JSONErrorsProtocol
+        from reasonspan.serving.uvicorn_errors import JSONErrorsProtocol
 
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))
@@ -248,7 +248,7 @@ def run_stalls(tok: LoadedTokenizer, *, quick: bool = False) -> list[Stall]:
     """Every case against one server (two models: ``tok``'s, and a cold second load)."""
     import httpx
 
-    from ..serving.app import ServedModel, Server
+    from reasonspan.serving.app import ServedModel, Server
 
     cold_tok = load_tokenizer_sync(tok.source)
     models = [
@@ -321,7 +321,7 @@ def render(rows: list[Stall]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..demo_data import default_tokenizer_path
+    from reasonspan.demo_data import default_tokenizer_path
 
     p = argparse.ArgumentParser(prog="python -m reasonspan.bench.stalls", description=__doc__)
     p.add_argument("--quick", action="store_true", help="leave out the prompts of 4 MB and more")

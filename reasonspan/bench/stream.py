@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from ..baseline import TextBaseline
-from ..runtime import TextSplitter, create_parser_sync
-from ..tokenizer import LoadedTokenizer
-from ..transcripts import ALL
-from .common import QWEN3, Family, Plan, Row, median_ns, transcript_ids
+from reasonspan.baseline import TextBaseline
+from reasonspan.bench.common import QWEN3, Family, Plan, Row, median_ns, transcript_ids
+from reasonspan.runtime import TextSplitter, create_parser_sync
+from reasonspan.tokenizer import LoadedTokenizer
+from reasonspan.transcripts import ALL
 
 
 def bench_stream(tok: LoadedTokenizer, plan: Plan) -> list[Row]:

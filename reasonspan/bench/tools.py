@@ -25,11 +25,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..runtime import TextSplitter, create_parser_sync
-from ..tokenizer import LoadedTokenizer
-from ..transcripts import long_reasoning
-from .common import Plan, Row, interleaved_medians, median_ns
-from .serve import runtime_to_sse
+from reasonspan.bench.common import Plan, Row, interleaved_medians, median_ns
+from reasonspan.bench.serve import runtime_to_sse
+from reasonspan.runtime import TextSplitter, create_parser_sync
+from reasonspan.tokenizer import LoadedTokenizer
+from reasonspan.transcripts import long_reasoning
 
 SIZES = (1, 256)
 TOOLS = [

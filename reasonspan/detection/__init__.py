@@ -7,8 +7,8 @@ as text, ``results`` the returned Structs, ``profile`` the rendering of the temp
 thinking setting (where a new turn starts), which parsers use as their default start.
 """
 
-from .results import Candidate, Detection, Evidence, TemplateEvidence
-from .scoring import describe, detect, detect_tokenizer
+from reasonspan.detection.results import Candidate, Detection, Evidence, TemplateEvidence
+from reasonspan.detection.scoring import describe, detect, detect_tokenizer
 
 __all__ = [
     "Candidate",

@@ -7,7 +7,7 @@ the template in the model folder is the fact. So, once per tokenizer and switche
 renders a short multi-turn conversation (old reasoning in the history) with
 ``add_generation_prompt=True`` under each thinking setting the family knows (the
 chat_template_kwargs its ``resolve_switches`` reads, probed by
-:mod:`reasonspan.runtime.switches`), and asks the family's own
+:mod:`reasonspan.runtime.parser.switches`), and asks the family's own
 :meth:`~reasonspan.ReasoningParser.is_prompt_in_reasoning` whether the rendered prompt
 leaves the model inside reasoning: one mechanism for prompts and templates, no second
 parser.
@@ -35,19 +35,19 @@ from typing import Any
 
 import msgspec
 
-from ..runtime.errors import ReasonspanError
-from ..runtime.markers import compile_machine
-from ..runtime.parser import ReasoningParser, set_start_state_source
-from ..runtime.registry import get_parser_class
-from ..runtime.switches import switch_effects
-from ..serving.templates import (
+from reasonspan.runtime.core.errors import ReasonspanError
+from reasonspan.runtime.core.markers import compile_machine
+from reasonspan.runtime.parser.contract import ReasoningParser, set_start_state_source
+from reasonspan.runtime.parser.registry import get_parser_class
+from reasonspan.runtime.parser.switches import switch_effects
+from reasonspan.serving.templates import (
     ChatTemplateError,
     TemplateBudgetError,
     chat_template_of,
     render_chat,
     template_from_config,
 )
-from ..tokenizer.loader import LoadedTokenizer, read_json_file, read_text_file
+from reasonspan.tokenizer.loader import LoadedTokenizer, read_json_file, read_text_file
 
 log = logging.getLogger("reasonspan.detection")
 

@@ -42,17 +42,17 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from ..architectures.declared import DECLARED, declaration_source, declared_spec
-from ..runtime.declared import find_declaration
-from ..runtime.errors import DeclarationError, ReasonspanError
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import families, get_parser_class
-from ..runtime.spec import ReasoningSpec
-from ..runtime.switches import defaults, kwargs_read, switch_effects
-from ..tokenizer.loader import LoadedTokenizer, load_tokenizer_sync
-from .hints import HINTS, Hint
-from .results import Candidate, Detection, Evidence, TemplateEvidence
-from .template_text import TemplateText
+from reasonspan.architectures.declared import DECLARED, declaration_source, declared_spec
+from reasonspan.detection.hints import HINTS, Hint
+from reasonspan.detection.results import Candidate, Detection, Evidence, TemplateEvidence
+from reasonspan.detection.template_text import TemplateText
+from reasonspan.runtime.core.errors import DeclarationError, ReasonspanError
+from reasonspan.runtime.core.spec import ReasoningSpec
+from reasonspan.runtime.declared.compile import find_declaration
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import families, get_parser_class
+from reasonspan.runtime.parser.switches import defaults, kwargs_read, switch_effects
+from reasonspan.tokenizer.loader import LoadedTokenizer, load_tokenizer_sync
 
 # Points for each kind of evidence (see module doc). A gap below TIE_MARGIN is a tie.
 W_MARKERS = 4.0  # all start/end markers present (scaled by the fraction present)

@@ -13,9 +13,14 @@
 Non-streaming answers come from ``await stream.collect()`` on the runtime's streams.
 """
 
-from .protocol import ChatCompletionRequest, Message, RequestError, parse_request
-from .sse import DONE, chunk_events, sse_event, sse_stream
-from .templates import ChatTemplateError, chat_template_of, render_chat, render_prompt_ids
+from reasonspan.serving.protocol import ChatCompletionRequest, Message, RequestError, parse_request
+from reasonspan.serving.sse import DONE, chunk_events, sse_event, sse_stream
+from reasonspan.serving.templates import (
+    ChatTemplateError,
+    chat_template_of,
+    render_chat,
+    render_prompt_ids,
+)
 
 __all__ = [
     "DONE",

@@ -1,7 +1,7 @@
 """The reference OpenAI-compatible server: starlette + uvicorn (the ``server`` extra).
 
 ``/v1/chat/completions`` (streaming and not) and ``/v1/models`` over a
-:class:`~reasonspan.runtime.streams.ReasoningRuntime` and an engine (the simulated one by
+:class:`~reasonspan.runtime.stream.runtime.ReasoningRuntime` and an engine (the simulated one by
 default; see ``examples/own_engine.py`` for one's own). Per request: read the body (at most
 ``max_body_bytes``, else 413), then on a worker thread (``anyio.to_thread``, at most
 ``workers`` at once) validate it (:mod:`.protocol`), create the parser with the request's
@@ -54,29 +54,34 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive
 
-from ..runtime.batch_errors import RequestFailedError
-from ..runtime.errors import InvalidOptionError, ReasonspanError, UnknownParserError
-from ..runtime.grammar import (
+from reasonspan.runtime.batch.errors import RequestFailedError
+from reasonspan.runtime.batch.grammar import (
     GrammarError,
     GrammarUnavailableError,
     prepare_grammar,
     prepare_tokenizer,
 )
-from ..runtime.openai import ChatCompletion, encode
-from ..runtime.parser import ReasoningParser
-from ..runtime.registry import create_parser_sync
-from ..runtime.streams import (
+from reasonspan.runtime.core.errors import InvalidOptionError, ReasonspanError, UnknownParserError
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import create_parser_sync
+from reasonspan.runtime.stream.runtime import (
     ReasoningRuntime,
     RequestCancelledError,
     RequestStream,
     RuntimeClosedError,
 )
-from ..tokenizer import LoadedTokenizer
-from .engine import Engine, EngineRequest, SimulatedServingEngine
-from .prompt_ids import render_prompt_ids, tokenize
-from .protocol import ChatCompletionRequest, RequestError, parse_request
-from .templates import MINIMAL_CONVERSATION, ChatTemplateError, Fallback, template_problem
-from .templates import render_prompt_ids as unbounded_prompt_ids
+from reasonspan.runtime.wire.openai import ChatCompletion, encode
+from reasonspan.serving.engine import Engine, EngineRequest, SimulatedServingEngine
+from reasonspan.serving.prompt_ids import render_prompt_ids, tokenize
+from reasonspan.serving.protocol import ChatCompletionRequest, RequestError, parse_request
+from reasonspan.serving.templates import (
+    MINIMAL_CONVERSATION,
+    ChatTemplateError,
+    Fallback,
+    template_problem,
+)
+from reasonspan.serving.templates import render_prompt_ids as unbounded_prompt_ids
+from reasonspan.tokenizer import LoadedTokenizer
 
 log = logging.getLogger("reasonspan.serving")
 

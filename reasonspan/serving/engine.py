@@ -13,7 +13,7 @@ script per request and does not model the prompt. The script is the request's
 ``simulated_output`` text when given (tests use this), else one of the demo transcripts in
 the family's format, chosen deterministically by a hash of the prompt. It honours
 ``max_tokens``, thinking budgets and ``response_format`` (it samples under the grammar's
-mask, as :mod:`reasonspan.runtime.simulation` describes, and stops when the document is
+mask, as :mod:`reasonspan.runtime.stream.simulation` describes, and stops when the document is
 complete) and ignores the decoding parameters of ``EngineRequest.sampling`` (temperature,
 seed, ...), which mean nothing to a script. With
 ``threaded=True`` its loop runs on a thread of its own and reaches the runtime through
@@ -32,13 +32,13 @@ from typing import Any, Protocol
 import anyio
 import numpy as np
 
-from ..runtime.batch_result import BatchStepResult
-from ..runtime.parser import ReasoningParser
-from ..runtime.simulation import SimRequest, SimulatedEngine
-from ..runtime.streams import ReasoningRuntime, RuntimeFromThread
-from ..transcripts import ALL
-from ..workload import scripted_output
-from .protocol import ChatCompletionRequest, SamplingParams
+from reasonspan.runtime.batch.result import BatchStepResult
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.stream.runtime import ReasoningRuntime, RuntimeFromThread
+from reasonspan.runtime.stream.simulation import SimRequest, SimulatedEngine
+from reasonspan.serving.protocol import ChatCompletionRequest, SamplingParams
+from reasonspan.transcripts import ALL
+from reasonspan.workload import scripted_output
 
 
 @dataclass

@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..tokenizer import LoadedTokenizer
-from .protocol import RequestError
-from .templates import render_chat
+from reasonspan.serving.protocol import RequestError
+from reasonspan.serving.templates import render_chat
+from reasonspan.tokenizer import LoadedTokenizer
 
 
 def tokenize(tok: LoadedTokenizer, text: str, *, max_tokens: int, param: str) -> list[int]:

@@ -7,7 +7,7 @@ whose body is OpenAI's ``{"error": {"message", "type", "param", "code"}}`` with 
 naming the offending field, so a client sees *which* field was wrong.
 
 The responses (``chat.completion``, ``chat.completion.chunk``) are the runtime's wire
-Structs (:mod:`reasonspan.runtime.openai`); they are not re-declared here.
+Structs (:mod:`reasonspan.runtime.wire.openai`); they are not re-declared here.
 
 Every field of OpenAI's Chat Completions request is accepted (the installed ``openai``
 client's own list is the test's reference). The decoding ones and everything else a
@@ -36,9 +36,9 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from ..runtime.errors import ReasonspanError
-from ..runtime.nesting import MAX_NESTING, nested_deeper_than
-from ..runtime.openai import ErrorBody, ErrorDetail, encode
+from reasonspan.runtime.core.errors import ReasonspanError
+from reasonspan.runtime.core.nesting import MAX_NESTING, nested_deeper_than
+from reasonspan.runtime.wire.openai import ErrorBody, ErrorDetail, encode
 
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 Positive = Annotated[int, msgspec.Meta(ge=1)]

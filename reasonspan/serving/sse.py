@@ -1,17 +1,17 @@
 """Server-sent events for the reference server: the encoding lives in the runtime
-(:mod:`reasonspan.runtime.sse`, shared with its vectorized output path); this module
+(:mod:`reasonspan.runtime.wire.sse`, shared with its vectorized output path); this module
 adds the stream of a chunk iterator."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
 
-from ..runtime.openai import ChatCompletionChunk
-from ..runtime.sse import DONE as DONE
-from ..runtime.sse import chunk_events as chunk_events
-from ..runtime.sse import error_event as error_event
-from ..runtime.sse import event_stream
-from ..runtime.sse import sse_event as sse_event
+from reasonspan.runtime.wire.openai import ChatCompletionChunk
+from reasonspan.runtime.wire.sse import DONE as DONE
+from reasonspan.runtime.wire.sse import chunk_events as chunk_events
+from reasonspan.runtime.wire.sse import error_event as error_event
+from reasonspan.runtime.wire.sse import event_stream
+from reasonspan.runtime.wire.sse import sse_event as sse_event
 
 
 def sse_stream(

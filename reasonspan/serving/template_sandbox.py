@@ -36,7 +36,7 @@ from jinja2.runtime import Context, markup_join
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import pass_context
 
-from .template_limits import (
+from reasonspan.serving.template_limits import (
     CURRENT,
     SIZED_FILTERS,
     Budget,

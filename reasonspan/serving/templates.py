@@ -30,15 +30,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from ..runtime.errors import ReasonspanError
-from ..tokenizer import LoadedTokenizer
-from .template_limits import (
+from reasonspan.runtime.core.errors import ReasonspanError
+from reasonspan.serving.template_limits import (
     HOW_TO_RAISE,
     BudgetExceeded,
     RenderLimits,
     default_render_limits,
     set_default_render_limits,
 )
+from reasonspan.tokenizer import LoadedTokenizer
 
 __all__ = [
     "MINIMAL_CONVERSATION",
@@ -150,7 +150,7 @@ def _compile(template: str) -> Any:
     try:
         import jinja2.sandbox  # noqa: F401  (first: the sandbox module may be imported already)
 
-        from .template_sandbox import BoundedEnvironment
+        from reasonspan.serving.template_sandbox import BoundedEnvironment
     except ImportError as exc:
         raise ChatTemplateError(
             "rendering a chat template needs jinja2: pip install -e '.[server]' in the clone "
@@ -287,7 +287,9 @@ def render_chat(
     variables.update(messages=msgs, add_generation_prompt=add_generation_prompt)
     if tools is not None:
         variables["tools"] = [dict(t) for t in tools]
-    from .template_sandbox import render_bounded  # jinja2 is there: the template compiled
+    from reasonspan.serving.template_sandbox import (
+        render_bounded,  # jinja2 is there: the template compiled
+    )
 
     try:
         return render_bounded(compiled, variables, limits or default_render_limits())

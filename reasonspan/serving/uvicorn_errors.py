@@ -30,7 +30,7 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from .protocol import RequestError
+from reasonspan.serving.protocol import RequestError
 
 __all__ = ["JSONErrorsProtocol", "error_response_bytes"]
 

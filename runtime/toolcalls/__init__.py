@@ -4,20 +4,25 @@ extractor over the labelled token stream, and one module per body kind.
 Importing this package registers the built-in kinds.
 """
 
-from . import deepseek_calls as deepseek_calls
-from . import dsml_calls as dsml_calls
-from . import gemma4_calls as gemma4_calls
-from . import json_calls as json_calls
-from . import kimi_calls as kimi_calls
-from . import kv_calls as kv_calls
-from . import mistral_calls as mistral_calls
-from . import pythonic_calls as pythonic_calls
-from . import xml_calls as xml_calls
-from . import xml_nested as xml_nested
-from . import xtml_calls as xtml_calls
-from .extract import ToolCallExtractor
-from .format import CompiledToolFormat, ToolFormat, body_kind, compile_format
-from .types import NO_TOOLS, ToolCall, Tools, as_tools, dump_arguments
+from reasonspan.runtime.core.tool_format import (
+    CompiledToolFormat,
+    ToolFormat,
+    body_kind,
+    compile_format,
+)
+from reasonspan.runtime.core.tool_types import NO_TOOLS, ToolCall, Tools, as_tools, dump_arguments
+from reasonspan.runtime.toolcalls import deepseek_calls as deepseek_calls
+from reasonspan.runtime.toolcalls import dsml_calls as dsml_calls
+from reasonspan.runtime.toolcalls import gemma4_calls as gemma4_calls
+from reasonspan.runtime.toolcalls import json_calls as json_calls
+from reasonspan.runtime.toolcalls import kimi_calls as kimi_calls
+from reasonspan.runtime.toolcalls import kv_calls as kv_calls
+from reasonspan.runtime.toolcalls import mistral_calls as mistral_calls
+from reasonspan.runtime.toolcalls import pythonic_calls as pythonic_calls
+from reasonspan.runtime.toolcalls import xml_calls as xml_calls
+from reasonspan.runtime.toolcalls import xml_nested as xml_nested
+from reasonspan.runtime.toolcalls import xtml_calls as xtml_calls
+from reasonspan.runtime.toolcalls.extract import ToolCallExtractor
 
 __all__ = [
     "NO_TOOLS",

@@ -14,8 +14,9 @@ Arguments are a JSON object, read JSON-aware (a marker inside an argument string
 
 from __future__ import annotations
 
-from .format import body_kind
-from .sections import (
+from reasonspan.runtime.core.tool_format import body_kind
+from reasonspan.runtime.core.tool_types import ToolCall, Tools
+from reasonspan.runtime.toolcalls.sections import (
     call_from,
     head_then_json,
     json_object_at,
@@ -23,7 +24,6 @@ from .sections import (
     read_section,
     skip_space,
 )
-from .types import ToolCall, Tools
 
 CALL_BEGIN = "<｜tool▁call▁begin｜>"
 CALL_END = "<｜tool▁call▁end｜>"

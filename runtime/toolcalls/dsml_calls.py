@@ -34,9 +34,9 @@ import json
 import re
 from typing import Any
 
-from .format import body_kind
-from .types import ToolCall, Tools, dump_arguments
-from .values import typed_value
+from reasonspan.runtime.core.tool_format import body_kind
+from reasonspan.runtime.core.tool_types import ToolCall, Tools, dump_arguments
+from reasonspan.runtime.toolcalls.values import typed_value
 
 _T = "｜DSML｜ ?"
 _INVOKE = re.compile(rf'\s*<{_T}invoke\s+name="([^"]*)"\s*(/?)>')

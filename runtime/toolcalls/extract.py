@@ -30,12 +30,12 @@ from __future__ import annotations
 import re
 from typing import TypeVar
 
-from ..labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL
-from .format import CompiledToolFormat
-from .types import ToolCall, Tools
+from reasonspan.runtime.core.labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL
+from reasonspan.runtime.core.tool_format import CompiledToolFormat
+from reasonspan.runtime.core.tool_types import ToolCall, Tools
 
 Spill = tuple[int, bytes, int, int]
-"""As :data:`reasonspan.runtime.machine.Spill` (not imported: the machine imports the spec,
+"""As :data:`reasonspan.runtime.core.machine.Spill` (not imported: the machine imports the spec,
 which imports this package)."""
 
 _Bytes = bytes | bytearray

@@ -25,9 +25,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .format import body_kind
-from .types import ToolCall, Tools, dump_arguments
-from .values import typed_value
+from reasonspan.runtime.core.tool_format import body_kind
+from reasonspan.runtime.core.tool_types import ToolCall, Tools, dump_arguments
+from reasonspan.runtime.toolcalls.values import typed_value
 
 QUOTE = '<|"|>'
 PREFIX = "call:"

@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .format import body_kind
-from .types import ToolCall, Tools, checked_call
+from reasonspan.runtime.core.tool_format import body_kind
+from reasonspan.runtime.core.tool_types import ToolCall, Tools, checked_call
 
 _decoder = json.JSONDecoder()
 

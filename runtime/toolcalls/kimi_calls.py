@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import re
 
-from .format import body_kind
-from .sections import head_then_json, read_section
-from .types import ToolCall, Tools
+from reasonspan.runtime.core.tool_format import body_kind
+from reasonspan.runtime.core.tool_types import ToolCall, Tools
+from reasonspan.runtime.toolcalls.sections import head_then_json, read_section
 
 CALL_BEGIN = "<|tool_call_begin|>"
 ARGS_BEGIN = "<|tool_call_argument_begin|>"

@@ -28,9 +28,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .format import body_kind
-from .types import ToolCall, Tools, dump_arguments
-from .values import typed_value
+from reasonspan.runtime.core.tool_format import body_kind
+from reasonspan.runtime.core.tool_types import ToolCall, Tools, dump_arguments
+from reasonspan.runtime.toolcalls.values import typed_value
 
 _WS = " \t\r\n"
 _KEY, _KEY_END = "<arg_key>", "</arg_key>"

@@ -27,9 +27,9 @@ from __future__ import annotations
 import json
 import re
 
-from .format import body_kind
-from .json_calls import is_json_prefix
-from .types import ToolCall, Tools, checked_call
+from reasonspan.runtime.core.tool_format import body_kind
+from reasonspan.runtime.core.tool_types import ToolCall, Tools, checked_call
+from reasonspan.runtime.toolcalls.json_calls import is_json_prefix
 
 TOOL_CALLS, ARGS, CALL_ID = "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from .format import body_kind
-from .types import ToolCall, Tools, checked_call
+from reasonspan.runtime.core.tool_format import body_kind
+from reasonspan.runtime.core.tool_types import ToolCall, Tools, checked_call
 
 PYTHON_END = "<|python_end|>"
 

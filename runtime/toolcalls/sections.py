@@ -31,7 +31,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from .types import ToolCall, checked_call, dump_arguments
+from reasonspan.runtime.core.tool_types import ToolCall, checked_call, dump_arguments
 
 _decoder = json.JSONDecoder()
 _SPACE = " \t\r\n"

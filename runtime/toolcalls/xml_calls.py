@@ -34,9 +34,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .format import body_kind
-from .types import NO_TOOLS, ToolCall, Tools, dump_arguments
-from .values import typed_value
+from reasonspan.runtime.core.tool_format import body_kind
+from reasonspan.runtime.core.tool_types import NO_TOOLS, ToolCall, Tools, dump_arguments
+from reasonspan.runtime.toolcalls.values import typed_value
 
 _WS = " \t\r\n"
 

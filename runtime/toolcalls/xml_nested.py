@@ -28,9 +28,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .format import body_kind
-from .types import ToolCall, Tools, dump_arguments
-from .values import schema_types, typed_value
+from reasonspan.runtime.core.tool_format import body_kind
+from reasonspan.runtime.core.tool_types import ToolCall, Tools, dump_arguments
+from reasonspan.runtime.toolcalls.values import schema_types, typed_value
 
 NS = "]<]minimax[>["
 _TAG = re.compile(r'<(/?)([^<>\s/"]+)(?: name="([^"]*)")?>')

@@ -30,9 +30,9 @@ import json
 import re
 from typing import Any
 
-from .format import body_kind
-from .types import ToolCall, Tools, dump_arguments
-from .values import typed_value
+from reasonspan.runtime.core.tool_format import body_kind
+from reasonspan.runtime.core.tool_types import ToolCall, Tools, dump_arguments
+from reasonspan.runtime.toolcalls.values import typed_value
 
 _CALL = re.compile(r"\s*<\|open\|>call((?:\s+[\w-]+=\"[^\"]*\")*)\s*<\|sep\|>")
 _ARG = re.compile(r"\s*<\|open\|>argument((?:\s+[\w-]+=\"[^\"]*\")*)\s*<\|sep\|>")

@@ -1,0 +1,689 @@
+"""The batch runtime: per-request reasoning state for a continuous-batching scheduler.
+
+One :class:`ReasoningBatch` lives beside the scheduler. Each engine step hands it the new
+tokens of the whole batch as flat arrays (CSR: ``offsets`` has one more entry than
+``request_ids``; a request gets 0, 1 or k tokens) and gets back labels, reasoning flags,
+grammar gating, reasoning-token counts and forced tokens for every request at once.
+
+The parts, one module each; none imports this one, and they import each other in one
+direction only (types, errors -> result, tables -> slots -> budget, fallback -> batch):
+
+- ``batch_slots``: every per-request fact is an entry of a numpy array, so a step over
+  single-token-marker families is a handful of numpy gathers and scatters over the whole
+  batch, with no Python loop over requests;
+- ``batch_tables``: flat lookup and transition tables of every table-routed machine; a
+  slot's state is its row in them;
+- ``batch_fallback``: requests that go through their own ``parser.stream()``: custom
+  machines or parsers always, hold-back families (text markers) only from a token that
+  needs holding, or while tokens are held;
+- ``batch_budget``: thinking budgets and the forced tokens that end reasoning;
+- ``batch_grammar``: the grammar engine behind the gate (``response_format``): a matcher
+  per request fed the tokens generated under its grammar, and the per-step bitmask fill;
+- ``batch_result``, ``batch_types``, ``batch_errors``: what a step hands back, the labels
+  and records a caller keeps, the errors it can act on.
+
+This module owns the public API (add, remove, queries, finish) and the step: it checks
+the input, routes each request to the tables or to its parser and sets the grammar mask.
+With k tokens per request, position j of every request is processed at once, for j up to
+the largest k: exact, because each request's slot is touched once per position. Every
+path gives exactly what the per-request ``stream()`` gives (tests/test_batch.py).
+
+What the result means, exactly:
+
+- Labels: every token gets one (:class:`~reasonspan.Label`), or :data:`HELD` until a
+  later step decides it, or :data:`FAILED` for a request whose parser raised. Forced
+  tokens come back as new tokens and are labelled and counted like the model's.
+- Thinking budget: once a reasoning request has spent its budget, ``forced_token_ids`` is
+  the lead-in phrase and then the end marker (exactly when: ``batch_budget``).
+- Structured output: ``grammar_active`` is True while a structured request is outside
+  reasoning, so from the first token when the prompt leaves the model outside reasoning
+  (thinking off, a closed block in the prompt, a family that opens blocks itself),
+  otherwise from the token after the one that ends reasoning. ``grammar_mask`` marks the
+  tokens generated under the grammar: the content (CONTENT labels) after the end of
+  reasoning. The end marker, or a TOOL marker that ends reasoning, is not among them.
+  With ``response_format`` the batch also drives the grammar engine (``batch_grammar``):
+  :meth:`ReasoningBatch.fill_token_bitmask` before sampling, ``res.grammar_stopped`` and
+  a rejected token failing its request alone after the step.
+- Usage: see :class:`RequestUsage`. Errors: bad input raises before anything changes; a
+  per-request parser that raises fails its request alone (``res.errors``, FAILED labels,
+  ``finish()`` re-raises).
+
+Not thread-safe: one batch belongs to one scheduler loop.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from reasonspan.runtime.batch.budget import (
+    budget_options,
+    budget_remaining,
+    budget_step,
+    fill_forcing,
+)
+from reasonspan.runtime.batch.errors import (
+    DuplicateRequestError,
+    InvalidStepError,
+    RequestFailedError,
+    RequestFinishedError,
+)
+from reasonspan.runtime.batch.fallback import step_fallback
+from reasonspan.runtime.batch.grammar import compile_grammar
+from reasonspan.runtime.batch.grammar_slots import Grammars
+from reasonspan.runtime.batch.result import BatchStepResult
+from reasonspan.runtime.batch.slots import Slots, as_request_id, check_bool, int_array, token_array
+from reasonspan.runtime.batch.small import step_one, step_small
+from reasonspan.runtime.batch.tables import (
+    ASIDE_BIT,
+    LOW,
+    REASONING_BIT,
+    Tables,
+    is_hold_back,
+    starts_aside,
+)
+from reasonspan.runtime.batch.types import (
+    HELD,
+    NO_BUDGET,
+    BatchFinish,
+    BoolArray,
+    IntArray,
+    LabelArray,
+    RequestUsage,
+    Spill,
+)
+from reasonspan.runtime.core.labels import CONTENT, DELIMITER, REASONING, split_labels
+from reasonspan.runtime.core.machine import Machine
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import create_parser_sync
+from reasonspan.tokenizer.loader import LoadedTokenizer
+
+__all__ = ["NO_BUDGET", "ReasoningBatch"]
+
+
+class ReasoningBatch:
+    """Reasoning state of every request in a continuous batch, stepped as a whole.
+
+    ::
+
+        batch = ReasoningBatch()
+        batch.add(rid, parser, prompt_ids, thinking_token_budget=512, structured_output=True)
+        res = batch.step(request_ids, token_ids, offsets)
+        res.labels, res.is_reasoning, res.grammar_active, res.reasoning_tokens
+        res.forced_token_ids(rid), res.split(rid)
+        reasoning_ids, content_ids = batch.finish(rid)
+        batch.remove(rid)
+
+    Errors in the input (unknown or repeated ids, bad offsets, token ids outside a
+    request's vocabulary) raise before any request's state changes. A request whose
+    per-request parser raises does not stop the step: it is reported in ``res.errors``
+    and frozen, every other request goes on.
+    """
+
+    def __init__(self, capacity: int = 64) -> None:
+        self._slots = Slots(capacity)
+        self._tables = Tables()
+        self._single = -1
+        """The one table group of the batch when it holds a single family (-1: mixed)."""
+        self._grammars = Grammars()
+        """The response_format matchers, by slot (``batch_grammar``)."""
+        self._last_group: tuple[weakref.ref[Machine], int | None] | None = None
+        """The table group of the last vectorizable machine admitted (``_vector_group``)."""
+
+    @property
+    def capacity(self) -> int:
+        """Slots allocated (grows by doubling; freed slots are reused first)."""
+        return self._slots.cap
+
+    def __len__(self) -> int:
+        return len(self._slots.slot_of)
+
+    def __contains__(self, request_id: object) -> bool:
+        return request_id in self._slots.slot_of
+
+    def slot_of(self, request_id: int) -> int:
+        """The slot a request occupies (the index of its entries in the batch's arrays,
+        and of :attr:`BatchStepResult.slots`), until it is removed."""
+        return self._slots.slot(request_id, "slot_of()")
+
+    def parser_of(self, request_id: int) -> ReasoningParser:
+        """The parser the request goes by (the one :meth:`add` was given or resolved)."""
+        sl = self._slots
+        parser = sl.parsers[sl.slot(request_id, "parser_of()")]
+        assert parser is not None  # an occupied slot holds its parser
+        return parser
+
+    def includes_reasoning(self, request_id: int) -> bool:
+        """False for a request added with ``include_reasoning=False`` (its reasoning is
+        counted, never returned: :meth:`BatchStepResult.split`)."""
+        sl = self._slots
+        return bool(sl.incl[sl.slot(request_id, "includes_reasoning()")])
+
+    def request_ids(self) -> list[int]:
+        """The requests in the batch (finished ones included until removed)."""
+        return list(self._slots.slot_of)
+
+    def _recount(self) -> None:
+        """Cache the single vectorized group when the batch holds only one family."""
+        live = [g for g, n in enumerate(self._tables.live) if n]
+        self._single = live[0] if (len(live) == 1 and not self._slots.n_fallback) else -1
+
+    def _recount_after(self, group: int | None) -> None:
+        """:meth:`_recount` after a request of ``group`` came or went, skipping the scan
+        when the answer cannot have changed: a request of the single group came, or left
+        while others of it stay (a request of any other group, or routed by its own
+        parser, means a mixed batch either way when it comes, and may end one when it
+        goes)."""
+        single = self._single
+        if group is None or single < 0 or group != single or not self._tables.live[group]:
+            self._recount()
+
+    # ------------------------------------------------------------------ add / remove
+
+    def add(
+        self,
+        request_id: int,
+        parser: ReasoningParser | str | None = None,
+        prompt_token_ids: Sequence[int] | np.ndarray[Any, Any] | None = None,
+        *,
+        name: str | None = None,
+        tokenizer: LoadedTokenizer | Any = None,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
+        include_reasoning: bool = True,
+        thinking_token_budget: int | None = None,
+        budget_lead_in: str | None = None,
+        structured_output: bool = False,
+        response_format: Any = None,
+    ) -> None:
+        """Admit a request, seeded from its prompt (right-to-left scan of the last turn).
+
+        ``parser`` is a created parser (used as a template: the batch keeps its own
+        per-request state) or a family name with ``tokenizer=``. ``chat_template_kwargs``
+        re-creates the parser's family with those switches. ``thinking_token_budget``
+        bounds the reasoning tokens (None: unlimited); when it is spent the request must
+        emit ``budget_lead_in`` (encoded once, here) and then the end marker.
+        ``structured_output``: the request's grammar waits for the end of reasoning.
+        ``response_format`` (OpenAI's ``json_schema`` / ``json_object``, or ``regex`` /
+        ``grammar``; needs the ``grammar`` extra) puts a grammar engine behind that gate:
+        the batch compiles a matcher for the request (a format that does not compile
+        raises here, and nothing changes), feeds it every token generated under the
+        grammar, and fills its next-token bitmask (:meth:`fill_token_bitmask`); it implies
+        ``structured_output``.
+        ``include_reasoning=False``: reasoning is generated and counted but never handed
+        out by ``split()`` / ``finish()``.
+        """
+        rid = as_request_id(request_id, "add()")
+        if rid in self._slots.slot_of:
+            raise DuplicateRequestError(rid)
+        p = self._resolve_parser(parser, name, tokenizer, chat_template_kwargs)
+        include = (
+            include_reasoning
+            if include_reasoning is True
+            else check_bool("include_reasoning", include_reasoning)
+        )
+        structured = (
+            structured_output
+            if structured_output is False
+            else check_bool("structured_output", structured_output)
+        )
+        grammar = compile_grammar(response_format, p.tokenizer) if response_format else None
+        structured = structured or grammar is not None
+        gate = getattr(p, "grammar_gate_token", None) if grammar is not None else None
+        if grammar is not None and gate is not None:
+            wait = gate(prompt_token_ids if prompt_token_ids is not None else [])
+            grammar.wait_for = -1 if wait is None else int(wait)
+        budget, seq, lead_len = budget_options(p, thinking_token_budget, budget_lead_in)
+        reasoning = (
+            p.is_prompt_in_reasoning(prompt_token_ids)
+            if prompt_token_ids is not None
+            else p.default_reasoning
+        ) and p.thinking_enabled
+        if grammar is not None and grammar.wait_for < 0 and p.thinking_enabled and not reasoning:
+            starts = p.machine.spec.start
+            opener = p.tokenizer.single_token_id(starts[0]) if starts else None
+            grammar.opener = -1 if opener is None else opener
+        group, hybrid = self._vector_group(p)
+        owned = (
+            p
+            if group is not None and not hybrid
+            else type(p)(
+                p.tokenizer,
+                p.machine,
+                p.chat_template_kwargs,
+                default_reasoning=p.default_reasoning,
+            )
+        )
+
+        # ---- validated: from here on the batch changes
+        lutb = 0 if group is None else self._tables.base[group]
+        slot = self._slots.occupy(
+            rid, owned, group, lutb, hybrid, reasoning, budget, seq, lead_len, structured, include
+        )
+        if hybrid and starts_aside(p.machine):
+            self._slots.row[slot] |= ASIDE_BIT  # the output's start is its parser's to decide
+        grammars = self._grammars
+        if grammar is not None or slot >= grammars.has.shape[0]:
+            grammars.put(slot, grammar)  # a reused slot's entry was cleared by remove()
+        if group is not None:
+            self._tables.live[group] += 1
+        self._recount_after(group)
+
+    def _resolve_parser(
+        self,
+        parser: object,
+        name: str | None,
+        tokenizer: object,
+        kwargs: Mapping[str, Any] | None,
+    ) -> ReasoningParser:
+        if isinstance(parser, ReasoningParser):
+            if name is not None or tokenizer is not None:
+                raise TypeError("add(): pass a created parser, or name= and tokenizer=, not both")
+            if kwargs is not None and dict(kwargs) != parser.chat_template_kwargs:
+                return type(parser).create(parser.tokenizer, kwargs)
+            return parser
+        if isinstance(parser, str):
+            if name is not None:
+                raise TypeError("add(): the parser name is given twice")
+            name = parser
+        elif parser is not None:
+            raise TypeError(
+                f"add(): parser must be a ReasoningParser or a parser name, "
+                f"not {type(parser).__name__}"
+            )
+        if name is None:
+            raise TypeError("add() needs a parser, or name= and tokenizer=")
+        if tokenizer is None:
+            raise TypeError(f"add(): parser name {name!r} needs tokenizer=")
+        return create_parser_sync(name, tokenizer, kwargs)
+
+    def _vector_group(self, p: ReasoningParser) -> tuple[int | None, bool]:
+        """The request's table group (None: only its own parser routes it), and whether it
+        is a hold-back family that drops to its parser for the tokens a table cannot
+        decide. A parser that records what it saw for ``finish()``
+        (``may_return_reasoning_as_content`` with text markers) sees every token."""
+        cls = type(p)
+        if cls.stream is not ReasoningParser.stream or cls.finish is not ReasoningParser.finish:
+            return None, False
+        machine = p.machine
+        if machine.vectorizable:
+            last = self._last_group
+            if last is not None and last[0]() is machine:
+                return last[1], False
+            g = self._tables.group(machine)
+            # Most requests use the previous one's machine: skip the weak-dict lookup.
+            # Dropped when a group is released (group numbers are reused then).
+            self._last_group = (weakref.ref(machine), g)
+            return g, False
+        if not is_hold_back(machine) or p.may_return_reasoning_as_content:
+            return None, False
+        g = self._tables.group(machine)
+        return g, g is not None
+
+    def remove(self, request_id: int) -> None:
+        """Free the request's slot at once (finished, cancelled or failed alike)."""
+        sl = self._slots
+        slot = sl.slot(request_id, "remove()")
+        group = sl.release(slot)
+        if group >= 0:
+            tables = self._tables
+            tables.live[group] -= 1
+            if not tables.live[group]:
+                if tables.park(group):
+                    # The flat lookup table was repacked: move the live slots' offsets.
+                    every = sl.live_slots()
+                    live = every[sl.group[every] >= 0]
+                    base = np.asarray(tables.base, np.int64)
+                    sl.lutb[live] = base[sl.group[live]]
+                last = self._last_group
+                if last is not None and last[1] is not None and tables.is_released(last[1]):
+                    # Parking released the remembered group, whose number may now go to
+                    # another machine (a parked one keeps its machines: one request at
+                    # a time keeps the shortcut).
+                    self._last_group = None
+        grammars = self._grammars
+        if grammars.has[slot]:  # add() sized ``has`` for every slot it gave out
+            grammars.put(slot, None)
+        self._recount_after(group if group >= 0 else None)
+
+    # ------------------------------------------------------------------ queries
+
+    def is_vectorized(self, request_id: int) -> bool:
+        """Whether every token of the request is routed by table lookups over the batch
+        (single-token markers). False for hold-back families, whose tokens go by table
+        only while nothing is held (see ``batch_fallback``), and for custom machines."""
+        return bool(self._slots.vec[self._slots.slot(request_id, "is_vectorized()")])
+
+    def is_reasoning(self, request_id: int) -> bool:
+        """Inside reasoning now (after add(): what the prompt left open)."""
+        return self._slots.reasoning(self._slots.slot(request_id, "is_reasoning()"))
+
+    def grammar_active(self, request_id: int) -> bool:
+        """Sample the next token under the request's grammar (before the first step too)."""
+        sl = self._slots
+        slot = sl.slot(request_id, "grammar_active()")
+        return bool(sl.struct[slot]) and not sl.reasoning(slot) and not self._grammars.waiting(slot)
+
+    def grammar_stopped(self, request_id: int) -> bool:
+        """The request's ``response_format`` grammar is complete: the engine ends the
+        request here (finish "stop"); False without a grammar."""
+        g = self._grammars.get(self._slots.slot(request_id, "grammar_stopped()"))
+        return g is not None and g.stopped
+
+    def allocate_token_bitmask(self, rows: int) -> np.ndarray[Any, Any]:
+        """An int32 bitmask of ``rows`` rows, wide enough for every request's vocabulary
+        (llguidance's layout: bit ``t % 32`` of word ``t // 32`` allows token ``t``)."""
+        return np.full((int(rows), self._grammars.width(self._slots)), -1, np.int32)
+
+    def fill_token_bitmask(
+        self, request_ids: Sequence[int] | np.ndarray[Any, Any], out: np.ndarray[Any, Any]
+    ) -> BoolArray:
+        """Once per step, before sampling: write the next-token bitmask of each request into
+        row i of ``out`` (``request_ids[i]``) and return which rows carry a mask.
+
+        Only requests whose grammar is active (``response_format``, outside reasoning, not
+        failed) get a mask, filled by llguidance's parallel executor in one call; every
+        other row is all-allowed (-1), so applying every row is always right and an engine
+        may also skip the unmasked ones. ``out`` is int32, C-contiguous, with at least
+        ``len(request_ids)`` rows (:meth:`allocate_token_bitmask`); columns past a
+        grammar's vocabulary (padded logits) are 0."""
+        slots = self._slots.lookup(int_array(request_ids, "request_ids"))
+        return self._grammars.fill(self._slots, slots, out)
+
+    def forced_token_ids(self, request_id: int) -> list[int]:
+        """What the engine must emit next (before the first step too: budget 0)."""
+        sl = self._slots
+        slot = sl.slot(request_id, "forced_token_ids()")
+        pos = int(sl.fpos[slot])
+        return sl.forced_sequence(slot)[pos:] if pos >= 0 else []
+
+    def budget_remaining(self, request_id: int) -> int:
+        """Reasoning tokens left before the end is forced (-1: no budget); see
+        :attr:`BatchStepResult.budget_remaining`."""
+        return budget_remaining(self._slots, self._slots.slot(request_id, "budget_remaining()"))
+
+    def forced_sequence(self, slot: int) -> list[int]:
+        """The whole forced sequence of a slot: lead-in ids, then the end marker ids."""
+        return self._slots.forced_sequence(slot)
+
+    def slot_generation(self, slot: int) -> int:
+        """Bumped each time a slot is given to a new request (guards stale lookups)."""
+        return self._slots.slot_generation(slot)
+
+    def usage(self, request_id: int) -> RequestUsage:
+        """Token counts so far; see :class:`RequestUsage` for what counts where."""
+        return self._slots.usage(self._slots.slot(request_id, "usage()"))
+
+    # ------------------------------------------------------------------ step
+
+    def step_one(self, request_ids: Any, token_ids: Any, offsets: Any) -> BatchStepResult | None:
+        """:meth:`step` for a step of one request with one token, or None with nothing
+        changed when the general step must take it (any other step, input that is not
+        plain ints, a request routed by its own parser, budgeted, structured or failed
+        anywhere in the batch, an unknown or finished id, a token outside the vocabulary):
+        the runtime's lane for one request decoding alone
+        (:func:`~reasonspan.runtime.batch.small.step_one`)."""
+        if not self._table_routed():
+            return None
+        return step_one(self._slots, self._tables, request_ids, token_ids, offsets)
+
+    def _table_routed(self) -> bool:
+        """Every request of the batch goes by table alone (none routed by its own parser,
+        budgeted, structured, failed or under a grammar): the scalar steps may take it."""
+        sl = self._slots
+        return not (
+            sl.n_fallback
+            or sl.n_hybrid
+            or sl.n_budget
+            or sl.n_struct
+            or sl.failures
+            or self._grammars.by_slot
+        )
+
+    def step(
+        self,
+        request_ids: Sequence[int] | np.ndarray[Any, Any],
+        token_ids: Sequence[int] | np.ndarray[Any, Any],
+        offsets: Sequence[int] | np.ndarray[Any, Any],
+    ) -> BatchStepResult:
+        """Label one engine step's new tokens for the whole batch.
+
+        ``token_ids[offsets[i]:offsets[i + 1]]`` are the new tokens of ``request_ids[i]``
+        (0 for a paused request, k under speculative decoding). Invalid input raises
+        before any request's state changes.
+        """
+        sl = self._slots
+        if self._table_routed():
+            small = step_small(sl, self._tables, request_ids, token_ids, offsets)
+            if small is not None:
+                return small
+        rids = int_array(request_ids, "request_ids")
+        toks, bad = token_array(token_ids)
+        offs = int_array(offsets, "offsets")
+        n = rids.shape[0]
+        m = toks.shape[0]
+        if offs.shape[0] != n + 1:
+            raise InvalidStepError(
+                f"offsets must have len(request_ids) + 1 = {n + 1} entries, got {offs.shape[0]}"
+            )
+        uniform = m == n and offs.tobytes() == sl.arange(n + 1).tobytes()
+        counts: IntArray | None = None
+        if not uniform:
+            if offs[0] != 0:
+                raise InvalidStepError(f"offsets[0] must be 0, got {int(offs[0])}")
+            if offs[-1] != m:
+                raise InvalidStepError(
+                    f"offsets[-1] must be len(token_ids) = {m}, got {int(offs[-1])}"
+                )
+            counts = np.diff(offs)
+            if n and int(counts.min()) < 0:
+                i = int(np.argmax(counts < 0))
+                raise InvalidStepError(
+                    f"offsets must be non-decreasing: offsets[{i + 1}] = {int(offs[i + 1])} "
+                    f"< offsets[{i}] = {int(offs[i])}"
+                )
+        slots = sl.lookup(rids)
+        if bad is not None:
+            raise sl.token_error(bad, slots, offs, rids)
+        if m:
+            sl.check_tokens(toks, slots, counts, offs, rids)
+
+        # ---- validated: from here on the batch changes
+        # A parser may raise a BaseException (KeyboardInterrupt, CancelledError) that is not
+        # its request's failure: the whole step is then undone, so keep what it changes.
+        undo = self._undo_fields(slots) if (sl.n_fallback or sl.n_hybrid) else None
+        res = BatchStepResult(sl)
+        errors: dict[int, RequestFailedError] = {}
+        gmask: BoolArray | None = None
+        vrows: IntArray | None = None
+        frows: IntArray | None = None
+        if sl.n_fallback:  # custom machines or parsers: only their own parser
+            table = sl.tab[slots]
+            if not table.all():
+                vrows = np.flatnonzero(table)
+                frows = np.flatnonzero(~table)
+        # Hold-back rows left aside by the table (a HOLD token, or tokens held): (rows,
+        # index of their first token left aside). Their parser takes it from there.
+        drops: list[tuple[IntArray, IntArray]] = []
+        if uniform and vrows is None and m:
+            labels, before, aside = self._advance(sl, slots, toks)
+            if sl.n_struct:
+                gmask = sl.struct[slots] & ((before & REASONING_BIT) == 0)
+            if aside is not None:
+                drops.append((aside, aside))
+        elif uniform:  # one token per request: a single table pass over some of them
+            labels = np.empty(m, np.uint8)
+            if sl.n_struct:
+                gmask = np.zeros(m, np.bool_)
+            if vrows is not None and vrows.shape[0]:
+                vs = slots[vrows]
+                lab, before, aside = self._advance(sl, vs, toks[vrows])
+                labels[vrows] = lab
+                if gmask is not None:
+                    gmask[vrows] = sl.struct[vs] & ((before & REASONING_BIT) == 0)
+                if aside is not None:
+                    drops.append((vrows[aside], vrows[aside]))
+        else:
+            labels = np.empty(m, np.uint8)
+            if sl.n_struct:
+                gmask = np.zeros(m, np.bool_)
+            if counts is None:
+                counts = np.diff(offs)
+            starts = offs[:-1]
+            if vrows is None:
+                vs, vstart, vcnt = slots, starts, counts
+            else:
+                vs, vstart, vcnt = slots[vrows], starts[vrows], counts[vrows]
+            kmin = int(vcnt.min()) if vcnt.shape[0] else 0
+            kmax = int(vcnt.max()) if vcnt.shape[0] else 0
+            for j in range(kmax):
+                w: IntArray | None = None
+                if j < kmin:
+                    sj, pj = vs, vstart + j
+                else:
+                    w = np.flatnonzero(vcnt > j)
+                    if not w.shape[0]:  # the rest were left aside
+                        break
+                    sj, pj = vs[w], vstart[w] + j
+                lab, before, aside = self._advance(sl, sj, toks[pj])
+                labels[pj] = lab
+                if gmask is not None:
+                    gmask[pj] = sl.struct[sj] & ((before & REASONING_BIT) == 0)
+                if aside is not None:
+                    # These rows leave the table path at position j for this step.
+                    at = aside if w is None else w[aside]
+                    if not drops:
+                        vcnt = vcnt.copy()
+                    vcnt[at] = j
+                    kmin = min(kmin, j)
+                    drops.append((at if vrows is None else vrows[at], pj[aside]))
+        if sl.failures:  # failed requests are reported at every step until removed
+            for row in np.flatnonzero(sl.failed[slots]).tolist():
+                errors[int(rids[row])] = sl.failures[int(slots[row])]
+        if frows is not None or drops:
+            try:
+                step_fallback(sl, res, frows, drops, slots, rids, toks, offs, labels, gmask, errors)
+            except BaseException:
+                if undo is not None:
+                    for name, before in undo.items():
+                        getattr(sl, name)[slots] = before
+                raise
+        reasoning_tokens = sl.fill_result(res, rids, toks, offs, slots, labels, gmask, errors)
+        if self._grammars:
+            self._grammars.feed(sl, res, slots, rids, toks, offs, labels, gmask, errors)
+        else:
+            res.grammar_stopped = sl.const("false", n)
+        if sl.n_budget:
+            fill_forcing(sl, res, slots, reasoning_tokens)
+        return res
+
+    def _undo_fields(self, slots: IntArray) -> dict[str, np.ndarray[Any, Any]]:
+        """The slot fields a step writes, for these slots (gathers are copies)."""
+        sl = self._slots
+        names = ("row", "cnt", "dcnt", "fpos", "hit") if sl.n_budget else ("row", "cnt", "dcnt")
+        return {name: getattr(sl, name)[slots] for name in names}
+
+    def _advance(
+        self, sl: Slots, s: IntArray, t: IntArray
+    ) -> tuple[LabelArray, IntArray, IntArray | None]:
+        """One token for each of the (distinct, non-empty) slots ``s``: labels, the rows
+        before (their reasoning bit is the state the token was generated in), and which
+        entries were left aside (None: none).
+
+        A token that a hold-back request cannot route by table (a HOLD token, or the
+        request has tokens held) is left aside: label HELD, state and counts unchanged,
+        and the caller hands that request to its own parser from that token on."""
+        row = sl.row[s]
+        g = self._single
+        tables = self._tables
+        kind = tables.luts[g][t] if g >= 0 else tables.lut[sl.lutb[s] + t]
+        idx = row + kind
+        lab = tables.lab[idx]
+        new = tables.nxt[idx]
+        sl.row[s] = new
+        sl.cnt[s] += tables.inc[idx]
+        aside: IntArray | None = None
+        top = int(lab.max())
+        if top >= DELIMITER:  # markers and tokens left aside are rare: handled aside
+            if top == HELD:
+                aside = np.flatnonzero(lab == HELD)
+            w = np.flatnonzero(lab == DELIMITER)
+            if w.shape[0]:
+                sl.dcnt[s[w]] += 1
+        if sl.n_budget:
+            reasoning = (new & REASONING_BIT) != 0
+            if aside is None:
+                budget_step(sl, s, t, reasoning)
+            else:  # a token left aside is the parser's to count and to force on
+                on = np.flatnonzero(lab != HELD)
+                budget_step(sl, s[on], t[on], reasoning[on])
+        return lab, row, aside
+
+    # ------------------------------------------------------------------ finish
+
+    def finish(self, request_id: int) -> BatchFinish:
+        """End of the request's output: decide its held-back tokens and report usage.
+
+        ``usage.reasoning_ended`` is False when the output stopped inside reasoning (e.g.
+        finish_reason "length"): the model never reached its answer. The slot stays
+        until :meth:`remove` (usage can still be read); stepping it again is an error.
+        """
+        sl = self._slots
+        slot = sl.slot(request_id, "finish()")
+        py = sl.py
+        rid = py.rid[slot]
+        if py.done[slot]:
+            raise RequestFinishedError(rid, "finish()")
+        if py.failed[slot]:
+            raise sl.failures[slot]
+        ids: list[int] = []
+        labels = b""
+        spill: tuple[Spill, ...] = ()
+        parser = sl.parsers[slot]
+        assert parser is not None
+        usage: RequestUsage | None = None
+        if py.vec[slot]:
+            usage = sl.usage(slot)
+            swap = _swap_requested(parser) and usage.reasoning_tokens and not usage.content_tokens
+            if swap:
+                usage = None  # (counted again below, its reasoning as content)
+        else:
+            try:
+                d = parser.finish(sl.reasoning(slot))
+            except Exception as exc:
+                err = RequestFailedError(rid, parser.name, exc)
+                sl.failed[slot] = True
+                sl.failures[slot] = err
+                raise err from exc
+            ids, labels, spill = d.token_ids, d.labels, d.spill
+            swap = bool(getattr(d, "reasoning_as_content", False))
+            sl.set_reasoning(slot, d.is_still_reasoning)
+            sl.held[slot] = 0
+            sl.cnt[slot] += labels.count(REASONING)
+            sl.dcnt[slot] += labels.count(DELIMITER)
+        if swap:
+            # parse() presents a reasoning-only output as content: so does the tail, and
+            # usage counts those tokens as content.
+            labels = labels.translate(_AS_CONTENT)
+            spill = tuple((i, b, CONTENT, a) for i, b, _, a in spill)
+            sl.cnt[slot] &= ~LOW
+        sl.mark_finished(slot)  # (usage unchanged: the done flag and the forced position)
+        if usage is None:
+            usage = sl.usage(slot)
+        if not ids:  # a table-routed request holds nothing: no tail to split
+            return BatchFinish([], [], ids, b"", usage, bool(swap), spill)
+        reasoning, content = split_labels(ids, labels, bool(sl.incl[slot]))
+        return BatchFinish(reasoning, content, ids, bytes(labels), usage, bool(swap), spill)
+
+
+_AS_CONTENT = bytes.maketrans(bytes((REASONING,)), bytes((CONTENT,)))
+
+
+def _swap_requested(p: ReasoningParser) -> bool:
+    """The family returns a reasoning-only output as content under these switches
+    (``ReasoningSpec.reasoning_as_content_if``); the per-request parser tracks it itself."""
+    pairs: tuple[tuple[str, bool], ...] = getattr(p.machine.spec, "reasoning_as_content_if", ())
+    kwargs = p.chat_template_kwargs
+    return any(key in kwargs and kwargs[key] is value for key, value in pairs)

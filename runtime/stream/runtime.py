@@ -1,0 +1,655 @@
+"""The async side: a batch beside the scheduler, each request served as an async iterator
+of OpenAI ``chat.completion.chunk`` objects.
+
+The engine loop calls :meth:`ReasoningRuntime.step` once per engine step (synchronous and
+cheap: one batched ``ReasoningBatch.step``, then text for the requests that got tokens)
+and :meth:`ReasoningRuntime.finish` when a request ends, with the engine's own finish
+reason. Consumers read their own :class:`RequestStream` at their own pace.
+
+Request ids: a server's own ids (``"chatcmpl-…"``, UUIDs, ints). An int id is also the
+engine's id; a string id gets a fresh int64 *engine id* (``stream.engine_id``) for the
+step arrays, so a string id can be reused at once after an abort. Chunk ``id`` and
+``model`` come from the request.
+
+Threads: every method runs on the event loop's thread. An engine loop on another thread
+goes through :meth:`ReasoningRuntime.from_thread` (an anyio blocking portal), so its steps
+wake the consumers at once.
+
+Buffer policy (a slow consumer never stalls the step loop): each request holds at most
+``buffer_size`` undelivered text chunks (plus its final chunk); when it is full, new text
+is coalesced into the last undelivered chunk instead of queueing another one. Nothing is
+dropped and the step loop never waits; memory per request is bounded by its own output.
+
+Ending early: a consumer that stops reading (``aclose()``, leaving ``async with``, its task
+cancelled), :meth:`ReasoningRuntime.abort`, or a stop string matched in the content
+(``add(..., stop=...)``; finished with "stop", see :meth:`ReasoningRuntime.step`) frees the
+request's slot at once; :meth:`ReasoningRuntime.take_aborted` tells the engine which engine
+ids to stop, tokens for them still in flight are dropped quietly, and the engine's own
+``finish()`` of them is ignored. A request whose parser raises, or whose token id from the
+engine is outside its vocabulary, gets that error and ends alone.
+:meth:`ReasoningRuntime.fail` (the engine loop died) and :meth:`ReasoningRuntime.close` end
+every open stream with an error.
+
+Engine misuse is an error naming what was wrong: a finish reason outside
+:data:`~reasonspan.runtime.wire.openai.FINISH_REASONS`, ``finish()`` of an id that is not open
+(:class:`RequestNotOpenError`), an id or offsets that do not fit the step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import numpy as np
+from anyio.from_thread import BlockingPortal
+
+from reasonspan.runtime.batch.errors import BatchTokenError, RequestFailedError, UnknownRequestError
+from reasonspan.runtime.batch.result import BatchStepResult
+from reasonspan.runtime.batch.step import ReasoningBatch
+from reasonspan.runtime.batch.types import RequestUsage, Spill
+from reasonspan.runtime.core.errors import InvalidOptionError
+from reasonspan.runtime.core.labels import TOOL_CALL
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.stream.request import DuplicateRequestIdError as DuplicateRequestIdError
+from reasonspan.runtime.stream.request import RequestCancelledError as RequestCancelledError
+from reasonspan.runtime.stream.request import RequestKey as RequestKey
+from reasonspan.runtime.stream.request import RequestNotOpenError as RequestNotOpenError
+from reasonspan.runtime.stream.request import RequestStream as RequestStream
+from reasonspan.runtime.stream.request import RequestTokenError as RequestTokenError
+from reasonspan.runtime.stream.request import RuntimeClosedError as RuntimeClosedError
+from reasonspan.runtime.stream.request import StreamRecord
+from reasonspan.runtime.stream.sse_path import SSEPath, role_delta
+from reasonspan.runtime.stream.stops import StopMatcher, stop_strings
+from reasonspan.runtime.stream.threads import RuntimeFromThread as RuntimeFromThread
+from reasonspan.runtime.toolcalls import Tools
+from reasonspan.runtime.wire.call_messages import ToolCallStream, call_deltas
+from reasonspan.runtime.wire.openai import (
+    FINISH_REASONS,
+    ChatCompletionChunk,
+    ChoiceDelta,
+    ChunkChoice,
+    FinishReason,
+    usage_for,
+)
+
+_STRING_IDS_FROM = 1 << 62
+"""Engine ids of string-keyed requests are drawn from here up (an int key that lands in
+this range is skipped over, never shared)."""
+
+_GONE_MEMORY = 65_536
+"""How many ended-early engine ids are remembered so their late tokens are dropped quietly
+(a bounded memory: an engine that sends tokens for an id this long after its abort has a
+bug worth an error)."""
+
+STEP_HISTORY = 1024
+"""Step timings kept in :attr:`ReasoningRuntime.step_ns` (the most recent ones)."""
+
+
+class ReasoningRuntime:
+    """Owns a :class:`ReasoningBatch` and turns its step results into OpenAI chunks.
+
+    ``skip_special_tokens`` (default True, as servers do): special tokens are left out of
+    the text, except the markers the family keeps in the content (tool markers); a request
+    may override it. ``reasoning_content_alias`` also fills ``reasoning_content`` for
+    older clients. ``time_steps`` keeps the wall time of the most recent steps
+    (:attr:`step_ns`).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str = "reasonspan",
+        buffer_size: int = 32,
+        reasoning_content_alias: bool = False,
+        skip_special_tokens: bool = True,
+        batch: ReasoningBatch | None = None,
+        time_steps: bool = False,
+    ) -> None:
+        if buffer_size < 1:
+            raise ValueError("buffer_size must be at least 1")
+        self.model = model
+        self.buffer_size = buffer_size
+        self.alias = reasoning_content_alias
+        self.skip_special_tokens = skip_special_tokens
+        self.batch = batch if batch is not None else ReasoningBatch()
+        self._records: dict[RequestKey, StreamRecord] = {}
+        self._by_engine: dict[int, StreamRecord] = {}
+        self._aborted: dict[int, None] = {}
+        """Engine ids for :meth:`take_aborted`, in order (a dict: a reused int id is taken
+        out of it at once; bounded like :attr:`_gone` for an engine that never asks)."""
+        self._gone: OrderedDict[int, None] = OrderedDict()
+        """Engine ids ended by the runtime (aborted, cancelled, failed, stopped on a stop
+        string) while the engine may still send tokens for them; such tokens are dropped,
+        and a ``finish()`` of them ignored, not an error."""
+        self._gone_keys: OrderedDict[str, None] = OrderedDict()
+        """The string ids of those requests (bounded alike), for ``finish(key)``."""
+        self._next_engine_id = _STRING_IDS_FROM
+        self._closed: BaseException | None = None
+        self._sse = SSEPath(reasoning_content_alias)
+        """The batch-wide output path of the requests added with ``sse=True``."""
+        self.time_steps = time_steps
+        self.step_ns: deque[int] = deque(maxlen=STEP_HISTORY)
+        """With ``time_steps``: wall time of the most recent steps (bounded; see
+        :attr:`steps` for the count). Off by default: the clock is a tenth of a one-token
+        step's cost, and a server times its engine loop itself."""
+        self.steps = 0
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __contains__(self, request_id: object) -> bool:
+        return request_id in self._records
+
+    # ------------------------------------------------------------------ requests
+
+    def add(
+        self,
+        request_id: RequestKey,
+        parser: ReasoningParser,
+        prompt_token_ids: Sequence[int] | np.ndarray[Any, Any] | None,
+        *,
+        model: str | None = None,
+        completion_id: str | None = None,
+        skip_special_tokens: bool | None = None,
+        response_format: Any = None,
+        tools: Tools | Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: Any = None,
+        stop: str | Sequence[str] | None = None,
+        sse: bool = False,
+        include_usage: bool = False,
+        **options: Any,
+    ) -> RequestStream:
+        """Admit a request (``options`` as :meth:`ReasoningBatch.add`) and return its stream.
+
+        ``model`` and ``completion_id`` go into every chunk (default: the runtime's model,
+        the id itself for a string id, ``chatcmpl-<id>`` for an int). ``response_format``
+        is kept on the stream and handed to the batch, which compiles a grammar for it
+        (llguidance, extra ``grammar``) gated on the end of reasoning
+        (:meth:`ReasoningBatch.fill_token_bitmask`). ``tools`` (OpenAI's, with
+        ``tool_choice`` other than "none"): the family's tool calls are taken out of the
+        answer and sent as ``delta.tool_calls``, each call whole once its markup closed
+        (:meth:`ReasoningParser.tool_call_extractor`); the turn finishes with
+        "tool_calls". ``stop`` (OpenAI's: a string or a list of strings) ends the request
+        at the first stop string in its content text (see :meth:`step`); an empty or
+        non-string entry raises :class:`InvalidOptionError`. ``sse=True``: the request
+        is read as SSE bytes (:meth:`RequestStream.sse_events`, ending with a usage chunk
+        when ``include_usage``), and its plain text tokens are written as event bytes by
+        the batch-wide output path (``sse_path``) instead of one chunk object each; it
+        can still be read as chunks. Nothing is kept when this raises.
+        """
+        if self._closed is not None:
+            raise RuntimeClosedError("the runtime is closed; no request can be added") from (
+                self._closed
+            )
+        if not isinstance(parser, ReasoningParser):
+            raise TypeError(
+                f"add(): parser must be a created ReasoningParser, not {type(parser).__name__}"
+            )
+        key: RequestKey
+        if type(request_id) is str:  # the usual id, checked first
+            key = request_id
+        elif isinstance(request_id, bool) or not isinstance(request_id, (str, int, np.integer)):
+            raise TypeError(f"add(): request ids are str or int, not {type(request_id).__name__}")
+        else:
+            key = request_id if isinstance(request_id, str) else int(request_id)
+        if key in self._records:
+            raise DuplicateRequestIdError(key)
+        stops = stop_strings(stop) if stop is not None else ()
+        engine_id = self._engine_id_for(key)
+        skip = self.skip_special_tokens if skip_special_tokens is None else skip_special_tokens
+        extractor = (
+            parser.tool_call_extractor(tools)
+            if tools is not None and tool_choice != "none"
+            else None
+        )
+        prompt_tokens = 0 if prompt_token_ids is None else len(prompt_token_ids)
+        rec = StreamRecord(
+            key=key,
+            engine_id=engine_id,
+            completion_id=completion_id
+            if completion_id is not None
+            else (key if isinstance(key, str) else f"chatcmpl-{key}"),
+            model=model if model is not None else self.model,
+            parser=parser,
+            skip_special_tokens=bool(skip),
+            prompt_tokens=prompt_tokens,
+            created=int(time.time()),
+            hold_reasoning=parser.may_return_reasoning_as_content,
+            include_reasoning=bool(options.get("include_reasoning", True)),
+            options=options,
+            response_format=response_format,
+        )
+        rec.calls = extractor
+        rec.stop = StopMatcher(stops) if stops else None
+        rec.include_usage = include_usage
+        rec.cites = parser.machine.spec.citations != "none"
+        reader = parser.tool_call_reader() if extractor is None else None
+        if reader is not None:
+            rec.tools = ToolCallStream(reader, parser.tokenizer)
+        # Everything that can fail is above or in batch.add(), which validates first
+        # (a response_format that does not compile, or no grammar engine installed).
+        if response_format is not None:
+            options = {**options, "response_format": response_format}
+        self.batch.add(engine_id, parser, prompt_token_ids, **options)
+        if isinstance(key, int):
+            # The id now belongs to the new request: no more dropping its tokens, and no
+            # abort of the old one still pending (a server reuses an int id only after its
+            # engine stopped the old request; string ids need no such care).
+            self._gone.pop(engine_id, None)
+            self._aborted.pop(engine_id, None)
+        else:
+            self._gone_keys.pop(key, None)
+        self._records[key] = rec
+        self._by_engine[engine_id] = rec
+        rec.push(role_delta(), self.alias, self.buffer_size)
+        slot = self.batch.slot_of(engine_id)
+        if sse:
+            self._sse.admit(rec, slot)
+        else:
+            self._sse.cover(slot)
+        return RequestStream(self, rec)
+
+    def _engine_id_for(self, key: RequestKey) -> int:
+        if isinstance(key, int):
+            if key in self._by_engine:  # a string request holds this engine id
+                raise DuplicateRequestIdError(key)
+            return key
+        eid = self._next_engine_id
+        while eid in self._by_engine or eid in self._gone:
+            eid += 1
+        self._next_engine_id = eid + 1
+        return eid
+
+    def _record(self, request_id: object) -> StreamRecord | None:
+        if isinstance(request_id, str):
+            return self._records.get(request_id)
+        if isinstance(request_id, (int, np.integer)) and not isinstance(request_id, bool):
+            return self._by_engine.get(int(request_id))
+        return None
+
+    def stream_of(self, request_id: RequestKey) -> RequestStream | None:
+        """A handle on an open request (by its id or engine id), or None."""
+        rec = self._record(request_id)
+        return None if rec is None else RequestStream(self, rec)
+
+    def take_aborted(self) -> list[int]:
+        """Engine ids the engine should stop generating for, since the last call: their
+        consumer went away, they were aborted, their parser failed, the engine sent them a
+        token id outside their vocabulary, or a stop string matched (those were finished
+        with "stop"). Tokens for them that are already in flight are dropped by
+        ``step()``, and a ``finish()`` of them is ignored."""
+        out = list(self._aborted)
+        self._aborted.clear()
+        return out
+
+    def abort(self, request_id: RequestKey) -> bool:
+        """End an open request now (client gone, server timeout): its slot is freed at
+        once, a reader still waiting gets :class:`RequestCancelledError`, and the engine
+        hears of it from :meth:`take_aborted`. False when the request is not open."""
+        rec = self._record(request_id)
+        if rec is None:
+            return False
+        self._end_early(rec, RequestCancelledError(f"request {rec.key!r} was aborted"))
+        return True
+
+    def remove(self, request_id: RequestKey) -> bool:
+        """The batch's name for :meth:`abort`: forget the request now, freeing its slot."""
+        return self.abort(request_id)
+
+    def _cancel(self, rec: StreamRecord) -> None:
+        """The consumer went away (its iteration was cancelled or closed)."""
+        if rec.closed:
+            rec.cancelled = True
+            rec.queue.clear()
+            return
+        self._end_early(rec, None)
+
+    def _end_early(self, rec: StreamRecord, err: BaseException | None) -> None:
+        if rec.closed:
+            return
+        rec.cancelled = True
+        rec.closed = True
+        rec.queue.clear()
+        if err is not None:
+            rec.queue.append(err)
+        rec.notify()
+        self._drop(rec)
+        self._forget(rec)
+        self._abort_notice(rec.engine_id)
+
+    def _abort_notice(self, engine_id: int) -> None:
+        """Tell the engine (:meth:`take_aborted`) to stop generating for ``engine_id``."""
+        aborted = self._aborted
+        aborted[engine_id] = None
+        if len(aborted) > _GONE_MEMORY:  # never asked for: the oldest notices go
+            del aborted[next(iter(aborted))]
+
+    def _forget(self, rec: StreamRecord) -> None:
+        """The runtime ended the request before the engine did: remember its ids."""
+        self._gone[rec.engine_id] = None
+        if len(self._gone) > _GONE_MEMORY:
+            self._gone.popitem(last=False)
+        if isinstance(rec.key, str):
+            self._gone_keys[rec.key] = None
+            if len(self._gone_keys) > _GONE_MEMORY:
+                self._gone_keys.popitem(last=False)
+
+    def _is_gone(self, request_id: object) -> bool:
+        if isinstance(request_id, str):
+            return request_id in self._gone_keys
+        return isinstance(request_id, (int, np.integer)) and int(request_id) in self._gone
+
+    def _drop(self, rec: StreamRecord) -> None:
+        key, eid = rec.key, rec.engine_id
+        records, by_engine = self._records, self._by_engine
+        if records.get(key) is rec:
+            del records[key]
+        if by_engine.get(eid) is rec:
+            del by_engine[eid]
+        if rec.sse_slot >= 0:
+            self._sse.release(rec)
+        if eid in self.batch:
+            self.batch.remove(eid)
+
+    def fail(self, exc: BaseException) -> None:
+        """The engine loop died: every open stream ends with :class:`RuntimeClosedError`
+        (``exc`` as its cause), every slot is freed, and no request can be added."""
+        err = RuntimeClosedError(f"the engine failed: {exc!r}")
+        err.__cause__ = exc
+        self._close_all(err)
+
+    def close(self) -> None:
+        """Shut down: every open stream ends with :class:`RuntimeClosedError`."""
+        self._close_all(RuntimeClosedError("the runtime was closed"))
+
+    def _close_all(self, err: RuntimeClosedError) -> None:
+        if self._closed is None:
+            self._closed = err
+        for rec in list(self._records.values()):
+            rec.queue.append(err)
+            rec.closed = True
+            rec.notify()
+            self._drop(rec)
+        self._aborted.clear()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    # ------------------------------------------------------------------ threads
+
+    @asynccontextmanager
+    async def from_thread(self) -> AsyncIterator[RuntimeFromThread]:
+        """A handle for an engine loop on another thread, open while the block runs::
+
+            async with runtime.from_thread() as link:
+                threading.Thread(target=engine_loop, args=(link,)).start()
+                ...  # serve; the engine thread calls link.step(...), link.finish(...)
+
+        Every call hops onto the event loop through an anyio ``BlockingPortal`` and wakes
+        the consumers at once. ``link.call(fn)`` runs several runtime calls in one hop.
+        """
+        async with BlockingPortal() as portal:
+            yield RuntimeFromThread(self, portal)
+
+    # ------------------------------------------------------------------ the step
+
+    def step(
+        self,
+        request_ids: np.ndarray[Any, Any] | Sequence[int],
+        token_ids: np.ndarray[Any, Any] | Sequence[int],
+        offsets: np.ndarray[Any, Any] | Sequence[int],
+    ) -> BatchStepResult:
+        """One engine step for the whole batch (engine ids); pushes text to each stream.
+
+        Tokens of requests that ended early (aborted, cancelled, failed, stopped) are
+        dropped quietly. A token id outside one request's vocabulary fails that request
+        alone (its stream ends with :class:`RequestTokenError`, naming its request id; the
+        engine hears of it from :meth:`take_aborted`) and the other requests' tokens are
+        applied; the returned result then has no row for it. Any other invalid input
+        (unknown ids, offsets that do not fit) raises before any request changes.
+
+        Stop strings (``add(..., stop=...)``) are matched on the request's content text
+        as it is decoded, across tokens and steps: the text from the first match on is
+        never sent, the request is finished here with finish_reason "stop" (usage counts
+        every token the engine sent for it), and its engine id comes out of
+        :meth:`take_aborted` so the engine stops generating for it. They are not matched
+        inside reasoning: a model drafts and quotes freely while it thinks (the prompt,
+        the answer it is about to give, a blank line), so a stop string there would end
+        the request before its answer; a stop string means "the answer ends here". A
+        match never spans reasoning and content text. With several tokens in one step,
+        the text after the match is cut exactly, but a tool call completed in that step
+        is not sent (the runtime does not order calls and text within a step)."""
+        if self._closed is not None:
+            raise RuntimeClosedError("step() on a closed runtime") from self._closed
+        t0 = time.perf_counter_ns() if self.time_steps else 0
+        room = self.buffer_size
+        sse = self._sse
+        res = self.batch.step_one(request_ids, token_ids, offsets)
+        rows: list[int] | None = None  # the rows the exact path below takes (None: all)
+        written = False  # one request alone, its event written by the output path: done
+        if res is None:
+            res = self._batch_step(request_ids, token_ids, offsets)
+            rows = sse.emit(res, room)
+        elif (one := res.one) is not None:  # one request, one token
+            written = bool(sse.count) and sse.emit_one(one[2], one[3], one[1], room)
+        elif sse.count:  # one request with several tokens (a draft model's)
+            _, toks, offs, labs, slots = res.lists()
+            written = sse.write_row(slots[0], labs, toks, 0, offs[1], room)
+            if not written:
+                rows = sse.emit(res, room)
+        if written:
+            self.steps += 1
+            if t0:
+                self.step_ns.append(time.perf_counter_ns() - t0)
+            return res
+        errors = res.errors
+        records = self._by_engine
+        alias = self.alias
+        touched: list[StreamRecord] = []
+        for rid, ids, labels, spill in res.all_decided(rows) if rows != [] else ():
+            got = records.get(rid)
+            if got is None or got.closed or (errors and rid in errors) or not ids:
+                continue
+            if got.sse_slot >= 0:
+                touched.append(got)
+            # Whatever raises on a request's exact path (its call extractor, decoder,
+            # stop strings, chunk) fails that request alone; the step and the other
+            # requests go on. (A try costs nothing until it catches.)
+            try:
+                if got.stop is not None:
+                    self._step_with_stop(got, ids, labels, spill)
+                    continue
+                calls = None
+                if got.calls is not None:
+                    ids, out_labels, out_spill, done = got.calls.feed(ids, labels, spill)
+                    labels, spill = bytes(out_labels), tuple(out_spill)
+                    if done:
+                        calls = call_deltas(done, got.calls.count - len(done))
+                r_text, c_text = got.text_decoder().feed(ids, labels, spill)
+                tools = got.tools
+                if tools is not None and (TOOL_CALL in labels or tools.reader.busy):
+                    calls = got.message_calls(ids, labels)
+                if not (r_text or c_text or calls or got.cites):
+                    continue
+                if (
+                    got.include_reasoning
+                    and not got.hold_reasoning
+                    and not got.cites
+                    and len(got.queue) < room
+                ):
+                    # The common case, inlined (it runs once per request-token): a new chunk.
+                    got.queue.append(
+                        ChatCompletionChunk(
+                            id=got.completion_id,
+                            created=got.created,
+                            model=got.model,
+                            choices=[
+                                ChunkChoice(
+                                    0,
+                                    ChoiceDelta(
+                                        content=c_text or None,
+                                        reasoning=r_text or None,
+                                        reasoning_content=(r_text or None) if alias else None,
+                                        tool_calls=calls,
+                                    ),
+                                )
+                            ],
+                        )
+                    )
+                    got.notify()
+                else:
+                    got.emit_text(self.alias, self.buffer_size, r_text, c_text, calls)
+            except Exception as exc:
+                self._fail(got, RequestFailedError(rid, got.parser.name, exc))
+        for got in touched:
+            if not got.closed:
+                sse.refresh(got)
+        self.steps += 1
+        if t0:
+            self.step_ns.append(time.perf_counter_ns() - t0)
+        return res
+
+    def _batch_step(self, request_ids: Any, token_ids: Any, offsets: Any) -> BatchStepResult:
+        """The batch's step, retried without the rows of ended-early requests (dropped
+        quietly) and of a request whose token is outside its vocabulary (it fails alone);
+        the requests whose parser raised are failed here too."""
+        rids_in: Any = request_ids
+        toks_in: Any = token_ids
+        offs_in: Any = offsets
+        while True:
+            try:
+                res = self.batch.step(rids_in, toks_in, offs_in)
+                break
+            except UnknownRequestError as err:
+                rids, toks, offs = self._without_gone(rids_in, toks_in, offs_in)
+                if rids is None:
+                    raise err from None
+                rids_in, toks_in, offs_in = rids, toks, offs
+            except BatchTokenError as err:
+                bad = self._by_engine.get(err.request_id)
+                if bad is None:
+                    raise
+                # Only this request fails; the step is retried without its rows.
+                self._fail(bad, RequestTokenError(bad.key, err))
+                rids, toks, offs = self._without_gone(rids_in, toks_in, offs_in)
+                if rids is None:
+                    raise
+                rids_in, toks_in, offs_in = rids, toks, offs
+        for rid, exc in res.errors.items():
+            failed = self._by_engine.get(int(rid))
+            if failed is not None:
+                self._fail(failed, exc)
+        return res
+
+    def _without_gone(
+        self, request_ids: Any, token_ids: Any, offsets: Any
+    ) -> tuple[np.ndarray[Any, Any] | None, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """The step without the rows of ended-early requests (None: there are none, so
+        the unknown id is a real error)."""
+        rids = np.asarray(request_ids, dtype=np.int64)
+        toks = np.asarray(token_ids, dtype=np.int64)
+        offs = np.asarray(offsets, dtype=np.int64)
+        if not self._gone or offs.shape[0] != rids.shape[0] + 1:
+            return None, toks, offs
+        gone = np.isin(rids, np.fromiter(self._gone, np.int64, len(self._gone)))
+        if not gone.any():
+            return None, toks, offs
+        keep = ~gone
+        counts = np.diff(offs)[keep]
+        starts = offs[:-1][keep]
+        toks = (
+            np.concatenate([toks[s : s + c] for s, c in zip(starts, counts, strict=True)])
+            if counts.size
+            else toks[:0]
+        )
+        offs = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        return rids[keep], toks, offs
+
+    def finish(self, request_id: RequestKey, finish_reason: FinishReason = "stop") -> None:
+        """The engine ended the request: flush held tokens, send the final chunk and usage.
+
+        ``finish_reason`` is the engine's and is kept as given ("stop" when the model
+        emitted its end of sequence, "length" at ``max_tokens``), except that "stop" after
+        a tool call (harmony's ``<|call|>``) is sent as "tool_calls", as OpenAI does, and
+        that a stop string matched in the last text makes it "stop"; whether the output
+        ended inside reasoning is reported apart, as ``usage.reasoning_ended``. It must be
+        one of :data:`~reasonspan.runtime.wire.openai.FINISH_REASONS` ("stop", "length",
+        "tool_calls", "content_filter", "error"); anything else raises
+        :class:`InvalidOptionError` and changes nothing.
+
+        An id that is not open raises :class:`RequestNotOpenError` (never added, or
+        finished twice: an engine bug), except an id the runtime ended itself (aborted,
+        cancelled, failed, stopped on a stop string; the engine may call finish before
+        it hears of that from :meth:`take_aborted`) or any id once the runtime is closed:
+        those are ignored."""
+        if finish_reason not in FINISH_REASONS:
+            raise InvalidOptionError(
+                "finish_reason", finish_reason, f"one of {', '.join(map(repr, FINISH_REASONS))}"
+            )
+        rec = self._record(request_id)
+        if rec is None or rec.closed:
+            if self._closed is not None or self._is_gone(request_id):
+                return
+            raise RequestNotOpenError(request_id, "finish()")
+        try:
+            tail = self.batch.finish(rec.engine_id)
+        except RequestFailedError as err:
+            self._fail(rec, err)
+            return
+        try:
+            finish_reason = rec.finish_text(self.alias, self.buffer_size, tail, finish_reason)
+        except Exception as exc:  # as in step(): this request alone fails
+            self._fail(rec, RequestFailedError(rec.engine_id, rec.parser.name, exc))
+            return
+        self._end(rec, finish_reason, tail.usage)
+
+    def _end(self, rec: StreamRecord, finish_reason: FinishReason, u: RequestUsage) -> None:
+        """Send the final chunk (finish reason, usage) and free the request's slot."""
+        rec.finish_reason = finish_reason
+        rec.usage = usage_for(
+            rec.prompt_tokens, u.completion_tokens, u.reasoning_tokens, u.reasoning_ended
+        )
+        chunk = rec.chunk(ChoiceDelta(), finish_reason)
+        chunk.usage = rec.usage
+        rec.put(chunk)
+        rec.closed = True
+        rec.notify()
+        self._drop(rec)
+
+    def _step_with_stop(
+        self, rec: StreamRecord, ids: list[int], labels: bytes, spill: tuple[Spill, ...]
+    ) -> None:
+        """One step of a request with stop strings (:meth:`StreamRecord.step_with_stop`);
+        on a match the request ends here with "stop"."""
+        if rec.step_with_stop(self.alias, self.buffer_size, ids, labels, spill):
+            self._end_on_stop(rec)
+
+    def _end_on_stop(self, rec: StreamRecord) -> None:
+        """A stop string matched: finish the request now with "stop" and tell the engine
+        (:meth:`take_aborted`). Tokens the batch still held come after the match: dropped."""
+        try:
+            tail = self.batch.finish(rec.engine_id)
+        except RequestFailedError as err:
+            self._fail(rec, err)
+            return
+        if rec.hold_reasoning:
+            # The stop string is content: no swap can happen, the held text is reasoning.
+            held = "".join(rec.held_reasoning)
+            rec.held_reasoning.clear()
+            rec.hold_reasoning = False
+            rec.emit_text(self.alias, self.buffer_size, held, "")
+        self._end(rec, "stop", tail.usage)
+        self._forget(rec)
+        self._abort_notice(rec.engine_id)
+
+    def _fail(self, rec: StreamRecord, err: BaseException) -> None:
+        rec.put(err)
+        rec.closed = True
+        rec.notify()
+        self._drop(rec)
+        self._forget(rec)
+        self._abort_notice(rec.engine_id)
