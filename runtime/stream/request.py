@@ -506,6 +506,12 @@ class RequestStream:
         return self._rec.finish_reason
 
     @property
+    def stop_sequence(self) -> str | None:
+        """The stop string that ended the request's text (None: none did)."""
+        stop = self._rec.stop
+        return stop.matched if stop is not None else None
+
+    @property
     def usage(self) -> Usage | None:
         """Final usage (with ``reasoning_ended``), once the engine finished the request."""
         return self._rec.usage
