@@ -917,12 +917,12 @@ class HeldServer(Server):
         self.entered = threading.Event()
         self.release = threading.Event()
 
-    def prepare(self, req: Any, model: ServedModel) -> Any:
+    def prepare(self, req: Any, model: ServedModel, **kw: Any) -> Any:
         if req.messages[-1].content == "HOLD":
             self.entered.set()
             if not self.release.wait(30):
                 raise RuntimeError("the test never released the held request")
-        return super().prepare(req, model)
+        return super().prepare(req, model, **kw)
 
 
 def test_a_slow_request_does_not_hold_up_another_clients_stream() -> None:

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,17 +63,18 @@ from reasonspan.runtime.batch.grammar import (
 )
 from reasonspan.runtime.core.errors import InvalidOptionError, ReasonspanError, UnknownParserError
 from reasonspan.runtime.parser.contract import ReasoningParser
-from reasonspan.runtime.parser.registry import create_parser_sync
+from reasonspan.runtime.parser.registry import create_parser_sync, get_parser_class
 from reasonspan.runtime.stream.runtime import (
     ReasoningRuntime,
     RequestCancelledError,
     RequestStream,
     RuntimeClosedError,
 )
-from reasonspan.runtime.wire.openai import ChatCompletion, encode
+from reasonspan.runtime.wire.openai import ChatCompletion
 from reasonspan.serving.engine import Engine, EngineRequest, SimulatedServingEngine
+from reasonspan.serving.messages import thinking_kwargs
 from reasonspan.serving.prompt_ids import render_prompt_ids, tokenize
-from reasonspan.serving.protocol import ChatCompletionRequest, RequestError, parse_request
+from reasonspan.serving.protocol import ChatCompletionRequest, RequestError
 from reasonspan.serving.templates import (
     MINIMAL_CONVERSATION,
     ChatTemplateError,
@@ -81,6 +82,7 @@ from reasonspan.serving.templates import (
     template_problem,
 )
 from reasonspan.serving.templates import render_prompt_ids as unbounded_prompt_ids
+from reasonspan.serving.wire_protocols import PROTOCOLS, Parsed, WireProtocol
 from reasonspan.tokenizer import LoadedTokenizer
 
 log = logging.getLogger("reasonspan.serving")
@@ -123,6 +125,9 @@ class _Prepared:
     parser: ReasoningParser
     prompt_ids: list[int]
     model: ServedModel
+    parsed: Parsed
+    script: list[int] | None
+    """The SIMULATED engine's script, tokenized here (None: none)."""
 
 
 class Server:
@@ -161,7 +166,10 @@ class Server:
         """Per model: why its template cannot render a minimal conversation (None: it can)."""
         self.app = Starlette(
             routes=[
-                Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
+                *(
+                    Route(p.path, self._endpoint(p), methods=["POST"], name=p.name)
+                    for p in PROTOCOLS
+                ),
                 Route("/v1/models", self.list_models, methods=["GET"]),
             ],
             lifespan=self._lifespan,
@@ -211,69 +219,41 @@ class Server:
         ]
         return _json({"object": "list", "data": data})
 
-    async def chat_completions(self, request: Request) -> Response:
-        """Every outcome is a response with an OpenAI error body on failure; nothing
+    def _endpoint(self, protocol: WireProtocol) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            return await self.serve(request, protocol)
+
+        return endpoint
+
+    async def serve(self, request: Request, protocol: WireProtocol) -> Response:
+        """Every outcome is a response with the protocol's error body on failure; nothing
         escapes as a plain-text 500."""
         try:
-            return await self._chat_completions(request)
+            return await self._serve(request, protocol)
         except RequestError as exc:
-            return _error(exc)
+            return Response(protocol.error_body(exc), exc.status, media_type="application/json")
         except Exception as exc:  # a bug: say so in the body, keep the traceback in the log
-            log.exception("chat completion failed")
-            return _error(
-                RequestError(
-                    f"internal server error: {type(exc).__name__}: {exc}",
-                    status=500,
-                    type="server_error",
-                )
+            log.exception("%s request failed", protocol.name)
+            err = RequestError(
+                f"internal server error: {type(exc).__name__}: {exc}",
+                status=500,
+                type="server_error",
             )
+            return Response(protocol.error_body(err), 500, media_type="application/json")
 
-    async def _chat_completions(self, request: Request) -> Response:
+    async def _serve(self, request: Request, protocol: WireProtocol) -> Response:
         body = await self._read_body(request)
-        ready = await anyio.to_thread.run_sync(self._prepare_body, body, limiter=self.limiter)
-        req, parser, prompt_ids = ready.req, ready.parser, ready.prompt_ids
-        key = f"chatcmpl-{uuid.uuid4().hex}"
-        try:
-            stream = self.runtime.add(
-                key,
-                parser,
-                prompt_ids,
-                model=req.model,
-                skip_special_tokens=req.skip_special_tokens,
-                include_reasoning=req.include_reasoning,
-                thinking_token_budget=req.thinking_token_budget,
-                budget_lead_in=req.thinking_budget_lead_in,
-                structured_output=req.structured_output,
-                response_format=req.response_format,
-                tools=req.tools,
-                tool_choice=req.tool_choice,
-                stop=req.stop,
-                sse=req.stream,
-                include_usage=req.include_usage,
-            )
-        except InvalidOptionError as exc:
-            raise RequestError(str(exc), param=exc.key) from None
-        except (GrammarError, GrammarUnavailableError) as exc:
-            raise RequestError(str(exc), param="response_format") from None
-        except RuntimeClosedError as exc:
-            raise RequestError(str(exc), status=503, type="server_error") from None
-        script = req.simulated_output_ids
-        if req.simulated_output is not None:
-            try:  # after add(): from here a client that goes away aborts the request
-                script = await anyio.to_thread.run_sync(
-                    self._script, req.simulated_output, ready.model, limiter=self.limiter
-                )
-            except BaseException:
-                self.runtime.abort(key)
-                raise
-        self.engine.submit(
-            EngineRequest(stream.engine_id, parser, prompt_ids, req, script_ids=script)
+        ready = await anyio.to_thread.run_sync(
+            self._prepare_body, body, protocol, limiter=self.limiter
         )
-        if req.stream:
+        key = f"{protocol.key_prefix}{uuid.uuid4().hex}"
+        stream = self._admit(key, ready, sse=ready.req.stream and protocol.sse_by_runtime)
+        if ready.req.stream:
+            parts = protocol.events(stream, ready.parsed, key, len(ready.prompt_ids))
 
             async def events() -> AsyncIterator[bytes]:
                 try:
-                    async for event in stream.sse_events():
+                    async for event in parts:
                         yield event
                 finally:  # the stream ended, or its task was cancelled: free the slot now
                     self.runtime.abort(key)
@@ -291,7 +271,41 @@ class Server:
             self.runtime.abort(key)
         if completion is None:  # the client went away; nobody reads this
             return Response(status_code=499)
-        return Response(encode(completion), media_type="application/json")
+        answer = protocol.completion(completion, stream, ready.parsed, key)
+        return Response(answer, media_type="application/json")
+
+    def _admit(self, key: str, ready: _Prepared, *, sse: bool) -> RequestStream:
+        """Into the runtime, then to the engine (on the event loop): from here a client
+        that goes away aborts the request."""
+        req, parser, prompt_ids = ready.req, ready.parser, ready.prompt_ids
+        try:
+            stream = self.runtime.add(
+                key,
+                parser,
+                prompt_ids,
+                model=req.model,
+                skip_special_tokens=req.skip_special_tokens,
+                include_reasoning=req.include_reasoning,
+                thinking_token_budget=req.thinking_token_budget,
+                budget_lead_in=req.thinking_budget_lead_in,
+                structured_output=req.structured_output,
+                response_format=req.response_format,
+                tools=req.tools,
+                tool_choice=req.tool_choice,
+                stop=req.stop,
+                sse=sse,
+                include_usage=req.include_usage,
+            )
+        except InvalidOptionError as exc:
+            raise RequestError(str(exc), param=exc.key) from None
+        except (GrammarError, GrammarUnavailableError) as exc:
+            raise RequestError(str(exc), param="response_format") from None
+        except RuntimeClosedError as exc:
+            raise RequestError(str(exc), status=503, type="server_error") from None
+        self.engine.submit(
+            EngineRequest(stream.engine_id, parser, prompt_ids, req, script_ids=ready.script)
+        )
+        return stream
 
     async def _read_body(self, request: Request) -> bytes:
         """The request body, refused (413) as soon as it is longer than the cap."""
@@ -313,10 +327,11 @@ class Server:
             parts.append(part)
         return b"".join(parts)
 
-    def _prepare_body(self, body: bytes) -> _Prepared:
+    def _prepare_body(self, body: bytes, protocol: WireProtocol) -> _Prepared:
         """On a worker thread: everything about a request that does not touch the runtime
-        (decode and validate, parser, prompt, grammar)."""
-        req = parse_request(body)
+        (decode and validate, parser, prompt, grammar, a ``simulated_output`` script)."""
+        parsed = protocol.parse(body)
+        req = parsed.req
         model = self.models.get(req.model)
         if model is None:
             raise RequestError(
@@ -325,7 +340,7 @@ class Server:
                 status=404,
                 code="model_not_found",
             )
-        parser, prompt_ids = self.prepare(req, model)
+        parser, prompt_ids = self.prepare(req, model, thinking=parsed.thinking)
         self._check_script_ids(req, model)
         if req.response_format is not None and req.structured_output:
             try:  # compiled here; the runtime's add() then takes a copy
@@ -334,7 +349,10 @@ class Server:
                 raise RequestError(str(exc), param=exc.key) from None
             except (GrammarError, GrammarUnavailableError) as exc:
                 raise RequestError(str(exc), param="response_format") from None
-        return _Prepared(req, parser, prompt_ids, model)
+        script = req.simulated_output_ids
+        if req.simulated_output is not None:
+            script = self._script(req.simulated_output, model)
+        return _Prepared(req, parser, prompt_ids, model, parsed, script)
 
     def _script(self, text: str, model: ServedModel) -> list[int]:
         """On a worker thread: ``simulated_output`` as the SIMULATED engine's script (token
@@ -366,12 +384,20 @@ class Server:
             )
 
     def prepare(
-        self, req: ChatCompletionRequest, model: ServedModel
+        self, req: ChatCompletionRequest, model: ServedModel, *, thinking: bool | None = None
     ) -> tuple[ReasoningParser, list[int]]:
         """The request's parser (with its thinking switches) and rendered prompt ids (slow:
-        the server calls it on a worker thread)."""
-        kwargs = req.template_kwargs(model.chat_template_kwargs)
+        the server calls it on a worker thread). ``thinking``: a protocol's own on/off
+        (Anthropic's ``thinking``, Responses' effort ``"none"``), the family's switch set
+        over the model's defaults and under the request's ``chat_template_kwargs``."""
         name = req.reasoning_parser or model.parser
+        defaults = model.chat_template_kwargs
+        if thinking is not None:
+            try:
+                defaults = {**defaults, **thinking_kwargs(get_parser_class(name), thinking)}
+            except UnknownParserError as exc:
+                raise RequestError(str(exc), param="reasoning_parser") from None
+        kwargs = req.template_kwargs(defaults)
         try:
             parser = create_parser_sync(name, model.tokenizer, kwargs)
         except UnknownParserError as exc:
@@ -550,7 +576,7 @@ def _error(err: RequestError, headers: Mapping[str, str] | None = None) -> Respo
     return Response(err.body(), err.status, headers=headers, media_type="application/json")
 
 
-ENDPOINTS = "POST /v1/chat/completions, GET /v1/models"
+ENDPOINTS = ", ".join([*(f"POST {p.path}" for p in PROTOCOLS), "GET /v1/models"])
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -571,7 +597,9 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         )
     else:
         err = RequestError(f"{exc.detail} ({where})", status=exc.status_code)
-    return _error(err, exc.headers)
+    protocol = next((p for p in PROTOCOLS if p.path == request.url.path), PROTOCOLS[0])
+    body = protocol.error_body(err)
+    return Response(body, err.status, headers=exc.headers, media_type="application/json")
 
 
 async def _unhandled(_request: Request, exc: Exception) -> Response:

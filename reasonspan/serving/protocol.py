@@ -32,7 +32,7 @@ reach code that recurses over them (msgspec, ``json.dumps``, the chat template).
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
@@ -40,6 +40,7 @@ from reasonspan.runtime.core.errors import ReasonspanError
 from reasonspan.runtime.core.nesting import MAX_NESTING, nested_deeper_than
 from reasonspan.runtime.wire.openai import ErrorBody, ErrorDetail, encode
 
+_T = TypeVar("_T")
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 Positive = Annotated[int, msgspec.Meta(ge=1)]
 
@@ -305,17 +306,21 @@ _FREE_FORM = (
 """Request fields that hold arbitrary JSON (their nesting is checked)."""
 
 
-def _too_deep(param: str) -> RequestError:
+def too_deep(param: str) -> RequestError:
     return RequestError(
         f"{param} is nested more than {MAX_NESTING} levels deep; this server refuses deeper JSON",
         param=param,
     )
 
 
-def parse_request(body: bytes) -> ChatCompletionRequest:
-    """Decode and validate a request body, or raise :class:`RequestError` (400)."""
+def decode_validated(
+    decoder: msgspec.json.Decoder[_T], body: bytes, *, free_form: tuple[str, ...] = ()
+) -> _T:
+    """Decode a body with a protocol's decoder, or raise :class:`RequestError` (400)
+    naming the field msgspec names. ``free_form``: top-level fields that hold arbitrary
+    JSON, refused past :data:`MAX_NESTING` before code that recurses over them sees them."""
     try:
-        req = _decoder.decode(body)
+        req = decoder.decode(body)
     except msgspec.ValidationError as exc:
         message, param = _param(str(exc))
         where = f" (at {param})" if param else ""
@@ -326,6 +331,15 @@ def parse_request(body: bytes) -> ChatCompletionRequest:
         raise RequestError(
             "the request body is nested too deeply to decode (JSON over about 1,000 levels)"
         ) from None
+    for name in free_form:
+        if nested_deeper_than(getattr(req, name)):
+            raise too_deep(name)
+    return req
+
+
+def parse_request(body: bytes) -> ChatCompletionRequest:
+    """Decode and validate a request body, or raise :class:`RequestError` (400)."""
+    req = decode_validated(_decoder, body, free_form=_FREE_FORM)
     _check_free_form(req)
     _check_unsupported(req)
     if req.stream_options is not None and not req.stream:
@@ -360,16 +374,13 @@ def parse_request(body: bytes) -> ChatCompletionRequest:
 
 
 def _check_free_form(req: ChatCompletionRequest) -> None:
-    """Nesting of the fields that hold arbitrary JSON, and the keys of ``logit_bias``."""
-    for name in _FREE_FORM:
-        if nested_deeper_than(getattr(req, name)):
-            raise _too_deep(name)
+    """Nesting of the nested fields that hold arbitrary JSON, and the keys of ``logit_bias``."""
     fmt = req.response_format
     if fmt is not None and nested_deeper_than(fmt.json_schema):
-        raise _too_deep("response_format.json_schema")
+        raise too_deep("response_format.json_schema")
     for i, m in enumerate(req.messages):
         if nested_deeper_than(m.tool_calls):
-            raise _too_deep(f"messages[{i}].tool_calls")
+            raise too_deep(f"messages[{i}].tool_calls")
     for key in req.logit_bias or {}:
         if not key.isdigit():
             raise RequestError(

@@ -1,0 +1,227 @@
+"""The runtime's labelled output as Anthropic's Messages API: a ``message`` object, or its
+stream of typed events.
+
+The runtime already says of every piece of text whether it is reasoning, answer or a tool
+call; this module only re-encodes that: reasoning is a ``thinking`` block, content a
+``text`` block, each call a ``tool_use`` block (its ``input`` the call's arguments as an
+object). Streaming, a block opens when its kind of text first arrives and closes when
+another kind starts (``content_block_start`` / ``_delta`` / ``_stop``), so the events keep
+the order the model wrote; a call's arguments arrive as ``input_json_delta`` fragments
+that join to its JSON text. A thinking block closes with a ``signature_delta`` (see
+:mod:`reasonspan.serving.messages` for what the signature is and is not).
+
+``stop_reason``: the engine's "stop" is ``end_turn``, or ``stop_sequence`` (with the
+string) when a stop sequence ended the text; "length" is ``max_tokens``; a turn that
+called tools is ``tool_use``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from typing import Any, Literal
+
+import msgspec
+
+from reasonspan.runtime.core.errors import ReasonspanError
+from reasonspan.runtime.wire.openai import ChatCompletion, ChatCompletionChunk, FinishReason
+from reasonspan.serving.messages import AnthropicError, AnthropicErrorDetail
+from reasonspan.serving.segments import Delta, Opened, Segments
+from reasonspan.serving.segments import Event as SegmentEvent
+
+StopReason = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use", "refusal"]
+
+_KEY = secrets.token_bytes(32)
+"""The signing key of thinking blocks: made when the server starts, never sent."""
+
+
+def signature(thinking: str) -> str:
+    """An HMAC-SHA256 of a thinking block's text under this server's key, base64."""
+    digest = hmac.new(_KEY, thinking.encode(), hashlib.sha256).digest()
+    return base64.b64encode(digest).decode("ascii")
+
+
+class TextOut(msgspec.Struct, tag_field="type", tag="text"):
+    text: str
+
+
+class ThinkingOut(msgspec.Struct, tag_field="type", tag="thinking"):
+    thinking: str
+    signature: str
+
+
+class ToolUseOut(msgspec.Struct, tag_field="type", tag="tool_use"):
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class MessageUsage(msgspec.Struct):
+    input_tokens: int
+    output_tokens: int
+
+
+class AnthropicMessage(msgspec.Struct, tag_field="type", tag="message"):
+    id: str
+    model: str
+    content: list[TextOut | ThinkingOut | ToolUseOut]
+    stop_reason: StopReason | None
+    stop_sequence: str | None
+    usage: MessageUsage
+    role: Literal["assistant"] = "assistant"
+
+
+def stop_reason(finish: FinishReason | None, stop_sequence: str | None) -> StopReason | None:
+    """The Messages API's ``stop_reason`` of the runtime's finish reason."""
+    if finish is None:
+        return None
+    if finish == "stop":
+        return "stop_sequence" if stop_sequence is not None else "end_turn"
+    if finish == "length":
+        return "max_tokens"
+    if finish == "tool_calls":
+        return "tool_use"
+    return "refusal" if finish == "content_filter" else "end_turn"
+
+
+def _arguments(text: str) -> dict[str, Any]:
+    """A call's arguments as an object (the runtime only sends calls whose arguments are
+    a JSON object)."""
+    value = json.loads(text) if text else {}
+    return value if isinstance(value, dict) else {}
+
+
+def message_of(
+    completion: ChatCompletion, message_id: str, stop_sequence: str | None
+) -> AnthropicMessage:
+    """The ``message`` object of a whole completion."""
+    choice = completion.choices[0]
+    msg = choice.message
+    content: list[TextOut | ThinkingOut | ToolUseOut] = []
+    reasoning = msg.reasoning if msg.reasoning is not None else msg.reasoning_content
+    if reasoning:
+        content.append(ThinkingOut(reasoning, signature(reasoning)))
+    if msg.content:
+        content.append(TextOut(msg.content))
+    for call in msg.tool_calls or ():
+        content.append(ToolUseOut(call.id, call.function.name, _arguments(call.function.arguments)))
+    usage = completion.usage
+    return AnthropicMessage(
+        id=message_id,
+        model=completion.model,
+        content=content,
+        stop_reason=stop_reason(choice.finish_reason, stop_sequence),
+        stop_sequence=stop_sequence if choice.finish_reason == "stop" else None,
+        usage=MessageUsage(usage.prompt_tokens, usage.completion_tokens),
+    )
+
+
+_DELTAS = {
+    "reasoning": lambda text: {"type": "thinking_delta", "thinking": text},
+    "text": lambda text: {"type": "text_delta", "text": text},
+    "call": lambda text: {"type": "input_json_delta", "partial_json": text},
+}
+
+
+def event(kind: str, data: dict[str, Any] | msgspec.Struct) -> bytes:
+    """One server-sent event as Anthropic names them: ``event: <type>`` then the data."""
+    return b"event: " + kind.encode() + b"\ndata: " + msgspec.json.encode(data) + b"\n\n"
+
+
+class MessageEvents:
+    """The event stream of one request: feed it the request's chunks in order
+    (:meth:`stream`), it yields the bytes to send. The blocks are the request's
+    :class:`Segments`; this class only names their events."""
+
+    def __init__(self, message_id: str, model: str, input_tokens: int) -> None:
+        self.message_id = message_id
+        self.model = model
+        self.input_tokens = input_tokens
+        self._segments = Segments()
+
+    def start(self) -> list[bytes]:
+        head = {
+            "type": "message_start",
+            "message": {
+                "id": self.message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": self.model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": self.input_tokens, "output_tokens": 0},
+            },
+        }
+        return [event("message_start", head), event("ping", {"type": "ping"})]
+
+    @staticmethod
+    def _delta(index: int, delta: dict[str, Any]) -> bytes:
+        data = {"type": "content_block_delta", "index": index, "delta": delta}
+        return event("content_block_delta", data)
+
+    def _events(self, segment_events: list[SegmentEvent]) -> list[bytes]:
+        out: list[bytes] = []
+        for ev in segment_events:
+            seg = ev.segment
+            if isinstance(ev, Opened):
+                block: dict[str, Any]
+                if seg.kind == "reasoning":
+                    block = {"type": "thinking", "thinking": "", "signature": ""}
+                elif seg.kind == "text":
+                    block = {"type": "text", "text": ""}
+                else:
+                    block = {"type": "tool_use", "id": seg.call_id, "name": seg.name, "input": {}}
+                start = {"type": "content_block_start", "index": seg.index, "content_block": block}
+                out.append(event("content_block_start", start))
+            elif isinstance(ev, Delta):
+                out.append(self._delta(seg.index, _DELTAS[seg.kind](ev.text)))
+            else:
+                if seg.kind == "reasoning":
+                    sig = {"type": "signature_delta", "signature": signature(seg.joined)}
+                    out.append(self._delta(seg.index, sig))
+                stop = {"type": "content_block_stop", "index": seg.index}
+                out.append(event("content_block_stop", stop))
+        return out
+
+    def chunk(self, chunk: ChatCompletionChunk) -> list[bytes]:
+        """The events of one chunk of the request (none for a chunk with no text)."""
+        return self._events(self._segments.feed(chunk))
+
+    def end(
+        self, finish: FinishReason | None, stop_sequence: str | None, output_tokens: int
+    ) -> list[bytes]:
+        out = self._events(self._segments.end())
+        delta = {
+            "stop_reason": stop_reason(finish, stop_sequence),
+            "stop_sequence": stop_sequence if finish == "stop" else None,
+        }
+        data = {"type": "message_delta", "delta": delta, "usage": {"output_tokens": output_tokens}}
+        out.append(event("message_delta", data))
+        out.append(event("message_stop", {"type": "message_stop"}))
+        return out
+
+    async def stream(
+        self,
+        chunks: AsyncIterable[ChatCompletionChunk],
+        finished: Callable[[], tuple[FinishReason | None, str | None, int]],
+    ) -> AsyncIterator[bytes]:
+        """Every event of the request. ``finished()`` gives ``(finish_reason,
+        stop_sequence, output_tokens)`` once the chunks ended. A request that fails ends
+        with Anthropic's ``error`` event."""
+        for b in self.start():
+            yield b
+        try:
+            async for chunk in chunks:
+                for b in self.chunk(chunk):
+                    yield b
+        except ReasonspanError as exc:
+            body = AnthropicError(AnthropicErrorDetail("api_error", str(exc)))
+            yield event("error", body)
+            return
+        for b in self.end(*finished()):
+            yield b

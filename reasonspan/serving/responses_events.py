@@ -1,0 +1,262 @@
+"""The runtime's labelled output as OpenAI's Responses API: a ``response`` object, or its
+stream of typed events.
+
+Reasoning is a ``reasoning`` output item (its text as ``content`` of type
+``reasoning_text``; ``summary`` stays empty: this server writes no summaries), the answer a
+``message`` item (``output_text``), each call a ``function_call`` item (``call_id``,
+``name``, ``arguments``). Streaming, the items are the request's :class:`Segments` and the
+events follow OpenAI's order and names: ``response.created``, ``response.in_progress``,
+then per item ``response.output_item.added``, ``response.content_part.added``, its deltas
+(``response.reasoning_text.delta``, ``response.output_text.delta``,
+``response.function_call_arguments.delta``), their ``.done``, ``response.content_part.done``
+and ``response.output_item.done``; last ``response.completed``, or ``response.incomplete``
+with ``incomplete_details.reason: "max_output_tokens"`` when the token limit cut the turn.
+Every event carries its ``sequence_number``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from typing import Any
+
+import msgspec
+
+from reasonspan.runtime.core.errors import ReasonspanError
+from reasonspan.runtime.wire.openai import ChatCompletion, ChatCompletionChunk, FinishReason, Usage
+from reasonspan.serving.responses import ResponsesRequest, tools_echo
+from reasonspan.serving.segments import Closed, Delta, Opened, Segment, Segments
+from reasonspan.serving.segments import Event as SegmentEvent
+
+_PREFIX = {"reasoning": "rs", "text": "msg", "call": "fc"}
+
+
+def _item_id(kind: str) -> str:
+    return f"{_PREFIX[kind]}_{uuid.uuid4().hex}"
+
+
+def _item(
+    kind: str, item_id: str, text: str, status: str, call: tuple[str, str] = ("", "")
+) -> dict[str, Any]:
+    """One output item of a kind, as the response and its events carry it."""
+    if kind == "reasoning":
+        content = [{"type": "reasoning_text", "text": text}] if status != "in_progress" else []
+        return {"type": "reasoning", "id": item_id, "summary": [], "content": content}
+    if kind == "text":
+        parts = [] if status == "in_progress" else [_text_part(text)]
+        return {
+            "type": "message",
+            "id": item_id,
+            "role": "assistant",
+            "status": status,
+            "content": parts,
+        }
+    return {
+        "type": "function_call",
+        "id": item_id,
+        "call_id": call[0],
+        "name": call[1],
+        "arguments": text,
+        "status": status,
+    }
+
+
+def _text_part(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+def _usage(usage: Usage | None) -> dict[str, Any] | None:
+    if usage is None:
+        return None
+    return {
+        "input_tokens": usage.prompt_tokens,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": usage.completion_tokens,
+        "output_tokens_details": {
+            "reasoning_tokens": usage.completion_tokens_details.reasoning_tokens
+        },
+        "total_tokens": usage.total_tokens,
+    }
+
+
+class ResponseShape:
+    """What every snapshot of one response repeats from its request."""
+
+    def __init__(self, response_id: str, req: ResponsesRequest, created_at: int) -> None:
+        self.response_id = response_id
+        self.req = req
+        self.created_at = created_at
+
+    def snapshot(
+        self,
+        status: str,
+        output: list[dict[str, Any]],
+        usage: Usage | None = None,
+        finish: FinishReason | None = None,
+    ) -> dict[str, Any]:
+        req = self.req
+        fmt = req.text.format if req.text is not None else None
+        incomplete = {"reason": "max_output_tokens"} if finish == "length" else None
+        return {
+            "id": self.response_id,
+            "object": "response",
+            "created_at": self.created_at,
+            "status": status,
+            "model": req.model,
+            "output": output,
+            "instructions": req.instructions,
+            "tools": tools_echo(req),
+            "tool_choice": msgspec.to_builtins(req.tool_choice) or "auto",
+            "parallel_tool_calls": req.parallel_tool_calls is not False,
+            "max_output_tokens": req.max_output_tokens,
+            "temperature": req.temperature,
+            "top_p": req.top_p,
+            "text": {"format": msgspec.to_builtins(fmt) if fmt else {"type": "text"}},
+            "reasoning": {
+                "effort": req.reasoning.effort if req.reasoning else None,
+                "summary": None,
+            },
+            "store": False,
+            "metadata": req.metadata or {},
+            "usage": _usage(usage),
+            "incomplete_details": incomplete,
+            "error": None,
+            "previous_response_id": None,
+            "truncation": req.truncation or "disabled",
+        }
+
+
+def status_of(finish: FinishReason | None) -> str:
+    return "incomplete" if finish == "length" else "completed"
+
+
+def response_of(shape: ResponseShape, completion: ChatCompletion) -> dict[str, Any]:
+    """The ``response`` object of a whole completion."""
+    choice = completion.choices[0]
+    msg = choice.message
+    status = status_of(choice.finish_reason)
+    output = []
+    reasoning = msg.reasoning if msg.reasoning is not None else msg.reasoning_content
+    if reasoning:
+        output.append(_item("reasoning", _item_id("reasoning"), reasoning, status))
+    if msg.content:
+        output.append(_item("text", _item_id("text"), msg.content, status))
+    for call in msg.tool_calls or ():
+        ids = (call.id, call.function.name)
+        output.append(_item("call", _item_id("call"), call.function.arguments, "completed", ids))
+    return shape.snapshot(status, output, completion.usage, choice.finish_reason)
+
+
+_DELTA_EVENT = {
+    "reasoning": "response.reasoning_text.delta",
+    "text": "response.output_text.delta",
+    "call": "response.function_call_arguments.delta",
+}
+
+
+class ResponseEvents:
+    """The event stream of one response: feed it the request's chunks in order
+    (:meth:`stream`), it yields the bytes to send."""
+
+    def __init__(self, shape: ResponseShape) -> None:
+        self.shape = shape
+        self._seq = 0
+        self._segments = Segments()
+        self._ids: dict[int, str] = {}
+        self._done: list[dict[str, Any]] = []
+
+    def _event(self, kind: str, data: dict[str, Any]) -> bytes:
+        data = {"type": kind, "sequence_number": self._seq, **data}
+        self._seq += 1
+        return b"event: " + kind.encode() + b"\ndata: " + msgspec.json.encode(data) + b"\n\n"
+
+    def start(self) -> list[bytes]:
+        snap = self.shape.snapshot("in_progress", [])
+        return [
+            self._event("response.created", {"response": snap}),
+            self._event("response.in_progress", {"response": snap}),
+        ]
+
+    def _where(self, seg: Segment) -> dict[str, Any]:
+        return {"item_id": self._ids[seg.index], "output_index": seg.index}
+
+    def _opened(self, seg: Segment) -> list[bytes]:
+        item_id = self._ids[seg.index] = _item_id(seg.kind)
+        item = _item(seg.kind, item_id, "", "in_progress", (seg.call_id, seg.name))
+        out = [self._event("response.output_item.added", {"output_index": seg.index, "item": item})]
+        if seg.kind != "call":
+            part = _text_part("") if seg.kind == "text" else {"type": "reasoning_text", "text": ""}
+            added = {**self._where(seg), "content_index": 0, "part": part}
+            out.append(self._event("response.content_part.added", added))
+        return out
+
+    def _delta(self, seg: Segment, text: str) -> bytes:
+        data = {**self._where(seg), "delta": text}
+        if seg.kind != "call":
+            data["content_index"] = 0
+        if seg.kind == "text":
+            data["logprobs"] = []
+        return self._event(_DELTA_EVENT[seg.kind], data)
+
+    def _closed(self, seg: Segment, status: str) -> list[bytes]:
+        text, where = seg.joined, self._where(seg)
+        out = []
+        if seg.kind == "call":
+            done = {**where, "arguments": text, "name": seg.name}
+            out.append(self._event("response.function_call_arguments.done", done))
+        else:
+            kind = "reasoning_text" if seg.kind == "reasoning" else "output_text"
+            extra: dict[str, Any] = {"logprobs": []} if seg.kind == "text" else {}
+            done = {**where, "content_index": 0, "text": text, **extra}
+            out.append(self._event(f"response.{kind}.done", done))
+            part = _text_part(text) if seg.kind == "text" else {"type": kind, "text": text}
+            part_done = {**where, "content_index": 0, "part": part}
+            out.append(self._event("response.content_part.done", part_done))
+        item_status = "completed" if seg.kind == "call" else status
+        item = _item(seg.kind, where["item_id"], text, item_status, (seg.call_id, seg.name))
+        self._done.append(item)
+        out.append(
+            self._event("response.output_item.done", {"output_index": seg.index, "item": item})
+        )
+        return out
+
+    def _events(self, segment_events: list[SegmentEvent], status: str = "completed") -> list[bytes]:
+        out: list[bytes] = []
+        for ev in segment_events:
+            if isinstance(ev, Opened):
+                out += self._opened(ev.segment)
+            elif isinstance(ev, Delta):
+                out.append(self._delta(ev.segment, ev.text))
+            elif isinstance(ev, Closed):
+                out += self._closed(ev.segment, status)
+        return out
+
+    def chunk(self, chunk: ChatCompletionChunk) -> list[bytes]:
+        return self._events(self._segments.feed(chunk))
+
+    def end(self, finish: FinishReason | None, usage: Usage | None) -> list[bytes]:
+        status = status_of(finish)
+        out = self._events(self._segments.end(), status)
+        snap = self.shape.snapshot(status, self._done, usage, finish)
+        kind = "response.incomplete" if status == "incomplete" else "response.completed"
+        out.append(self._event(kind, {"response": snap}))
+        return out
+
+    async def stream(
+        self,
+        chunks: AsyncIterable[ChatCompletionChunk],
+        finished: Callable[[], tuple[FinishReason | None, Usage | None]],
+    ) -> AsyncIterator[bytes]:
+        """Every event of the response; a request that fails ends with an ``error``
+        event."""
+        for b in self.start():
+            yield b
+        try:
+            async for chunk in chunks:
+                for b in self.chunk(chunk):
+                    yield b
+        except ReasonspanError as exc:
+            yield self._event("error", {"message": str(exc), "code": "server_error", "param": None})
+            return
+        for b in self.end(*finished()):
+            yield b

@@ -1,0 +1,107 @@
+"""A request's chunks cut into segments of one kind, in the order the model wrote them.
+
+The Responses API (output items) and Anthropic's Messages API (content blocks) both send
+a turn as a sequence of parts: reasoning, answer text, one part per tool call, each opened,
+filled by deltas and closed. This is the one place that decides where a part begins and
+ends; each protocol's encoder only names the events. A part opens when its kind of text
+first arrives and closes when another part opens or the stream ends, so the parts keep
+the order the model wrote; a tool call is a part of its own from its first delta (which
+carries its id and name) and its arguments arrive as fragments that join to its JSON text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from reasonspan.runtime.wire.openai import ChatCompletionChunk
+
+Kind = Literal["reasoning", "text", "call"]
+
+
+@dataclass(slots=True)
+class Segment:
+    """One part of the turn: its position among the parts, its kind and its text so far
+    (a call's arguments); a call's id and name."""
+
+    index: int
+    kind: Kind
+    text: list[str] = field(default_factory=list)
+    call_id: str = ""
+    name: str = ""
+
+    @property
+    def joined(self) -> str:
+        return "".join(self.text)
+
+
+@dataclass(slots=True)
+class Opened:
+    segment: Segment
+
+
+@dataclass(slots=True)
+class Delta:
+    segment: Segment
+    text: str
+
+
+@dataclass(slots=True)
+class Closed:
+    segment: Segment
+
+
+Event = Opened | Delta | Closed
+
+
+class Segments:
+    """Feed a request's chunks in order (:meth:`feed`), then :meth:`end`; each returns the
+    opens, deltas and closes it caused. ``parts`` holds every segment, in order."""
+
+    def __init__(self) -> None:
+        self.parts: list[Segment] = []
+        self._open: Segment | None = None
+        self._calls: dict[int, Segment] = {}
+
+    def _switch(self, kind: Kind, out: list[Event]) -> Segment:
+        out.extend(self.end())
+        seg = Segment(len(self.parts), kind)
+        self.parts.append(seg)
+        self._open = seg
+        out.append(Opened(seg))
+        return seg
+
+    def _text(self, kind: Kind, text: str, out: list[Event]) -> None:
+        seg = self._open
+        if seg is None or seg.kind != kind:
+            seg = self._switch(kind, out)
+        seg.text.append(text)
+        out.append(Delta(seg, text))
+
+    def feed(self, chunk: ChatCompletionChunk) -> list[Event]:
+        out: list[Event] = []
+        if not chunk.choices:
+            return out
+        delta = chunk.choices[0].delta
+        reasoning = delta.reasoning if delta.reasoning is not None else delta.reasoning_content
+        if reasoning:
+            self._text("reasoning", reasoning, out)
+        if delta.content:
+            self._text("text", delta.content, out)
+        for call in delta.tool_calls or ():
+            fn = call.function
+            seg = self._calls.get(call.index)
+            if seg is None:
+                seg = self._switch("call", out)
+                seg.call_id = call.id or ""
+                seg.name = fn.name if fn is not None and fn.name else ""
+                self._calls[call.index] = seg
+            if fn is not None and fn.arguments:
+                seg.text.append(fn.arguments)
+                out.append(Delta(seg, fn.arguments))
+        return out
+
+    def end(self) -> list[Event]:
+        """Close the open segment (the stream ended, or another part begins)."""
+        seg, self._open = self._open, None
+        return [] if seg is None else [Closed(seg)]

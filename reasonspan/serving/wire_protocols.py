@@ -1,0 +1,153 @@
+"""The three wire protocols the server speaks, as one interface over one request path.
+
+Chat Completions, the Responses API and Anthropic's Messages API are encodings of the same
+labelled stream: each protocol reads its body into the one internal request
+(:class:`ChatCompletionRequest`), and writes the request's chunks, or its collected
+completion, in its own shape; its errors too. Everything between (template, parser,
+runtime, engine, disconnects) is the server's one path (:mod:`.app`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import msgspec
+
+from reasonspan.runtime.stream.runtime import RequestStream
+from reasonspan.runtime.wire.openai import ChatCompletion, encode
+from reasonspan.serving.messages import (
+    MessagesRequest,
+    anthropic_error,
+    parse_messages_request,
+)
+from reasonspan.serving.messages import to_chat_request as messages_to_chat
+from reasonspan.serving.messages_events import MessageEvents, message_of
+from reasonspan.serving.protocol import ChatCompletionRequest, RequestError, parse_request
+from reasonspan.serving.responses import effort_off, parse_responses_request
+from reasonspan.serving.responses import to_chat_request as responses_to_chat
+from reasonspan.serving.responses_events import ResponseEvents, ResponseShape, response_of
+
+
+@dataclass
+class Parsed:
+    """A request body read by its protocol: the internal request, the thinking switch it
+    asks for (None: the model's default) and what the protocol keeps for its answer."""
+
+    req: ChatCompletionRequest
+    thinking: bool | None = None
+    original: Any = None
+
+
+class WireProtocol:
+    """One protocol: how its body is read and its answers and errors are written."""
+
+    name: ClassVar[str]
+    path: ClassVar[str]
+    key_prefix: ClassVar[str]
+    sse_by_runtime: ClassVar[bool] = False
+    """The runtime writes this protocol's SSE bytes itself (Chat Completions)."""
+
+    def parse(self, body: bytes) -> Parsed:
+        raise NotImplementedError
+
+    def error_body(self, err: RequestError) -> bytes:
+        return err.body()
+
+    def events(
+        self, stream: RequestStream, parsed: Parsed, key: str, input_tokens: int
+    ) -> AsyncIterator[bytes]:
+        raise NotImplementedError
+
+    def completion(
+        self, completion: ChatCompletion, stream: RequestStream, parsed: Parsed, key: str
+    ) -> bytes:
+        raise NotImplementedError
+
+
+class ChatCompletions(WireProtocol):
+    name = "chat.completions"
+    path = "/v1/chat/completions"
+    key_prefix = "chatcmpl-"
+    sse_by_runtime = True
+
+    def parse(self, body: bytes) -> Parsed:
+        return Parsed(parse_request(body))
+
+    def events(
+        self, stream: RequestStream, parsed: Parsed, key: str, input_tokens: int
+    ) -> AsyncIterator[bytes]:
+        return stream.sse_events()
+
+    def completion(
+        self, completion: ChatCompletion, stream: RequestStream, parsed: Parsed, key: str
+    ) -> bytes:
+        return encode(completion)
+
+
+def _output_tokens(stream: RequestStream) -> int:
+    usage = stream.usage
+    return usage.completion_tokens if usage is not None else 0
+
+
+class Messages(WireProtocol):
+    name = "messages"
+    path = "/v1/messages"
+    key_prefix = "msg_"
+
+    def parse(self, body: bytes) -> Parsed:
+        req = parse_messages_request(body)
+        thinking = None if req.thinking is None else req.thinking.type == "enabled"
+        return Parsed(messages_to_chat(req), thinking, req)
+
+    def error_body(self, err: RequestError) -> bytes:
+        return msgspec.json.encode(anthropic_error(err.status, err.detail()))
+
+    def events(
+        self, stream: RequestStream, parsed: Parsed, key: str, input_tokens: int
+    ) -> AsyncIterator[bytes]:
+        original = parsed.original
+        assert isinstance(original, MessagesRequest)
+        encoder = MessageEvents(key, original.model, input_tokens)
+        return encoder.stream(
+            stream, lambda: (stream.finish_reason, stream.stop_sequence, _output_tokens(stream))
+        )
+
+    def completion(
+        self, completion: ChatCompletion, stream: RequestStream, parsed: Parsed, key: str
+    ) -> bytes:
+        return msgspec.json.encode(message_of(completion, key, stream.stop_sequence))
+
+
+class Responses(WireProtocol):
+    name = "responses"
+    path = "/v1/responses"
+    key_prefix = "resp_"
+
+    def parse(self, body: bytes) -> Parsed:
+        req, items = parse_responses_request(body)
+        thinking = False if effort_off(req) else None
+        return Parsed(responses_to_chat(req, items), thinking, ResponseShape("", req, 0))
+
+    def _shape(self, parsed: Parsed, key: str) -> ResponseShape:
+        shape = parsed.original
+        assert isinstance(shape, ResponseShape)
+        shape.response_id, shape.created_at = key, int(time.time())
+        return shape
+
+    def events(
+        self, stream: RequestStream, parsed: Parsed, key: str, input_tokens: int
+    ) -> AsyncIterator[bytes]:
+        encoder = ResponseEvents(self._shape(parsed, key))
+        return encoder.stream(stream, lambda: (stream.finish_reason, stream.usage))
+
+    def completion(
+        self, completion: ChatCompletion, stream: RequestStream, parsed: Parsed, key: str
+    ) -> bytes:
+        return msgspec.json.encode(response_of(self._shape(parsed, key), completion))
+
+
+PROTOCOLS: tuple[WireProtocol, ...] = (ChatCompletions(), Messages(), Responses())
+"""Every protocol the server speaks, by path."""
