@@ -48,38 +48,38 @@ from reasonspan.serving.protocol import (
 )
 
 _Ignored = dict[str, Any] | None
-"""``cache_control`` and ``citations`` on input blocks: accepted, nothing to do here."""
+"""``cache_control`` and ``citations`` on input blocks: accepted, nothing to do here.
+
+Content blocks ignore fields they do not read (the request itself refuses unknown
+fields): clients send back the blocks they received, and the blocks an SDK returns grow
+fields with each API version (``caller``, ``citations``, ...)."""
 
 
-class TextBlock(msgspec.Struct, forbid_unknown_fields=True, tag_field="type", tag="text"):
+class TextBlock(msgspec.Struct, tag_field="type", tag="text"):
     text: str
     cache_control: _Ignored = None
     citations: list[Any] | None = None
 
 
-class ThinkingBlock(msgspec.Struct, forbid_unknown_fields=True, tag_field="type", tag="thinking"):
+class ThinkingBlock(msgspec.Struct, tag_field="type", tag="thinking"):
     thinking: str
     signature: str | None = None
 
 
-class RedactedThinkingBlock(
-    msgspec.Struct, forbid_unknown_fields=True, tag_field="type", tag="redacted_thinking"
-):
+class RedactedThinkingBlock(msgspec.Struct, tag_field="type", tag="redacted_thinking"):
     """Sent back by clients that keep every block; its data is opaque and not rendered."""
 
     data: str
 
 
-class ToolUseBlock(msgspec.Struct, forbid_unknown_fields=True, tag_field="type", tag="tool_use"):
+class ToolUseBlock(msgspec.Struct, tag_field="type", tag="tool_use"):
     id: str
     name: str
     input: dict[str, Any]
     cache_control: _Ignored = None
 
 
-class ToolResultBlock(
-    msgspec.Struct, forbid_unknown_fields=True, tag_field="type", tag="tool_result"
-):
+class ToolResultBlock(msgspec.Struct, tag_field="type", tag="tool_result"):
     tool_use_id: str
     content: str | list[TextBlock] | None = None
     is_error: bool | None = None
