@@ -231,7 +231,7 @@ class ReasoningBatch:
         )
         grammar = compile_grammar(response_format, p.tokenizer) if response_format else None
         structured = structured or grammar is not None
-        gate = getattr(p, "grammar_gate_token", None) if grammar is not None else None
+        gate = p.grammar_gate_token if grammar is not None else None
         if grammar is not None and gate is not None:
             wait = gate(prompt_token_ids if prompt_token_ids is not None else [])
             grammar.wait_for = -1 if wait is None else int(wait)
