@@ -22,7 +22,7 @@ import anyio
 from reasonspan.argtypes import POSITIVE
 from reasonspan.demo_data import NoTokenizerError, default_tokenizer_path
 from reasonspan.prompts import messages_for, render_prompt
-from reasonspan.runtime import ReasoningParser, ReasonspanError, create_parser_sync
+from reasonspan.runtime import ReasoningParser, ReasonspanError, build_parser_sync
 from reasonspan.runtime.stream.runtime import ReasoningRuntime, RequestStream
 from reasonspan.runtime.stream.simulation import SimRequest, SimulatedEngine, drive
 from reasonspan.tokenizer import LoadedTokenizer, load_tokenizer_sync
@@ -105,9 +105,9 @@ def build_cases(setups: list[tuple[str, LoadedTokenizer]], n: int = 12) -> list[
         family, tok = setups[i % len(setups)]
         note, kwargs, options, cut = situations[i % len(situations)]
         try:
-            parser: ReasoningParser = create_parser_sync(family, tok, kwargs)
+            parser: ReasoningParser = build_parser_sync(family, tok, kwargs)
         except ReasonspanError:
-            parser = create_parser_sync(family, tok)
+            parser = build_parser_sync(family, tok)
             kwargs = {}
         t = ALL[i % len(ALL)]
         prompt, _how = render_prompt(tok, messages_for(t), **kwargs)

@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from reasonspan.detection import describe, detect
     from reasonspan.runtime.core.errors import ReasonspanError
-    from reasonspan.runtime.parser.registry import create_parser_sync
+    from reasonspan.runtime.parser.registry import build_parser_sync
     from reasonspan.runtime.stream.runtime import ReasoningRuntime
     from reasonspan.serving.templates import (
         Fallback,
@@ -224,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
         try:  # a bad --parser is refused here, not as a 400 on every request
-            create_parser_sync(name, tok)
+            build_parser_sync(name, tok)
         except ReasonspanError as exc:
             which = "--parser" if args.parser else "the detected parser"
             print(f"reasonspan serve: {which} for {path}: {exc}", file=sys.stderr)

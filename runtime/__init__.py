@@ -26,8 +26,8 @@ from reasonspan.runtime.core.markers import compile_machine
 from reasonspan.runtime.core.spec import MarkerKind, ReasoningSpec, Trim
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import (
-    create_parser,
-    create_parser_sync,
+    build_parser,
+    build_parser_sync,
     families,
     get_parser_class,
     list_parsers,
@@ -87,9 +87,9 @@ __all__ = [
     "UnknownParserError",
     "UnknownRequestError",
     "UnknownTextRequestError",
+    "build_parser",
+    "build_parser_sync",
     "compile_machine",
-    "create_parser",
-    "create_parser_sync",
     "families",
     "get_parser_class",
     "list_parsers",

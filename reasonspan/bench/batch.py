@@ -37,7 +37,7 @@ import numpy.typing as npt
 
 from reasonspan.baseline import TextBaseline
 from reasonspan.bench.common import QWEN3, Family, Row, transcript_ids
-from reasonspan.runtime import ReasoningBatch, ReasoningParser, create_parser_sync
+from reasonspan.runtime import ReasoningBatch, ReasoningParser, build_parser_sync
 from reasonspan.tokenizer import LoadedTokenizer
 
 IntArray = npt.NDArray[np.int64]
@@ -249,8 +249,8 @@ def run_batch_suite(
 ) -> list[Row]:
     """Rows for every size and k: vectorized (the family's parser), hold-back, the
     stream() loop, then the baseline they are compared with."""
-    qwen = create_parser_sync(family.parser, tok)
-    mm = create_parser_sync("minimax_m3", tok)
+    qwen = build_parser_sync(family.parser, tok)
+    mm = build_parser_sync("minimax_m3", tok)
     ids = transcript_ids(tok, family=family)
     mm_ids = mm_transcript_ids(tok, ids, family)
     max_steps = max(MIN_STEPS, 10 * repeats)

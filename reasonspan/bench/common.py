@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from reasonspan.runtime import ReasonspanError, create_parser_sync
+from reasonspan.runtime import ReasonspanError, build_parser_sync
 from reasonspan.tokenizer import LoadedTokenizer
 from reasonspan.transcripts import ALL, long_reasoning
 
@@ -45,7 +45,7 @@ def family_for(tok: LoadedTokenizer, name: str | None) -> Family:
                 "(see `reasonspan detect`)"
             )
         name = found.parser
-    spec = create_parser_sync(name, tok).spec  # a marker the vocabulary lacks: its error
+    spec = build_parser_sync(name, tok).spec  # a marker the vocabulary lacks: its error
     if not spec.start or not spec.end:
         raise ReasonspanError(
             f"parser {spec.name!r} has no reasoning markers: there is nothing to split, so "

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from reasonspan.bench.common import QWEN3, Family, Row
-from reasonspan.runtime import ReasoningBatch, create_parser_sync
+from reasonspan.runtime import ReasoningBatch, build_parser_sync
 from reasonspan.runtime.batch.grammar import Grammar, bitmask_width, compile_grammar, fill_bitmasks
 from reasonspan.tokenizer import LoadedTokenizer
 
@@ -70,7 +70,7 @@ def run_grammar_suite(
     tok: LoadedTokenizer, repeats: int, sizes: Sequence[int] = (), family: Family = QWEN3
 ) -> list[Row]:
     """One row per (case, batch size); ``repeats`` timed steps per size (at least 10)."""
-    parser = create_parser_sync(family.parser, tok)
+    parser = build_parser_sync(family.parser, tok)
     script, answer_at = _script(tok, family)
     prompt = tok.encode(f"<|im_start|>assistant\n{family.start}\n")
     compile_grammar(FORMAT, tok)  # builds the llguidance tokenizer once, untimed

@@ -42,7 +42,7 @@ from reasonspan.bench.common import (
     transcript_ids,
 )
 from reasonspan.bench.serve import baseline_event
-from reasonspan.runtime import BatchText, ReasoningBatch, create_parser_sync
+from reasonspan.runtime import BatchText, ReasoningBatch, build_parser_sync
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.wire.openai import ChoiceDelta
 from reasonspan.runtime.wire.sse import chunk_events
@@ -112,7 +112,7 @@ def _baseline(
 def _runtime(
     tok: LoadedTokenizer, family: Family, ids: list[int], n: int, k: int, *, sse: bool
 ) -> Callable[[int], int]:
-    parser = create_parser_sync(family.parser, tok)
+    parser = build_parser_sync(family.parser, tok)
     prompt = tok.encode(PROMPT)
     runtime = ReasoningRuntime(model="bench")
     streams = [runtime.add(f"chatcmpl-{i}", parser, prompt, sse=sse) for i in range(n)]
@@ -151,7 +151,7 @@ def _batch_text(
 ) -> Callable[[int], int]:
     """The batch step and :class:`BatchText`: every request's reasoning and content text
     of each step, as str (labels + text, no chunks, no encoding)."""
-    parser = create_parser_sync(family.parser, tok)
+    parser = build_parser_sync(family.parser, tok)
     prompt = tok.encode(PROMPT)
     batch = ReasoningBatch()
     texts = BatchText(batch)
@@ -176,7 +176,7 @@ def _admission(tok: LoadedTokenizer, family: Family, live: int, repeats: int) ->
     """One more request admitted to (and removed from) a runtime, and a batch with its
     BatchText, each holding ``live`` ones, beside constructing the baseline's per-request
     splitter. Every path seeds the request from the same prompt."""
-    parser = create_parser_sync(family.parser, tok)
+    parser = build_parser_sync(family.parser, tok)
     prompt = tok.encode(PROMPT)
     runtime = ReasoningRuntime(model="bench")
     batch = ReasoningBatch()

@@ -30,7 +30,7 @@ import numpy as np
 
 from reasonspan.baseline import TextBaseline
 from reasonspan.bench.common import Family, Plan, Row, interleaved_medians, transcript_ids
-from reasonspan.runtime import ReasoningParser, create_parser_sync
+from reasonspan.runtime import ReasoningParser, build_parser_sync
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.wire.openai import (
     ChatCompletionChunk,
@@ -57,7 +57,7 @@ def _schedule(ids: list[int], n: int) -> np.ndarray:
 def _ours(
     tok: LoadedTokenizer, tokens: np.ndarray, family: Family, words: list[int] | None = None
 ) -> Callable[[], int]:
-    parser = create_parser_sync(family.parser, tok)
+    parser = build_parser_sync(family.parser, tok)
     prompt = tok.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
     return runtime_to_sse(parser, prompt, tokens, "length", words=words)
 

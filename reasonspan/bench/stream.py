@@ -9,7 +9,7 @@ import numpy as np
 
 from reasonspan.baseline import TextBaseline
 from reasonspan.bench.common import QWEN3, Family, Plan, Row, median_ns, transcript_ids
-from reasonspan.runtime import TextSplitter, create_parser_sync
+from reasonspan.runtime import TextSplitter, build_parser_sync
 from reasonspan.tokenizer import LoadedTokenizer
 from reasonspan.transcripts import ALL
 
@@ -17,7 +17,7 @@ from reasonspan.transcripts import ALL
 def bench_stream(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
     """Per-request streaming with one token per delta, on a 1,000-token transcript."""
     family, repeats = plan.family, plan.repeats
-    parser = create_parser_sync(family.parser, tok)
+    parser = build_parser_sync(family.parser, tok)
     ids = transcript_ids(tok, family=family)
     n = len(ids)
     deltas = [[t] for t in ids]
@@ -87,7 +87,7 @@ def long_prompt(tok: LoadedTokenizer, n_tokens: int = 128_000, family: Family = 
 def bench_prompt(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
     """Prompt seeding on a 128k-token multi-turn prompt, and on one with no turn marker."""
     family, repeats = plan.family, plan.repeats
-    parser = create_parser_sync(family.parser, tok)
+    parser = build_parser_sync(family.parser, tok)
     prompt = long_prompt(tok, plan.prompt_tokens, family)
     arr = np.asarray(prompt, dtype=np.int64)
     rows = []

@@ -27,7 +27,7 @@ import numpy as np
 
 from reasonspan.bench.common import Plan, Row, interleaved_medians, median_ns
 from reasonspan.bench.serve import runtime_to_sse
-from reasonspan.runtime import TextSplitter, create_parser_sync
+from reasonspan.runtime import TextSplitter, build_parser_sync
 from reasonspan.tokenizer import LoadedTokenizer
 from reasonspan.transcripts import long_reasoning
 
@@ -82,7 +82,7 @@ def transcripts(tok: LoadedTokenizer, n_tokens: int = 1000) -> tuple[list[int], 
 
 
 def _per_request(tok: LoadedTokenizer, ids: list[int], repeats: int) -> float:
-    parser = create_parser_sync("qwen3", tok)
+    parser = build_parser_sync("qwen3", tok)
     prompt = tok.encode(PROMPT)
     deltas = [[t] for t in ids]
 
@@ -99,7 +99,7 @@ def _per_request(tok: LoadedTokenizer, ids: list[int], repeats: int) -> float:
 
 
 def _runtime(tok: LoadedTokenizer, ids: list[int], n: int) -> Callable[[], int]:
-    parser = create_parser_sync("qwen3", tok)
+    parser = build_parser_sync("qwen3", tok)
     tokens = np.tile(np.asarray(ids, dtype=np.int64)[:, None], (1, n))
     return runtime_to_sse(parser, tok.encode(PROMPT), tokens, "stop", TOOLS)
 

@@ -63,7 +63,7 @@ from reasonspan.runtime.batch.grammar import (
 )
 from reasonspan.runtime.core.errors import InvalidOptionError, ReasonspanError, UnknownParserError
 from reasonspan.runtime.parser.contract import ReasoningParser
-from reasonspan.runtime.parser.registry import create_parser_sync, get_parser_class
+from reasonspan.runtime.parser.registry import build_parser_sync, get_parser_class
 from reasonspan.runtime.stream.runtime import (
     ReasoningRuntime,
     RequestCancelledError,
@@ -399,7 +399,7 @@ class Server:
                 raise RequestError(str(exc), param="reasoning_parser") from None
         kwargs = req.template_kwargs(defaults)
         try:
-            parser = create_parser_sync(name, model.tokenizer, kwargs)
+            parser = build_parser_sync(name, model.tokenizer, kwargs)
         except UnknownParserError as exc:
             raise RequestError(str(exc), param="reasoning_parser") from None
         except InvalidOptionError as exc:
@@ -490,7 +490,7 @@ def _warm_model(model: ServedModel) -> None:
     tok = model.tokenizer
     prepare_tokenizer(tok)
     try:
-        parser = create_parser_sync(model.parser, tok, dict(model.chat_template_kwargs))
+        parser = build_parser_sync(model.parser, tok, dict(model.chat_template_kwargs))
         prompt_ids = unbounded_prompt_ids(
             tok,
             MINIMAL_CONVERSATION,

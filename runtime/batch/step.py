@@ -98,7 +98,7 @@ from reasonspan.runtime.batch.types import (
 from reasonspan.runtime.core.labels import CONTENT, DELIMITER, REASONING, split_labels
 from reasonspan.runtime.core.machine import Machine
 from reasonspan.runtime.parser.contract import ReasoningParser
-from reasonspan.runtime.parser.registry import create_parser_sync
+from reasonspan.runtime.parser.registry import build_parser_sync
 from reasonspan.tokenizer.loader import LoadedTokenizer
 
 __all__ = ["NO_BUDGET", "ReasoningBatch"]
@@ -297,7 +297,7 @@ class ReasoningBatch:
             raise TypeError("add() needs a parser, or name= and tokenizer=")
         if tokenizer is None:
             raise TypeError(f"add(): parser name {name!r} needs tokenizer=")
-        return create_parser_sync(name, tokenizer, kwargs)
+        return build_parser_sync(name, tokenizer, kwargs)
 
     def _vector_group(self, p: ReasoningParser) -> tuple[int | None, bool]:
         """The request's table group (None: only its own parser routes it), and whether it

@@ -104,15 +104,16 @@ def get_parser_class(name: str) -> type[ReasoningParser]:
     return cls
 
 
-async def create_parser(
+async def build_parser(
     name: str, tokenizer: Any, chat_template_kwargs: Mapping[str, Any] | None = None
 ) -> ReasoningParser:
-    """Create the parser registered as ``name`` for this tokenizer."""
+    """The parser registered as ``name`` for this tokenizer, nothing more: the public
+    ``reasonspan.create_parser`` adds ``"auto"``, model paths and a model folder's template."""
     return await get_parser_class(name).from_tokenizer(tokenizer, chat_template_kwargs)
 
 
-def create_parser_sync(
+def build_parser_sync(
     name: str, tokenizer: Any, chat_template_kwargs: Mapping[str, Any] | None = None
 ) -> ReasoningParser:
-    """Blocking form of :func:`create_parser`, for code that is not async."""
+    """Blocking form of :func:`build_parser`, for code that is not async."""
     return get_parser_class(name).create(tokenizer, chat_template_kwargs)
