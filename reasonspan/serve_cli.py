@@ -15,9 +15,12 @@ import socket
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reasonspan.argtypes import NON_NEGATIVE_SECONDS, PORT, POSITIVE, float_in
+
+if TYPE_CHECKING:
+    from reasonspan.serving.app import ServedModel
 
 TEMPLATE_SECONDS = float_in(0.001)
 
@@ -68,7 +71,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="render plain ChatML for a folder without a chat template (otherwise an error)",
     )
-    # Resource bounds: what one client (or many) may hold of the server.
+    _add_bounds(parser)
+    _add_template_limits(parser)
+
+
+def _add_bounds(parser: argparse.ArgumentParser) -> None:
+    """Resource bounds: what one client (or many) may hold of the server."""
     parser.add_argument(
         "--max-body-bytes",
         type=_at_least_one,
@@ -100,8 +108,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="close a connection idle this long between requests, so idle clients cannot "
         "hold connections open (default: %(default)s)",
     )
-    # What one chat-template rendering may spend (startup and every request): a template
-    # past it fails at startup or answers its request with a 400, naming the template.
+
+
+def _add_template_limits(parser: argparse.ArgumentParser) -> None:
+    """What one chat-template rendering may spend (startup and every request): a template
+    past it fails at startup or answers its request with a 400, naming the template."""
     parser.add_argument(
         "--template-max-operations",
         type=POSITIVE,
@@ -157,12 +168,11 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    try:
-        import uvicorn
+    try:  # the server extra: say so before anything is loaded
+        import uvicorn  # noqa: F401
 
-        from reasonspan.serving.app import ServedModel, Server
-        from reasonspan.serving.engine import SimulatedServingEngine
-        from reasonspan.serving.uvicorn_errors import JSONErrorsProtocol
+        import reasonspan.serving.app
+        import reasonspan.serving.uvicorn_errors  # noqa: F401
     except ImportError as exc:
         print(
             f"reasonspan serve needs the server extra ({exc.name} is missing): "
@@ -170,18 +180,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    from reasonspan.detection import describe, detect
-    from reasonspan.runtime.core.errors import ReasonspanError
-    from reasonspan.runtime.parser.registry import build_parser_sync
-    from reasonspan.runtime.stream.runtime import ReasoningRuntime
-    from reasonspan.serving.templates import (
-        Fallback,
-        RenderLimits,
-        chat_template_of,
-        set_default_render_limits,
-        template_problem,
-    )
-    from reasonspan.tokenizer import load_tokenizer_sync
+    from reasonspan.serving.templates import RenderLimits, set_default_render_limits
 
     # Before anything renders (detection, the start-state probe): a hostile template fails
     # startup within these limits instead of hanging it.
@@ -198,63 +197,86 @@ def run(args: argparse.Namespace) -> int:
         return 2
     models: list[ServedModel] = []
     for path in args.model:
-        try:
-            tok = load_tokenizer_sync(path)
-        except (ReasonspanError, OSError) as exc:
-            print(f"reasonspan serve: {exc}", file=sys.stderr)
+        model = _served_model(args, path)
+        if model is None:
             return 2
-        name = args.parser
-        if name is None:
-            found = detect(tok)
-            if found.parser is None:
-                print(
-                    f"reasonspan serve: no parser detected for {path}; pass --parser NAME\n"
-                    + describe(found),
-                    file=sys.stderr,
-                )
-                return 2
-            name = found.parser
-            if found.evidence.declaration_error is not None:
-                # A declaration that cannot be honoured (a hostile one past its bounds
-                # included) is named, and the folder is served with the detected family.
-                print(
-                    f"reasonspan serve: {path}: declared format not used "
-                    f"({' '.join(found.evidence.declaration_error.split())}); "
-                    f"serving with the detected parser {name}",
-                    file=sys.stderr,
-                )
-        try:  # a bad --parser is refused here, not as a 400 on every request
-            build_parser_sync(name, tok)
-        except ReasonspanError as exc:
-            which = "--parser" if args.parser else "the detected parser"
-            print(f"reasonspan serve: {which} for {path}: {exc}", file=sys.stderr)
-            return 2
-        if not chat_template_of(tok) and not args.chatml_fallback:
+        models.append(model)
+    return _serve(args, models)
+
+
+def _served_model(args: argparse.Namespace, path: str) -> ServedModel | None:
+    """The model folder ``path`` as served (its tokenizer, parser and template checked), or
+    None after printing why it cannot be."""
+    from reasonspan.detection import describe, detect
+    from reasonspan.runtime.core.errors import ReasonspanError
+    from reasonspan.runtime.parser.registry import build_parser_sync
+    from reasonspan.serving.app import ServedModel
+    from reasonspan.serving.templates import Fallback, chat_template_of, template_problem
+    from reasonspan.tokenizer import load_tokenizer_sync
+
+    try:
+        tok = load_tokenizer_sync(path)
+    except (ReasonspanError, OSError) as exc:
+        print(f"reasonspan serve: {exc}", file=sys.stderr)
+        return None
+    name = args.parser
+    if name is None:
+        found = detect(tok)
+        if found.parser is None:
             print(
-                f"reasonspan serve: {path} has no chat template (chat_template.jinja or "
-                "tokenizer_config.json); add one, or pass --chatml-fallback to render ChatML",
+                f"reasonspan serve: no parser detected for {path}; pass --parser NAME\n"
+                + describe(found),
                 file=sys.stderr,
             )
-            return 2
-        fallback: Fallback = "chatml" if args.chatml_fallback else None
-        problem = template_problem(tok, fallback=fallback, template_name=repr(path))
-        if problem is not None:
+            return None
+        name = found.parser
+        if found.evidence.declaration_error is not None:
+            # A declaration that cannot be honoured (a hostile one past its bounds
+            # included) is named, and the folder is served with the detected family.
             print(
-                f"reasonspan serve: the chat template of {path} cannot render a one-message "
-                f"conversation, so no request could be served: {' '.join(problem.split())}",
+                f"reasonspan serve: {path}: declared format not used "
+                f"({' '.join(found.evidence.declaration_error.split())}); "
+                f"serving with the detected parser {name}",
                 file=sys.stderr,
             )
-            return 2
-        served = args.served_model_name or Path(path).resolve().name
-        models.append(
-            ServedModel(
-                served,
-                tok,
-                name,
-                fallback=fallback,
-            )
+    try:  # a bad --parser is refused here, not as a 400 on every request
+        build_parser_sync(name, tok)
+    except ReasonspanError as exc:
+        which = "--parser" if args.parser else "the detected parser"
+        print(f"reasonspan serve: {which} for {path}: {exc}", file=sys.stderr)
+        return None
+    if not chat_template_of(tok) and not args.chatml_fallback:
+        print(
+            f"reasonspan serve: {path} has no chat template (chat_template.jinja or "
+            "tokenizer_config.json); add one, or pass --chatml-fallback to render ChatML",
+            file=sys.stderr,
         )
-        print(f"model {served!r}: parser {name}, tokenizer {tok.source}")
+        return None
+    fallback: Fallback = "chatml" if args.chatml_fallback else None
+    problem = template_problem(tok, fallback=fallback, template_name=repr(path))
+    if problem is not None:
+        print(
+            f"reasonspan serve: the chat template of {path} cannot render a one-message "
+            f"conversation, so no request could be served: {' '.join(problem.split())}",
+            file=sys.stderr,
+        )
+        return None
+    served = args.served_model_name or Path(path).resolve().name
+    model = ServedModel(served, tok, name, fallback=fallback)
+    print(f"model {served!r}: parser {name}, tokenizer {tok.source}")
+    return model
+
+
+def _serve(args: argparse.Namespace, models: list[ServedModel]) -> int:
+    """Serve ``models`` on the SIMULATED engine until interrupted (the server extra is
+    known to be installed)."""
+    import uvicorn
+
+    from reasonspan.runtime.stream.runtime import ReasoningRuntime
+    from reasonspan.serving.app import Server
+    from reasonspan.serving.engine import SimulatedServingEngine
+    from reasonspan.serving.uvicorn_errors import JSONErrorsProtocol
+
     engine = SimulatedServingEngine(
         tokens_per_step=args.tokens_per_step,
         step_interval=args.step_interval,

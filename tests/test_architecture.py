@@ -187,10 +187,7 @@ OVERSIZE: dict[str, int] = {
     "reasonspan.runtime.batch.step:ReasoningBatch.step": 136,
     "reasonspan.runtime.stream.runtime:ReasoningRuntime.add": 106,
     "reasonspan.runtime.stream.runtime:ReasoningRuntime.step": 115,
-    "reasonspan.bench.grammar:run_grammar_suite": 97,
     "reasonspan.detection.scoring:_score": 99,
-    "reasonspan.serve_cli:add_arguments": 102,
-    "reasonspan.serve_cli:run": 150,
 }
 
 

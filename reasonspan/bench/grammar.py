@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from reasonspan.bench.common import QWEN3, Family, Row
-from reasonspan.runtime import ReasoningBatch, build_parser_sync
+from reasonspan.runtime import ReasoningBatch, ReasoningParser, build_parser_sync
 from reasonspan.runtime.batch.grammar import Grammar, bitmask_width, compile_grammar, fill_bitmasks
 from reasonspan.tokenizer import LoadedTokenizer
 
@@ -79,26 +79,8 @@ def run_grammar_suite(
     for n in sizes or SIZES:
         structured = [i % 2 == 0 for i in range(n)]
         starts = [i * 2 * answer_at // n for i in range(n)]  # half of them past reasoning
-        batches = {case: ReasoningBatch() for case in (PLAIN, GATE, FEED)}
-        for i in range(n):
-            seed = prompt + script[: starts[i]]
-            batches[PLAIN].add(i, parser, seed)
-            batches[GATE].add(i, parser, seed, structured_output=structured[i])
-            batches[FEED].add(i, parser, seed, response_format=FORMAT if structured[i] else None)
-        # The ungated matchers: one per structured request, at its answer position.
-        ungated: dict[int, Grammar] = {}
-        for i in range(n):
-            if structured[i]:
-                g = compile_grammar(FORMAT, tok)
-                assert g is not None
-                done = max(0, starts[i] - answer_at)
-                g.consume(script[answer_at : answer_at + done])
-                ungated[i] = g
+        batches, ungated = _setup(tok, parser, prompt, script, answer_at, starts, structured)
         feed = batches[FEED]
-        for i in range(n):  # answers already begun: feed the batch's matchers too
-            g2 = feed._grammars.get(feed._slots.slot_of[i])
-            if g2 is not None and starts[i] > answer_at:
-                g2.consume(script[answer_at : starts[i]])
         ids = np.arange(n, dtype=np.int64)
         offs = np.arange(n + 1, dtype=np.int64)
         out = feed.allocate_token_bitmask(n)
@@ -142,24 +124,66 @@ def run_grammar_suite(
             for case, ns in step_ns.items():
                 times[case].append(ns)
         share = masked_rows / steps / max(1, sum(structured))
-        for case, ns_list in times.items():
-            us = float(np.median(ns_list)) / 1000
-            note = ""
-            if case == GATED:
-                note = f"{share:.0%} of structured requests past reasoning, on average"
-            elif case == UNGATED:
-                note = f"{sum(structured)} masks per step"
-            rows.append(
-                Row(
-                    suite="grammar",
-                    case=case,
-                    ns_per_token=us * 1000 / n,
-                    us_per_call=us,
-                    tokens=n,
-                    note=note,
-                    batch=n,
-                    k=1,
-                    steps=len(ns_list),
-                )
+        rows += _rows(times, n, share, sum(structured))
+    return rows
+
+
+def _setup(
+    tok: LoadedTokenizer,
+    parser: ReasoningParser,
+    prompt: list[int],
+    script: list[int],
+    answer_at: int,
+    starts: list[int],
+    structured: list[bool],
+) -> tuple[dict[str, ReasoningBatch], dict[int, Grammar]]:
+    """The three batches of one size (request i added after ``prompt`` and ``starts[i]``
+    tokens of ``script``), and the ungated matchers: one per structured request, at its
+    answer position."""
+    n = len(starts)
+    batches = {case: ReasoningBatch() for case in (PLAIN, GATE, FEED)}
+    for i in range(n):
+        seed = prompt + script[: starts[i]]
+        batches[PLAIN].add(i, parser, seed)
+        batches[GATE].add(i, parser, seed, structured_output=structured[i])
+        batches[FEED].add(i, parser, seed, response_format=FORMAT if structured[i] else None)
+    ungated: dict[int, Grammar] = {}
+    for i in range(n):
+        if structured[i]:
+            g = compile_grammar(FORMAT, tok)
+            assert g is not None
+            done = max(0, starts[i] - answer_at)
+            g.consume(script[answer_at : answer_at + done])
+            ungated[i] = g
+    feed = batches[FEED]
+    for i in range(n):  # answers already begun: feed the batch's matchers too
+        g2 = feed._grammars.get(feed._slots.slot_of[i])
+        if g2 is not None and starts[i] > answer_at:
+            g2.consume(script[answer_at : starts[i]])
+    return batches, ungated
+
+
+def _rows(times: dict[str, list[int]], n: int, share: float, masks: int) -> list[Row]:
+    """One row per case of one batch size ``n``, from its timed steps."""
+    rows: list[Row] = []
+    for case, ns_list in times.items():
+        us = float(np.median(ns_list)) / 1000
+        note = ""
+        if case == GATED:
+            note = f"{share:.0%} of structured requests past reasoning, on average"
+        elif case == UNGATED:
+            note = f"{masks} masks per step"
+        rows.append(
+            Row(
+                suite="grammar",
+                case=case,
+                ns_per_token=us * 1000 / n,
+                us_per_call=us,
+                tokens=n,
+                note=note,
+                batch=n,
+                k=1,
+                steps=len(ns_list),
             )
+        )
     return rows
