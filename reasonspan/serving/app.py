@@ -40,50 +40,54 @@ ASGI stack.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import Receive
 
 from reasonspan.runtime.batch.errors import RequestFailedError
 from reasonspan.runtime.batch.grammar import (
     GrammarError,
     GrammarUnavailableError,
     prepare_grammar,
-    prepare_tokenizer,
 )
 from reasonspan.runtime.core.errors import InvalidOptionError, ReasonspanError, UnknownParserError
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import build_parser_sync, get_parser_class
 from reasonspan.runtime.stream.runtime import (
     ReasoningRuntime,
-    RequestCancelledError,
     RequestStream,
     RuntimeClosedError,
 )
-from reasonspan.runtime.wire.openai import ChatCompletion
 from reasonspan.serving.engine import Engine, EngineRequest, SimulatedServingEngine
+from reasonspan.serving.http_edges import (
+    SSEResponse,
+    collect_unless_gone,
+    http_error,
+    json_response,
+    unhandled,
+)
 from reasonspan.serving.messages import thinking_kwargs
+from reasonspan.serving.metrics import Metrics
+from reasonspan.serving.ops import Ops
 from reasonspan.serving.prompt_ids import render_prompt_ids, tokenize
 from reasonspan.serving.protocol import ChatCompletionRequest, RequestError
+from reasonspan.serving.served import ServedModel as ServedModel
+from reasonspan.serving.served import warm_model
 from reasonspan.serving.templates import (
-    MINIMAL_CONVERSATION,
     ChatTemplateError,
-    Fallback,
     template_problem,
 )
-from reasonspan.serving.templates import render_prompt_ids as unbounded_prompt_ids
 from reasonspan.serving.wire_protocols import PROTOCOLS, Parsed, WireProtocol
-from reasonspan.tokenizer import LoadedTokenizer
 
 log = logging.getLogger("reasonspan.serving")
 
@@ -99,22 +103,6 @@ longest SIMULATED script: the longest native context of the families served (256
 Qwen3-2507, Kimi K2). vLLM refuses a prompt past ``--max-model-len`` the same way. It
 also bounds what a request costs the event loop per token (its ids as a Python list, made
 and freed with the GIL held: about 0.1 µs a token, some 25 ms at this length)."""
-
-
-@dataclass
-class ServedModel:
-    """One model the server answers for: its tokenizer, its reasoning parser (family
-    name), and how its prompts are rendered."""
-
-    name: str
-    tokenizer: LoadedTokenizer
-    parser: str
-    chat_template: str | None = None
-    """Overrides the folder's own template (None: the folder's)."""
-    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Defaults under the request's own ``chat_template_kwargs``."""
-    fallback: Fallback = None
-    """``"chatml"``: render plain ChatML when the folder has no template (opt-in)."""
 
 
 @dataclass
@@ -157,13 +145,21 @@ class Server:
             raise ValueError("max_body_bytes, workers and max_model_len must be at least 1")
         self.models = {m.name: m for m in models}
         self.engine: Engine = engine if engine is not None else SimulatedServingEngine()
-        self.runtime = runtime if runtime is not None else ReasoningRuntime(model=models[0].name)
+        self.runtime = (
+            runtime
+            if runtime is not None
+            else ReasoningRuntime(model=models[0].name, time_steps=True)
+        )
+        self.metrics = Metrics([p.name for p in PROTOCOLS])
+        self.state = "starting"
+        """``starting`` until the engine loop runs, then ``serving``, then ``stopped``."""
         self.max_body_bytes = max_body_bytes
         self.workers = workers
         self.max_model_len = max_model_len
         self._limiter: anyio.CapacityLimiter | None = None
         self._template_ok: dict[str, str | None] = {}
         """Per model: why its template cannot render a minimal conversation (None: it can)."""
+        ops = Ops(self)
         self.app = Starlette(
             routes=[
                 *(
@@ -171,9 +167,13 @@ class Server:
                     for p in PROTOCOLS
                 ),
                 Route("/v1/models", self.list_models, methods=["GET"]),
+                Route("/health", ops.health, methods=["GET"]),
+                Route("/metrics", ops.metrics, methods=["GET"]),
+                Route("/tokenize", ops.tokenize, methods=["POST"]),
+                Route("/detokenize", ops.detokenize, methods=["POST"]),
             ],
             lifespan=self._lifespan,
-            exception_handlers={HTTPException: _http_error, Exception: _unhandled},
+            exception_handlers={HTTPException: http_error, Exception: unhandled},
         )
         if warm_up:
             self.warm_up()
@@ -182,9 +182,11 @@ class Server:
     async def _lifespan(self, _app: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.engine.run, self.runtime)
+            self.state = "serving"
             try:
                 yield
             finally:
+                self.state = "stopped"
                 tg.cancel_scope.cancel()
         self.runtime.close()
 
@@ -201,7 +203,7 @@ class Server:
         family's tool-call tables on first use. A model whose parser or template fails here
         is left cold (its requests report the failure)."""
         for model in self.models.values():
-            _warm_model(model)
+            warm_model(model)
 
     @property
     def limiter(self) -> anyio.CapacityLimiter:
@@ -217,7 +219,7 @@ class Server:
             {"id": name, "object": "model", "created": 0, "owned_by": "reasonspan"}
             for name in self.models
         ]
-        return _json({"object": "list", "data": data})
+        return json_response({"object": "list", "data": data})
 
     def _endpoint(self, protocol: WireProtocol) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
@@ -229,9 +231,9 @@ class Server:
         """Every outcome is a response with the protocol's error body on failure; nothing
         escapes as a plain-text 500."""
         try:
-            return await self._serve(request, protocol)
+            response = await self._serve(request, protocol)
         except RequestError as exc:
-            return Response(protocol.error_body(exc), exc.status, media_type="application/json")
+            response = Response(protocol.error_body(exc), exc.status, media_type="application/json")
         except Exception as exc:  # a bug: say so in the body, keep the traceback in the log
             log.exception("%s request failed", protocol.name)
             err = RequestError(
@@ -239,36 +241,48 @@ class Server:
                 status=500,
                 type="server_error",
             )
-            return Response(protocol.error_body(err), 500, media_type="application/json")
+            response = Response(protocol.error_body(err), 500, media_type="application/json")
+        self.metrics.finished(protocol.name, response.status_code)
+        return response
 
     async def _serve(self, request: Request, protocol: WireProtocol) -> Response:
-        body = await self._read_body(request)
+        arrived = time.perf_counter()
+        body = await self.read_body(request)
         ready = await anyio.to_thread.run_sync(
             self._prepare_body, body, protocol, limiter=self.limiter
         )
         key = f"{protocol.key_prefix}{uuid.uuid4().hex}"
         stream = self._admit(key, ready, sse=ready.req.stream and protocol.sse_by_runtime)
+        running = self.metrics.running
+        running[protocol.name] += 1
         if ready.req.stream:
             parts = protocol.events(stream, ready.parsed, key, len(ready.prompt_ids))
+            ttft = self.metrics.ttft[protocol.name]
 
             async def events() -> AsyncIterator[bytes]:
+                first = True
                 try:
                     async for event in parts:
+                        if first and protocol.has_text(event):
+                            first = False
+                            ttft.observe(time.perf_counter() - arrived)
                         yield event
                 finally:  # the stream ended, or its task was cancelled: free the slot now
+                    running[protocol.name] -= 1
+                    self.metrics.usage(stream.usage)
                     self.runtime.abort(key)
 
-            return _SSEResponse(events(), lambda: self.runtime.abort(key))
+            return SSEResponse(events(), lambda: self.runtime.abort(key))
         try:
-            completion = await _collect_unless_gone(
-                request, stream, lambda: self.runtime.abort(key)
-            )
+            completion = await collect_unless_gone(request, stream, lambda: self.runtime.abort(key))
         except RuntimeClosedError as exc:
             raise RequestError(str(exc), status=500, type="server_error") from None
         except (RequestFailedError, ReasonspanError) as exc:  # e.g. a grammar rejection
             raise RequestError(str(exc), status=500, type="server_error") from None
         finally:
+            running[protocol.name] -= 1
             self.runtime.abort(key)
+        self.metrics.usage(stream.usage)
         if completion is None:  # the client went away; nobody reads this
             return Response(status_code=499)
         answer = protocol.completion(completion, stream, ready.parsed, key)
@@ -307,7 +321,7 @@ class Server:
         )
         return stream
 
-    async def _read_body(self, request: Request) -> bytes:
+    async def read_body(self, request: Request) -> bytes:
         """The request body, refused (413) as soon as it is longer than the cap."""
         too_large = RequestError(
             f"the request body is larger than this server accepts ({self.max_body_bytes:,} "
@@ -332,14 +346,7 @@ class Server:
         (decode and validate, parser, prompt, grammar, a ``simulated_output`` script)."""
         parsed = protocol.parse(body)
         req = parsed.req
-        model = self.models.get(req.model)
-        if model is None:
-            raise RequestError(
-                f"the model {req.model!r} does not exist; served models: {', '.join(self.models)}",
-                param="model",
-                status=404,
-                code="model_not_found",
-            )
+        model = self.model(req.model)
         parser, prompt_ids = self.prepare(req, model, thinking=parsed.thinking)
         self._check_script_ids(req, model)
         if req.response_format is not None and req.structured_output:
@@ -353,6 +360,18 @@ class Server:
         if req.simulated_output is not None:
             script = self._script(req.simulated_output, model)
         return _Prepared(req, parser, prompt_ids, model, parsed, script)
+
+    def model(self, name: str) -> ServedModel:
+        """The served model of that name, or a 404 naming the ones served."""
+        model = self.models.get(name)
+        if model is None:
+            raise RequestError(
+                f"the model {name!r} does not exist; served models: {', '.join(self.models)}",
+                param="model",
+                status=404,
+                code="model_not_found",
+            )
+        return model
 
     def _script(self, text: str, model: ServedModel) -> list[int]:
         """On a worker thread: ``simulated_output`` as the SIMULATED engine's script (token
@@ -476,136 +495,3 @@ def create_app(
         max_model_len=max_model_len,
         warm_up=warm_up,
     ).app
-
-
-_WARM_TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
-"""A tool offered in the warm-up requests, so the family's tool-call tables are built."""
-
-
-def _warm_model(model: ServedModel) -> None:
-    """llguidance's tokenizer, then a request of each output form (SSE and chunks, tools
-    offered) admitted into a runtime of the model's own and dropped: the tables they build
-    are kept per tokenizer (its cache), where the server's runtime finds them. Nothing is
-    generated; nothing reaches the engine."""
-    tok = model.tokenizer
-    prepare_tokenizer(tok)
-    try:
-        parser = build_parser_sync(model.parser, tok, dict(model.chat_template_kwargs))
-        prompt_ids = unbounded_prompt_ids(
-            tok,
-            MINIMAL_CONVERSATION,
-            chat_template=model.chat_template,
-            chat_template_kwargs=model.chat_template_kwargs,
-            fallback=model.fallback,
-            template_name=f"model {model.name!r}",
-        )
-    except ReasonspanError as exc:
-        log.warning("model %r: left cold (no warm-up request): %s", model.name, exc)
-        return
-    runtime = ReasoningRuntime(model=model.name)
-    try:
-        for i, sse in enumerate((True, False)):
-            key = f"warm-up-{i}"
-            try:
-                runtime.add(key, parser, prompt_ids, tools=_WARM_TOOLS, sse=sse)
-            except ReasonspanError:  # tools refused (a family without calls): without them
-                runtime.add(key, parser, prompt_ids, sse=sse)
-            runtime.abort(key)
-    except ReasonspanError as exc:
-        log.warning("model %r: left cold (warm-up request refused): %s", model.name, exc)
-    finally:
-        runtime.close()
-
-
-class _SSEResponse(StreamingResponse):
-    """SSE with the request aborted the moment the client disconnects.
-
-    The abort is called directly rather than left to cancelling the streaming task: a
-    stream whose chunks are always ready never suspends, so a cancellation would only land
-    once the engine had generated everything."""
-
-    def __init__(self, content: AsyncIterator[bytes], on_disconnect: Callable[[], object]):
-        super().__init__(content, media_type="text/event-stream")
-        self._on_disconnect = on_disconnect
-
-    async def listen_for_disconnect(self, receive: Receive) -> None:
-        await super().listen_for_disconnect(receive)
-        self._on_disconnect()
-
-
-async def _collect_unless_gone(
-    request: Request, stream: RequestStream, abort: Callable[[], object]
-) -> ChatCompletion | None:
-    """``stream.collect()``, or None when the client disconnects first (then the request
-    is aborted at once). The collect's own error is raised as it is, outside the task
-    group, so callers never see it wrapped in an ``ExceptionGroup``."""
-    gone = False
-    result: ChatCompletion | None = None
-    error: Exception | None = None
-    async with anyio.create_task_group() as tg:
-
-        async def watch() -> None:
-            nonlocal gone
-            while (await request.receive())["type"] != "http.disconnect":
-                pass
-            gone = True
-            abort()
-
-        tg.start_soon(watch)
-        try:
-            result = await stream.collect()
-        except RequestCancelledError as exc:
-            if not gone:
-                error = exc
-        except Exception as exc:
-            error = exc
-        finally:
-            tg.cancel_scope.cancel()
-    if error is not None:
-        raise error
-    return result
-
-
-def _json(obj: Any) -> Response:
-    import msgspec
-
-    return Response(msgspec.json.encode(obj), media_type="application/json")
-
-
-def _error(err: RequestError, headers: Mapping[str, str] | None = None) -> Response:
-    return Response(err.body(), err.status, headers=headers, media_type="application/json")
-
-
-ENDPOINTS = ", ".join([*(f"POST {p.path}" for p in PROTOCOLS), "GET /v1/models"])
-
-
-async def _http_error(request: Request, exc: Exception) -> Response:
-    """Starlette's own HTTP errors (no route for the path, a method the route does not
-    take) as OpenAI error bodies; its default answers them in plain text."""
-    assert isinstance(exc, HTTPException)
-    where = f"{request.method} {request.url.path}"
-    if exc.status_code == 404:
-        err = RequestError(
-            f"Invalid URL ({where}): this server answers {ENDPOINTS}", status=404, code="not_found"
-        )
-    elif exc.status_code == 405:
-        allowed = {k.lower(): v for k, v in (exc.headers or {}).items()}.get("allow", "")
-        err = RequestError(
-            f"Method not allowed ({where}): this path takes {allowed}",
-            status=405,
-            code="method_not_allowed",
-        )
-    else:
-        err = RequestError(f"{exc.detail} ({where})", status=exc.status_code)
-    protocol = next((p for p in PROTOCOLS if p.path == request.url.path), PROTOCOLS[0])
-    body = protocol.error_body(err)
-    return Response(body, err.status, headers=exc.headers, media_type="application/json")
-
-
-async def _unhandled(_request: Request, exc: Exception) -> Response:
-    """An exception no route caught (Starlette's last resort, which logs it too)."""
-    return _error(
-        RequestError(
-            f"internal server error: {type(exc).__name__}", status=500, type="server_error"
-        )
-    )

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from reasonspan.runtime.stream.runtime import RequestStream
-from reasonspan.runtime.wire.openai import ChatCompletion, encode
+from reasonspan.runtime.wire.openai import ChatCompletion, ChatCompletionChunk, encode
 from reasonspan.serving.messages import (
     MessagesRequest,
     anthropic_error,
@@ -29,6 +29,8 @@ from reasonspan.serving.protocol import ChatCompletionRequest, RequestError, par
 from reasonspan.serving.responses import effort_off, parse_responses_request
 from reasonspan.serving.responses import to_chat_request as responses_to_chat
 from reasonspan.serving.responses_events import ResponseEvents, ResponseShape, response_of
+
+_chunk_decoder = msgspec.json.Decoder(ChatCompletionChunk)
 
 
 @dataclass
@@ -66,6 +68,11 @@ class WireProtocol:
     ) -> bytes:
         raise NotImplementedError
 
+    def has_text(self, event: bytes) -> bool:
+        """The event carries generated text (the time to the first one is the time to
+        first token; asked only until one is found)."""
+        raise NotImplementedError
+
 
 class ChatCompletions(WireProtocol):
     name = "chat.completions"
@@ -85,6 +92,16 @@ class ChatCompletions(WireProtocol):
         self, completion: ChatCompletion, stream: RequestStream, parsed: Parsed, key: str
     ) -> bytes:
         return encode(completion)
+
+    def has_text(self, event: bytes) -> bool:
+        """A chunk event whose delta holds text or a call (not the role, not usage)."""
+        if not event.startswith(b"data: {"):
+            return False
+        chunk = _chunk_decoder.decode(event[6:].strip())
+        if not chunk.choices:
+            return False
+        d = chunk.choices[0].delta
+        return bool(d.content or d.reasoning or d.reasoning_content or d.tool_calls)
 
 
 def _output_tokens(stream: RequestStream) -> int:
@@ -120,6 +137,9 @@ class Messages(WireProtocol):
     ) -> bytes:
         return msgspec.json.encode(message_of(completion, key, stream.stop_sequence))
 
+    def has_text(self, event: bytes) -> bool:
+        return event.startswith(b"event: content_block_delta\n")
+
 
 class Responses(WireProtocol):
     name = "responses"
@@ -147,6 +167,10 @@ class Responses(WireProtocol):
         self, completion: ChatCompletion, stream: RequestStream, parsed: Parsed, key: str
     ) -> bytes:
         return msgspec.json.encode(response_of(self._shape(parsed, key), completion))
+
+    def has_text(self, event: bytes) -> bool:
+        """``response.*.delta`` (reasoning, output text, call arguments)."""
+        return event.split(b"\n", 1)[0].endswith(b".delta")
 
 
 PROTOCOLS: tuple[WireProtocol, ...] = (ChatCompletions(), Messages(), Responses())
