@@ -173,7 +173,6 @@ OVERSIZE: dict[str, int] = {
     "reasonspan.runtime.batch.slots": 611,
     "reasonspan.runtime.batch.step": 689,
     "reasonspan.runtime.batch.text": 649,
-    "reasonspan.runtime.declared.compile": 566,
     "reasonspan.runtime.stream.request": 626,
     "reasonspan.runtime.stream.runtime": 655,
     "reasonspan.runtime.stream.sse_path": 767,
