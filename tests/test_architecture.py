@@ -176,7 +176,6 @@ OVERSIZE: dict[str, int] = {
     "reasonspan.runtime.stream.request": 626,
     "reasonspan.runtime.stream.runtime": 655,
     "reasonspan.runtime.stream.sse_path": 767,
-    "reasonspan.runtime.toolcalls.extract": 585,
     "reasonspan.architectures.harmony": 582,
     "reasonspan.detection.scoring": 507,
     "reasonspan.runtime.batch.fallback:step_fallback": 276,

@@ -27,24 +27,25 @@ Tokens outside a region cost one set lookup each.
 
 from __future__ import annotations
 
-import re
 from typing import TypeVar
 
+from reasonspan.runtime.core.holdback import Spill
 from reasonspan.runtime.core.labels import CONTENT, DELIMITER, REASONING, TOOL, TOOL_CALL
 from reasonspan.runtime.core.tool_format import CompiledToolFormat
 from reasonspan.runtime.core.tool_types import ToolCall, Tools
+from reasonspan.runtime.toolcalls.region_bytes import (
+    WS,
+    Bytes,
+    completed_calls,
+    ends_in_json_value,
+    ends_in_string,
+    first_marker,
+    strip_closer,
+)
 
-Spill = tuple[int, bytes, int, int]
-"""As :data:`reasonspan.runtime.core.machine.Spill` (not imported: the machine imports the spec,
-which imports this package)."""
-
-_Bytes = bytes | bytearray
-"""A region's bytes: a join of its tokens, or the open region's grown buffer."""
 _B = TypeVar("_B", bytes, bytearray)
 
 _OUT, _FRESH, _IN = 0, 1, 2
-_QUOTE_OR_BACKSLASH = re.compile(rb'["\\]')
-_WS = b" \t\r\n"
 
 _BODY = (CONTENT, TOOL, DELIMITER)
 """Labels whose tokens are text of a region's body. A marker the reasoning machine consumes
@@ -205,7 +206,7 @@ class ToolCallExtractor:
             return
         if self._mode == _FRESH:
             self._held.append(item)
-            data = self._bytes(item).lstrip(_WS)
+            data = self._bytes(item).lstrip(WS)
             if not data:
                 return  # only space so far: the answer has not begun
             if data[:1] in fmt.leading:
@@ -233,7 +234,7 @@ class ToolCallExtractor:
         fmt = self._fmt
         chunks = [self._bytes(item) for item in self._held]
         buf = b"".join(chunks)
-        at, _ = _first(buf, fmt.open_bytes)
+        at, _ = first_marker(buf, fmt.open_bytes)
         if at < 0:
             # Keep the shortest tail of tokens whose bytes may begin a marker.
             at = len(buf)
@@ -287,7 +288,7 @@ class ToolCallExtractor:
         fmt = self._fmt
         buf = self._grown()
         _, start, _ = self._opener(buf)
-        at, size = _first(buf, fmt.close_bytes, max(start, self._close_from))
+        at, size = first_marker(buf, fmt.close_bytes, max(start, self._close_from))
         while at >= 0:
             if self._in_argument(buf[:at]):
                 pass  # text of a string argument
@@ -295,7 +296,7 @@ class ToolCallExtractor:
                 break
             elif self._pending is None:
                 self._pending = self._through(buf, at + size)
-            at, size = _first(buf, fmt.close_bytes, at + 1)
+            at, size = first_marker(buf, fmt.close_bytes, at + 1)
         if at < 0:
             # A closer may still end in the next token's bytes.
             self._close_from = max(start, len(buf) - fmt.max_marker + 1)
@@ -303,7 +304,7 @@ class ToolCallExtractor:
         n, after = self._through(buf, at + size)
         self._close(n, after, ids, labels, spill, calls)
 
-    def _through(self, buf: _Bytes, end_byte: int) -> tuple[int, bytes]:
+    def _through(self, buf: Bytes, end_byte: int) -> tuple[int, bytes]:
         """The held tokens through the one that completes a closer ending at ``end_byte``
         of the region's bytes ``buf``, and the bytes of that token after the closer."""
         pos, n = 0, 0
@@ -321,9 +322,9 @@ class ToolCallExtractor:
         otherwise the region is a call cut by the end of the output, dropped."""
         assert self._pending is not None
         n, after = self._pending
-        return n == len(self._held) and not after.strip(_WS)
+        return n == len(self._held) and not after.strip(WS)
 
-    def _could_end(self, buf: _Bytes) -> bool:
+    def _could_end(self, buf: Bytes) -> bool:
         """May a close marker end the region here (its bytes so far ``buf``)?
         (:meth:`ToolFormat.could_end`; only formats with a completion check decode.)"""
         fmt = self._fmt.fmt
@@ -356,7 +357,7 @@ class ToolCallExtractor:
             return self._fmt.token_bytes[t]
         return b"".join(d for d, ch, _ in sorted(parts, key=lambda p: p[2]) if ch != REASONING)
 
-    def _in_argument(self, buf: _Bytes) -> bool:
+    def _in_argument(self, buf: Bytes) -> bool:
         """Does the region so far (``buf``) end inside a JSON string argument, where the
         format says where those are (``json_strings``, ``string_quote``, ``json_after``)?"""
         fmt = self._fmt.fmt
@@ -364,68 +365,16 @@ class ToolCallExtractor:
             return True
         return bool(fmt.json_after) and self._in_json_after(buf)
 
-    def _in_json_after(self, buf: _Bytes) -> bool:
-        """Each JSON value after a ``json_after`` marker is skipped whole (so markers in its
-        strings are never taken for the next one); is ``buf`` cut inside a string of one?"""
+    def _in_json_after(self, buf: Bytes) -> bool:
+        """Is ``buf`` cut inside a string of a JSON value after a ``json_after`` marker?"""
         markers = tuple(m.encode("utf-8") for m in self._fmt.fmt.json_after)
-        _, i, _ = self._opener(buf)
-        while True:
-            at, size = _first(buf, markers, i)
-            if at < 0:
-                return False
-            j = min(
-                (k for k in (buf.find(b"{", at + size), buf.find(b"[", at + size)) if k >= 0),
-                default=-1,
-            )
-            if j < 0:
-                return False
-            depth, inside, escaped = 0, False, False
-            for k in range(j, len(buf)):
-                b = buf[k]
-                if inside:
-                    if escaped:
-                        escaped = False
-                    elif b == 0x5C:  # backslash
-                        escaped = True
-                    elif b == 0x22:
-                        inside = False
-                elif b == 0x22:  # double quote
-                    inside = True
-                elif b in b"{[":
-                    depth += 1
-                elif b in b"}]":
-                    depth -= 1
-                    if depth == 0:
-                        i = k + 1
-                        break
-            else:
-                return inside  # the value runs to the end of buf
+        return ends_in_json_value(buf, markers, self._opener(buf)[1])
 
-    def _in_string(self, buf: _Bytes) -> bool:
-        """Does the body in ``buf`` (the region so far) end inside a string argument (a JSON
-        string, or between an opening and a closing ``string_quote``)?"""
-        _, start, _ = self._opener(buf)
-        quote = self._fmt.quote
-        if quote:
-            return buf.count(quote, start) % 2 == 1
-        body = buf[start:].lstrip(_WS)
-        if body[:1] not in (b"{", b"["):
-            return False  # not a JSON body (Qwen3's <tool_call> may hold XML)
-        # Only quotes and backslashes matter: visit those (a long argument of prose has
-        # few), a backslash inside a string escaping the byte after it.
-        inside = False
-        escaped_at = -1
-        for m in _QUOTE_OR_BACKSLASH.finditer(body):
-            at = m.start()
-            if at == escaped_at:
-                continue
-            if body[at] == 0x22:  # double quote
-                inside = not inside
-            elif inside:  # backslash
-                escaped_at = at + 1
-        return inside
+    def _in_string(self, buf: Bytes) -> bool:
+        """Does the body in ``buf`` (the region so far) end inside a string argument?"""
+        return ends_in_string(buf, self._opener(buf)[1], self._fmt.quote)
 
-    def _opener(self, buf: _Bytes) -> tuple[int, int, bool]:
+    def _opener(self, buf: Bytes) -> tuple[int, int, bool]:
         """Where the region's opener begins and ends in its bytes (0, 0 for a region that
         a ``leading`` character opened: that character is part of the body), and whether
         it is an ``open_in_body`` marker (the body's own first text). A byte opener
@@ -437,7 +386,7 @@ class ToolCallExtractor:
         if first[0] in fmt.open_ids:
             return 0, len(fmt.token_bytes[first[0]]), False
         window = len(self._bytes(first)) + fmt.max_marker
-        at, size = _first(buf[:window], fmt.open_bytes)
+        at, size = first_marker(buf[:window], fmt.open_bytes)
         if at < 0:
             return 0, 0, False
         in_body = any(buf.startswith(m, at) for m in fmt.body_open_bytes)
@@ -467,7 +416,7 @@ class ToolCallExtractor:
         if after:
             buf = buf[: len(buf) - len(after)]
         before, body = self._body(buf)
-        got = fmt.fmt.parse(self._strip_closer(body).decode("utf-8", "replace"), self._tools)
+        got = fmt.fmt.parse(strip_closer(fmt, body).decode("utf-8", "replace"), self._tools)
         region = self._held[:n]
         if got is None:
             for item in region:
@@ -481,9 +430,9 @@ class ToolCallExtractor:
                     labels.append(TOOL_CALL if item[1] in _BODY else item[1])
                 else:
                     emit(item, ids, labels, spill, TOOL_CALL)
-            if before.strip(_WS):
+            if before.strip(WS):
                 spill.append((first, before, CONTENT, 0))
-            if after.strip(_WS):
+            if after.strip(WS):
                 spill.append((len(ids) - 1, after, CONTENT, 0))
             calls.extend(got)
             self.count += len(got)
@@ -505,43 +454,17 @@ class ToolCallExtractor:
         fmt = self._fmt
         buf = self._region_bytes()
         before, body = self._body(buf)
-        got = self._completed(body.decode("utf-8", "replace")) if fmt.fmt.call_close else []
+        text = body.decode("utf-8", "replace")
+        got = completed_calls(fmt.fmt, text, self._tools) if fmt.fmt.call_close else []
         first = len(ids)
         for item in self._held:
             self._emit(item, ids, labels, spill, TOOL_CALL)
-        if before.strip(_WS) and len(ids) > first:
+        if before.strip(WS) and len(ids) > first:
             spill.append((first, before, CONTENT, 0))
         calls.extend(got)
         self.count += len(got)
         self._held.clear()
         self._mode = _OUT
-
-    def _completed(self, body: str) -> list[ToolCall]:
-        """The calls of a cut region's ``body``: its longest prefix ending at a call
-        closer that the format reads (a closer inside an argument string does not read)."""
-        ends: list[int] = []
-        for m in self._fmt.fmt.call_close:
-            at = body.find(m)
-            while at >= 0:
-                ends.append(at + len(m))
-                at = body.find(m, at + 1)
-        for end in sorted(set(ends), reverse=True):
-            got = self._fmt.fmt.parse(body[:end], self._tools)
-            if got:
-                return got
-        return []
-
-    def _strip_closer(self, body: bytes) -> bytes:
-        fmt = self._fmt
-        table = fmt.token_bytes
-        for tid in fmt.close_ids:
-            m = table[tid]
-            if body.endswith(m):
-                return body[: len(body) - len(m)]
-        for m in fmt.close_bytes:
-            if body.endswith(m):
-                return body[: len(body) - len(m)]
-        return body
 
     # ------------------------------------------------------------------ output
 
@@ -572,14 +495,3 @@ class ToolCallExtractor:
             spill.extend((at, data, channel, after) for data, channel, after in parts)
         ids.append(t)
         labels.append(lab)
-
-
-def _first(buf: _Bytes, markers: tuple[bytes, ...], start: int = 0) -> tuple[int, int]:
-    """``(offset, length)`` of the earliest of ``markers`` in ``buf`` from ``start``, or
-    ``(-1, 0)``."""
-    best, size = -1, 0
-    for m in markers:
-        at = buf.find(m, start)
-        if at >= 0 and (best < 0 or at < best):
-            best, size = at, len(m)
-    return best, size
