@@ -1,82 +1,15 @@
 """One module per model family: its markers and its quirks, nothing else.
 
-Importing this package registers every built-in family.
+Importing this package registers every built-in family: each module in this folder is
+imported, in name order, and registers its classes with ``@register``. A new family is a
+new module here and nothing else (no list to extend); no module imports another family's.
 """
 
-from reasonspan.architectures import (  # issue 17, second half
-    apertus,
-    cohere,
-    declared,
-    deepseek,
-    deepseek_v4,
-    ernie,
-    exaone,
-    gemma4,
-    gigachat,
-    glm,
-    granite,
-    granite_thinking,
-    harmony,
-    hunyuan,
-    hunyuan_v4,
-    inkling,
-    k2_horizon,
-    kimi,
-    kimi_k3,
-    lfm,
-    ling3,
-    llama,
-    minicpmv,
-    minimax,
-    minimax_append_think,
-    mistral,
-    muse,
-    nemotron,
-    nemotron_v1,
-    olmo,
-    plamo3,
-    poolside,
-    qwen3,
-    seed_oss,
-    solar,
-    step,
-)
+from importlib import import_module
+from pkgutil import iter_modules
 
-__all__ = [
-    "apertus",
-    "cohere",
-    "declared",
-    "deepseek",
-    "deepseek_v4",
-    "ernie",
-    "exaone",
-    "gemma4",
-    "gigachat",
-    "glm",
-    "granite",
-    "granite_thinking",
-    "harmony",
-    "hunyuan",
-    "hunyuan_v4",
-    "inkling",
-    "k2_horizon",
-    "kimi",
-    "kimi_k3",
-    "lfm",
-    "ling3",
-    "llama",
-    "minicpmv",
-    "minimax",
-    "minimax_append_think",
-    "mistral",
-    "muse",
-    "nemotron",
-    "nemotron_v1",
-    "olmo",
-    "plamo3",
-    "poolside",
-    "qwen3",
-    "seed_oss",
-    "solar",
-    "step",
-]
+MODULES: tuple[str, ...] = tuple(sorted(m.name for m in iter_modules(__path__)))
+"""The family modules found in this package (the registry's built-in families are theirs)."""
+
+for _name in MODULES:
+    import_module(f"{__name__}.{_name}")

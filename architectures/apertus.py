@@ -29,6 +29,7 @@ from __future__ import annotations
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 
 INNER_PREFIX, INNER_SUFFIX = "<|inner_prefix|>", "<|inner_suffix|>"
 TOOLS_PREFIX = "<|tools_prefix|>"
@@ -56,3 +57,4 @@ class ApertusParser(ReasoningParser):
         notes="<think> is plain content; <|tools_prefix|> ends reasoning (also inside an open "
         "inner block, as llama.cpp routes it) and the late <|inner_suffix|> is dropped",
     )
+    hint = DetectionHint(model_types=("apertus",))

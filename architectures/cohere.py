@@ -35,6 +35,7 @@ import msgspec
 from reasonspan.runtime.core.spec import ReasoningSpec, Trim
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 
 START_THINKING, END_THINKING = "<|START_THINKING|>", "<|END_THINKING|>"
 START_RESPONSE, END_RESPONSE = "<|START_RESPONSE|>", "<|END_RESPONSE|>"
@@ -68,6 +69,7 @@ _COMMAND3 = ReasoningSpec(
 @register
 class CohereCommand3Parser(ReasoningParser):
     spec = _COMMAND3
+    hint = DetectionHint(model_types=("cohere2",))
 
 
 @register

@@ -42,6 +42,7 @@ from __future__ import annotations
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 from reasonspan.runtime.toolcalls import ToolFormat
 
 THINK = ("<think>",)
@@ -96,6 +97,8 @@ class DeepSeekR1Parser(ReasoningParser):
         ),
         notes="a missing start marker is tolerated (the turn starts in reasoning)",
     )
+    # R1 and V3/V3.1 checkpoints share model_type "deepseek_v3"; the template decides.
+    hint = DetectionHint(model_types=("deepseek_v3",))
 
 
 @register
@@ -117,6 +120,12 @@ class DeepSeekV3Parser(ReasoningParser):
         ),
         tool_calls=DEEPSEEK_V31_V32_TOOL_CALLS,
         notes="thinking off by default: the whole response is content",
+    )
+    # V3.2 introduced the DSML tool-call tokens; V4 keeps them and adds more.
+    hint = DetectionHint(
+        model_types=("deepseek_v3", "deepseek_v32"),
+        tokens=("｜DSML｜",),
+        absent=("<｜latest_reminder｜>",),
     )
 
 
@@ -158,3 +167,5 @@ class Holo2Parser(ReasoningParser):
         ),
         notes="as deepseek_v3, but thinking on by default",
     )
+    # A Qwen3-VL fine-tune with Qwen's tokens.
+    hint = DetectionHint(needs_evidence=True)

@@ -17,6 +17,7 @@ import msgspec
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 from reasonspan.runtime.toolcalls import ToolFormat
 
 _DSML_TOOL_CALLS = "<｜DSML｜tool_calls>"
@@ -64,6 +65,9 @@ class DeepSeekV4Parser(ReasoningParser):
         notes='also off with reasoning_effort "none"; <｜DSML｜tool_calls> (multi-token) ends '
         "reasoning",
     )
+    hint = DetectionHint(
+        model_types=("deepseek_v4",), tokens=("<｜latest_reminder｜>",), needs_evidence=True
+    )
 
 
 @register
@@ -78,9 +82,11 @@ class DeepSeekV41Parser(ReasoningParser):
         text_markers=(_DSML_SPACED_CALLS,),
         tool_calls=DEEPSEEK_V41_TOOL_CALLS,
         start_source=(
-            "documented: DeepSeek-V4.1 thinks by default (issue 17: `<｜Assistant｜><think>` when "
-            "thinking, `</think>` in chat mode)"
+            "documented: DeepSeek-V4.1 thinks by default (the turn opens "
+            "`<｜Assistant｜><think>` when thinking, `</think>` in chat mode)"
         ),
         notes='also off with reasoning_effort "none"; the spaced <｜DSML｜ calls> block '
         "(multi-token) ends reasoning",
     )
+    # V4.1 has V4's vocabulary; only its DSML spelling differs, which a vocabulary cannot show.
+    hint = DetectionHint(needs_evidence=True)

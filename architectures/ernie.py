@@ -12,6 +12,7 @@ from __future__ import annotations
 from reasonspan.runtime.core.spec import ReasoningSpec, Trim
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 
 
 @register
@@ -31,3 +32,4 @@ class Ernie45Parser(ReasoningParser):
         ),
         notes="<response> wrapper stripped; newlines after </think> trimmed",
     )
+    hint = DetectionHint(model_types=("ernie4_5", "ernie4_5_moe"), needs_evidence=True)

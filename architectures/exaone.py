@@ -17,6 +17,7 @@ from __future__ import annotations
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 
 
 @register
@@ -37,3 +38,5 @@ class Exaone4Parser(ReasoningParser):
         ),
         notes="thinking off by default: the whole response is content",
     )
+    # It writes Qwen's <think> pair; its own turn token tells it apart.
+    hint = DetectionHint(model_types=("exaone4",), tokens=("[|assistant|]",))

@@ -6,7 +6,7 @@ Facts and where they come from:
   assistant turn as a think block followed by the text and tool calls, and its generation
   prompt opens the block (``…assistant<|role_sep|>\\n<think>``), so the model never writes
   the start marker: a turn starts in reasoning (a ``<think>`` it echoes is consumed).
-- Switch: ``reasoning`` (chat_template_kwargs), as the issue's engine survey lists it; the
+- Switch: ``reasoning`` (chat_template_kwargs), as the serving engines surveyed read it; the
   block is prefilled when ``reasoning`` is true, which is the released -Reasoning
   checkpoint's default (its template always opens the block), so thinking is on unless
   ``reasoning: false``. Off, the whole response is content.
@@ -21,6 +21,7 @@ from __future__ import annotations
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 
 
 @register
@@ -42,3 +43,5 @@ class GigaChat35Parser(ReasoningParser):
         ),
         notes="reasoning: false → the whole response is content",
     )
+    # It writes Qwen's <think> pair; its own turn token tells it apart.
+    hint = DetectionHint(model_types=("gigachat3_5",), tokens=("<|role_sep|>",))

@@ -26,6 +26,7 @@ from reasonspan.runtime.core.spec import (
 )
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 from reasonspan.runtime.toolcalls import ToolFormat
 
 GLM_TOOL_CALLS = ToolFormat(
@@ -65,6 +66,8 @@ _GLM = ReasoningSpec(
 @register
 class Glm45Parser(ReasoningParser):
     spec = _GLM
+    # GLM-4.5/4.6 let the model open <think>; GLM-4.7 templates prefill it.
+    hint = DetectionHint(model_types=("glm4_moe", "glm4v_moe"), prefills_start=False)
 
 
 @register
@@ -80,3 +83,5 @@ class Glm47Parser(ReasoningParser):
         start_source="template: GLM-4.7-Flash's and GLM-5/5.1/5.2's chat_template.jinja end "
         "with `<|assistant|><think>` (thinking off: `<|assistant|></think>`)",
     )
+    # GLM-4.7 templates prefill <think>; GLM-4.5/4.6 let the model open it.
+    hint = DetectionHint(model_types=("glm4_moe", "glm4_moe_lite"), prefills_start=True)

@@ -34,6 +34,7 @@ from reasonspan.runtime.core.markers import compile_machine
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 from reasonspan.tokenizer.loader import LoadedTokenizer
 
 START = ("Here is my thought process:", "Here's my thought process:")
@@ -60,6 +61,7 @@ class GraniteParser(ReasoningParser):
         ),
         notes="plain-text phrases (also Here's) matched on token bytes with hold-back",
     )
+    hint = DetectionHint(model_types=("granite",), plain_text_markers=True)
 
     @classmethod
     def compile(cls, tokenizer: LoadedTokenizer, kwargs: Mapping[str, Any]) -> Machine:

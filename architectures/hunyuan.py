@@ -25,6 +25,7 @@ from reasonspan.runtime.core.errors import InvalidOptionError, MissingMarkerErro
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 from reasonspan.tokenizer.loader import LoadedTokenizer
 
 _THINK_RE = re.compile(r"<think(.*)>")
@@ -130,3 +131,4 @@ class HunyuanA13BParser(ReasoningParser):
         start_source="documented: Hunyuan-A13B opens `<think>\\n` itself (no prefill)",
         notes="multi-token text markers; <answer> wrapper stripped; fast-think block consumed",
     )
+    hint = DetectionHint(model_types=("hunyuan_v1_moe",))

@@ -19,6 +19,7 @@ from __future__ import annotations
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 from reasonspan.runtime.toolcalls import ToolFormat
 
 KIMI_K2_TOOL_CALLS = ToolFormat(
@@ -53,3 +54,4 @@ class KimiK2Parser(ReasoningParser):
         tool_calls=KIMI_K2_TOOL_CALLS,
         notes="<|tool_calls_section_begin|> ends reasoning; content starts at it",
     )
+    hint = DetectionHint(model_types=("kimi_k2",))

@@ -7,7 +7,7 @@ Facts and where they come from:
   ends the generation prompt with ``<|im_start|>assistant\\n`` and prefills nothing: the
   model writes ``<think>`` itself when it decides to think, so a turn starts in content
   and a ``<think>`` opens a block (also after content).
-- Switch: ``think`` (chat_template_kwargs), as the issue's engine survey lists it;
+- Switch: ``think`` (chat_template_kwargs), as the serving engines surveyed read it;
   default on. Off, the markers are not read and the whole response is content.
 - Implicit end: ``<|tool_call_start|>`` ends reasoning and stays in the content for the
   tool parser (LFM2 writes Pythonic calls between the tool-call tokens).
@@ -18,6 +18,7 @@ from __future__ import annotations
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 
 
 @register
@@ -41,3 +42,5 @@ class Lfm2Parser(ReasoningParser):
         ),
         notes="<think> opens a block wherever it comes; <|tool_call_start|> ends reasoning",
     )
+    # It writes Qwen's <think> pair; its own tool-call token tells it apart.
+    hint = DetectionHint(model_types=("lfm2", "lfm2_moe"), tokens=("<|tool_call_start|>",))

@@ -8,8 +8,8 @@ public corpus this was checked against, so the start state is marked ``documente
   template prefills the start: the engine config starts in reasoning with thinking on.
 - ``<tool_call>`` (GLM-4.7's XML tool calls) ends reasoning and stays in content.
 - Switches: ``thinking`` and ``enable_thinking``. Neither given: thinking on. Either given:
-  on when *either* is true (``bool(thinking) or bool(enable_thinking)``), which
-  :func:`either_switch` reproduces; a later key does not override an earlier one.
+  on when *either* is true (``bool(thinking) or bool(enable_thinking)``), which the
+  runtime's ``either_switch`` reproduces; a later key does not override an earlier one.
 - Thinking off: the engine returns the whole output as content; here the turn starts in
   content and the markers stay matched, so a block the model writes anyway is split off
   instead of leaking ``</think>`` into the answer (as qwen3's ``mimo`` and ``nemotron_v3``).
@@ -25,27 +25,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reasonspan.runtime.core.errors import InvalidOptionError
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
-
-
-def either_switch(
-    kwargs: Mapping[str, Any], keys: tuple[str, ...], default: bool
-) -> tuple[bool, bool]:
-    """``(given, on)`` for families whose engines read several bool switches as one: none
-    given → ``default``; else on when any given one is true (vLLM's ling3 and poolside)."""
-    given = False
-    on = False
-    for key in keys:
-        if key in kwargs:
-            value = kwargs[key]
-            if not isinstance(value, bool):
-                raise InvalidOptionError(key, value, "a bool")
-            given = True
-            on = on or value
-    return given, on if given else default
+from reasonspan.runtime.shared.hint import DetectionHint
+from reasonspan.runtime.shared.switches import either_switch
 
 
 @register
@@ -67,6 +51,8 @@ class Ling3Parser(ReasoningParser):
         ),
         notes="thinking/enable_thinking: on when either is true; <tool_call> ends reasoning",
     )
+    # Ling 3 writes GLM's <think> tokens: config.json must name it.
+    hint = DetectionHint(needs_evidence=True)
 
     @classmethod
     def resolve_switches(cls, kwargs: Mapping[str, Any]) -> tuple[bool, bool]:

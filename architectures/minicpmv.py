@@ -29,6 +29,7 @@ from __future__ import annotations
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 
 
 @register
@@ -53,3 +54,5 @@ class MiniCPMVParser(ReasoningParser):
         notes="thinking off by default; a <think> block written anyway is split off the "
         "answer (reported as reasoning, not dropped)",
     )
+    # MiniCPM-V writes Qwen's <think> tokens: config.json or its image tags must say so.
+    hint = DetectionHint(model_types=("minicpmv",), tokens=("<slice>",), needs_evidence=True)

@@ -1,4 +1,4 @@
-"""MiniMax M2 (``</think>`` only) and MiniMax M3 (``<mm:think>``).
+"""MiniMax M2 (``</think>`` only), its "append think" flavour, and MiniMax M3 (``<mm:think>``).
 
 M2's template prefills ``<think>`` and the model never emits it, so a turn starts in
 reasoning; ``<minimax:tool_call>`` ends reasoning. Its template writes ``<think>\\n`` …
@@ -8,6 +8,21 @@ M2's calls (:data:`MINIMAX_M2_TOOL_CALLS`): its chat_template.jinja writes
 ``<minimax:tool_call>\\n<invoke name="NAME"><parameter name="KEY">VALUE</parameter>…</invoke>\\n``
 (one invoke per call, several per block) and ``</minimax:tool_call>``; string values raw,
 others JSON (vLLM's ``minimax_m2`` tool parser), typed from the offered tool's schema.
+
+M2 "append think" (``minimax_m2_append_think``), for clients that split the reasoning
+themselves: nothing is split, every token is content, and the content text is prefixed
+once with the ``<think>`` that the template put into the prompt, so the client sees the
+model's whole output as written (``<think>`` reasoning ``</think>`` answer). The prefix is a
+text-only Trim, so token labels and usage stay honest (no reasoning tokens). Its calls are
+M2's: MiniMax's deployment guide serves M2 with this reasoning parser and the
+``minimax_m2`` tool parser, which reads the calls out of the content. The prefix is
+unconditional, as in the reference: vLLM's ``minimax_m2_append_think`` parser returns
+``"<think>" + model_output`` from ``extract_reasoning`` (so an empty output reads as
+content ``<think>``) and prepends it to the first streamed delta. A client of this flavour
+rebuilds the model's text as the template wrote it (the prompt ended with ``<think>\n``),
+so an empty answer still shows the opened block it got, and streaming and ``parse()``
+agree on it (``Trim.prefix_always``: the prefix comes with the first text, or alone at the
+end of an output that had none).
 
 M3's calls (:data:`MINIMAX_M3_TOOL_CALLS`): its chat_template.jinja leads every tag of a
 call block with the namespace token ``]<]minimax[>[`` (``]<]minimax[>[<tool_call>\\n``,
@@ -36,9 +51,11 @@ from reasonspan.runtime.core.spec import (
     TEMPLATE_NEWLINES_CONTENT,
     TEMPLATE_NEWLINES_REASONING,
     ReasoningSpec,
+    Trim,
 )
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 from reasonspan.runtime.toolcalls import ToolFormat
 
 MINIMAX_M2_TOOL_CALLS = ToolFormat(
@@ -79,6 +96,19 @@ class MiniMaxM2Parser(ReasoningParser):
         start_source=("template: MiniMax-M2's chat_template.jinja ends with `]~b]ai\\n<think>\\n`"),
         notes="the model never emits the start marker; the turn starts in reasoning; "
         "newlines next to the markers trimmed from the text",
+    )
+    hint = DetectionHint(model_types=("minimax_m2",))
+
+
+@register
+class MiniMaxM2AppendThinkParser(ReasoningParser):
+    spec = ReasoningSpec(
+        name="minimax_m2_append_think",
+        thinking_default=False,
+        content_trim=Trim(prefix="<think>", prefix_always=True),
+        tool_calls=MINIMAX_M2_TOOL_CALLS,
+        start_source="template: as minimax_m2; thinking is reported as content by design",
+        notes="everything is content, prefixed with <think>",
     )
 
 

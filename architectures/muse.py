@@ -11,8 +11,9 @@ Facts and where they come from:
   ``REASONING_END = "<|eom|>"``; vLLM's muse_glimmer parser has the same markers).
 - The chat template's generation prompt stops after ``<|start|>assistant``, leaving the
   model to write the recipient (MAX's ``will_reason_after_prompt``): the start state is
-  decided by the first header, as in harmony (``openai_gptoss``), whose machine this
-  family reuses with its own structural tokens and header rule.
+  decided by the first header, as in harmony (``openai_gptoss``): this family runs the
+  runtime's message machine (``runtime/shared/messages.py``) with its own structural
+  tokens and header rule.
 - Switch: ``reasoning_strength`` (the ``Reasoning strength:`` line of the system prompt;
   Meta's API offers low/medium/high/xhigh). It changes how much the model reasons, not
   the format, so it does not change the routing; a value outside those four, or not a
@@ -21,10 +22,10 @@ Facts and where they come from:
   MAX's parser); a tool message's body is labelled TOOL and stays in the content (the
   ATEM ``<atem:invoke name=…>`` markup in it names the function).
 
-Text: several ``to=self`` messages join with ``\\n`` in the reasoning text, as the issue's
-survey of the engines' muse_glimmer parsers records (those that collect the bodies join
-them): ``Trim(join="\\n")`` writes it before the first text of a later block. The
-tokens keep their labels; only the text gets the join.
+Text: several ``to=self`` messages join with ``\\n`` in the reasoning text, as the
+engines' muse_glimmer parsers that collect the bodies do: ``Trim(join="\\n")`` writes it
+before the first text of a later block. The tokens keep their labels; only the text gets
+the join.
 
 Not handled: MAX's parser also holds back body text that may grow into a bare
 `` to=NAME<|message|>`` header written *inside* a body (a model that skips ``<|eom|>`` and
@@ -37,28 +38,35 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reasonspan.architectures.harmony import _END, _MESSAGE, _RETURN, _START, HarmonyMachine
 from reasonspan.runtime.core.errors import InvalidOptionError
 from reasonspan.runtime.core.labels import CONTENT, REASONING, TOOL
 from reasonspan.runtime.core.machine import Machine
 from reasonspan.runtime.core.spec import ReasoningSpec, Trim
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared import messages
+from reasonspan.runtime.shared.hint import DetectionHint
+from reasonspan.runtime.shared.messages import MessageMachine
 from reasonspan.tokenizer.loader import LoadedTokenizer
 
 START, MESSAGE, EOM, EOT = "<|start|>", "<|message|>", "<|eom|>", "<|eot|>"
 STRENGTHS = ("low", "medium", "high", "xhigh")
 
 
-class MuseMachine(HarmonyMachine):
-    """Harmony's header-holding machine with Muse's tokens and recipient rule."""
+class MuseMachine(MessageMachine):
+    """The message machine (harmony's) with Muse's tokens and recipient rule."""
 
-    classes = ((START, _START), (EOM, _END), (MESSAGE, _MESSAGE), (EOT, _RETURN))
+    classes = (
+        (START, messages.START),
+        (EOM, messages.END),
+        (MESSAGE, messages.MESSAGE),
+        (EOT, messages.RETURN),
+    )
 
-    def _read_header(self, header: Sequence[int]) -> tuple[bool, int]:
+    def read_header(self, header: Sequence[int]) -> tuple[bool, int]:
         """``to=self`` → reasoning; ``to=user`` or none → content; else a tool channel whose
         body stays in the content (TOOL). Never a harmony tool call."""
-        _, _, recipient = self._header_words(header)
+        _, recipient = self.header_words(header)
         if recipient == b"self":
             return False, REASONING
         if recipient in (None, b"user"):
@@ -85,6 +93,7 @@ class MuseGlimmerParser(ReasoningParser):
         "other recipients tool channels kept in content (TOOL); headers dropped; self "
         "blocks joined with \\n",
     )
+    hint = DetectionHint(model_types=("muse_glimmer", "muse_glimmer_text"))
 
     @classmethod
     def resolve_switches(cls, kwargs: Mapping[str, Any]) -> tuple[bool, bool]:

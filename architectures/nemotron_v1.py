@@ -36,6 +36,7 @@ from reasonspan.runtime.core.markers import resolve_markers
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 from reasonspan.tokenizer.loader import LoadedTokenizer
 
 THINK, END_THINK = "<think>", "</think>"
@@ -115,6 +116,8 @@ class NemotronV1Parser(ReasoningParser):
         notes="plain-text markers; start state from the system prompt's detailed thinking "
         "on/off, not from chat_template_kwargs",
     )
+    # Llama-Nemotron Super/Ultra (DeciLM "nemotron-nas"); Nano 8B says plain "llama".
+    hint = DetectionHint(model_types=("nemotron-nas", "deci"), plain_text_markers=True)
 
     @classmethod
     def compile(cls, tokenizer: LoadedTokenizer, kwargs: Mapping[str, Any]) -> Machine:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 
 _THINK, _END = "<think>", "</think>"
 
@@ -30,3 +31,4 @@ class Olmo3Parser(ReasoningParser):
         ),
         notes="markers are plain text (several tokens)",
     )
+    hint = DetectionHint(model_types=("olmo3",), plain_text_markers=True)

@@ -11,7 +11,7 @@ Facts and where they come from (vLLM's ``vllm/parser/poolside.py`` and
   (vLLM's CONTENT→REASONING transition), and a stray ``</think>`` in content is dropped
   (its CONTENT→CONTENT transition emits nothing).
 - Switches ``thinking`` / ``enable_thinking``: on when either given one is true
-  (:func:`~reasonspan.architectures.ling3.either_switch`, as vLLM reads them).
+  (:func:`~reasonspan.runtime.shared.switches.either_switch`, as vLLM reads them).
 - The default differs by checkpoint: SGLang documents that Laguna-XS.2's template defaults
   ``enable_thinking`` to false (reasoning is opt-in there), while vLLM's newer parser
   assumes thinking on when neither switch is given. Decided here: off, as the published
@@ -29,10 +29,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reasonspan.architectures.ling3 import either_switch
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.switches import either_switch
 
 
 @register

@@ -36,6 +36,7 @@ from reasonspan.runtime.core.spec import (
 )
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 from reasonspan.runtime.toolcalls import ToolFormat
 
 QWEN_TOOL_CALLS = ToolFormat(
@@ -89,6 +90,7 @@ _QWEN3 = ReasoningSpec(
 @register
 class Qwen3Parser(ReasoningParser):
     spec = _QWEN3
+    hint = DetectionHint(model_types=("qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_moe"))
 
 
 @register
@@ -107,6 +109,8 @@ class MimoParser(ReasoningParser):
         notes="as qwen3, but thinking off unless enable_thinking is true (the turn then "
         "starts in content; a <think> the model writes anyway still opens a block)",
     )
+    # MiMo ships Qwen's <think> tokens; only its model type tells it apart.
+    hint = DetectionHint(model_types=("mimo", "mimo_v2_flash"), needs_evidence=True)
 
 
 @register

@@ -32,6 +32,7 @@ from reasonspan.runtime.core.errors import InvalidOptionError
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 
 THINK_START, THINK_END = "<|think:start|>", "<|think:end|>"
 TOOL_CALL_START = "<|tool_call:start|>"
@@ -62,6 +63,7 @@ class SolarOpen2Parser(ReasoningParser):
         notes="reasoning_effort outside medium/high/xhigh: the template writes the closed "
         "pair, the turn is content; <|tool_call:start|> ends reasoning",
     )
+    hint = DetectionHint(model_types=("solar_open2",))
 
     @classmethod
     def resolve_switches(cls, kwargs: Mapping[str, Any]) -> tuple[bool, bool]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from reasonspan.runtime.core.spec import ReasoningSpec, Trim
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
 
 _THINK = ("<think>",)
 _END = ("</think>",)
@@ -28,6 +29,7 @@ class Step3Parser(ReasoningParser):
         start_source="documented: Step 3's template opens the reasoning block",
         notes="prompt scan scoped to the current assistant turn",
     )
+    hint = DetectionHint(tokens=("<|BOT|>",), needs_evidence=True)
 
 
 @register
@@ -45,3 +47,4 @@ class Step3p5Parser(ReasoningParser):
         start_source="documented: Step 3.5's template opens the reasoning block (as deepseek_r1)",
         notes="one newline trimmed on each side of </think>",
     )
+    hint = DetectionHint(tokens=("<|BOT|>",), needs_evidence=True)

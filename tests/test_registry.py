@@ -131,3 +131,90 @@ def test_entry_point_plugins_are_loaded(tmp_path: Path, monkeypatch: pytest.Monk
     assert "fake_plugin_family" not in reasonspan.list_parsers()
     with pytest.raises(UnknownParserError):
         reasonspan.get_parser_class("fake_plugin_alias")
+
+
+# Adding a family touches its module (and its test file) and nothing else: the package
+# imports every module in architectures/ (no list to extend), and what detection needs
+# beyond the spec is the family's `hint`, beside the spec (no table keyed by name).
+
+ARCHITECTURES = Path(registry.__file__).resolve().parents[2] / "architectures"
+
+
+def _builtin() -> list[type[ReasoningParser]]:
+    return [c for c in registry.families() if c.__module__.startswith("reasonspan.architectures.")]
+
+
+def test_builtin_families_are_exactly_the_modules_of_architectures() -> None:
+    on_disk = {p.stem for p in ARCHITECTURES.glob("*.py") if p.stem != "__init__"}
+    registering = {c.__module__.rpartition(".")[2] for c in _builtin()}
+    assert registering == on_disk, "every module in architectures/ registers a family"
+
+
+def test_hints_sit_beside_their_specs() -> None:
+    import inspect
+
+    from reasonspan.runtime.shared.hint import NO_HINT, DetectionHint, hint_of
+
+    hinted = 0
+    for cls in _builtin():
+        hint = hint_of(cls)
+        assert hint is vars(cls).get("hint", NO_HINT), cls  # its own body, never inherited
+        if hint is not NO_HINT:
+            hinted += 1
+            assert isinstance(hint, DetectionHint)
+            assert "hint = DetectionHint(" in inspect.getsource(cls), cls
+    assert hinted >= 20
+    assert hint_of(reasonspan.get_parser_class("qwen3")).model_types[0] == "qwen3"
+
+
+_NEW_FAMILY = """
+from reasonspan.runtime.core.spec import ReasoningSpec
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.shared.hint import DetectionHint
+
+
+@register
+class NewFamilyParser(ReasoningParser):
+    spec = ReasoningSpec(
+        name="new_family_for_test",
+        start=("<think>",),
+        end=("</think>",),
+        required=("<think>", "</think>"),
+    )
+    hint = DetectionHint(model_types=("new_family_model_type",))
+"""
+
+
+def test_a_new_family_is_one_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy of the architectures package's own __init__ finds a module dropped beside it:
+    the family is registered, parses, and detection reads its hint, with no other edit."""
+    import shutil
+    import sys
+
+    from fixtures import folder, tokenizer
+
+    from reasonspan.detection import detect
+
+    package = tmp_path / "new_families_for_test"
+    package.mkdir()
+    shutil.copy(ARCHITECTURES / "__init__.py", package / "__init__.py")
+    (package / "new_family.py").write_text(_NEW_FAMILY, encoding="utf-8")
+    model = tmp_path / "model"
+    shutil.copytree(folder("qwen-3"), model)
+    (model / "config.json").write_text('{"model_type": "new_family_model_type"}', "utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        with registry.rescan_plugins_for_tests():
+            __import__("new_families_for_test")
+            cls = reasonspan.get_parser_class("new_family_for_test")
+            assert cls.__module__ == "new_families_for_test.new_family"
+            tok = tokenizer("qwen-3")
+            result = cls.create(tok).parse(tok.encode("<think>plan</think>answer"))
+            assert (result.reasoning, result.content) == ("plan", "answer")
+            found = {c.name: c for c in detect(model).candidates}
+            assert any("config.json names" in r for r in found["new_family_for_test"].reasons)
+        assert "new_family_for_test" not in reasonspan.list_parsers()
+    finally:
+        for name in [m for m in sys.modules if m.startswith("new_families_for_test")]:
+            del sys.modules[name]

@@ -24,8 +24,8 @@ every other rule is evidence about a family. When it compiles it chooses the par
 scored families are listed after it; when it does not, the report says why and scoring
 decides as if nothing were declared.
 
-What the specs cannot tell comes from :data:`HINTS` (config.json model types, tokens
-that only one family's models ship, whether a family's templates prefill the start
+What the specs cannot tell comes from each family's ``hint`` beside its spec (config.json
+model types, tokens only one family's models ship, whether its templates prefill the start
 marker, families that share another's markers). Near ties are reported (``ambiguous``),
 never settled silently: a server should then ask for ``--reasoning-parser``.
 
@@ -36,14 +36,15 @@ it is never executed.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 
 from reasonspan.architectures.declared import DECLARED, declaration_source, declared_spec
-from reasonspan.detection.hints import HINTS, Hint
+from reasonspan.detection.report import describe as describe
+from reasonspan.detection.report import listed
 from reasonspan.detection.results import Candidate, Detection, Evidence, TemplateEvidence
 from reasonspan.detection.template_text import TemplateText
 from reasonspan.runtime.core.errors import DeclarationError, ReasonspanError
@@ -52,6 +53,7 @@ from reasonspan.runtime.declared.compile import find_declaration
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import families, get_parser_class
 from reasonspan.runtime.parser.switches import defaults, kwargs_read, switch_effects
+from reasonspan.runtime.shared.hint import hint_of
 from reasonspan.tokenizer.loader import LoadedTokenizer, load_tokenizer_sync
 
 # Points for each kind of evidence (see module doc). A gap below TIE_MARGIN is a tie.
@@ -65,7 +67,7 @@ W_SWITCH = 2.0  # the template reads a thinking switch this parser honours
 W_SWITCH_MISMATCH = -3.0  # ... one it ignores, or none of the parser's switches
 W_DEFAULT_MATCH, W_DEFAULT_MISMATCH = 1.0, -2.0
 W_MODEL_TYPE = 2.0
-W_SIGNATURE = 2.0  # a HINTS token is (or an ``absent`` one is not) in the vocabulary
+W_SIGNATURE = 2.0  # a hint's token is (or an ``absent`` one is not) in the vocabulary
 W_PREFILL = 1.0
 W_PLAIN_TEXT = -3.0
 W_VARIANT = -2.0  # ``needs_evidence`` and none found
@@ -281,51 +283,31 @@ def _score(cls: type[ReasoningParser], spec: ReasoningSpec, ctx: _Context) -> Ca
     found = [m for m in reasoning if vocab.has(m) or (m in spec.text_markers and spelled(m))]
     if not found:
         return None
-    add(W_MARKERS * len(found) / len(reasoning), f"start/end markers here: {_list(found)}")
+    add(W_MARKERS * len(found) / len(reasoning), f"start/end markers here: {listed(found)}")
 
     if spec.turn:
         turns = [m for m in spec.turn if vocab.has(m)]
         if turns:
-            add(W_TURN, f"turn marker {_list(turns[:1])} is in the vocabulary")
+            add(W_TURN, f"turn marker {listed(turns[:1])} is in the vocabulary")
         else:
-            add(-W_TURN, f"none of its turn markers ({_list(spec.turn)}) is in the vocabulary")
+            add(-W_TURN, f"none of its turn markers ({listed(spec.turn)}) is in the vocabulary")
         if any(spelled(m) for m in spec.turn):
             add(W_TURN_TEMPLATE, "the template writes its turn marker")
     for kind, texts in (("implicit-end", spec.tool), ("stripped", spec.strip)):
         if texts and not any(vocab.has(m) or spelled(m) for m in texts):
-            add(-W_SIDE, f"none of its {kind} markers ({_list(texts)}) is here")
+            add(-W_SIDE, f"none of its {kind} markers ({listed(texts)}) is here")
     own = [(m, ctx.reg.declared_by.get(m, 1)) for m, _ in spec.markers() if vocab.has(m)]
     specific = sum(1 / n for _, n in own)
     if specific:
         rare = [m for m, n in own if n == 1]
-        why = f"markers only it declares: {_list(rare)}" if rare else "markers shared by others"
+        why = f"markers only it declares: {listed(rare)}" if rare else "markers shared by others"
         add(W_SPECIFIC * min(specific, SPECIFIC_CAP), why)
 
-    reads = set(_reads(cls))
     thinking_default, _ = cls.resolve_switches({})
     if template is not None:
-        if any(spelled(m) for m in reasoning):
-            add(W_MENTION, "the template spells its start/end markers")
-        tk = set(template.kwargs) & reg.switch_names
-        if tk & reads:
-            add(W_SWITCH, f"the template reads {_list(sorted(tk & reads))}, which it honours")
-        if tk - reads:
-            add(
-                W_SWITCH_MISMATCH,
-                f"the template reads {_list(sorted(tk - reads))}, which it ignores",
-            )
-        if reads and not tk:
-            add(
-                W_SWITCH_MISMATCH,
-                f"it switches thinking with {_list(sorted(reads))}; the template reads none",
-            )
-        if template.thinking_default is not None:
-            if template.thinking_default == thinking_default:
-                add(W_DEFAULT_MATCH, "same thinking default as the template")
-            else:
-                add(W_DEFAULT_MISMATCH, "thinking default differs from the template's")
+        _template_points(cls, reasoning, template, reg, thinking_default, add)
 
-    hint = HINTS.get(spec.name, Hint())
+    hint = hint_of(cls)
     own_names = {_norm(n) for n in (spec.name, *spec.aliases, *hint.model_types)}
     named = bool(ctx.model_names & own_names)
     if named:
@@ -358,6 +340,37 @@ def _score(cls: type[ReasoningParser], spec: ReasoningSpec, ctx: _Context) -> Ca
         thinking_off=off if thinking_default else {},
         thinking_on=on if not thinking_default else {},
     )
+
+
+def _template_points(
+    cls: type[ReasoningParser],
+    reasoning: tuple[str, ...],
+    template: TemplateEvidence,
+    reg: _Registry,
+    thinking_default: bool,
+    add: Callable[[float, str], None],
+) -> None:
+    """The template's evidence about one family: does it spell the family's start/end
+    markers (``reasoning``), read the switches the family honours, think by default as
+    the family does?"""
+    reads = set(_reads(cls))
+    if any(m in template.markers for m in reasoning):
+        add(W_MENTION, "the template spells its start/end markers")
+    tk = set(template.kwargs) & reg.switch_names
+    if tk & reads:
+        add(W_SWITCH, f"the template reads {listed(sorted(tk & reads))}, which it honours")
+    if tk - reads:
+        add(W_SWITCH_MISMATCH, f"the template reads {listed(sorted(tk - reads))}, which it ignores")
+    if reads and not tk:
+        add(
+            W_SWITCH_MISMATCH,
+            f"it switches thinking with {listed(sorted(reads))}; the template reads none",
+        )
+    if template.thinking_default is not None:
+        if template.thinking_default == thinking_default:
+            add(W_DEFAULT_MATCH, "same thinking default as the template")
+        else:
+            add(W_DEFAULT_MISMATCH, "thinking default differs from the template's")
 
 
 def detect_tokenizer(tok: LoadedTokenizer) -> Detection:
@@ -420,9 +433,9 @@ def _declared(tok: LoadedTokenizer) -> tuple[str | None, str | None]:
         spec = declared_spec(tok)
     except DeclarationError as exc:
         return None, str(exc)
-    parts = [f"{found[0]} in {declaration_source(tok)}: {_list(spec.start)} … {_list(spec.end)}"]
+    parts = [f"{found[0]} in {declaration_source(tok)}: {listed(spec.start)} … {listed(spec.end)}"]
     if spec.tool:
-        parts.append(f"tool calls open with {_list(spec.tool)}")
+        parts.append(f"tool calls open with {listed(spec.tool)}")
     if spec.tool_calls is not None:
         parts.append(f"read as {'/'.join(spec.tool_calls.kinds)}")
     return "; ".join(parts), None
@@ -438,70 +451,3 @@ def detect(path: str | Path | LoadedTokenizer) -> Detection:
     """
     tok = path if isinstance(path, LoadedTokenizer) else load_tokenizer_sync(path)
     return detect_tokenizer(tok)
-
-
-def describe(result: Detection, *, top: int = 5) -> str:
-    """A human-readable report of a detection (what ``reasonspan detect`` prints)."""
-    ev = result.evidence
-    lines = [f"model folder: {ev.source}"]
-    best = result.best
-    if best is not None:
-        lines.append(f"parser: {best.name}")
-        if best.thinking_off:
-            lines.append(f"  thinking off: chat_template_kwargs {_kw(best.thinking_off)}")
-        if best.thinking_on:
-            lines.append(
-                f"  thinking is off by default; on: chat_template_kwargs {_kw(best.thinking_on)}"
-            )
-    elif result.ambiguous:
-        lines.append(
-            f"parser: ambiguous between {', '.join(result.tied)} (pass the one you want explicitly)"
-        )
-    else:
-        lines.append("parser: none (no reasoning parser fits: no family's markers are here)")
-    lines.append("evidence:")
-    if ev.declared is not None:
-        lines.append(f"  declared format: {ev.declared}")
-    elif ev.declaration_error is not None:
-        lines.append(
-            f"  declared format not used ({ev.declaration_error}); "
-            "fell back to name and vocabulary detection"
-        )
-    lines.append(f"  single-token markers: {_list(ev.single_tokens)}")
-    if ev.composed:
-        lines.append(f"  markers built from special tokens: {_list(ev.composed)}")
-    t = ev.template
-    if t is None:
-        lines.append("  chat template: none found")
-    else:
-        lines.append(f"  chat template ({t.source}):")
-        lines.append(f"    prefills start marker: {_list(t.prefills_start)}")
-        lines.append(f"    writes end marker in the prompt: {_list(t.prefills_end)}")
-        kw = [
-            f"{k} (default {str(t.kwarg_defaults[k]).lower()})" if k in t.kwarg_defaults else k
-            for k in t.kwargs
-        ]
-        lines.append(f"    reads chat_template_kwargs: {_list(kw)}")
-        if t.thinking_default is not None:
-            lines.append(f"    thinks by default: {'yes' if t.thinking_default else 'no'}")
-    if ev.model_type or ev.architectures:
-        lines.append(
-            f"  config.json: model_type={ev.model_type or '-'} "
-            f"architectures={_list(ev.architectures)}"
-        )
-    if result.candidates:
-        lines.append("candidates:")
-        width = max(len(c.name) for c in result.candidates[:top])
-        for c in result.candidates[:top]:
-            lines.append(f"  {c.name:<{width}}  {c.score:6.2f}  " + "; ".join(c.reasons))
-    return "\n".join(lines)
-
-
-def _list(items: Iterable[str]) -> str:
-    """Comma-separated; markers with newlines or edge spaces shown quoted (``'<think>\\n'``)."""
-    shown = [repr(i) if ("\n" in i or i != i.strip()) else i for i in items]
-    return ", ".join(shown) or "none"
-
-
-def _kw(d: dict[str, Any]) -> str:
-    return msgspec.json.encode(d).decode()
