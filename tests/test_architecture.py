@@ -177,14 +177,12 @@ OVERSIZE: dict[str, int] = {
     "reasonspan.runtime.stream.request": 626,
     "reasonspan.runtime.stream.runtime": 655,
     "reasonspan.runtime.stream.sse_path": 767,
-    "reasonspan.detection.scoring": 507,
     "reasonspan.runtime.batch.fallback:step_fallback": 276,
     "reasonspan.runtime.batch.small:step_one": 95,
     "reasonspan.runtime.batch.step:ReasoningBatch.add": 87,
     "reasonspan.runtime.batch.step:ReasoningBatch.step": 136,
     "reasonspan.runtime.stream.runtime:ReasoningRuntime.add": 106,
     "reasonspan.runtime.stream.runtime:ReasoningRuntime.step": 115,
-    "reasonspan.detection.scoring:_score": 99,
 }
 
 
