@@ -24,8 +24,8 @@ every other rule is evidence about a family. When it compiles it chooses the par
 scored families are listed after it; when it does not, the report says why and scoring
 decides as if nothing were declared.
 
-What the specs cannot tell comes from :data:`HINTS` (config.json model types, tokens
-that only one family's models ship, whether a family's templates prefill the start
+What the specs cannot tell comes from each family's ``hint`` beside its spec (config.json
+model types, tokens only one family's models ship, whether its templates prefill the start
 marker, families that share another's markers). Near ties are reported (``ambiguous``),
 never settled silently: a server should then ask for ``--reasoning-parser``.
 
@@ -43,7 +43,6 @@ from typing import NamedTuple
 import msgspec
 
 from reasonspan.architectures.declared import DECLARED, declaration_source, declared_spec
-from reasonspan.detection.hints import HINTS, Hint
 from reasonspan.detection.report import describe as describe
 from reasonspan.detection.report import listed
 from reasonspan.detection.results import Candidate, Detection, Evidence, TemplateEvidence
@@ -54,6 +53,7 @@ from reasonspan.runtime.declared.compile import find_declaration
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import families, get_parser_class
 from reasonspan.runtime.parser.switches import defaults, kwargs_read, switch_effects
+from reasonspan.runtime.shared.hint import hint_of
 from reasonspan.tokenizer.loader import LoadedTokenizer, load_tokenizer_sync
 
 # Points for each kind of evidence (see module doc). A gap below TIE_MARGIN is a tie.
@@ -67,7 +67,7 @@ W_SWITCH = 2.0  # the template reads a thinking switch this parser honours
 W_SWITCH_MISMATCH = -3.0  # ... one it ignores, or none of the parser's switches
 W_DEFAULT_MATCH, W_DEFAULT_MISMATCH = 1.0, -2.0
 W_MODEL_TYPE = 2.0
-W_SIGNATURE = 2.0  # a HINTS token is (or an ``absent`` one is not) in the vocabulary
+W_SIGNATURE = 2.0  # a hint's token is (or an ``absent`` one is not) in the vocabulary
 W_PREFILL = 1.0
 W_PLAIN_TEXT = -3.0
 W_VARIANT = -2.0  # ``needs_evidence`` and none found
@@ -307,7 +307,7 @@ def _score(cls: type[ReasoningParser], spec: ReasoningSpec, ctx: _Context) -> Ca
     if template is not None:
         _template_points(cls, reasoning, template, reg, thinking_default, add)
 
-    hint = HINTS.get(spec.name, Hint())
+    hint = hint_of(cls)
     own_names = {_norm(n) for n in (spec.name, *spec.aliases, *hint.model_types)}
     named = bool(ctx.model_names & own_names)
     if named:
