@@ -1,5 +1,8 @@
 """IBM Granite (3.2 / 3.3): reasoning between two plain-English phrases.
 
+Granite 4.x thinking (``granite_thinking``) writes Nemotron 3's tokens instead: it is in
+``nemotron.py``, beside the format it shares.
+
 With ``thinking: true`` the template's system prompt asks the model to write its thoughts
 after ``Here is my thought process:`` and its answer after ``Here is my response:``
 (quantized models also write ``Here's``). The phrases are ordinary text, so they tokenize
