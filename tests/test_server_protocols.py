@@ -512,3 +512,50 @@ def test_three_protocols_in_one_batch_each_equal_parse(running: Running) -> None
     for (_protocol, model, i), got in results.items():
         reasoning, content, _n, _e = expected(model, CHAT_HISTORY, script(model, which=i))
         assert got == (reasoning, content), (_protocol, model, i)
+
+
+# --- Chat Completions: the tool fields the types cannot check ---------------------------
+
+_FN = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"tools": [_FN], "tool_choice": "sometimes"}, "tool_choice"),
+        (
+            {"tools": [_FN], "tool_choice": {"type": "function", "function": {"name": "g"}}},
+            "tool_choice.function.name",
+        ),
+        ({"tool_choice": "required"}, "tool_choice"),
+        (
+            {"tools": [{"type": "function", "function": {"name": "f", "parameters": "x"}}]},
+            "tools[0].function.parameters",
+        ),
+        ({"tools": [{"type": "function", "function": {}}]}, "tools[0].function"),
+        ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
+        (
+            {"messages": [{"role": "user", "content": "x"}, {"role": "tool", "content": "y"}]},
+            "messages[1].tool_call_id",
+        ),
+    ],
+)
+def test_chat_tool_fields_are_refused_naming_the_field(
+    oai: openai.OpenAI, fields: dict[str, Any], param: str
+) -> None:
+    body: dict[str, Any] = {"model": "qwen3", "messages": [{"role": "user", "content": "x"}]}
+    body.update(fields)
+    with pytest.raises(openai.BadRequestError) as err:
+        oai.chat.completions.create(**body)
+    assert err.value.body["param"] == param  # type: ignore[index]
+
+
+def test_chat_tool_fields_that_are_valid_pass(oai: openai.OpenAI) -> None:
+    resp = oai.chat.completions.create(
+        model="qwen3",
+        messages=[{"role": "user", "content": "x"}],
+        tools=[_FN],  # type: ignore[list-item]
+        tool_choice={"type": "function", "function": {"name": "f"}},
+        extra_body={"simulated_output": "<think>\nOk.\n</think>\n\nFine."},
+    )
+    assert resp.choices[0].message.content == "Fine."

@@ -114,8 +114,6 @@ class _Prepared:
     prompt_ids: list[int]
     model: ServedModel
     parsed: Parsed
-    script: list[int] | None
-    """The SIMULATED engine's script, tokenized here (None: none)."""
 
 
 class Server:
@@ -252,7 +250,7 @@ class Server:
             self._prepare_body, body, protocol, limiter=self.limiter
         )
         key = f"{protocol.key_prefix}{uuid.uuid4().hex}"
-        stream = self._admit(key, ready, sse=ready.req.stream and protocol.sse_by_runtime)
+        stream = await self._admit(key, ready, sse=ready.req.stream and protocol.sse_by_runtime)
         running = self.metrics.running
         running[protocol.name] += 1
         if ready.req.stream:
@@ -288,9 +286,10 @@ class Server:
         answer = protocol.completion(completion, stream, ready.parsed, key)
         return Response(answer, media_type="application/json")
 
-    def _admit(self, key: str, ready: _Prepared, *, sse: bool) -> RequestStream:
-        """Into the runtime, then to the engine (on the event loop): from here a client
-        that goes away aborts the request."""
+    async def _admit(self, key: str, ready: _Prepared, *, sse: bool) -> RequestStream:
+        """Into the runtime, then to the engine: from the add on, a client that goes
+        away aborts the request (a long ``simulated_output`` is tokenized after it, on a
+        worker thread)."""
         req, parser, prompt_ids = ready.req, ready.parser, ready.prompt_ids
         try:
             stream = self.runtime.add(
@@ -316,8 +315,17 @@ class Server:
             raise RequestError(str(exc), param="response_format") from None
         except RuntimeClosedError as exc:
             raise RequestError(str(exc), status=503, type="server_error") from None
+        script = req.simulated_output_ids
+        if req.simulated_output is not None:
+            try:
+                script = await anyio.to_thread.run_sync(
+                    self._script, req.simulated_output, ready.model, limiter=self.limiter
+                )
+            except BaseException:
+                self.runtime.abort(key)
+                raise
         self.engine.submit(
-            EngineRequest(stream.engine_id, parser, prompt_ids, req, script_ids=ready.script)
+            EngineRequest(stream.engine_id, parser, prompt_ids, req, script_ids=script)
         )
         return stream
 
@@ -343,7 +351,7 @@ class Server:
 
     def _prepare_body(self, body: bytes, protocol: WireProtocol) -> _Prepared:
         """On a worker thread: everything about a request that does not touch the runtime
-        (decode and validate, parser, prompt, grammar, a ``simulated_output`` script)."""
+        (decode and validate, parser, prompt, grammar)."""
         parsed = protocol.parse(body)
         req = parsed.req
         model = self.model(req.model)
@@ -356,10 +364,7 @@ class Server:
                 raise RequestError(str(exc), param=exc.key) from None
             except (GrammarError, GrammarUnavailableError) as exc:
                 raise RequestError(str(exc), param="response_format") from None
-        script = req.simulated_output_ids
-        if req.simulated_output is not None:
-            script = self._script(req.simulated_output, model)
-        return _Prepared(req, parser, prompt_ids, model, parsed, script)
+        return _Prepared(req, parser, prompt_ids, model, parsed)
 
     def model(self, name: str) -> ServedModel:
         """The served model of that name, or a 404 naming the ones served."""

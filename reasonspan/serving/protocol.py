@@ -342,6 +342,7 @@ def parse_request(body: bytes) -> ChatCompletionRequest:
     req = decode_validated(_decoder, body, free_form=_FREE_FORM)
     _check_free_form(req)
     _check_unsupported(req)
+    _check_tools(req)
     if req.stream_options is not None and not req.stream:
         raise RequestError(
             "stream_options is only allowed when stream is true", param="stream_options"
@@ -408,3 +409,63 @@ def _check_unsupported(req: ChatCompletionRequest) -> None:
             "send simulated_output or simulated_output_ids, not both",
             param="simulated_output_ids",
         )
+
+
+_TOOL_CHOICES = ("none", "auto", "required")
+
+
+def _check_tools(req: ChatCompletionRequest) -> None:
+    """``tools``, ``tool_choice`` and tool results as OpenAI defines them: what the types
+    above cannot say (they hold free-form JSON) is checked here, each with the field."""
+    names: list[str] = []
+    for i, tool in enumerate(req.tools or ()):
+        where = f"tools[{i}]"
+        if tool.get("type") != "function":
+            raise RequestError(
+                f"{where}.type must be 'function' (the only tool type this server calls), "
+                f"not {tool.get('type')!r}",
+                param=f"{where}.type",
+            )
+        fn = tool.get("function")
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise RequestError(
+                f"{where}.function must be an object with a non-empty string name",
+                param=f"{where}.function",
+            )
+        params = fn.get("parameters")
+        if params is not None and not isinstance(params, dict):
+            raise RequestError(
+                f"{where}.function.parameters must be a JSON Schema object, "
+                f"not {type(params).__name__}",
+                param=f"{where}.function.parameters",
+            )
+        names.append(fn["name"])
+    choice = req.tool_choice
+    if isinstance(choice, str) and choice not in _TOOL_CHOICES:
+        raise RequestError(
+            f"tool_choice must be one of {', '.join(_TOOL_CHOICES)} or a named function, "
+            f"not {choice!r}",
+            param="tool_choice",
+        )
+    if isinstance(choice, dict):
+        fn = choice.get("function")
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if choice.get("type") != "function" or not isinstance(name, str):
+            raise RequestError(
+                'tool_choice must be {"type": "function", "function": {"name": ...}} when '
+                "it is an object",
+                param="tool_choice",
+            )
+        if name not in names:
+            raise RequestError(
+                f"tool_choice names the function {name!r}, which is not in tools",
+                param="tool_choice.function.name",
+            )
+    if choice == "required" and not names:
+        raise RequestError('tool_choice "required" needs tools', param="tool_choice")
+    for i, m in enumerate(req.messages):
+        if m.role == "tool" and not m.tool_call_id:
+            raise RequestError(
+                "a tool message needs the tool_call_id of the call it answers",
+                param=f"messages[{i}].tool_call_id",
+            )
