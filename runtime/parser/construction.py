@@ -53,16 +53,9 @@ class ParserConstruction:
     spec: ClassVar[ReasoningSpec]
     __slots__ = ()
 
-    if TYPE_CHECKING:
+    if TYPE_CHECKING:  # ReasoningParser.__init__ (what ``create`` calls)
 
-        def __init__(
-            self,
-            tokenizer: LoadedTokenizer,
-            machine: Machine,
-            chat_template_kwargs: Mapping[str, Any] | None = None,
-            *,
-            default_reasoning: bool | None = None,
-        ) -> None: ...
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
 
     @classmethod
     def resolve_switches(cls, kwargs: Mapping[str, Any]) -> tuple[bool, bool]:
