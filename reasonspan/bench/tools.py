@@ -27,7 +27,7 @@ import numpy as np
 
 from reasonspan.bench.common import Plan, Row, interleaved_medians, median_ns
 from reasonspan.bench.serve import runtime_to_sse
-from reasonspan.runtime import TextSplitter, build_parser_sync
+from reasonspan.runtime import ReasonspanError, TextSplitter, build_parser_sync
 from reasonspan.tokenizer import LoadedTokenizer
 from reasonspan.transcripts import long_reasoning
 
@@ -108,7 +108,12 @@ def bench_tools(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
     """Tool-heavy vs plain, per request (TextSplitter) and in the runtime at each size
     (the serve sizes of the plan). The transcripts are Qwen3's Hermes calls: on another
     family's tokenizer the suite says so and measures nothing."""
-    if tok.single_token_id("<tool_call>") is None or tok.single_token_id("<think>") is None:
+    try:  # Qwen3's markers, its prompt scan's <|im_start|> and its Hermes <tool_call>
+        build_parser_sync("qwen3", tok)
+        missing = tok.single_token_id("<tool_call>") is None
+    except ReasonspanError:
+        missing = True
+    if missing:
         print(
             f"reasonspan bench: tools suite skipped: it is written in Qwen3's format, "
             f"which {plan.family.parser}'s tokenizer lacks\n"
