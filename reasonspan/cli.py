@@ -11,6 +11,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from reasonspan.runtime.core.errors import ReasonspanError
 
@@ -37,8 +38,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse with its errors as one line, like every other error of the CLI
+    (argparse's own prints the whole usage block first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="reasonspan",
         description="Token-level reasoning/content splitting for inference servers.",
         epilog=EXIT_CODES,

@@ -33,11 +33,20 @@ def _value(action: argparse.Action) -> str:
     if action.choices is not None:
         return " \\| ".join(f"`{c}`" for c in action.choices)
     metavar = action.metavar or action.dest.upper()
-    kind = getattr(action.type, "__name__", "")
     shown = f"`{metavar if isinstance(metavar, str) else ' '.join(metavar)}`"
-    if kind and kind not in ("str", "_sizes"):
-        shown += f" ({'integer' if kind == 'int' else 'number' if kind == 'float' else kind})"
-    return shown
+    kind = _kind(action.type)
+    return f"{shown} ({kind})" if kind else shown
+
+
+def _kind(convert: object) -> str:
+    """What a flag's value must be: ``integer`` / ``number`` for the builtins, else the
+    first line of the converting function's docstring (none: nothing to say)."""
+    if convert is int:
+        return "integer"
+    if convert is float:
+        return "number"
+    doc = getattr(convert, "__doc__", None) if callable(convert) and convert is not str else None
+    return doc.strip().splitlines()[0].rstrip(".") if doc else ""
 
 
 def _default(action: argparse.Action) -> str:

@@ -151,6 +151,7 @@ DEFAULT_TIMEOUT_KEEP_ALIVE = 5
 
 
 def _at_least_one(text: str) -> int:
+    """integer ≥ 1"""
     try:
         value = int(text)
     except ValueError:

@@ -459,3 +459,16 @@ def test_bench_quick_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--quick", "--suite", "prompt"]) == 0
     out = capsys.readouterr().out
     assert "--quick" in out and "| prompt | is_prompt_in_reasoning(list) |" in out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["serve", "--max-model-len", "0"], ["bench", "--suite", "nope"], ["nope"], ["split"]],
+)
+def test_argument_errors_are_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse's errors too are one line on stderr, exit 2 (the README's promise)."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert err.count("\n") == 1 and err.startswith("reasonspan") and "usage:" not in err
