@@ -24,25 +24,29 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from reasonspan.baseline import TextBaseline
 from reasonspan.bench.common import Family, Plan, Row, interleaved_medians, transcript_ids
 from reasonspan.runtime import ReasoningParser, build_parser_sync
-from reasonspan.runtime.stream.runtime import ReasoningRuntime
+from reasonspan.runtime.stream.runtime import ReasoningRuntime, RequestStream
 from reasonspan.runtime.wire.openai import (
     ChatCompletionChunk,
     ChoiceDelta,
     ChunkChoice,
     FinishReason,
 )
+from reasonspan.serving.messages_events import MessageEvents
+from reasonspan.serving.responses import ResponsesRequest
+from reasonspan.serving.responses_events import ResponseEvents, ResponseShape
 from reasonspan.serving.sse import chunk_events
 from reasonspan.tokenizer import LoadedTokenizer
 
 SIZES = (1, 64, 256)
 STEPS = 200
+PROMPT = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
 
 
 def _schedule(ids: list[int], n: int) -> np.ndarray:
@@ -58,8 +62,7 @@ def _ours(
     tok: LoadedTokenizer, tokens: np.ndarray, family: Family, words: list[int] | None = None
 ) -> Callable[[], int]:
     parser = build_parser_sync(family.parser, tok)
-    prompt = tok.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
-    return runtime_to_sse(parser, prompt, tokens, "length", words=words)
+    return runtime_to_sse(parser, tok.encode(PROMPT), tokens, "length", words=words)
 
 
 FIRST_WORD = 2
@@ -118,6 +121,67 @@ def runtime_to_sse(
     return run
 
 
+class _Encoder(Protocol):
+    def start(self) -> list[bytes]: ...
+
+    def chunk(self, chunk: ChatCompletionChunk) -> list[bytes]: ...
+
+
+def _messages_encoder(key: str) -> tuple[_Encoder, Callable[[RequestStream], list[bytes]]]:
+    enc = MessageEvents(key, "bench", 16)
+    return enc, lambda s: enc.end(s.finish_reason, s.stop_sequence, 0)
+
+
+def _responses_encoder(key: str) -> tuple[_Encoder, Callable[[RequestStream], list[bytes]]]:
+    enc = ResponseEvents(ResponseShape(key, _RESPONSES_REQUEST, 0))
+    return enc, lambda s: enc.end(s.finish_reason, s.usage)
+
+
+_RESPONSES_REQUEST = ResponsesRequest(model="bench", input="hi")
+PROTOCOL_ENCODERS = {"Messages": _messages_encoder, "Responses": _responses_encoder}
+"""The server's other two protocols: each request's chunks re-encoded as its events."""
+
+
+def runtime_to_protocol(
+    parser: ReasoningParser,
+    prompt: list[int],
+    tokens: np.ndarray,
+    finish_reason: FinishReason,
+    protocol: str,
+) -> Callable[[], int]:
+    """:func:`runtime_to_sse` for the Messages or Responses API: requests added as chunk
+    streams (``sse=False``), each step's chunks written as the protocol's event bytes by
+    the encoder the server uses (:mod:`reasonspan.serving.messages_events`,
+    :mod:`reasonspan.serving.responses_events`), the opening and closing events included."""
+    n = tokens.shape[1]
+    offsets = np.arange(n + 1, dtype=np.int64)
+    runtime = ReasoningRuntime(model="bench")
+    runs = iter(range(1 << 62))
+    make = PROTOCOL_ENCODERS[protocol]
+
+    def run() -> int:
+        r = next(runs)
+        streams = [runtime.add(f"{protocol}-{r}-{i}", parser, prompt) for i in range(n)]
+        encoders = [make(f"{protocol}-{r}-{i}") for i in range(n)]
+        eids = np.asarray([s.engine_id for s in streams], dtype=np.int64)
+        sent = sum(len(b) for enc, _end in encoders for b in enc.start())
+        for step in tokens:
+            runtime.step(eids, step, offsets)
+            for s, (enc, _end) in zip(streams, encoders, strict=True):
+                for chunk in s.ready():
+                    for b in enc.chunk(chunk):
+                        sent += len(b)
+        for s, (enc, end) in zip(streams, encoders, strict=True):
+            runtime.finish(s.engine_id, finish_reason)
+            for chunk in s.ready():
+                for b in enc.chunk(chunk):
+                    sent += len(b)
+            sent += sum(len(b) for b in end(s))
+        return sent
+
+    return run
+
+
 def baseline_event(
     rid: str, created: int, delta: ChoiceDelta, finish: FinishReason | None = None
 ) -> bytes:
@@ -167,13 +231,20 @@ def bench_serve(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
     for n in plan.serve_sizes or SIZES:
         tokens = _schedule(ids, n)
         total = n * STEPS
+        parser = build_parser_sync(family.parser, tok)
+        prompt = tok.encode(PROMPT)
         paths: list[Callable[[], object]] = [
             _baseline(tok, tokens, family),
             _ours(tok, tokens, family),
+            *(
+                runtime_to_protocol(parser, prompt, tokens, "length", protocol)
+                for protocol in PROTOCOL_ENCODERS
+            ),
         ]
         if n == 1:
             paths.append(_ours(tok, tokens, family, _first_words(tok)))
-        base, ours, *new_word = interleaved_medians(paths, runs)
+        base, ours, *others = interleaved_medians(paths, runs)
+        protocols, new_word = others[: len(PROTOCOL_ENCODERS)], others[len(PROTOCOL_ENCODERS) :]
         note = f"{n} concurrent, {STEPS} steps; µs/call = one step"
         rows.append(
             Row(
@@ -199,6 +270,21 @@ def bench_serve(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
                     total,
                     base / t,
                     note,
+                    batch=n,
+                    k=1,
+                    steps=STEPS,
+                )
+            )
+        for protocol, t in zip(PROTOCOL_ENCODERS, protocols, strict=True):
+            rows.append(
+                Row(
+                    "serve",
+                    f"ReasoningRuntime + {protocol} API events, {n} concurrent",
+                    t / total,
+                    t / STEPS / 1e3,
+                    total,
+                    base / t,
+                    f"{note}; {t / ours:.2f}× the Chat Completions path's cost",
                     batch=n,
                     k=1,
                     steps=STEPS,
