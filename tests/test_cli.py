@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from fixtures import DATA
 
 import reasonspan
 from reasonspan.cli import main
+from tests.support.fixtures import DATA
 
 QWEN3 = str(DATA / "qwen-3" / "tokenizer.json.zip")
 
@@ -35,7 +35,7 @@ def test_split_text(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_split_ids_with_prompt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from fixtures import tokenizer
+    from tests.support.fixtures import tokenizer
 
     tok = tokenizer("qwen-3")
     ids = tmp_path / "ids.json"
@@ -144,9 +144,8 @@ def test_bench_tools_suite_compares_equal_lengths(
 ) -> None:
     """The tools suite's two transcripts have the same length; the tool-heavy one really
     is calls (parse() finds them, with the offered tools' names), the plain one has none."""
-    from fixtures import tokenizer
-
     from reasonspan.bench.tools import PROMPT, TOOLS, transcripts
+    from tests.support.fixtures import tokenizer
 
     tok = tokenizer("qwen-3")
     heavy, plain = transcripts(tok, 600)
@@ -167,7 +166,7 @@ def test_bench_tools_suite_compares_equal_lengths(
 
 
 def test_serve_needs_an_engine_and_a_template(capsys: pytest.CaptureFixture[str]) -> None:
-    from fixtures import folder
+    from tests.support.fixtures import folder
 
     assert main(["serve", "--model", str(folder("qwen-3"))]) == 2
     assert "pass --simulated" in capsys.readouterr().err
@@ -178,21 +177,26 @@ def test_serve_needs_an_engine_and_a_template(capsys: pytest.CaptureFixture[str]
     assert "no parser detected" in capsys.readouterr().err
 
 
-def test_serve_starts_a_server_an_openai_client_can_use() -> None:
-    """`reasonspan serve --simulated --model PATH` in a subprocess, on a loopback port."""
+@pytest.mark.parametrize("name", ["qwen-3.5", "qwen-3"])
+def test_serve_starts_a_server_an_openai_client_can_use(name: str) -> None:
+    """`reasonspan serve --simulated --model PATH` in a subprocess, on a loopback port;
+    without --model (qwen-3), the Qwen3 folder the demo extra ships: no download."""
     import socket
     import subprocess
     import sys
     import time
 
     import openai
-    from fixtures import folder
+
+    from tests.support.fixtures import folder
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     argv = [sys.executable, "-m", "reasonspan", "serve", "--simulated", "--port", str(port)]
-    argv += ["--model", str(folder("qwen-3.5")), "--step-interval", "0"]
+    argv += ["--step-interval", "0"]
+    if name != "qwen-3":
+        argv += ["--model", str(folder(name))]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert proc.stdout is not None
@@ -211,9 +215,9 @@ def test_serve_starts_a_server_an_openai_client_can_use() -> None:
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise
                 time.sleep(0.05)
-        assert models == ["qwen-3.5"]
+        assert models == [name]
         resp = client.chat.completions.create(
-            model="qwen-3.5", messages=[{"role": "user", "content": "hi"}]
+            model=name, messages=[{"role": "user", "content": "hi"}]
         )
         msg = resp.choices[0].message
         assert msg.content and getattr(msg, "reasoning", None)  # the template opened <think>
@@ -246,7 +250,7 @@ def test_serve_refuses_a_template_that_cannot_render(
 ) -> None:
     import shutil
 
-    from fixtures import folder
+    from tests.support.fixtures import folder
 
     broken = tmp_path / "broken-model"
     shutil.copytree(folder("qwen-3"), broken)
@@ -293,7 +297,7 @@ def _no_server(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_serve_refuses_a_parser_that_does_not_fit_at_startup(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from fixtures import folder
+    from tests.support.fixtures import folder
 
     _no_server(monkeypatch)
     model = str(folder("qwen-3.5"))
@@ -337,7 +341,7 @@ def test_serve_says_in_one_line_that_the_port_is_taken(
 ) -> None:
     import socket
 
-    from fixtures import folder
+    from tests.support.fixtures import folder
 
     _no_server(monkeypatch)
     with socket.socket() as busy:
@@ -358,7 +362,7 @@ def test_serve_exits_130_on_ctrl_c() -> None:
     import sys
     import time
 
-    from fixtures import folder
+    from tests.support.fixtures import folder
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -410,9 +414,8 @@ def test_split_names_the_flag_and_the_file_in_its_errors(
 def test_bench_times_a_non_qwen_folder_in_its_own_family(
     model: str, family: str, start: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from fixtures import folder
-
     from reasonspan.bench.batch import vectorized_label
+    from tests.support.fixtures import folder
 
     target = tmp_path / "bench.json"
     argv = ["bench", "--tokenizer", str(folder(model)), "--repeats", "1", "--json", str(target)]
@@ -425,7 +428,7 @@ def test_bench_times_a_non_qwen_folder_in_its_own_family(
 
 
 def test_bench_takes_parser_or_says_to(capsys: pytest.CaptureFixture[str]) -> None:
-    from fixtures import folder
+    from tests.support.fixtures import folder
 
     qwen25 = str(folder("qwen-2.5"))  # no reasoning markers: nothing is detected
     assert main(["bench", "--tokenizer", qwen25, "--suite", "stream"]) == 2
