@@ -120,11 +120,28 @@ def message_of(
     )
 
 
-_DELTAS = {
-    "reasoning": lambda text: {"type": "thinking_delta", "thinking": text},
-    "text": lambda text: {"type": "text_delta", "text": text},
-    "call": lambda text: {"type": "input_json_delta", "partial_json": text},
+_DELTA_FIELDS = {
+    "reasoning": ("thinking_delta", "thinking"),
+    "text": ("text_delta", "text"),
+    "call": ("input_json_delta", "partial_json"),
 }
+_encode = msgspec.json.encode
+
+
+def _delta_prefix(index: int, kind: str) -> bytes:
+    """A block's delta events up to the text: the same for every delta of the block, so
+    each delta is this, the text as a JSON string, and ``}}`` (as msgspec would write the
+    whole event)."""
+    name, key = _DELTA_FIELDS[kind]
+    return (
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
+        + str(index).encode()
+        + b',"delta":{"type":"'
+        + name.encode()
+        + b'","'
+        + key.encode()
+        + b'":'
+    )
 
 
 def event(kind: str, data: dict[str, Any] | msgspec.Struct) -> bytes:
@@ -178,8 +195,9 @@ class MessageEvents:
                     block = {"type": "tool_use", "id": seg.call_id, "name": seg.name, "input": {}}
                 start = {"type": "content_block_start", "index": seg.index, "content_block": block}
                 out.append(event("content_block_start", start))
+                seg.prefix = _delta_prefix(seg.index, seg.kind)
             elif isinstance(ev, Delta):
-                out.append(self._delta(seg.index, _DELTAS[seg.kind](ev.text)))
+                out.append(seg.prefix + _encode(ev.text) + b"}}\n\n")
             else:
                 if seg.kind == "reasoning":
                     sig = {"type": "signature_delta", "signature": signature(seg.joined)}

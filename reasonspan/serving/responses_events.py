@@ -29,6 +29,7 @@ from reasonspan.serving.segments import Closed, Delta, Opened, Segment, Segments
 from reasonspan.serving.segments import Event as SegmentEvent
 
 _PREFIX = {"reasoning": "rs", "text": "msg", "call": "fc"}
+_encode = msgspec.json.encode
 
 
 def _item_id(kind: str) -> str:
@@ -191,12 +192,23 @@ class ResponseEvents:
         return out
 
     def _delta(self, seg: Segment, text: str) -> bytes:
-        data = {**self._where(seg), "delta": text}
-        if seg.kind != "call":
-            data["content_index"] = 0
-        if seg.kind == "text":
-            data["logprobs"] = []
-        return self._event(_DELTA_EVENT[seg.kind], data)
+        """``prefix`` (the event up to its text, the same for every delta of the item)
+        + the text as a JSON string + the sequence number: what msgspec would write for
+        the whole event, without building it."""
+        if not seg.prefix:
+            kind = _DELTA_EVENT[seg.kind]
+            head = {"type": kind, **self._where(seg)}
+            if seg.kind != "call":
+                head["content_index"] = 0
+            if seg.kind == "text":
+                head["logprobs"] = []
+            fields = msgspec.json.encode(head)[:-1]  # without its closing brace
+            seg.prefix = b"event: " + kind.encode() + b"\ndata: " + fields + b',"delta":'
+        seq = self._seq
+        self._seq += 1
+        return b"".join(
+            (seg.prefix, _encode(text), b',"sequence_number":', str(seq).encode(), b"}\n\n")
+        )
 
     def _closed(self, seg: Segment, status: str) -> list[bytes]:
         text, where = seg.joined, self._where(seg)

@@ -29,6 +29,9 @@ class Segment:
     text: list[str] = field(default_factory=list)
     call_id: str = ""
     name: str = ""
+    prefix: bytes = b""
+    """What the encoder's delta events of this segment start with (its own cache: the
+    event bytes before the delta's text)."""
 
     @property
     def joined(self) -> str:
