@@ -45,6 +45,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import anyio
@@ -79,7 +80,7 @@ from reasonspan.serving.http_edges import (
 from reasonspan.serving.messages import thinking_kwargs
 from reasonspan.serving.metrics import Metrics
 from reasonspan.serving.ops import Ops
-from reasonspan.serving.prompt_ids import render_prompt_ids, tokenize
+from reasonspan.serving.prompt_ids import check_ids, render_prompt_ids, tokenize
 from reasonspan.serving.protocol import ChatCompletionRequest, RequestError
 from reasonspan.serving.served import ServedModel as ServedModel
 from reasonspan.serving.served import warm_model
@@ -318,8 +319,15 @@ class Server:
         script = req.simulated_output_ids
         if req.simulated_output is not None:
             try:
-                script = await anyio.to_thread.run_sync(
-                    self._script, req.simulated_output, ready.model, limiter=self.limiter
+                script = await anyio.to_thread.run_sync(  # a long one stalled the loop
+                    partial(
+                        tokenize,
+                        ready.model.tokenizer,
+                        req.simulated_output,
+                        max_tokens=self.max_model_len,
+                        param="simulated_output",
+                    ),
+                    limiter=self.limiter,
                 )
             except BaseException:
                 self.runtime.abort(key)
@@ -356,7 +364,9 @@ class Server:
         req = parsed.req
         model = self.model(req.model)
         parser, prompt_ids = self.prepare(req, model, thinking=parsed.thinking)
-        self._check_script_ids(req, model)
+        if req.simulated_output_ids is not None:
+            ids, limit = req.simulated_output_ids, self.max_model_len
+            check_ids(ids, model.tokenizer, max_tokens=limit, param="simulated_output_ids")
         if req.response_format is not None and req.structured_output:
             try:  # compiled here; the runtime's add() then takes a copy
                 prepare_grammar(req.response_format, model.tokenizer)
@@ -377,35 +387,6 @@ class Server:
                 code="model_not_found",
             )
         return model
-
-    def _script(self, text: str, model: ServedModel) -> list[int]:
-        """On a worker thread: ``simulated_output`` as the SIMULATED engine's script (token
-        ids), at most ``max_model_len`` of them. The engine's ``submit`` runs on the event
-        loop, where tokenizing a long script stalled every stream (0.8 s for 300 KB)."""
-        return tokenize(
-            model.tokenizer, text, max_tokens=self.max_model_len, param="simulated_output"
-        )
-
-    def _check_script_ids(self, req: ChatCompletionRequest, model: ServedModel) -> None:
-        """``simulated_output_ids``: at most ``max_model_len`` ids, inside the vocabulary."""
-        ids = req.simulated_output_ids
-        if ids is None:
-            return
-        if len(ids) > self.max_model_len:
-            raise RequestError(
-                f"simulated_output_ids holds {len(ids):,} tokens, over this server's "
-                f"max_model_len of {self.max_model_len:,} (see --max-model-len)",
-                param="simulated_output_ids",
-                code="context_length_exceeded",
-            )
-        vocab = model.tokenizer.vocab_size
-        if any(t >= vocab for t in ids):
-            bad = next(t for t in ids if t >= vocab)
-            raise RequestError(
-                f"simulated_output_ids holds token id {bad}, outside the vocabulary of "
-                f"{req.model!r} (ids 0..{vocab - 1})",
-                param="simulated_output_ids",
-            )
 
     def prepare(
         self, req: ChatCompletionRequest, model: ServedModel, *, thinking: bool | None = None

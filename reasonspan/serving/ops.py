@@ -24,7 +24,7 @@ from starlette.responses import Response
 
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.serving.metrics import Metrics
-from reasonspan.serving.prompt_ids import render_prompt_ids, tokenize
+from reasonspan.serving.prompt_ids import check_ids, render_prompt_ids, tokenize
 from reasonspan.serving.protocol import (
     Message,
     NonNegative,
@@ -132,14 +132,8 @@ class Ops:
     def _detokenize(self, body: bytes) -> DetokenizeResponse:
         req = decode_validated(_detokenize, body)
         model = self.server.model(req.model)
-        vocab = model.tokenizer.vocab_size
-        bad = next((t for t in req.tokens if t >= vocab), None)
-        if bad is not None:
-            raise RequestError(
-                f"tokens holds id {bad}, outside the vocabulary of {req.model!r} "
-                f"(ids 0..{vocab - 1})",
-                param="tokens",
-            )
+        limit = self.server.max_model_len
+        check_ids(req.tokens, model.tokenizer, max_tokens=limit, param="tokens")
         return DetokenizeResponse(model.tokenizer.decode(req.tokens))
 
     async def tokenize(self, request: Request) -> Response:

@@ -63,6 +63,20 @@ def render_prompt_ids(
     )
 
 
+def check_ids(ids: Sequence[int], tok: LoadedTokenizer, *, max_tokens: int, param: str) -> None:
+    """Token ids a client sent (``simulated_output_ids``, ``/detokenize``'s ``tokens``): at
+    most ``max_tokens`` of them, each inside the vocabulary, else a 400 naming ``param``."""
+    _check(len(ids), max_tokens, param)
+    vocab = tok.vocab_size
+    bad = next((t for t in ids if t >= vocab), None)
+    if bad is not None:
+        raise RequestError(
+            f"{param} holds token id {bad}, outside the vocabulary of {tok.source} "
+            f"(ids 0..{vocab - 1})",
+            param=param,
+        )
+
+
 def _check(n_tokens: int, max_tokens: int, param: str) -> None:
     if n_tokens <= max_tokens:
         return
