@@ -1,15 +1,58 @@
+"""The suite's switches (``--long``, the ``sampled`` marker) and its one import check.
+
+``tests`` is a package: a test imports its helpers as ``tests.support.…`` and pytest's
+default ``prepend`` import mode puts the repository root on ``sys.path`` to find it (as
+``python -m pytest`` and each pytest-xdist worker do anyway with their working directory).
+The root also holds ``reasonspan/``, which is only the top layer: ``runtime/``,
+``architectures/`` and ``tokenizer/`` become ``reasonspan.runtime`` etc. only through an
+install. An editable install maps them into the in-tree package, so the suite runs; after a
+plain ``pip install .`` the in-tree folder shadows the installed package and every module
+would fail to collect. No import mode avoids that (``python -m`` and the xdist workers put
+the root first whatever pytest does), so :func:`pytest_configure` stops the run with one
+message that says what to do instead. From another folder, ``--import-mode=importlib``
+imports ``tests`` from its path without putting the root on ``sys.path``, and the suite
+runs against the installed package.
+"""
+
 from __future__ import annotations
 
+import gc
+import importlib
+import importlib.machinery
+import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import gc
-import os
-
 import pytest
-from sampling import LONG_ENV, long_run, sample
+
+from tests.support.sampling import LONG_ENV, long_run, sample
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _import_problem() -> str | None:
+    """Why ``import reasonspan`` fails here, in words a user can act on (None: it works)."""
+    try:
+        importlib.import_module("reasonspan")
+    except ImportError as exc:  # ModuleNotFoundError, or a name `from reasonspan import` lacks
+        if not (exc.name or "").startswith("reasonspan"):
+            raise
+        elsewhere = [p for p in sys.path if Path(p or ".").resolve() != ROOT]
+        installed = importlib.machinery.PathFinder.find_spec("reasonspan", elsewhere)
+        if installed is None or installed.origin is None:
+            exc.add_note("Is reasonspan installed? README, first line: pip install -e '.[test]'")
+            raise
+        return (
+            f"`import reasonspan` found this repository's reasonspan/ folder ({ROOT}), which"
+            " holds only the top layer: runtime/, architectures/ and tokenizer/ become"
+            " reasonspan.runtime etc. only through an install. reasonspan is installed, not"
+            f" editable, at {Path(installed.origin).parent}, and the repository root (first"
+            " on sys.path under pytest) shadows it. To run the tests from this clone, install"
+            " it editable: `pip install -e '.[test]'` (README, first line); to test the"
+            " installed package, run them from another folder, where nothing shadows it:"
+            f" `cd /tmp && python -m pytest --import-mode=importlib {ROOT / 'tests'}`."
+        )
+    return None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -25,6 +68,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--long"):
         os.environ[LONG_ENV] = "1"
+    problem = _import_problem()
+    if problem is not None:
+        pytest.exit(problem, returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

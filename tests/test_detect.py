@@ -15,7 +15,6 @@ from typing import Any
 
 import msgspec
 import pytest
-from fixtures import folder, tokenizer
 
 import reasonspan
 from reasonspan import LoadedTokenizer, ReasoningParser, ReasoningSpec
@@ -23,6 +22,7 @@ from reasonspan.cli import main as cli_main
 from reasonspan.detection import Detection, describe, detect
 from reasonspan.detection.template_text import TemplateText
 from reasonspan.runtime.parser import registry
+from tests.support.fixtures import folder, tokenizer
 
 REAL = {
     "deepseek-r1": "deepseek_r1",

@@ -145,7 +145,7 @@ def test_the_readme_sync_example_runs() -> None:
     """The sync API as the README shows it (only the model path changes)."""
     import re
 
-    from fixtures import folder
+    from tests.support.fixtures import folder
 
     m = re.search(
         r"<!-- example: sync -->\n```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S

@@ -1,5 +1,5 @@
-"""The CI sample of ``@pytest.mark.sampled`` tests (tests/sampling.py): every group keeps a
-case, the sample is a fraction, and it does not depend on the process (xdist workers must
+"""The CI sample of ``@pytest.mark.sampled`` tests (tests/support/sampling.py): every group
+keeps a case, the sample is a fraction, and it does not depend on the process (xdist workers must
 all collect the same tests)."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sampling import examples, sample
+
+from tests.support.sampling import examples, sample
 
 
 @dataclass
@@ -92,13 +93,16 @@ def test_a_bad_every_is_a_usage_error() -> None:
 def test_the_sample_is_the_same_in_every_process() -> None:
     """str hashes change per process: the sample must not depend on one."""
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import test_sampling as t; "
+        "import tests.test_sampling as t; "
         "print([i.name for i in t.kept(t.items(t.pytest.mark.sampled(every=4).mark))])"
     )
-    here = str(Path(__file__).parent)
+    # ``python -c`` puts its working directory first on sys.path: the repository root,
+    # where the ``tests`` package is.
+    root = Path(__file__).resolve().parent.parent
     runs = {
         subprocess.run(
-            [sys.executable, "-c", code, here],
+            [sys.executable, "-c", code],
+            cwd=root,
             capture_output=True,
             text=True,
             check=True,

@@ -7,11 +7,11 @@ import json
 from typing import Any
 
 import pytest
-from fixtures import tokenizer
 
 from reasonspan import create_parser_sync
 from reasonspan.prompts import render_prompt
 from reasonspan.workload import prompt_opening, scripted_output
+from tests.support.fixtures import tokenizer
 
 REASONING = "The user greets me. I should greet back."
 ANSWER = "Hello! How can I help?"

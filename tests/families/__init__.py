@@ -1,0 +1,1 @@
+"""Each family's cases: its matrix rows, fidelity cases and tool-call cases."""

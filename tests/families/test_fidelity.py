@@ -1,0 +1,494 @@
+"""Per-family behaviours checked against what the real models and templates produce:
+each case whole (``parse()``) and streamed under random splits
+(``TextSplitter``), on the family's fixture tokenizer (real, or named synthetic)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import reasonspan
+from reasonspan import Label, ParseResult, ReasoningParser
+from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
+from tests.support.strategies import splits
+
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def parser_for(family: str, kwargs: dict[str, Any] | None = None) -> ReasoningParser:
+    return reasonspan.create_parser_sync(family, tokenizer(FAMILY_TOKENIZERS[family]), kwargs)
+
+
+def streamed(
+    parser: ReasoningParser, deltas: list[list[int]], prompt: list[int] | None
+) -> tuple[str, str]:
+    split = reasonspan.TextSplitter(parser, prompt)
+    r = c = ""
+    for d in deltas:
+        a, b = split.feed(d)
+        r, c = r + a, c + b
+    a, b = split.finish()
+    return r + a, c + b
+
+
+def check_split(
+    data: st.DataObject,
+    family: str,
+    output: str,
+    reasoning: str | None,
+    content: str | None,
+    *,
+    prompt: str | None = None,
+    kwargs: dict[str, Any] | None = None,
+) -> ParseResult:
+    """parse() gives the expected text, and so does TextSplitter for a random split."""
+    parser = parser_for(family, kwargs)
+    tok = parser.tokenizer
+    ids = tok.encode(output)
+    pids = tok.encode(prompt) if prompt is not None else None
+    res = parser.parse(ids, prompt_token_ids=pids)
+    assert (res.reasoning or None, res.content or None) == (reasoning, content)
+    deltas = data.draw(splits(ids), label="deltas")
+    assert streamed(parser, deltas, pids) == (reasoning or "", content or "")
+    return res
+
+
+# ---------------------------------------------------------------- nemotron_v3
+
+
+NEMO_Q = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "prompt", "output", "reasoning", "content"),
+    [
+        (
+            {"force_nonempty_content": True},
+            NEMO_Q + "<think>\n",
+            "only thoughts",
+            None,
+            "only thoughts",
+        ),
+        ({"force_nonempty_content": True}, NEMO_Q + "<think>\n", "a b</think>", None, "a b"),
+        ({"force_nonempty_content": True}, NEMO_Q + "<think>\n", "plan</think>Hi", "plan", "Hi"),
+        (
+            {"enable_thinking": False},
+            NEMO_Q + "<think></think>",
+            "<think>Hello</think>",
+            None,
+            "Hello",
+        ),
+        ({"enable_thinking": False}, NEMO_Q + "<think></think>", "<think>g</think>Hi", "g", "Hi"),
+    ],
+)
+@SETTINGS
+@given(data=st.data())
+def test_nemotron_splitter_holds_what_the_swap_may_move(
+    data: st.DataObject,
+    kwargs: dict[str, Any],
+    prompt: str,
+    output: str,
+    reasoning: str | None,
+    content: str | None,
+) -> None:
+    """TextSplitter, fed any split, returns parse()'s text: reasoning that becomes the
+    content is never returned as reasoning first."""
+    check_split(data, "nemotron_v3", output, reasoning, content, prompt=prompt, kwargs=kwargs)
+
+
+# ---------------------------------------------------------------- newlines around markers
+
+QWEN_Q = "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n"
+
+
+@pytest.mark.parametrize(
+    ("family", "prompt", "output", "reasoning", "content"),
+    [
+        # The template's own split: newlines next to the markers are layout.
+        ("qwen3", QWEN_Q, "<think>\nhm\n\n</think>\n\nIt is 4.", "hm", "It is 4."),
+        ("qwen3", QWEN_Q + "<think>\n", "a\n\nb\n</think>\n\nc\n", "a\n\nb", "c\n"),
+        # An empty block has no reasoning text (its newline tokens are still reasoning).
+        ("qwen3", QWEN_Q, "<think>\n\n</think>\n\nHi", None, "Hi"),
+        # Truncated: no end marker, so nothing is trimmed at the end.
+        ("qwen3", QWEN_Q + "<think>\n", "still\n\n", "still\n\n", None),
+        ("mimo", QWEN_Q + "<think>\n", "<think>\nx\n</think>\n\ny", "x", "y"),
+        ("glm47", None, "<think>\nx\n</think>\ny", "x", "y"),
+        ("glm45", None, "<think>\n\n</think>\n\ny", None, "y"),
+        ("minimax_m2", None, "plan\n\n</think>\n\nanswer", "plan", "answer"),
+    ],
+)
+@SETTINGS
+@given(data=st.data())
+def test_newlines_next_to_markers_are_not_text(
+    data: st.DataObject,
+    family: str,
+    prompt: str | None,
+    output: str,
+    reasoning: str | None,
+    content: str | None,
+) -> None:
+    kwargs = {"enable_thinking": True} if family == "mimo" else None
+    res = check_split(data, family, output, reasoning, content, prompt=prompt, kwargs=kwargs)
+    # Token labels stay honest: every newline token is still reasoning or content.
+    tok = tokenizer(FAMILY_TOKENIZERS[family])
+    assert res.reasoning_tokens + len(res.content_token_ids) + res.delimiter_tokens == len(
+        tok.encode(output)
+    )
+    if "\n\n</think>" in output or output.endswith("\n\n"):
+        assert any("\n" in tok.decode([t]) for t in res.reasoning_token_ids)
+
+
+def test_empty_think_block_counts_its_newline_tokens_as_reasoning() -> None:
+    parser = parser_for("qwen3")
+    tok = parser.tokenizer
+    res = parser.parse(tok.encode("<think>\n\n</think>\n\nHi"), tok.encode(QWEN_Q))
+    assert res.reasoning in ("", None) and res.content == "Hi"
+    assert res.reasoning_tokens == len(tok.encode("\n\n")) and res.reasoning_tokens > 0
+
+
+# ---------------------------------------------------------------- mimo
+
+
+def test_mimo_thinks_only_when_asked() -> None:
+    off = parser_for("mimo")
+    on = parser_for("mimo", {"enable_thinking": True})
+    assert off.spec.name == "mimo" and reasonspan.get_parser_class("mimo") is not type(
+        parser_for("qwen3")
+    )
+    tok = off.tokenizer
+    prompt = tok.encode(QWEN_Q)
+    assert not off.default_reasoning and on.default_reasoning
+    assert not off.is_prompt_in_reasoning(prompt) and on.is_prompt_in_reasoning(prompt)
+    # Off: the answer is content...
+    res = off.parse(tok.encode("Hello."), prompt)
+    assert (res.reasoning, res.content) == (None, "Hello.")
+    # ...and a block the model writes anyway is split off; no marker leaks into content.
+    res = off.parse(tok.encode("<think>\nhm\n</think>\n\nHello."), prompt)
+    assert (res.reasoning, res.content) == ("hm", "Hello.")
+    # On: the template prefills <think>, so the output starts inside reasoning.
+    res = on.parse(tok.encode("hm\n</think>\n\nHello."), tok.encode(QWEN_Q + "<think>\n"))
+    assert (res.reasoning, res.content) == ("hm", "Hello.")
+
+
+# ---------------------------------------------------------------- cohere, inkling, granite
+
+COHERE_Q = "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>q<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|>"
+INK = "<|message_model|>"
+GRANITE_START, GRANITE_END = "Here is my thought process:", "Here is my response:"
+
+
+@pytest.mark.parametrize(
+    ("family", "prompt", "output", "reasoning", "content"),
+    [
+        # cohere: whitespace after the thinking (and response) opener is trimmed.
+        (
+            "cohere_command3",
+            COHERE_Q + "<|CHATBOT_TOKEN|>",
+            "<|START_THINKING|>\n  plan<|END_THINKING|><|START_RESPONSE|> Hi<|END_RESPONSE|>",
+            "plan",
+            "Hi",
+        ),
+        (
+            "cohere_command4",
+            COHERE_Q + "<|CHATBOT_TOKEN|><|START_THINKING|>",
+            "plan <|END_THINKING|>\n<|START_TEXT|>\nHi<|END_TEXT|>",
+            "plan ",
+            "Hi",
+        ),
+        # inkling: framing tokens are structure; no marker text reaches the content.
+        (
+            "inkling",
+            INK,
+            "<|content_thinking|>t<|end_message|><|message_model|><|content_text|>Hi"
+            "<|end_message|>",
+            "t",
+            "Hi",
+        ),
+        ("inkling", INK, "<|content_text|>Hi<|content_model_end_sampling|>", None, "Hi"),
+        # granite: the phrases are parsed by default.
+        ("granite", None, f"{GRANITE_START} x {GRANITE_END} y", " x ", " y"),
+        ("granite", None, "no phrases here", None, "no phrases here"),
+    ],
+)
+@SETTINGS
+@given(data=st.data())
+def test_family_text(
+    data: st.DataObject,
+    family: str,
+    prompt: str | None,
+    output: str,
+    reasoning: str | None,
+    content: str | None,
+) -> None:
+    check_split(data, family, output, reasoning, content, prompt=prompt)
+
+
+@pytest.mark.parametrize(
+    ("family", "kwargs", "output", "leak"),
+    [
+        ("qwen3", {}, "<think>a</think>b</think>c", "</think>"),
+        ("mimo", {}, "<think>a</think>b</think>c", "</think>"),
+        ("mimo", {"enable_thinking": True}, "a</think>b</think>c", "</think>"),
+        (
+            "gemma4",
+            {"enable_thinking": True},
+            "<|channel>thought\na<channel|>b<channel|>",
+            "channel",
+        ),
+        (
+            "inkling",
+            {},
+            "<|content_thinking|>a<|end_message|><|message_model|><|content_text|>b<|end_message|>",
+            "<|",
+        ),
+        ("cohere_command3", {}, "<|START_THINKING|>a<|END_THINKING|>b<|END_THINKING|>", "<|"),
+        ("granite", {}, f"{GRANITE_START}a{GRANITE_END}b", "Here is my"),
+    ],
+)
+def test_no_marker_text_leaks_into_content(
+    family: str, kwargs: dict[str, Any], output: str, leak: str
+) -> None:
+    """A marker in the content is a defect unless the family documents it as content."""
+    parser = parser_for(family, kwargs)
+    res = parser.parse(parser.tokenizer.encode(output))
+    assert res.content and leak not in res.content
+    assert res.reasoning and leak not in res.reasoning
+
+
+# ---------------------------------------------------------------- adjacent text markers
+
+
+@pytest.mark.parametrize(
+    ("family", "prompt", "output", "reasoning", "content"),
+    [
+        # Qwen2.5's vocabulary merges "></": one token ends <think> and begins </think>.
+        ("olmo3", None, "<think></think>No thoughts here.", None, "No thoughts here."),
+        ("olmo3", None, "<think>a</think><think>", "a", "<think>"),
+        ("olmo3", None, "<think>\n</think>\nHi", "\n", "\nHi"),
+        (
+            "kimi_k3",
+            None,
+            "<|open|>think<|sep|><|close|>think<|sep|><|open|>response<|sep|>Hi"
+            "<|close|>response<|sep|><|close|>message<|sep|>",
+            None,
+            "Hi",
+        ),
+        ("minimax_m3", None, "<mm:think></mm:think>Hi", None, "Hi"),
+    ],
+)
+@SETTINGS
+@given(data=st.data())
+def test_back_to_back_text_markers_both_match(
+    data: st.DataObject,
+    family: str,
+    prompt: str | None,
+    output: str,
+    reasoning: str | None,
+    content: str | None,
+) -> None:
+    check_split(data, family, output, reasoning, content, prompt=prompt)
+
+
+def test_the_merged_token_ends_one_marker_and_begins_the_next() -> None:
+    parser = parser_for("olmo3")
+    tok = parser.tokenizer
+    ids = tok.encode("<think></think>No")
+    assert b"></" in [tok.token_bytes[t] for t in ids]  # the fixture really merges them
+    res = parser.parse(ids)
+    # Every token of both markers is consumed; ">No" ends the second and spills "No".
+    assert res.delimiter_tokens == len(ids) and res.content == "No"
+    assert res.reasoning_ended
+    # The prompt scan reads the same pair: a pre-closed block means content.
+    assert not parser.is_prompt_in_reasoning(tok.encode("<|im_start|>assistant\n<think></think>"))
+    assert parser.is_prompt_in_reasoning(tok.encode("<|im_start|>assistant\n</think><think>"))
+
+
+def test_magistral_2506_plain_text_markers_back_to_back() -> None:
+    tok = tokenizer("qwen-2.5_base_with_magistral_2506_special_tokens")
+    parser = reasonspan.create_parser_sync("mistral", tok)
+    res = parser.parse(tok.encode("<think></think>Answer."))
+    assert (res.reasoning or None, res.content) == (None, "Answer.")
+
+
+# ---------------------------------------------------------------- harmony tool calls
+
+HARMONY_CALL = (
+    "<|start|>assistant to=functions.get_weather<|channel|>commentary <|constrain|>json"
+    '<|message|>{"location": "Paris"}<|call|>'
+)
+HARMONY_OUT = (
+    "<|channel|>analysis<|message|>Need the weather.<|end|>"
+    "<|start|>assistant<|channel|>commentary<|message|>Checking now.<|end|>" + HARMONY_CALL
+)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_harmony_tool_call_is_its_own_channel(data: st.DataObject) -> None:
+    """content holds the final and recipient-less commentary text only; the tool call's
+    text is handed over separately, split or whole; usage counts it as completion."""
+    res = check_split(data, "openai_gptoss", HARMONY_OUT, "Need the weather.", "Checking now.")
+    assert res.tool_call_text == HARMONY_CALL
+    tok = tokenizer(FAMILY_TOKENIZERS["openai_gptoss"])
+    assert res.tool_call_token_ids == tok.encode(HARMONY_CALL)
+    assert not set(res.tool_call_token_ids) & set(res.content_token_ids)
+    assert res.reasoning_tokens == len(tok.encode("Need the weather."))
+    # Streamed: the splitter hands the same text over, however the output is cut.
+    parser = parser_for("openai_gptoss")
+    ids = tok.encode(HARMONY_OUT)
+    split = reasonspan.TextSplitter(parser)
+    calls = ""
+    for d in data.draw(splits(ids), label="deltas"):
+        split.feed(d)
+        calls += split.take_tool_call_text()
+    split.finish()
+    assert calls + split.take_tool_call_text() == HARMONY_CALL
+
+
+async def test_harmony_runtime_chunks_carry_no_tool_call_text() -> None:
+    import numpy as np
+
+    from reasonspan.runtime.stream.runtime import ReasoningRuntime
+
+    tok = tokenizer(FAMILY_TOKENIZERS["openai_gptoss"])
+    parser = parser_for("openai_gptoss")
+    runtime = ReasoningRuntime()
+    prompt = tok.encode("<|start|>user<|message|>Weather?<|end|><|start|>assistant")
+    stream = runtime.add(1, parser, prompt)
+    ids = tok.encode(HARMONY_OUT)
+    for t in ids:
+        runtime.step(np.array([1]), np.array([t]), np.array([0, 1]))
+    runtime.finish(1)
+    reasoning = content = ""
+    usage = None
+    async for chunk in stream:
+        delta = chunk.choices[0].delta
+        reasoning += delta.reasoning or ""
+        content += delta.content or ""
+        usage = chunk.usage or usage
+    assert (reasoning, content) == ("Need the weather.", "Checking now.")
+    assert usage is not None
+    assert usage.completion_tokens == len(ids)
+    assert usage.completion_tokens_details is not None
+    assert usage.completion_tokens_details.reasoning_tokens == len(tok.encode("Need the weather."))
+
+
+# ---------------------------------------------------------------- stray end markers
+
+MM_END = "</mm:think>"
+
+
+@pytest.mark.parametrize(
+    ("family", "kwargs", "output", "reasoning", "content"),
+    [
+        # minimax_m3 (vLLM minimax_m3 parser: a leading stray closer is dropped, "later
+        # unmatched closers stay visible as content"; a repeated one after a block too).
+        ("minimax_m3", {}, f"XXX{MM_END}YYY", None, f"XXX{MM_END}YYY"),
+        ("minimax_m3", {}, f"{MM_END}XXX{MM_END}YYY", None, f"XXX{MM_END}YYY"),
+        ("minimax_m3", {}, f"{MM_END}{MM_END}YYY", None, f"{MM_END}YYY"),
+        ("minimax_m3", {}, f"<mm:think>r{MM_END}XXX{MM_END}YYY", "r", f"XXX{MM_END}YYY"),
+        # Started in reasoning: the first closer ends it, the next one is content.
+        ("minimax_m3", {"thinking_mode": "enabled"}, f"r{MM_END}a{MM_END}b", "r", f"a{MM_END}b"),
+        # mistral (vLLM mistral parser: an end token with no start before it is removed;
+        # its streaming path skips a lone [/THINK] delta).
+        ("mistral", {}, "XXX[/THINK]YYY", None, "XXXYYY"),
+        ("mistral", {}, "[/THINK]YYY", None, "YYY"),
+        ("mistral", {}, "[THINK]r[/THINK]XXX[/THINK]YYY", "r", "XXXYYY"),
+    ],
+)
+@SETTINGS
+@given(data=st.data())
+def test_stray_end_marker_follows_the_family_reference(
+    data: st.DataObject,
+    family: str,
+    kwargs: dict[str, Any],
+    output: str,
+    reasoning: str | None,
+    content: str | None,
+) -> None:
+    check_split(data, family, output, reasoning, content, kwargs=kwargs)
+
+
+def test_stray_end_marker_labels_and_raw_text() -> None:
+    """The rule is in the labels, not only the text: a dropped marker is a DELIMITER, a
+    kept one CONTENT, so the raw text (special tokens kept) says the same."""
+    m3 = parser_for("minimax_m3")
+    ids = m3.tokenizer.encode(f"{MM_END}XXX{MM_END}YYY")
+    res = m3.parse(ids, skip_special_tokens=False)
+    end = m3.tokenizer.single_token_id(MM_END)
+    assert [lab for t, lab in zip(ids, res.labels, strict=True) if t == end] == [
+        Label.DELIMITER,
+        Label.CONTENT,
+    ]
+    assert res.content == f"XXX{MM_END}YYY"
+    mistral = parser_for("mistral")
+    ids = mistral.tokenizer.encode("XXX[/THINK]YYY")
+    res = mistral.parse(ids, skip_special_tokens=False)
+    assert res.content == "XXXYYY"
+    assert res.delimiter_tokens == 1
+
+
+def test_minimax_m3_leading_closer_on_text_markers() -> None:
+    """On a vocabulary where the markers are several tokens (matched on bytes), the same
+    rule: only a closer at the output's first byte is dropped."""
+    tok = tokenizer("minimax")
+    parser = reasonspan.create_parser_sync("minimax_m3", tok)
+    assert parser.machine.has_byte_markers
+    for output, content in [
+        (f"{MM_END}XXX{MM_END}YYY", f"XXX{MM_END}YYY"),
+        (f"X{MM_END}Y", f"X{MM_END}Y"),
+        (f"{MM_END}{MM_END}", MM_END),
+    ]:
+        ids = tok.encode(output)
+        assert parser.parse(ids).content == content
+        for cut in range(len(ids) + 1):
+            split = reasonspan.TextSplitter(parser)
+            r1, c1 = split.feed(ids[:cut])
+            r2, c2 = split.feed(ids[cut:])
+            r3, c3 = split.finish()
+            assert (r1 + r2 + r3, c1 + c2 + c3) == ("", content)
+
+
+# ---------------------------------------------------------------- text before R1's own <think>
+
+R1_Q = "<｜User｜>q<｜Assistant｜><think>\n"
+
+
+@pytest.mark.parametrize("family", ["deepseek_r1", "holo2"])
+@pytest.mark.parametrize(
+    ("output", "reasoning", "content"),
+    [
+        # vLLM deepseek_r1: the output is partitioned on its first <think>.
+        ("\n<think>x</think>y", "x", "y"),
+        ("\n \n\n<think>x</think>y", "x", "y"),
+        ("<think>x</think>y", "x", "y"),
+        # No start marker: the blank run is the reasoning's first text.
+        ("\nx</think>y", "\nx", "y"),
+        ("\n\n", "\n\n", None),
+        ("\n</think>y", "\n", "y"),
+        # Text that is not blank was already reasoning: kept (bounded hold, module doc).
+        ("ok\n<think>x</think>y", "ok\nx", "y"),
+        ("\nok<think>x</think>y", "\nokx", "y"),
+    ],
+)
+@SETTINGS
+@given(data=st.data())
+def test_blank_before_the_models_own_start_is_dropped(
+    data: st.DataObject, family: str, output: str, reasoning: str | None, content: str | None
+) -> None:
+    check_split(data, family, output, reasoning, content, prompt=R1_Q)
+
+
+def test_blank_before_start_only_applies_in_reasoning() -> None:
+    """A turn that starts in content (thinking off on V3.1) has no lead rule at all."""
+    parser = parser_for("deepseek_v3")
+    assert not parser.machine.has_lead
+    on = parser_for("deepseek_v3", {"thinking": True})
+    assert on.machine.has_lead
+    ids = on.tokenizer.encode("\n<think>x</think>y")
+    res = on.parse(ids)
+    assert (res.reasoning, res.content) == ("x", "y")
+    assert res.labels[0] == Label.DELIMITER

@@ -1,0 +1,575 @@
+"""The matrix rows of the think-tag families, on real tokenizers (expected text by hand)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import reasonspan
+from reasonspan import Label
+from tests.support.cases import split_both_ways
+from tests.support.fixtures import tokenizer
+
+# (family, tokenizer, prompt or None, output, kwargs, reasoning, content, reasoning_ended)
+Case = tuple[str, str, str | None, str, dict[str, Any], str | None, str | None, bool]
+
+R1_TURN = "<｜User｜>What is 2+2?<｜Assistant｜>"
+CHATML = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
+CASES: list[tuple[str, Case]] = [
+    # deepseek_r1: the template prefills <think>; a missing start is tolerated.
+    (
+        "r1 start in prompt",
+        (
+            "deepseek_r1",
+            "deepseek-r1",
+            R1_TURN + "<think>\n",
+            "2+2=4.</think>It is 4.",
+            {},
+            "2+2=4.",
+            "It is 4.",
+            True,
+        ),
+    ),
+    (
+        "r1 start in output",
+        (
+            "deepseek_r1",
+            "deepseek-r1",
+            R1_TURN,
+            "<think>\n2+2=4.\n</think>\n\nIt is 4.",
+            {},
+            "\n2+2=4.\n",
+            "\n\nIt is 4.",
+            True,
+        ),
+    ),
+    (
+        "r1 missing start",
+        (
+            "deepseek_r1",
+            "deepseek-r1",
+            R1_TURN,
+            "2+2=4.</think>It is 4.",
+            {},
+            "2+2=4.",
+            "It is 4.",
+            True,
+        ),
+    ),
+    (
+        "r1 truncated",
+        (
+            "deepseek_r1",
+            "deepseek-r1",
+            R1_TURN,
+            "<think>Still thinking",
+            {},
+            "Still thinking",
+            None,
+            False,
+        ),
+    ),
+    (
+        "r1 empty reasoning",
+        (
+            "deepseek_r1",
+            "deepseek-r1",
+            R1_TURN,
+            "<think></think>It is 4.",
+            {},
+            None,
+            "It is 4.",
+            True,
+        ),
+    ),
+    (
+        "r1 repeated end kept in content",
+        ("deepseek_r1", "deepseek-r1", None, "a</think>b</think>c", {}, "a", "b</think>c", True),
+    ),
+    (
+        "r1 distill qwen",
+        (
+            "deepseek_r1",
+            "deepseek-r1-distill-qwen-7b",
+            R1_TURN + "<think>\n",
+            "hm</think>4",
+            {},
+            "hm",
+            "4",
+            True,
+        ),
+    ),
+    (
+        "r1 distill llama",
+        (
+            "deepseek_r1",
+            "deepseek-r1-distill-llama-8b",
+            R1_TURN + "<think>\n",
+            "hm</think>4",
+            {},
+            "hm",
+            "4",
+            True,
+        ),
+    ),
+    ("qwq", ("qwq", "qwq-32b", CHATML + "<think>\n", "hm</think>4", {}, "hm", "4", True)),
+    # deepseek_v3: thinking off by default, on with thinking / enable_thinking.
+    (
+        "v3 off by default",
+        (
+            "deepseek_v3",
+            "deepseek-v3.1",
+            R1_TURN + "</think>",
+            "It is 4.",
+            {},
+            None,
+            "It is 4.",
+            True,
+        ),
+    ),
+    (
+        "v3 off keeps markers as content",
+        (
+            "deepseek_v3",
+            "deepseek-v3.1",
+            None,
+            "<think>x</think>y",
+            {},
+            None,
+            "<think>x</think>y",
+            True,
+        ),
+    ),
+    (
+        "v3 on",
+        (
+            "deepseek_v3",
+            "deepseek-v3.2",
+            R1_TURN + "<think>",
+            "2+2=4.</think>It is 4.",
+            {"thinking": True},
+            "2+2=4.",
+            "It is 4.",
+            True,
+        ),
+    ),
+    (
+        "v3 on, enable_thinking",
+        (
+            "deepseek_v3",
+            "deepseek-v3.1",
+            R1_TURN + "<think>",
+            "x</think>y",
+            {"enable_thinking": True},
+            "x",
+            "y",
+            True,
+        ),
+    ),
+    # holo2: as v3 but on by default.
+    ("holo2 on", ("holo2", "qwen-3", CHATML + "<think>\n", "x</think>y", {}, "x", "y", True)),
+    (
+        "holo2 off",
+        ("holo2", "qwen-3", CHATML, "x</think>y", {"thinking": False}, None, "x</think>y", True),
+    ),
+    # qwen3
+    (
+        "qwen3 start in output",
+        (
+            "qwen3",
+            "qwen-3",
+            CHATML,
+            "<think>\nhm\n</think>\n\nIt is 4.",
+            {},
+            # The template's own split: newlines next to the markers are layout.
+            "hm",
+            "It is 4.",
+            True,
+        ),
+    ),
+    (
+        "qwen3.5 start in prompt",
+        (
+            "qwen3",
+            "qwen-3.5",
+            CHATML + "<think>\n",
+            "hm\n</think>\n\nIt is 4.",
+            {},
+            "hm",
+            "It is 4.",
+            True,
+        ),
+    ),
+    (
+        "qwen3 off via template",
+        (
+            "qwen3",
+            "qwen-3",
+            CHATML + "<think>\n\n</think>\n\n",
+            "It is 4.",
+            {},
+            None,
+            "It is 4.",
+            True,
+        ),
+    ),
+    (
+        "qwen3 off via kwargs",
+        (
+            "qwen3",
+            "qwen-3",
+            CHATML,
+            "It is <think>4</think>.",
+            {"enable_thinking": False},
+            None,
+            "It is <think>4</think>.",
+            True,
+        ),
+    ),
+    (
+        "qwen3 unpaired tool_call",
+        (
+            "qwen3",
+            "qwen-3",
+            CHATML,
+            "<think>I need the tool.<tool_call>\n{}\n</tool_call>",
+            {},
+            "I need the tool.",
+            "<tool_call>\n{}\n</tool_call>",
+            True,
+        ),
+    ),
+    (
+        "qwen3 repeated end dropped",
+        ("qwen3", "qwen-3", CHATML, "<think>a</think>b</think>c", {}, "a", "bc", True),
+    ),
+    ("qwen3 truncated", ("qwen3", "qwen-3", CHATML, "<think>a b c", {}, "a b c", None, False)),
+    (
+        "qwen3 content only is reasoning (truncated R)",
+        ("qwen3", "qwen-3", CHATML, "Just text", {}, "Just text", None, False),
+    ),
+    # glm: starts in content unless <think>; a <think> after content re-enters.
+    (
+        "glm45 start in output",
+        (
+            "glm45",
+            "glm-4.5v",
+            "<|user|>\nhi<|assistant|>\n",
+            "<think>a</think>b",
+            {},
+            "a",
+            "b",
+            True,
+        ),
+    ),
+    (
+        "glm45 content only",
+        ("glm45", "glm-4.5v", "<|user|>\nhi<|assistant|>\n", "Hello", {}, None, "Hello", True),
+    ),
+    (
+        "glm45 re-enter",
+        ("glm45", "glm-4.5v", None, "<think>a</think>b<think>c</think>d", {}, "ac", "bd", True),
+    ),
+    (
+        "glm45 tool ends reasoning",
+        ("glm45", "glm-4.5v", None, "<think>a<tool_call>f", {}, "a", "<tool_call>f", True),
+    ),
+    (
+        "glm45 off",
+        (
+            "glm45",
+            "glm-4.5v",
+            None,
+            "<think>a</think>b",
+            {"enable_thinking": False},
+            None,
+            "<think>a</think>b",
+            True,
+        ),
+    ),
+    (
+        "glm47 prefilled",
+        (
+            "glm47",
+            "glm-4.7-flash",
+            "<|user|>hi<|assistant|><think>",
+            "a</think>b",
+            {},
+            "a",
+            "b",
+            True,
+        ),
+    ),
+    (
+        "glm47 off via template",
+        ("glm47", "glm-4.7-flash", "<|user|>hi<|assistant|></think>", "b", {}, None, "b", True),
+    ),
+    # minimax_m2: end marker only, the turn starts in reasoning.
+    (
+        "minimax_m2",
+        (
+            "minimax_m2",
+            "minimax",
+            "]~b]user\nhi[e~[\n]~b]ai\n<think>\n",
+            "a</think>b",
+            {},
+            "a",
+            "b",
+            True,
+        ),
+    ),
+    (
+        "minimax_m2 tool",
+        (
+            "minimax_m2",
+            "minimax",
+            None,
+            "a<minimax:tool_call>x",
+            {},
+            "a",
+            "<minimax:tool_call>x",
+            True,
+        ),
+    ),
+    # minimax_m3: <mm:think> is one token in M3's vocabulary and five elsewhere.
+    (
+        "minimax_m3 single-token",
+        ("minimax_m3", "minimax-m3", None, "<mm:think>a</mm:think>b", {}, "a", "b", True),
+    ),
+    (
+        "minimax_m3 multi-token",
+        (
+            "minimax_m3",
+            "qwen-3",
+            None,
+            "<mm:think>a</mm:think>The answer",
+            {},
+            "a",
+            "The answer",
+            True,
+        ),
+    ),
+    (
+        "minimax_m3 merged neighbours",
+        (
+            "minimax_m3",
+            "qwen-3",
+            None,
+            "x.<mm:think>\nhm</mm:think>\n\nOK",
+            {},
+            "\nhm",
+            "x.\n\nOK",
+            True,
+        ),
+    ),
+    (
+        "minimax_m3 adaptive, no start",
+        ("minimax_m3", "minimax-m3", None, "Just content", {}, None, "Just content", True),
+    ),
+    (
+        "minimax_m3 enabled",
+        (
+            "minimax_m3",
+            "minimax-m3",
+            None,
+            "a</mm:think>b",
+            {"thinking_mode": "enabled"},
+            "a",
+            "b",
+            True,
+        ),
+    ),
+    (
+        "minimax_m3 leading end dropped",
+        ("minimax_m3", "minimax-m3", None, "</mm:think>b", {}, None, "b", True),
+    ),
+    # kimi_k2 (fixture: real Qwen3 tokenizer + Kimi's section tokens)
+    (
+        "kimi start in output",
+        (
+            "kimi_k2",
+            "qwen-3_base_with_kimi_k2_special_tokens",
+            "<|im_assistant|>assistant<|im_middle|>",
+            "<think>a</think>b",
+            {},
+            "a",
+            "b",
+            True,
+        ),
+    ),
+    (
+        "kimi tool section ends reasoning",
+        (
+            "kimi_k2",
+            "qwen-3_base_with_kimi_k2_special_tokens",
+            None,
+            "<think>a<|tool_calls_section_begin|>x",
+            {},
+            "a",
+            "<|tool_calls_section_begin|>x",
+            True,
+        ),
+    ),
+    (
+        "kimi off",
+        (
+            "kimi_k2",
+            "qwen-3_base_with_kimi_k2_special_tokens",
+            None,
+            "<think>a</think>b",
+            {"thinking": False},
+            None,
+            "<think>a</think>b",
+            True,
+        ),
+    ),
+    # step3 / step3p5
+    (
+        "step3 turn-scoped",
+        (
+            "step3",
+            "deepseek-v3.1_base_with_step3_special_tokens",
+            "<|BOT|>assistant\n<think>old</think>A<|EOT|><|BOT|>user\nQ<|EOT|><|BOT|>assistant\n<think>\n",
+            "a</think>b",
+            {},
+            "a",
+            "b",
+            True,
+        ),
+    ),
+    (
+        "step3p5 trims one newline each side",
+        ("step3p5", "qwen-3", None, "a\n\n</think>\n\nb", {}, "a\n", "\nb", True),
+    ),
+    (
+        "step3p5 single newlines",
+        ("step3p5", "qwen-3", None, "a\n</think>\nb", {}, "a", "b", True),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", [c for _, c in CASES], ids=[name for name, _ in CASES])
+def test_family_case(case: Case) -> None:
+    family, tok_name, prompt, output, kwargs, reasoning, content, ended = case
+    res = split_both_ways(family, tok_name, output, prompt=prompt, kwargs=kwargs)
+    assert (res.reasoning, res.content, res.reasoning_ended) == (reasoning, content, ended)
+
+
+def test_tool_marker_is_labelled_tool_and_kept_in_content() -> None:
+    tok = tokenizer("qwen-3")
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    ids = tok.encode("<think>a<tool_call>{}")
+    res = parser.parse(ids)
+    tool_id = tok.single_token_id("<tool_call>")
+    i = ids.index(tool_id)  # type: ignore[arg-type]
+    assert res.labels[i] == Label.TOOL
+    assert tool_id in res.content_token_ids
+    assert res.labels[0] == Label.DELIMITER
+
+
+# Multi-turn prompts: an old </think> in the history never decides the answer by itself.
+PROMPTS = [
+    (
+        "r1 history, new turn prefilled",
+        "deepseek_r1",
+        "deepseek-r1",
+        R1_TURN
+        + "<think>\nold</think>4<｜end▁of▁sentence｜><｜User｜>And 3+3?<｜Assistant｜><think>\n",
+        True,
+    ),
+    (
+        "r1 history, new turn bare",
+        "deepseek_r1",
+        "deepseek-r1",
+        R1_TURN + "<think>\nold</think>4<｜end▁of▁sentence｜><｜User｜>And 3+3?<｜Assistant｜>",
+        True,
+    ),
+    (
+        "qwen3 history, thinking on",
+        "qwen3",
+        "qwen-3",
+        CHATML
+        + "<think>\nold\n</think>\n\n4<|im_end|>\n<|im_start|>user\nAnd 3+3?<|im_end|>\n<|im_start|>assistant\n",
+        True,
+    ),
+    (
+        "qwen3 history, thinking off",
+        "qwen3",
+        "qwen-3",
+        CHATML
+        + "<think>\nold\n</think>\n\n4<|im_end|>\n<|im_start|>user\nAnd 3+3?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+        False,
+    ),
+    (
+        "glm45 history",
+        "glm45",
+        "glm-4.5v",
+        "<|user|>hi<|assistant|><think>old</think>A<|user|>again<|assistant|>",
+        False,
+    ),
+    (
+        "glm45 prefilled",
+        "glm45",
+        "glm-4.5v",
+        "<|user|>hi<|assistant|><think>old</think>A<|user|>again<|assistant|><think>",
+        True,
+    ),
+    (
+        "minimax_m3 multi-token prefill",
+        "minimax_m3",
+        "qwen-3",
+        "]~b]ai\n<mm:think>old</mm:think>A[e~[\n]~b]user\nQ[e~[\n]~b]ai\n<mm:think>\n",
+        True,
+    ),
+    (
+        "v3 on, off-turn history",
+        "deepseek_v3",
+        "deepseek-v3.1",
+        R1_TURN + "</think>4<｜end▁of▁sentence｜><｜User｜>Q<｜Assistant｜><think>",
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("family", "tok_name", "prompt", "expected"),
+    [p[1:] for p in PROMPTS],
+    ids=[p[0] for p in PROMPTS],
+)
+def test_prompt_seeding(family: str, tok_name: str, prompt: str, expected: bool) -> None:
+    tok = tokenizer(tok_name)
+    kwargs = {"thinking": True} if family == "deepseek_v3" else {}
+    parser = reasonspan.create_parser_sync(family, tok, kwargs)
+    assert parser.is_prompt_in_reasoning(tok.encode(prompt)) is expected
+
+
+@pytest.mark.parametrize(
+    ("family", "tok_name", "enable", "expected"),
+    [
+        ("qwen3", "qwen-3", True, True),
+        ("qwen3", "qwen-3", False, False),
+        ("qwen3", "qwen-3.5", True, True),
+        ("qwen3", "qwen-3.5", False, False),
+        ("glm47", "glm-4.7-flash", True, True),
+        ("glm47", "glm-4.7-flash", False, False),
+        ("minimax_m2", "minimax", True, True),
+    ],
+)
+def test_prompt_seeding_with_real_templates(
+    family: str, tok_name: str, enable: bool, expected: bool
+) -> None:
+    """Render the model's own chat template (history with reasoning) and seed from it."""
+    from reasonspan.prompts import render_prompt
+
+    tok = tokenizer(tok_name)
+    assert tok.chat_template, f"{tok_name} ships no chat template"
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "What is 2+2?"},
+        {"role": "assistant", "content": "4", "reasoning_content": "2+2=4"},
+        {"role": "user", "content": "And 3+3?"},
+    ]
+    prompt, how = render_prompt(tok, messages, enable_thinking=enable)
+    assert how == "the model's chat template"
+    parser = reasonspan.create_parser_sync(family, tok)
+    assert parser.is_prompt_in_reasoning(prompt) is expected

@@ -1,0 +1,1 @@
+"""One request's parser and everything under it: machine, text, stops, citations, properties."""

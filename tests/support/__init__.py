@@ -1,0 +1,1 @@
+"""Helpers the tests share: tokenizer fixtures, case runners, strategies, sampling."""
