@@ -111,7 +111,6 @@ def fill_forcing(
     remaining[budget == NO_BUDGET] = -1
     res.budget_remaining = remaining
     if forcing.any():
-        res._forced_pos = fp
-        res._gen = sl.gen[slots]
+        res.set_forced(fp, sl.gen[slots])
         nxt = sl.fpool[sl.fbase[slots] + np.clip(fp, 0, np.maximum(sl.flen[slots] - 1, 0))]
         res.next_forced_token = np.where(forcing, nxt, -1)

@@ -7,7 +7,7 @@ for, so a scheduler that only needs the arrays never pays for per-request Python
 Owns the result's fields and its per-request lookups. It must not know the batch that
 fills it: the batch writes the fields, and all the result asks of it later is a slot's
 forced sequence and generation (:class:`ForcedSource`), so this module imports no batch
-module but the shared types and errors.
+module but the shared types, errors and lane numbers.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 
 from reasonspan.runtime.batch.errors import RequestFailedError, UnknownRequestError
+from reasonspan.runtime.batch.lanes import HOLD_BACK, PARSER
 from reasonspan.runtime.batch.types import BoolArray, IntArray, LabelArray, Spill
 from reasonspan.runtime.core.labels import split_labels
 
@@ -83,6 +84,7 @@ _FRESH: dict[str, Callable[[], Any]] = {
     "_spill": dict,
     "_forced_pos": lambda: None,
     "_gen": lambda: None,
+    "_aside": lambda: None,
 }
 """The fields :meth:`BatchStepResult.of_one` leaves unset, and how each starts when first
 read (the lane of one request writes its event without reading any of them)."""
@@ -99,6 +101,7 @@ class BatchStepResult:
     """
 
     __slots__ = (
+        "_aside",
         "_batch",
         "_decided",
         "_forced_pos",
@@ -167,6 +170,8 @@ class BatchStepResult:
         self._state: StepState | None = None
         self.one: OneStep | None = None
         """A step of one request and one token as one tuple (:meth:`of_one`), else None."""
+        self._aside: tuple[IntArray | None, list[IntArray]] | None = None
+        """The rows that went through their parser (:meth:`took_parser`), None: none."""
 
     @classmethod
     def of_lists(
@@ -204,6 +209,61 @@ class BatchStepResult:
         res._include = include
         res.errors = {}
         return res
+
+    # ------------------------------------------------------------------ writers
+
+    def set_rows(
+        self,
+        rids: IntArray,
+        toks: IntArray,
+        offs: IntArray,
+        labels: LabelArray,
+        slots: IntArray,
+        errors: dict[int, RequestFailedError],
+        include: BoolArray | None,
+    ) -> None:
+        """The vectorized step's rows: ids, tokens, offsets, labels, slots, errors and the
+        include-reasoning flags (None: every request includes its reasoning)."""
+        self.request_ids, self.token_ids, self.offsets = rids, toks, offs
+        self.labels, self._slots, self.errors = labels, slots, errors
+        self._include = include
+        self._forced_pos = None
+        self._gen = None
+
+    def set_forced(self, forced_pos: IntArray, gen: IntArray) -> None:
+        """The forced positions after the step and the slots' generations, for
+        :meth:`forced_token_ids` (the budget's writer)."""
+        self._forced_pos = forced_pos
+        self._gen = gen
+
+    def set_decided(
+        self, row: int, ids: list[int], labels: bytes, spill: tuple[Spill, ...] | list[Spill]
+    ) -> None:
+        """Row ``row``'s decided tokens when they are not simply its tokens with its labels
+        (held tokens released or still held, a marker covering part of a token)."""
+        self._decided[row] = (ids, labels)
+        if spill:
+            self._spill[row] = tuple(spill)
+
+    def took_parser(self, parser_rows: IntArray | None, hold_rows: list[IntArray]) -> None:
+        """Record which rows the step sent through their own parser: ``parser_rows``, on
+        the parser lane from their first token (None: none), and ``hold_rows``, hold-back
+        rows from the token the tables left aside. Every other row went by table."""
+        self._aside = (parser_rows, hold_rows)
+
+    def lanes(self) -> np.ndarray[Any, np.dtype[np.uint8]]:
+        """Per row, the lane its tokens took in this step (``runtime/batch/lanes.py``):
+        ``TABLE``, ``HOLD_BACK`` (a hold-back row that needed its parser) or ``PARSER``.
+        Made when asked for, from what the step recorded."""
+        out = np.zeros(len(self), np.uint8)
+        aside = self._aside
+        if aside is not None:
+            parser_rows, hold_rows = aside
+            for rows in hold_rows:
+                out[rows] = HOLD_BACK
+            if parser_rows is not None:
+                out[parser_rows] = PARSER
+        return out
 
     def lists(self) -> StepLists:
         """The step's ids, offsets, labels and slots as Python lists (converted once)."""

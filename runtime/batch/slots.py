@@ -29,9 +29,9 @@ from reasonspan.runtime.batch.errors import (
     RequestFinishedError,
     UnknownRequestError,
 )
-from reasonspan.runtime.batch.result import BatchStepResult
-from reasonspan.runtime.batch.tables import LOW, REASONING_BIT, TOTAL
-from reasonspan.runtime.batch.types import NO_BUDGET, BoolArray, IntArray, LabelArray, RequestUsage
+from reasonspan.runtime.batch.lanes import HOLD_BACK, PARSER, TABLE
+from reasonspan.runtime.batch.tables import GROUP_ROWS, REASONING_BIT, TOTAL
+from reasonspan.runtime.batch.types import NO_BUDGET, BoolArray, IntArray, RequestUsage
 from reasonspan.runtime.core.errors import InvalidOptionError
 from reasonspan.runtime.parser.contract import ReasoningParser
 
@@ -133,6 +133,8 @@ class SlotViews(NamedTuple):
     fpos: memoryview
     hit: memoryview
     ipos: memoryview
+    lane: memoryview
+    scalar: memoryview
 
 
 class Slots:
@@ -162,6 +164,8 @@ class Slots:
         ("hit", np.bool_, 0),
         ("mark", np.int64, 0),
         ("ipos", np.int64, -1),
+        ("lane", np.uint8, PARSER),
+        ("scalar", np.bool_, 0),
     )
 
     rid: IntArray
@@ -173,6 +177,11 @@ class Slots:
     tab: BoolArray
     """The request has a table group (vectorized or hold-back); the others (custom machines
     or parsers) go only through their own parser."""
+    lane: np.ndarray[Any, np.dtype[np.uint8]]
+    """The request's lane (``runtime/batch/lanes.py``), decided when it was admitted."""
+    scalar: BoolArray
+    """The scalar steps may take the request's rows: table lane, no budget, no grammar
+    (``lanes.SCALAR_FORBIDDEN``). Per slot: another request never turns it off."""
     group: IntArray
     lutb: IntArray
     """Offset of the request's group in the flat lookup table."""
@@ -294,10 +303,15 @@ class Slots:
         py.failed[slot] = False
         py.vec[slot] = group is not None and not hybrid
         py.tab[slot] = group is not None
+        lane = PARSER if group is None else HOLD_BACK if hybrid else TABLE
+        py.lane[slot] = lane
+        py.scalar[slot] = lane == TABLE and budget == NO_BUDGET and not structured
         gid = -1 if group is None else group
         py.group[slot] = gid
         py.lutb[slot] = lutb
-        py.row[slot] = (0 if group is None else 32 * group) + (8 if reasoning else 0)
+        py.row[slot] = (0 if group is None else GROUP_ROWS * group) + (
+            _REASONING if reasoning else 0
+        )
         py.vocab[slot] = vocab
         py.cnt[slot] = 0
         py.dcnt[slot] = 0
@@ -348,6 +362,8 @@ class Slots:
         elif hybrid:
             self.n_hybrid -= 1
         py.tab[slot] = False
+        py.lane[slot] = PARSER
+        py.scalar[slot] = False
         if self.n_struct and self.struct[slot]:  # the grammar may have dropped it already
             self.n_struct -= 1
             self.struct[slot] = False
@@ -412,7 +428,7 @@ class Slots:
         return bool(self.py.row[slot] & _REASONING)
 
     def set_reasoning(self, slot: int, reasoning: bool) -> None:
-        self.row[slot] = (int(self.row[slot]) & ~8) | (8 if reasoning else 0)
+        self.row[slot] = (int(self.row[slot]) & ~_REASONING) | (_REASONING if reasoning else 0)
 
     def usage(self, slot: int) -> RequestUsage:
         py = self.py  # (Python ints out of the arrays' memory, no numpy scalars)
@@ -567,45 +583,3 @@ class Slots:
             return
         pos = int(np.argmax(bad))
         raise self.token_error((pos, int(toks[pos])), slots, offs, rids)
-
-    # ------------------------------------------------------------------ a step's result
-
-    def fill_result(
-        self,
-        res: BatchStepResult,
-        rids: IntArray,
-        toks: IntArray,
-        offs: IntArray,
-        slots: IntArray,
-        labels: LabelArray,
-        gmask: BoolArray | None,
-        errors: dict[int, RequestFailedError],
-    ) -> IntArray:
-        """Everything of a step's result but its budget fields, read from the slots after
-        the step (those are ``batch_budget.fill_forcing``'s when the batch has budgeted
-        requests; nothing forced otherwise). Returns the reasoning token counts."""
-        n = rids.shape[0]
-        res.request_ids = rids
-        res.token_ids = toks
-        res.offsets = offs
-        res.labels = labels
-        res.errors = errors
-        res._slots = slots
-        is_reasoning = (self.row[slots] & REASONING_BIT) != 0
-        res.is_reasoning = is_reasoning
-        reasoning_tokens = self.cnt[slots] & LOW
-        res.reasoning_tokens = reasoning_tokens
-        res.grammar_mask = gmask if gmask is not None else self.const("false", toks.shape[0])
-        res.grammar_active = (
-            self.struct[slots] & ~is_reasoning if self.n_struct else self.const("false", n)
-        )
-        held = self.held[slots] if self.n_fallback or self.n_hybrid else self.const("zero", n)
-        res.held_tokens = held
-        res._include = self.incl[slots] if self.n_exclude else None
-        res._forced_pos = None
-        res._gen = None
-        res.next_forced_token = self.const("minus1", n)
-        if not self.n_budget:
-            res.forcing = self.const("false", n)
-            res.budget_remaining = self.const("minus1", n)
-        return reasoning_tokens

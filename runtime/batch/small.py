@@ -121,7 +121,7 @@ def step_one(
     if s is None or not SMALL_REQUESTS:  # (0: no scalar step at all, the numpy one alone)
         return None
     py = sl.py
-    if sl.n_done and py.done[s]:
+    if not py.scalar[s] or (sl.n_done and py.done[s]) or (sl.failures and py.failed[s]):
         return None
     lut, lab_t, nxt_t, inc_t = tables._scalar or tables.scalar()
     rows = py.row
@@ -192,26 +192,10 @@ def step_small(
         return None
     if offs[0] != 0 or offs[n] != len(toks):
         return None
-    slot_of = sl.slot_of
-    slots: list[int] = []
-    for rid in rids:
-        s = slot_of.get(rid)
-        if s is None:
-            return None
-        slots.append(s)
-    if n > 1 and len(set(slots)) != n:
+    slots = _scalar_slots(sl, rids, toks, offs)
+    if slots is None:
         return None
     py = sl.py
-    done = py.done
-    for i in range(n):
-        if offs[i + 1] < offs[i] or (sl.n_done and done[slots[i]]):
-            return None
-    if toks and (min(toks) < 0 or max(toks) >= sl.vocab_floor()):
-        vocab = py.vocab  # some id is past the smallest vocabulary: check each request's
-        for i, s in enumerate(slots):
-            v = vocab[s]
-            if not all(0 <= t < v for t in toks[offs[i] : offs[i + 1]]):
-                return None
 
     # ---- validated: from here on the batch changes
     lut, lab_t, nxt_t, inc_t = tables.scalar()
@@ -245,3 +229,37 @@ def step_small(
     )
     include = sl.incl[np.asarray(slots, np.int64)] if sl.n_exclude else None
     return BatchStepResult.of_lists(sl, lists, (is_reasoning, reasoning_tokens), include)
+
+
+def _scalar_slots(sl: Slots, rids: list[int], toks: list[int], offs: list[int]) -> list[int] | None:
+    """The slots of a step the scalar step may take whole (each request known once, on
+    its own slot's scalar flag, unfinished, not failed, its offsets in order and its
+    tokens inside its vocabulary), or None: the vectorized step checks it then."""
+    slot_of = sl.slot_of
+    slots: list[int] = []
+    for rid in rids:
+        s = slot_of.get(rid)
+        if s is None:
+            return None
+        slots.append(s)
+    n = len(slots)
+    if n > 1 and len(set(slots)) != n:
+        return None
+    py = sl.py
+    done, scalar, failed = py.done, py.scalar, py.failed
+    for i in range(n):
+        s = slots[i]
+        if (
+            offs[i + 1] < offs[i]
+            or not scalar[s]
+            or (sl.n_done and done[s])
+            or (sl.failures and failed[s])
+        ):
+            return None
+    if toks and (min(toks) < 0 or max(toks) >= sl.vocab_floor()):
+        vocab = py.vocab  # some id is past the smallest vocabulary: check each request's
+        for i, s in enumerate(slots):
+            v = vocab[s]
+            if not all(0 <= t < v for t in toks[offs[i] : offs[i + 1]]):
+                return None
+    return slots

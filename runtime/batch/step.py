@@ -72,8 +72,10 @@ from reasonspan.runtime.batch.errors import (
     RequestFinishedError,
 )
 from reasonspan.runtime.batch.fallback import step_fallback
+from reasonspan.runtime.batch.fill import fill_result
 from reasonspan.runtime.batch.grammar import compile_grammar
 from reasonspan.runtime.batch.grammar_slots import Grammars
+from reasonspan.runtime.batch.lanes import PARSER, TABLE, lane_of
 from reasonspan.runtime.batch.result import BatchStepResult
 from reasonspan.runtime.batch.slots import Slots, as_request_id, check_bool, int_array, token_array
 from reasonspan.runtime.batch.small import step_one, step_small
@@ -82,7 +84,6 @@ from reasonspan.runtime.batch.tables import (
     LOW,
     REASONING_BIT,
     Tables,
-    is_hold_back,
     starts_aside,
 )
 from reasonspan.runtime.batch.types import (
@@ -130,7 +131,7 @@ class ReasoningBatch:
         """The one table group of the batch when it holds a single family (-1: mixed)."""
         self._grammars = Grammars()
         """The response_format matchers, by slot (``batch_grammar``)."""
-        self._last_group: tuple[weakref.ref[Machine], int | None] | None = None
+        self._last_group: tuple[weakref.ref[Machine], int | None, type] | None = None
         """The table group of the last vectorizable machine admitted (``_vector_group``)."""
 
     @property
@@ -156,6 +157,13 @@ class ReasoningBatch:
         assert parser is not None  # an occupied slot holds its parser
         return parser
 
+    def lane(self, request_id: int) -> int:
+        """The lane the request was given at admission (``runtime/batch/lanes.py``:
+        ``TABLE``, ``HOLD_BACK`` or ``PARSER``); which one each row took in a step is
+        :meth:`BatchStepResult.lanes`."""
+        sl = self._slots
+        return int(sl.lane[sl.slot(request_id, "lane()")])
+
     def includes_reasoning(self, request_id: int) -> bool:
         """False for a request added with ``include_reasoning=False`` (its reasoning is
         counted, never returned: :meth:`BatchStepResult.split`)."""
@@ -169,7 +177,7 @@ class ReasoningBatch:
     def _recount(self) -> None:
         """Cache the single vectorized group when the batch holds only one family."""
         live = [g for g, n in enumerate(self._tables.live) if n]
-        self._single = live[0] if (len(live) == 1 and not self._slots.n_fallback) else -1
+        self._single = live[0] if len(live) == 1 else -1
 
     def _recount_after(self, group: int | None) -> None:
         """:meth:`_recount` after a request of ``group`` came or went, skipping the scan
@@ -302,24 +310,21 @@ class ReasoningBatch:
     def _vector_group(self, p: ReasoningParser) -> tuple[int | None, bool]:
         """The request's table group (None: only its own parser routes it), and whether it
         is a hold-back family that drops to its parser for the tokens a table cannot
-        decide. A parser that records what it saw for ``finish()``
-        (``may_return_reasoning_as_content`` with text markers) sees every token."""
-        cls = type(p)
-        if cls.stream is not ReasoningParser.stream or cls.finish is not ReasoningParser.finish:
-            return None, False
+        decide: its lane (:func:`~reasonspan.runtime.batch.lanes.lane_of`), given room in
+        the tables."""
         machine = p.machine
-        if machine.vectorizable:
-            last = self._last_group
-            if last is not None and last[0]() is machine:
-                return last[1], False
-            g = self._tables.group(machine)
-            # Most requests use the previous one's machine: skip the weak-dict lookup.
-            # Dropped when a group is released (group numbers are reused then).
-            self._last_group = (weakref.ref(machine), g)
-            return g, False
-        if not is_hold_back(machine) or p.may_return_reasoning_as_content:
+        last = self._last_group
+        if last is not None and last[0]() is machine and last[2] is type(p):
+            return last[1], False
+        lane = lane_of(p)
+        if lane == PARSER:
             return None, False
         g = self._tables.group(machine)
+        if lane == TABLE:
+            # Most requests use the previous one's machine: skip the weak-dict lookup.
+            # Dropped when a group is released (group numbers are reused then).
+            self._last_group = (weakref.ref(machine), g, type(p))
+            return g, False
         return g, g is not None
 
     def remove(self, request_id: int) -> None:
@@ -421,26 +426,12 @@ class ReasoningBatch:
     def step_one(self, request_ids: Any, token_ids: Any, offsets: Any) -> BatchStepResult | None:
         """:meth:`step` for a step of one request with one token, or None with nothing
         changed when the general step must take it (any other step, input that is not
-        plain ints, a request routed by its own parser, budgeted, structured or failed
-        anywhere in the batch, an unknown or finished id, a token outside the vocabulary):
+        plain ints, a request that is not on the table lane or is budgeted, structured or
+        failed, an unknown or finished id, a token outside the vocabulary):
         the runtime's lane for one request decoding alone
-        (:func:`~reasonspan.runtime.batch.small.step_one`)."""
-        if not self._table_routed():
-            return None
+        (:func:`~reasonspan.runtime.batch.small.step_one`). Whether the request may take it
+        is its own slot's flag (``Slots.scalar``), not the rest of the batch's."""
         return step_one(self._slots, self._tables, request_ids, token_ids, offsets)
-
-    def _table_routed(self) -> bool:
-        """Every request of the batch goes by table alone (none routed by its own parser,
-        budgeted, structured, failed or under a grammar): the scalar steps may take it."""
-        sl = self._slots
-        return not (
-            sl.n_fallback
-            or sl.n_hybrid
-            or sl.n_budget
-            or sl.n_struct
-            or sl.failures
-            or self._grammars.by_slot
-        )
 
     def step(
         self,
@@ -455,10 +446,9 @@ class ReasoningBatch:
         before any request's state changes.
         """
         sl = self._slots
-        if self._table_routed():
-            small = step_small(sl, self._tables, request_ids, token_ids, offsets)
-            if small is not None:
-                return small
+        small = step_small(sl, self._tables, request_ids, token_ids, offsets)
+        if small is not None:
+            return small
         rids = int_array(request_ids, "request_ids")
         toks, bad = token_array(token_ids)
         offs = int_array(offsets, "offsets")
@@ -563,6 +553,7 @@ class ReasoningBatch:
             for row in np.flatnonzero(sl.failed[slots]).tolist():
                 errors[int(rids[row])] = sl.failures[int(slots[row])]
         if frows is not None or drops:
+            res.took_parser(frows, [rows for rows, _ in drops])
             try:
                 step_fallback(sl, res, frows, drops, slots, rids, toks, offs, labels, gmask, errors)
             except BaseException:
@@ -570,7 +561,7 @@ class ReasoningBatch:
                     for name, before in undo.items():
                         getattr(sl, name)[slots] = before
                 raise
-        reasoning_tokens = sl.fill_result(res, rids, toks, offs, slots, labels, gmask, errors)
+        reasoning_tokens = fill_result(sl, res, rids, toks, offs, slots, labels, gmask, errors)
         if self._grammars:
             self._grammars.feed(sl, res, slots, rids, toks, offs, labels, gmask, errors)
         else:

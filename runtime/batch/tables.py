@@ -37,6 +37,9 @@ TOTAL = 1 << 32
 """Packed counts: ``total_tokens * TOTAL + reasoning_tokens``."""
 LOW = np.int64(TOTAL - 1)
 """Mask of the reasoning half of a packed count."""
+GROUP_ROWS = 32
+"""Rows of the transition tables per table group: a slot's row is ``GROUP_ROWS * group``
+plus its bits."""
 REASONING_BIT = np.int64(8)
 """Bit of a slot's row (``32 * group + 16 * aside + 8 * state``) that says it is reasoning."""
 ASIDE_BIT = np.int64(16)

@@ -61,16 +61,15 @@ from reasonspan.runtime.stream.request import RequestStream as RequestStream
 from reasonspan.runtime.stream.request import RequestTokenError as RequestTokenError
 from reasonspan.runtime.stream.request import RuntimeClosedError as RuntimeClosedError
 from reasonspan.runtime.stream.request import StreamRecord
-from reasonspan.runtime.stream.sse_path import SSEPath, role_delta
+from reasonspan.runtime.stream.sse_path import SSEPath
+from reasonspan.runtime.stream.sse_templates import role_delta
 from reasonspan.runtime.stream.stops import StopMatcher, stop_strings
 from reasonspan.runtime.stream.threads import RuntimeFromThread as RuntimeFromThread
 from reasonspan.runtime.toolcalls import Tools
 from reasonspan.runtime.wire.call_messages import ToolCallStream, call_deltas
 from reasonspan.runtime.wire.openai import (
     FINISH_REASONS,
-    ChatCompletionChunk,
     ChoiceDelta,
-    ChunkChoice,
     FinishReason,
     usage_for,
 )
@@ -136,6 +135,12 @@ class ReasoningRuntime:
         :attr:`steps` for the count). Off by default: the clock is a tenth of a one-token
         step's cost, and a server times its engine loop itself."""
         self.steps = 0
+
+    @property
+    def rows_by_form(self) -> list[int]:
+        """Rows of the SSE output path's batch-wide passes by the form they took
+        (``lanes.FORM_BYTES``, ``FORM_DECODE``, ``FORM_EXACT``), since the start."""
+        return self._sse.rows_by_form
 
     def __len__(self) -> int:
         return len(self._records)
@@ -481,23 +486,15 @@ class ReasoningRuntime:
                     and not got.cites
                     and len(got.queue) < room
                 ):
-                    # The common case, inlined (it runs once per request-token): a new chunk.
+                    # The common case (it runs once per request-token): a new chunk.
                     got.queue.append(
-                        ChatCompletionChunk(
-                            id=got.completion_id,
-                            created=got.created,
-                            model=got.model,
-                            choices=[
-                                ChunkChoice(
-                                    0,
-                                    ChoiceDelta(
-                                        content=c_text or None,
-                                        reasoning=r_text or None,
-                                        reasoning_content=(r_text or None) if alias else None,
-                                        tool_calls=calls,
-                                    ),
-                                )
-                            ],
+                        got.chunk(
+                            ChoiceDelta(
+                                content=c_text or None,
+                                reasoning=r_text or None,
+                                reasoning_content=(r_text or None) if alias else None,
+                                tool_calls=calls,
+                            )
                         )
                     )
                     got.notify()

@@ -34,32 +34,35 @@ from msgspec itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
 import numpy as np
 
+from reasonspan.runtime.batch.lanes import FORM_BYTES, FORM_DECODE, FORM_EXACT
 from reasonspan.runtime.batch.result import BatchStepResult
 from reasonspan.runtime.batch.small import SMALL_REQUESTS
+from reasonspan.runtime.batch.types import BoolArray
 from reasonspan.runtime.core.labels import CONTENT, DELIMITER, REASONING
+from reasonspan.runtime.stream.sse_templates import (
+    ID,
+    ID_B,
+    SENT,
+    SENTINEL,
+    SharedTemplates,
+    shared_templates,
+    templates,
+)
 from reasonspan.runtime.text.token_text import PlainTables, TokenText
 from reasonspan.runtime.text.trails import Trail, take, take_all, trail_of
-from reasonspan.runtime.wire.openai import ChatCompletionChunk, ChoiceDelta
-from reasonspan.runtime.wire.sse import sse_event
 
 if TYPE_CHECKING:
     from reasonspan.runtime.parser.contract import ReasoningParser
     from reasonspan.runtime.stream.request import StreamRecord
 
-_SENTINEL = "\ue000reasonspan\ue001"
-"""Text written into a template chunk where a token's escaped text goes (private-use
-characters: msgspec writes them as raw UTF-8, and no id or model name holds them)."""
-_SENT = _SENTINEL.encode("utf-8")
-_ID = "\ue002reasonspan-id\ue003"
-"""Written where the request id goes in the templates shared by requests of one model
-and second (:meth:`SSEPath.admit`); replaced by each request's escaped id."""
-_ID_B = _ID.encode("utf-8")
+_ID, _SENTINEL = ID, SENTINEL
+"""The placeholders the templates are cut around (an id may hold them: tested here)."""
 _SHARED = 64
 """Shared templates kept (by model and ``created`` second; cleared when full)."""
 
@@ -92,25 +95,6 @@ than a request's few Python lookups (the scalar batch step's bound: its results 
 the lists this loop reads)."""
 
 
-def _templates(
-    chunk: Callable[[ChoiceDelta], ChatCompletionChunk], alias: bool
-) -> tuple[bytes, bytes, bytes, bytes] | None:
-    """``(content prefix, reasoning prefix, alias middle, suffix)`` of a request's text
-    events, cut from encoded chunks (``chunk``: the request's chunk of a delta); None when
-    they cannot be cut unambiguously."""
-    content = sse_event(chunk(ChoiceDelta(content=_SENTINEL))).split(_SENT)
-    if alias:
-        delta = ChoiceDelta(reasoning=_SENTINEL, reasoning_content=_SENTINEL)
-        reasoning = sse_event(chunk(delta)).split(_SENT)
-        if len(content) != 2 or len(reasoning) != 3 or reasoning[2] != content[1]:
-            return None
-        return content[0], reasoning[0], reasoning[1], content[1]
-    reasoning = sse_event(chunk(ChoiceDelta(reasoning=_SENTINEL))).split(_SENT)
-    if len(content) != 2 or len(reasoning) != 2 or reasoning[1] != content[1]:
-        return None
-    return content[0], reasoning[0], b"", content[1]
-
-
 _FreshSlot = tuple[
     "ReasoningParser",
     TokenText,
@@ -123,42 +107,6 @@ _FreshSlot = tuple[
 """A plain request's slot state at admission: its parser and token table (the key's
 ``id`` is theirs), ``bits``, ``tab_r``, ``tab_c``, and the ``(skip, trail)`` each table
 was made for."""
-
-SharedTemplates = tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes]
-"""The templates of one model and second, each prefix split where the id goes:
-``(content prefix before the id, after it, reasoning prefix before, after, alias middle,
-suffix, role event before the id, after it)``."""
-
-
-def role_delta() -> ChoiceDelta:
-    """The delta of a request's first chunk (``ReasoningRuntime.add`` queues it; its role
-    event template is cut from it). A new one each call: a queued chunk's delta may be
-    merged into."""
-    return ChoiceDelta(role="assistant", content="")
-
-
-def _shared_templates(rec: StreamRecord, alias: bool) -> SharedTemplates | None:
-    """The request's templates with :data:`_ID` for its id, split there, or None unless
-    that id sits once in each prefix and in the role event, and nowhere else (then every
-    request of the same model and ``created`` second has these templates but for its
-    JSON-escaped id)."""
-
-    def chunk(d: ChoiceDelta) -> ChatCompletionChunk:
-        return msgspec.structs.replace(rec.chunk(d), id=_ID)
-
-    cut = _templates(chunk, alias)
-    if cut is None:
-        return None
-    pre_c, pre_r, mid, suf = cut
-    role = sse_event(chunk(role_delta()))
-    if any(part.count(_ID_B) != 1 for part in (pre_c, pre_r, role)):
-        return None
-    if _ID_B in mid or _ID_B in suf:
-        return None
-    c_head, c_tail = pre_c.split(_ID_B)
-    r_head, r_tail = pre_r.split(_ID_B)
-    role_head, role_tail = role.split(_ID_B)
-    return c_head, c_tail, r_head, r_tail, mid, suf, role_head, role_tail
 
 
 class SSEPath:
@@ -184,6 +132,7 @@ class SSEPath:
         "pre_c",
         "pre_r",
         "recs",
+        "rows_by_form",
         "suf",
         "tab_c",
         "tab_r",
@@ -194,6 +143,11 @@ class SSEPath:
         self.alias = alias
         self.count = 0
         """Requests on this path now (the step skips everything when there are none)."""
+        self.rows_by_form = [0, 0, 0]
+        """Rows of the batch-wide passes (steps of more than :data:`SMALL` requests) by the
+        output form they took, indexed by ``lanes.FORM_BYTES``, ``FORM_DECODE`` and
+        ``FORM_EXACT``: what a server (or a test) reads to see that no request pushed
+        another off its form."""
         self.bits = np.zeros(0, np.uint8)
         """Per slot: 1 = its reasoning is plain now, 2 = its content is; :data:`DECODE_R`,
         :data:`DECODE_C`: rows of that channel that are not plain may still be decoded
@@ -236,7 +190,7 @@ class SSEPath:
         self._trail_c: list[Trail | None] = []
         self.suf = b""
         self._shared: dict[tuple[str, int], SharedTemplates | None] = {}
-        """Templates by (model, created) with :data:`_ID` for the id (:meth:`_cut`)."""
+        """Templates by (model, created) with :data:`ID` for the id (:meth:`_cut`)."""
         self._fresh: dict[tuple[int, bool, bool], _FreshSlot] = {}
         """The slot state :meth:`refresh` gives a request with no options that change it,
         by ``(id(parser), skip_special_tokens, include_reasoning)`` (:meth:`admit`)."""
@@ -329,7 +283,7 @@ class SSEPath:
         return True
 
     def _cut(self, rec: StreamRecord) -> tuple[bytes, bytes, bytes, bytes, bytes | None] | None:
-        """The request's templates (:func:`_templates`) and its role event: the ones of
+        """The request's templates (``sse_templates.templates``) and its role event: the ones of
         its model and second with its escaped id put in (three chunk encodings saved per
         request), else cut from its own chunks (no role event: its chunk stays queued).
         The key must hold every field ``StreamRecord.chunk`` takes from the request but
@@ -339,7 +293,7 @@ class SSEPath:
         if key in shared:
             cut = shared[key]
         else:
-            cut = _shared_templates(rec, self.alias)
+            cut = shared_templates(rec, self.alias)
             if len(shared) >= _SHARED:
                 shared.clear()
             shared[key] = cut
@@ -347,11 +301,11 @@ class SSEPath:
             esc = msgspec.json.encode(rec.completion_id)[1:-1]
             # An ASCII id holds neither placeholder (both are private-use characters): a
             # tenth of the cost of looking for them.
-            if esc.isascii() or (_SENT not in esc and _ID_B not in esc):
+            if esc.isascii() or (SENT not in esc and ID_B not in esc):
                 c_head, c_tail, r_head, r_tail, mid, suf, role_head, role_tail = cut
                 role = role_head + esc + role_tail
                 return c_head + esc + c_tail, r_head + esc + r_tail, mid, suf, role
-        own = _templates(rec.chunk, self.alias)
+        own = templates(rec.chunk, self.alias)
         return None if own is None else (*own, None)
 
     def release(self, rec: StreamRecord) -> None:
@@ -448,6 +402,7 @@ class SSEPath:
         n = slots.shape[0]
         bits = self.bits[slots]
         if not n or not bits.any():
+            self.rows_by_form[FORM_EXACT] += n
             return None
         toks = res.token_ids
         labs = res.labels
@@ -490,10 +445,32 @@ class SSEPath:
         slow = np.flatnonzero(~fast).tolist()
         slots_l = slots.tolist()
         toks_l = toks.tolist()
-        recs, ends = self.recs, self.ends
         offs_l = None if uniform else offs.tolist()
+        forms = self.rows_by_form
+        decoded = len(slow)
         if slow:
             slow = self._decode_rows(slow, slots_l, toks_l, offs_l, labs.tobytes(), irregular, room)
+        decoded -= len(slow)
+        forms[FORM_DECODE] += decoded
+        self._write_plain(row_c, row_r, slots_l, toks_l, offs_l, slow, room)
+        forms[FORM_EXACT] += len(slow)
+        forms[FORM_BYTES] += n - len(slow) - decoded
+        return slow
+
+    def _write_plain(
+        self,
+        row_c: BoolArray,
+        row_r: BoolArray,
+        slots_l: list[int],
+        toks_l: list[int],
+        offs_l: list[int] | None,
+        slow: list[int],
+        room: int,
+    ) -> None:
+        """:meth:`emit`'s writes: the event of every plain content and reasoning row, from
+        the templates and the token tables (``offs_l`` None: one token a row); a row whose
+        queue is full is appended to ``slow`` (the exact path coalesces it)."""
+        recs, ends = self.recs, self.ends
         for pre, rows in ((self.pre_c, row_c), (self.pre_r, row_r)):
             alias = self.alias and pre is self.pre_r
             for i in np.flatnonzero(rows).tolist():
@@ -514,7 +491,6 @@ class SSEPath:
                     q.append(self._event(s, pre[s], alias, toks_l, offs_l[i], offs_l[i + 1]))
                 if rec.waiting:
                     rec.notify()
-        return slow
 
     def _end(self, s: int, t: int) -> bytes:
         """Token ``t``'s escaped text with the event suffix after it (:attr:`ends` of slot
