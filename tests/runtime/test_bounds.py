@@ -343,7 +343,7 @@ def test_serve_reports_a_hostile_declaration_and_serves_the_detected_family(
 
 
 def test_the_readme_states_the_declaration_limits() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
     d, r = declared, declared_regex
     assert f"at most {d.MAX_DELIMITERS} delimiters" in readme
     assert f"each of {d.MIN_DELIMITER_CHARS} to {d.MAX_DELIMITER_CHARS} characters" in readme

@@ -335,7 +335,7 @@ def test_the_readme_runtime_example_runs(capsys: pytest.CaptureFixture[str]) -> 
 
     from tests.support.fixtures import folder
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     m = re.search(r"<!-- example: runtime -->\n```python\n(.*?)```", readme, re.S)
     assert m is not None, "the README lost its runtime example"
     code = m.group(1).replace('"path/to/model"', repr(str(folder("qwen-3"))))

@@ -559,3 +559,32 @@ def test_chat_tool_fields_that_are_valid_pass(oai: openai.OpenAI) -> None:
         extra_body={"simulated_output": "<think>\nOk.\n</think>\n\nFine."},
     )
     assert resp.choices[0].message.content == "Fine."
+
+
+# --- the README's client examples -----------------------------------------------------
+
+
+@pytest.mark.parametrize("example", ["client-chat", "client-responses", "client-messages"])
+def test_the_readme_client_examples_run(example: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each protocol's ten lines in the README run as written against `reasonspan serve
+    --simulated` (the bundled Qwen3 folder, served as qwen-3; only the port changes), and
+    print both the reasoning and the answer."""
+    import re
+    from pathlib import Path
+
+    from reasonspan.demo_data import default_tokenizer_path
+    from reasonspan.serving.app import ServedModel, Server
+    from reasonspan.serving.engine import SimulatedServingEngine
+    from reasonspan.tokenizer import load_tokenizer_sync
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    m = re.search(rf"<!-- example: {example} -->\n```python\n(.*?)```", readme, re.S)
+    assert m is not None, f"the README lost its {example} example"
+    bundled = default_tokenizer_path().parent
+    model = ServedModel("qwen-3", load_tokenizer_sync(bundled), "qwen3")
+    with Running(Server([model], SimulatedServingEngine(), warm_up=False)) as r:
+        code = m.group(1).replace("127.0.0.1:8000", f"127.0.0.1:{r.port}")
+        exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
+    out = capsys.readouterr().out
+    assert "Lyon" in out  # the demo transcript's answer (the simulated engine's script)
+    assert "Let me" in out  # ... and its reasoning
