@@ -178,8 +178,6 @@ OVERSIZE: dict[str, int] = {
     "reasonspan.runtime.stream.runtime": 655,
     "reasonspan.runtime.stream.sse_path": 767,
     "reasonspan.runtime.batch.small:step_one": 95,
-    "reasonspan.runtime.batch.step:ReasoningBatch.add": 87,
-    "reasonspan.runtime.batch.step:ReasoningBatch.step": 136,
     "reasonspan.runtime.stream.runtime:ReasoningRuntime.add": 106,
     "reasonspan.runtime.stream.runtime:ReasoningRuntime.step": 115,
 }

@@ -39,9 +39,9 @@ from reasonspan.runtime.batch.types import (
     BoolArray,
     IntArray,
     LabelArray,
-    Spill,
 )
 from reasonspan.runtime.core.labels import DELIMITER, REASONING
+from reasonspan.runtime.core.machine import Spill
 from reasonspan.runtime.parser.contract import ReasoningParser
 
 _FEW_ROWS = 32

@@ -19,8 +19,9 @@ import numpy as np
 
 from reasonspan.runtime.batch.errors import RequestFailedError, UnknownRequestError
 from reasonspan.runtime.batch.lanes import HOLD_BACK, PARSER
-from reasonspan.runtime.batch.types import BoolArray, IntArray, LabelArray, Spill
+from reasonspan.runtime.batch.types import BoolArray, IntArray, LabelArray
 from reasonspan.runtime.core.labels import split_labels
+from reasonspan.runtime.core.machine import Spill
 
 
 class ForcedSource(Protocol):

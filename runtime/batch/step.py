@@ -13,6 +13,8 @@ direction only (types, errors -> result, tables -> slots -> budget, fallback -> 
   batch, with no Python loop over requests;
 - ``batch_tables``: flat lookup and transition tables of every table-routed machine; a
   slot's state is its row in them;
+- ``lanes``: each request's lane (table, hold-back, parser), decided at admission;
+- ``route``: the table pass of a step, row by row on its own slot's lane;
 - ``batch_fallback``: requests that go through their own ``parser.stream()``: custom
   machines or parsers always, hold-back families (text markers) only from a token that
   needs holding, or while tokens are held;
@@ -23,7 +25,8 @@ direction only (types, errors -> result, tables -> slots -> budget, fallback -> 
   and records a caller keeps, the errors it can act on.
 
 This module owns the public API (add, remove, queries, finish) and the step: it checks
-the input, routes each request to the tables or to its parser and sets the grammar mask.
+the input, hands the table pass (``route``) and the per-request path their rows, and
+fills the result.
 With k tokens per request, position j of every request is processed at once, for j up to
 the largest k: exact, because each request's slot is touched once per position. Every
 path gives exactly what the per-request ``stream()`` gives (tests/test_batch.py).
@@ -62,7 +65,6 @@ import numpy as np
 from reasonspan.runtime.batch.budget import (
     budget_options,
     budget_remaining,
-    budget_step,
     fill_forcing,
 )
 from reasonspan.runtime.batch.errors import (
@@ -73,31 +75,28 @@ from reasonspan.runtime.batch.errors import (
 )
 from reasonspan.runtime.batch.fallback import step_fallback
 from reasonspan.runtime.batch.fill import fill_result
-from reasonspan.runtime.batch.grammar import compile_grammar
+from reasonspan.runtime.batch.grammar import Grammar, compile_grammar
 from reasonspan.runtime.batch.grammar_slots import Grammars
 from reasonspan.runtime.batch.lanes import PARSER, TABLE, lane_of
 from reasonspan.runtime.batch.result import BatchStepResult
+from reasonspan.runtime.batch.route import route
 from reasonspan.runtime.batch.slots import Slots, as_request_id, check_bool, int_array, token_array
 from reasonspan.runtime.batch.small import step_one, step_small
 from reasonspan.runtime.batch.tables import (
     ASIDE_BIT,
     LOW,
-    REASONING_BIT,
     Tables,
     starts_aside,
 )
 from reasonspan.runtime.batch.types import (
-    HELD,
     NO_BUDGET,
     BatchFinish,
     BoolArray,
     IntArray,
-    LabelArray,
     RequestUsage,
-    Spill,
 )
 from reasonspan.runtime.core.labels import CONTENT, DELIMITER, REASONING, split_labels
-from reasonspan.runtime.core.machine import Machine
+from reasonspan.runtime.core.machine import Machine, Spill
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import build_parser_sync
 from reasonspan.tokenizer.loader import LoadedTokenizer
@@ -239,10 +238,8 @@ class ReasoningBatch:
         )
         grammar = compile_grammar(response_format, p.tokenizer) if response_format else None
         structured = structured or grammar is not None
-        gate = p.grammar_gate_token if grammar is not None else None
-        if grammar is not None and gate is not None:
-            wait = gate(prompt_token_ids if prompt_token_ids is not None else [])
-            grammar.wait_for = -1 if wait is None else int(wait)
+        if grammar is not None:
+            _wait_for_gate(grammar, p, prompt_token_ids)
         budget, seq, lead_len = budget_options(p, thinking_token_budget, budget_lead_in)
         reasoning = (
             p.is_prompt_in_reasoning(prompt_token_ids)
@@ -250,20 +247,9 @@ class ReasoningBatch:
             else p.default_reasoning
         ) and p.thinking_enabled
         if grammar is not None and grammar.wait_for < 0 and p.thinking_enabled and not reasoning:
-            starts = p.machine.spec.start
-            opener = p.tokenizer.single_token_id(starts[0]) if starts else None
-            grammar.opener = -1 if opener is None else opener
+            _allow_opener(grammar, p)
         group, hybrid = self._vector_group(p)
-        owned = (
-            p
-            if group is not None and not hybrid
-            else type(p)(
-                p.tokenizer,
-                p.machine,
-                p.chat_template_kwargs,
-                default_reasoning=p.default_reasoning,
-            )
-        )
+        owned = p if group is not None and not hybrid else _own_copy(p)
 
         # ---- validated: from here on the batch changes
         lutb = 0 if group is None else self._tables.base[group]
@@ -449,6 +435,46 @@ class ReasoningBatch:
         small = step_small(sl, self._tables, request_ids, token_ids, offsets)
         if small is not None:
             return small
+        rids, toks, offs, slots, counts, uniform = self._checked(request_ids, token_ids, offsets)
+        n = rids.shape[0]
+
+        # ---- validated: from here on the batch changes
+        # A parser may raise a BaseException (KeyboardInterrupt, CancelledError) that is not
+        # its request's failure: the whole step is then undone, so keep what it changes.
+        undo = self._undo_fields(slots) if (sl.n_fallback or sl.n_hybrid) else None
+        res = BatchStepResult(sl)
+        errors: dict[int, RequestFailedError] = {}
+        labels, gmask, frows, drops = route(
+            sl, self._tables, self._single, slots, toks, offs, counts, uniform
+        )
+        if sl.failures:  # failed requests are reported at every step until removed
+            for row in np.flatnonzero(sl.failed[slots]).tolist():
+                errors[int(rids[row])] = sl.failures[int(slots[row])]
+        if frows is not None or drops:
+            res.took_parser(frows, [rows for rows, _ in drops])
+            try:
+                step_fallback(sl, res, frows, drops, slots, rids, toks, offs, labels, gmask, errors)
+            except BaseException:
+                if undo is not None:
+                    for name, before in undo.items():
+                        getattr(sl, name)[slots] = before
+                raise
+        reasoning_tokens = fill_result(sl, res, rids, toks, offs, slots, labels, gmask, errors)
+        if self._grammars:
+            self._grammars.feed(sl, res, slots, rids, toks, offs, labels, gmask, errors)
+        else:
+            res.grammar_stopped = sl.const("false", n)
+        if sl.n_budget:
+            fill_forcing(sl, res, slots, reasoning_tokens)
+        return res
+
+    def _checked(
+        self, request_ids: Any, token_ids: Any, offsets: Any
+    ) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray | None, bool]:
+        """A step's input as owned arrays, checked before anything changes: ``(request
+        ids, token ids, offsets, slots, tokens per row (None: not worked out), one token
+        per row)``."""
+        sl = self._slots
         rids = int_array(request_ids, "request_ids")
         toks, bad = token_array(token_ids)
         offs = int_array(offsets, "offsets")
@@ -479,138 +505,13 @@ class ReasoningBatch:
             raise sl.token_error(bad, slots, offs, rids)
         if m:
             sl.check_tokens(toks, slots, counts, offs, rids)
-
-        # ---- validated: from here on the batch changes
-        # A parser may raise a BaseException (KeyboardInterrupt, CancelledError) that is not
-        # its request's failure: the whole step is then undone, so keep what it changes.
-        undo = self._undo_fields(slots) if (sl.n_fallback or sl.n_hybrid) else None
-        res = BatchStepResult(sl)
-        errors: dict[int, RequestFailedError] = {}
-        gmask: BoolArray | None = None
-        vrows: IntArray | None = None
-        frows: IntArray | None = None
-        if sl.n_fallback:  # custom machines or parsers: only their own parser
-            table = sl.tab[slots]
-            if not table.all():
-                vrows = np.flatnonzero(table)
-                frows = np.flatnonzero(~table)
-        # Hold-back rows left aside by the table (a HOLD token, or tokens held): (rows,
-        # index of their first token left aside). Their parser takes it from there.
-        drops: list[tuple[IntArray, IntArray]] = []
-        if uniform and vrows is None and m:
-            labels, before, aside = self._advance(sl, slots, toks)
-            if sl.n_struct:
-                gmask = sl.struct[slots] & ((before & REASONING_BIT) == 0)
-            if aside is not None:
-                drops.append((aside, aside))
-        elif uniform:  # one token per request: a single table pass over some of them
-            labels = np.empty(m, np.uint8)
-            if sl.n_struct:
-                gmask = np.zeros(m, np.bool_)
-            if vrows is not None and vrows.shape[0]:
-                vs = slots[vrows]
-                lab, before, aside = self._advance(sl, vs, toks[vrows])
-                labels[vrows] = lab
-                if gmask is not None:
-                    gmask[vrows] = sl.struct[vs] & ((before & REASONING_BIT) == 0)
-                if aside is not None:
-                    drops.append((vrows[aside], vrows[aside]))
-        else:
-            labels = np.empty(m, np.uint8)
-            if sl.n_struct:
-                gmask = np.zeros(m, np.bool_)
-            if counts is None:
-                counts = np.diff(offs)
-            starts = offs[:-1]
-            if vrows is None:
-                vs, vstart, vcnt = slots, starts, counts
-            else:
-                vs, vstart, vcnt = slots[vrows], starts[vrows], counts[vrows]
-            kmin = int(vcnt.min()) if vcnt.shape[0] else 0
-            kmax = int(vcnt.max()) if vcnt.shape[0] else 0
-            for j in range(kmax):
-                w: IntArray | None = None
-                if j < kmin:
-                    sj, pj = vs, vstart + j
-                else:
-                    w = np.flatnonzero(vcnt > j)
-                    if not w.shape[0]:  # the rest were left aside
-                        break
-                    sj, pj = vs[w], vstart[w] + j
-                lab, before, aside = self._advance(sl, sj, toks[pj])
-                labels[pj] = lab
-                if gmask is not None:
-                    gmask[pj] = sl.struct[sj] & ((before & REASONING_BIT) == 0)
-                if aside is not None:
-                    # These rows leave the table path at position j for this step.
-                    at = aside if w is None else w[aside]
-                    if not drops:
-                        vcnt = vcnt.copy()
-                    vcnt[at] = j
-                    kmin = min(kmin, j)
-                    drops.append((at if vrows is None else vrows[at], pj[aside]))
-        if sl.failures:  # failed requests are reported at every step until removed
-            for row in np.flatnonzero(sl.failed[slots]).tolist():
-                errors[int(rids[row])] = sl.failures[int(slots[row])]
-        if frows is not None or drops:
-            res.took_parser(frows, [rows for rows, _ in drops])
-            try:
-                step_fallback(sl, res, frows, drops, slots, rids, toks, offs, labels, gmask, errors)
-            except BaseException:
-                if undo is not None:
-                    for name, before in undo.items():
-                        getattr(sl, name)[slots] = before
-                raise
-        reasoning_tokens = fill_result(sl, res, rids, toks, offs, slots, labels, gmask, errors)
-        if self._grammars:
-            self._grammars.feed(sl, res, slots, rids, toks, offs, labels, gmask, errors)
-        else:
-            res.grammar_stopped = sl.const("false", n)
-        if sl.n_budget:
-            fill_forcing(sl, res, slots, reasoning_tokens)
-        return res
+        return rids, toks, offs, slots, counts, uniform
 
     def _undo_fields(self, slots: IntArray) -> dict[str, np.ndarray[Any, Any]]:
         """The slot fields a step writes, for these slots (gathers are copies)."""
         sl = self._slots
         names = ("row", "cnt", "dcnt", "fpos", "hit") if sl.n_budget else ("row", "cnt", "dcnt")
         return {name: getattr(sl, name)[slots] for name in names}
-
-    def _advance(
-        self, sl: Slots, s: IntArray, t: IntArray
-    ) -> tuple[LabelArray, IntArray, IntArray | None]:
-        """One token for each of the (distinct, non-empty) slots ``s``: labels, the rows
-        before (their reasoning bit is the state the token was generated in), and which
-        entries were left aside (None: none).
-
-        A token that a hold-back request cannot route by table (a HOLD token, or the
-        request has tokens held) is left aside: label HELD, state and counts unchanged,
-        and the caller hands that request to its own parser from that token on."""
-        row = sl.row[s]
-        g = self._single
-        tables = self._tables
-        kind = tables.luts[g][t] if g >= 0 else tables.lut[sl.lutb[s] + t]
-        idx = row + kind
-        lab = tables.lab[idx]
-        new = tables.nxt[idx]
-        sl.row[s] = new
-        sl.cnt[s] += tables.inc[idx]
-        aside: IntArray | None = None
-        top = int(lab.max())
-        if top >= DELIMITER:  # markers and tokens left aside are rare: handled aside
-            if top == HELD:
-                aside = np.flatnonzero(lab == HELD)
-            w = np.flatnonzero(lab == DELIMITER)
-            if w.shape[0]:
-                sl.dcnt[s[w]] += 1
-        if sl.n_budget:
-            reasoning = (new & REASONING_BIT) != 0
-            if aside is None:
-                budget_step(sl, s, t, reasoning)
-            else:  # a token left aside is the parser's to count and to force on
-                on = np.flatnonzero(lab != HELD)
-                budget_step(sl, s[on], t[on], reasoning[on])
-        return lab, row, aside
 
     # ------------------------------------------------------------------ finish
 
@@ -678,3 +579,30 @@ def _swap_requested(p: ReasoningParser) -> bool:
     pairs: tuple[tuple[str, bool], ...] = getattr(p.machine.spec, "reasoning_as_content_if", ())
     kwargs = p.chat_template_kwargs
     return any(key in kwargs and kwargs[key] is value for key, value in pairs)
+
+
+def _own_copy(p: ReasoningParser) -> ReasoningParser:
+    """A parser of the request's own (the hold-back and parser lanes keep per-request
+    state in it): the same class, tokenizer, machine, switches and default state."""
+    return type(p)(
+        p.tokenizer, p.machine, p.chat_template_kwargs, default_reasoning=p.default_reasoning
+    )
+
+
+def _wait_for_gate(
+    grammar: Grammar, p: ReasoningParser, prompt: Sequence[int] | np.ndarray[Any, Any] | None
+) -> None:
+    """A family whose turn opens with a header that is neither reasoning nor answer
+    (harmony) names the token that ends it: the grammar waits for it."""
+    gate = p.grammar_gate_token
+    if gate is not None:
+        wait = gate(prompt if prompt is not None else [])
+        grammar.wait_for = -1 if wait is None else int(wait)
+
+
+def _allow_opener(grammar: Grammar, p: ReasoningParser) -> None:
+    """A family whose model opens its reasoning block itself gets its start marker
+    allowed beside the grammar at the first position (``grammar_slots``)."""
+    starts = p.machine.spec.start
+    opener = p.tokenizer.single_token_id(starts[0]) if starts else None
+    grammar.opener = -1 if opener is None else opener

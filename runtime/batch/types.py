@@ -18,6 +18,8 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from reasonspan.runtime.core.machine import Spill as Spill  # (core's one Spill, re-exported)
+
 HELD = 255
 """Label of a new token that is not decided yet: it may begin a multi-token marker, so it
 is held back (families with text markers only). Its real label arrives in the step that
@@ -29,10 +31,6 @@ FAILED = 254
 
 NO_BUDGET = int(np.iinfo(np.int64).max)
 """The thinking budget of a request added without one."""
-
-Spill = tuple[int, bytes, int, int]
-"""``(index, bytes, channel label, after)``: text of a token only partly covered by a text
-marker (see :data:`reasonspan.runtime.core.machine.Spill`); ``index`` counts decided tokens."""
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]

@@ -49,9 +49,10 @@ from anyio.from_thread import BlockingPortal
 from reasonspan.runtime.batch.errors import BatchTokenError, RequestFailedError, UnknownRequestError
 from reasonspan.runtime.batch.result import BatchStepResult
 from reasonspan.runtime.batch.step import ReasoningBatch
-from reasonspan.runtime.batch.types import RequestUsage, Spill
+from reasonspan.runtime.batch.types import RequestUsage
 from reasonspan.runtime.core.errors import InvalidOptionError
 from reasonspan.runtime.core.labels import TOOL_CALL
+from reasonspan.runtime.core.machine import Spill
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.stream.request import DuplicateRequestIdError as DuplicateRequestIdError
 from reasonspan.runtime.stream.request import RequestCancelledError as RequestCancelledError
