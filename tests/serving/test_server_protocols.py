@@ -588,3 +588,31 @@ def test_the_readme_client_examples_run(example: str, capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     assert "Lyon" in out  # the demo transcript's answer (the simulated engine's script)
     assert "Let me" in out  # ... and its reasoning
+
+
+def test_responses_text_format_constrains_only_the_answer(oai: openai.OpenAI) -> None:
+    """``text.format`` json_schema reaches the grammar engine: the scripted prose answer
+    comes out as JSON that fits the schema, the reasoning as scripted."""
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "integer"}, "why": {"type": "string"}},
+        "required": ["answer", "why"],
+    }
+    out = script("qwen3", which=1)
+    reasoning, _c, _n, _e = expected("qwen3", CHAT_HISTORY, out)
+    resp = oai.responses.create(
+        model="qwen3",
+        input=RESPONSES_HISTORY,  # type: ignore[arg-type]
+        text={"format": {"type": "json_schema", "name": "a", "schema": schema}},
+        extra_body={"simulated_output": out},
+    )
+    assert _reasoning_text(resp) == reasoning and reasoning
+    doc = json.loads(resp.output_text)
+    assert set(doc) == {"answer", "why"} and isinstance(doc["answer"], int)
+    with pytest.raises(openai.BadRequestError) as bad:
+        oai.responses.create(
+            model="qwen3",
+            input="hi",
+            text={"format": {"type": "json_schema", "name": "a", "schema": {"type": "bogus"}}},
+        )
+    assert "bogus" in str(bad.value)
