@@ -392,7 +392,7 @@ class StreamRecord:
             id=self.completion_id,
             created=self.created,
             model=self.model,
-            choices=[ChunkChoice(index=0, delta=delta, finish_reason=finish)],
+            choices=[ChunkChoice(0, delta, finish)],
         )
 
     def emit_text(
