@@ -20,8 +20,10 @@ import gc
 import importlib
 import importlib.machinery
 import os
+import resource
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,5 +95,52 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection cached for its case tables goes before the tests run: each module
+    loads its own tokenizers (:func:`tests.support.fixtures.per_module`). The rest stays
+    frozen out of the cyclic GC."""
+    from tests.support.fixtures import release  # imports reasonspan: after the check
+
+    gc.unfreeze()
+    release()
     gc.collect()
     gc.freeze()
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """After a module's last test (as xdist runs it), release its tokenizers and parsers,
+    so a worker holds one module's at a time instead of the whole suite's."""
+    if nextitem is None or getattr(nextitem, "module", None) is not getattr(item, "module", None):
+        from tests.support.fixtures import release
+
+        release()
+        gc.collect()
+
+
+# Peak memory per process: a worker once ran out of memory, so every run says how much each
+# used (xdist workers hand theirs to the controller through ``workeroutput``).
+_PEAKS: dict[str, int] = {}
+
+
+def _peak_mib() -> int:
+    """This process's peak resident set size in MiB (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["peak_rss_mib"] = _peak_mib()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """xdist's hook on the controller: a worker finished and sent its peak."""
+    peak = getattr(node, "workeroutput", {}).get("peak_rss_mib")
+    if peak is not None:
+        _PEAKS[str(node.gateway.id)] = int(peak)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    peaks = _PEAKS or {"main": _peak_mib()}
+    line = ", ".join(f"{name} {mib} MiB" for name, mib in sorted(peaks.items()))
+    terminalreporter.write_line(f"peak RSS per process: {line}")

@@ -26,7 +26,7 @@ from reasonspan import BatchText, ReasoningBatch, ReasoningParser, TextSplitter,
 from reasonspan.runtime import BatchFinish, UnknownTextRequestError
 from reasonspan.runtime.batch import text as batch_text
 from reasonspan.runtime.core.labels import CONTENT, REASONING
-from tests.batch.test_batch import CASES, fresh, parser, step_active
+from tests.batch.test_batch import CASES, case_key, fresh, parser, step_active
 from tests.support.fixtures import tokenizer
 from tests.support.sampling import examples
 from tests.support.strategies import outputs
@@ -200,7 +200,36 @@ def test_added_twice_and_finished_twice_raise() -> None:
     assert 5 not in texts
 
 
-HOLDING = [case for case in CASES if parser(*case).may_return_reasoning_as_content]
+# The CASES whose parser may return reasoning as content, written out so that collecting
+# builds no parser (as ``test_batch.HOLD_BACK``); the test below checks it against them.
+HOLDING_KEYS = {
+    (
+        "granite_thinking",
+        "deepseek-v2_base_with_granite_thinking_special_tokens",
+        (("enable_thinking", False),),
+    ),
+    (
+        "granite_thinking",
+        "deepseek-v2_base_with_granite_thinking_special_tokens",
+        (("force_nonempty_content", True),),
+    ),
+    (
+        "nemotron_v3",
+        "qwen-3_base_with_nemotron_v3_special_tokens",
+        (("enable_thinking", False),),
+    ),
+    (
+        "nemotron_v3",
+        "qwen-3_base_with_nemotron_v3_special_tokens",
+        (("force_nonempty_content", True),),
+    ),
+}
+HOLDING = [case for case in CASES if case_key(case) in HOLDING_KEYS]
+
+
+def test_the_holding_cases_are_the_parsers_that_may_swap() -> None:
+    computed = {case_key(c) for c in CASES if parser(*c).may_return_reasoning_as_content}
+    assert computed == HOLDING_KEYS
 
 
 def test_the_holding_cases_exist() -> None:
@@ -287,7 +316,39 @@ def _trims_a_trail(case: tuple[str, str, dict[str, Any]]) -> bool:
     )
 
 
-TRAILING = [case for case in CASES if _trims_a_trail(case)]
+# The CASES whose decoder holds a trailing run for a trim (:func:`_trims_a_trail`), written
+# out so that collecting builds no parser; the test below checks it against the decoders.
+TRAILING_KEYS = {
+    ("declared", "qwen-3_base_with_declared_response_schema", ()),
+    ("ernie45", "qwen-2.5_base_with_ernie45_special_tokens", ()),
+    ("gemma4", "qwen-3_base_with_gemma4_special_tokens", ()),
+    ("gemma4", "qwen-3_base_with_gemma4_special_tokens", (("enable_thinking", True),)),
+    ("glm45", "glm-4.5v", ()),
+    ("glm45", "glm-4.5v", (("enable_thinking", False),)),
+    ("glm47", "glm-4.7-flash", ()),
+    ("granite_thinking", "deepseek-v2_base_with_granite_thinking_special_tokens", ()),
+    (
+        "granite_thinking",
+        "deepseek-v2_base_with_granite_thinking_special_tokens",
+        (("enable_thinking", False),),
+    ),
+    (
+        "granite_thinking",
+        "deepseek-v2_base_with_granite_thinking_special_tokens",
+        (("force_nonempty_content", True),),
+    ),
+    ("mimo", "qwen-3", ()),
+    ("mimo", "qwen-3", (("enable_thinking", True),)),
+    ("minimax_m2", "minimax", ()),
+    ("qwen3", "qwen-3", ()),
+    ("qwen3", "qwen-3", (("enable_thinking", False),)),
+    ("step3p5", "qwen-3", ()),
+}
+TRAILING = [case for case in CASES if case_key(case) in TRAILING_KEYS]
+
+
+def test_the_trailing_cases_are_the_decoders_that_hold_a_trail() -> None:
+    assert {case_key(c) for c in CASES if _trims_a_trail(c)} == TRAILING_KEYS
 
 
 def test_the_trailing_cases_exist() -> None:

@@ -582,7 +582,7 @@ def test_the_example_engine_serves_behind_the_reference_server() -> None:
     import sys
     from pathlib import Path
 
-    path = Path(__file__).parent.parent / "examples" / "own_engine.py"
+    path = Path(__file__).resolve().parents[2] / "examples" / "own_engine.py"
     spec = importlib.util.spec_from_file_location("own_engine", path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)

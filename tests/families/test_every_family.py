@@ -1,0 +1,152 @@
+"""Every registered family has its own test module, ``tests/families/test_<family>.py``.
+
+Adding a family should mean one module in ``architectures/`` and one test file here, and a
+reader looking for a family's cases should find them in one place. Most families' cases
+still sit in the shared case tables (the matrix files, the fidelity cases, the tool-call
+suites), so this is a ratchet: :data:`NOT_YET_MOVED` names, for each family without its own
+module, the files that hold its cases today. The list can only shrink: a family that gets
+its module must leave the list, and a new family must come with its module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reasonspan.runtime.parser import registry
+
+FAMILIES_DIR = Path(__file__).resolve().parent
+TESTS = FAMILIES_DIR.parent
+
+# Family -> the files (under tests/) that hold its cases until they move to its module.
+NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
+    "apertus": ("families/test_matrix_added_tokens_b.py",),
+    "cohere_command3": ("families/test_fidelity.py", "families/test_matrix_control_tokens.py"),
+    "cohere_command4": ("families/test_fidelity.py", "families/test_matrix_control_tokens.py"),
+    "declared": ("runtime/test_declared.py",),
+    "deepseek_r1": ("families/test_fidelity.py", "families/test_matrix_core.py"),
+    "deepseek_v3": (
+        "families/test_fidelity.py",
+        "families/test_matrix_added_tokens_b.py",
+        "families/test_matrix_core.py",
+        "toolcalls/test_hostile_calls.py",
+    ),
+    "deepseek_v3_0324": ("toolcalls/test_toolcalls_deepseek_kimi.py",),
+    "deepseek_v4": ("families/test_matrix_more.py", "toolcalls/test_toolcalls_deepseek_kimi.py"),
+    "deepseek_v41": ("toolcalls/test_toolcalls_deepseek_kimi.py",),
+    "ernie45": ("families/test_matrix_more.py",),
+    "exaone4": ("families/test_matrix_added_tokens_b.py",),
+    "gigachat35": ("families/test_matrix_added_tokens_b.py",),
+    "glm45": (
+        "families/test_fidelity.py",
+        "families/test_matrix_core.py",
+        "toolcalls/test_toolcalls_xml.py",
+    ),
+    "glm47": (
+        "families/test_fidelity.py",
+        "families/test_matrix_added_tokens_b.py",
+        "families/test_matrix_core.py",
+        "toolcalls/test_toolcalls_xml.py",
+    ),
+    "granite_thinking": ("families/test_matrix_added_tokens_a.py",),
+    "holo2": ("families/test_fidelity.py", "families/test_matrix_core.py"),
+    "hunyuan_a13b": ("families/test_matrix_more.py",),
+    "hy_v3": ("families/test_matrix_more.py",),
+    "hy_v4": ("families/test_matrix_added_tokens_a.py",),
+    "inkling": ("families/test_fidelity.py", "families/test_matrix_control_tokens.py"),
+    "k2_horizon": ("families/test_matrix_added_tokens_a.py",),
+    "kimi_k2": (
+        "families/test_matrix_added_tokens_b.py",
+        "families/test_matrix_core.py",
+        "toolcalls/test_toolcalls_deepseek_kimi.py",
+    ),
+    "kimi_k3": (
+        "families/test_fidelity.py",
+        "families/test_matrix_control_tokens.py",
+        "toolcalls/test_hostile_calls.py",
+        "toolcalls/test_toolcalls_deepseek_kimi.py",
+    ),
+    "lfm2": ("families/test_matrix_added_tokens_b.py",),
+    "ling3": ("families/test_matrix_added_tokens_a.py",),
+    "llama3_json": ("toolcalls/test_toolcalls_mistral_llama_gemma.py",),
+    "llama4_pythonic": (
+        "toolcalls/test_hostile_calls.py",
+        "toolcalls/test_toolcalls_core.py",
+        "toolcalls/test_toolcalls_mistral_llama_gemma.py",
+    ),
+    "mimo": ("families/test_fidelity.py", "families/test_matrix_added_tokens_b.py"),
+    "minicpmv": ("families/test_matrix_added_tokens_a.py",),
+    "minimax_m2": (
+        "families/test_fidelity.py",
+        "families/test_matrix_core.py",
+        "toolcalls/test_toolcalls_xml.py",
+    ),
+    "minimax_m2_append_think": ("families/test_matrix_more.py", "toolcalls/test_toolcalls_xml.py"),
+    "minimax_m3": (
+        "families/test_fidelity.py",
+        "families/test_matrix_core.py",
+        "toolcalls/test_toolcalls_xml.py",
+    ),
+    "mistral": (
+        "families/test_fidelity.py",
+        "families/test_matrix_control_tokens.py",
+        "toolcalls/test_toolcalls_mistral_llama_gemma.py",
+    ),
+    "muse_glimmer": ("families/test_matrix_added_tokens_b.py",),
+    "nemotron_v1": ("families/test_matrix_added_tokens_b.py",),
+    "nemotron_v3": ("families/test_fidelity.py", "families/test_matrix_more.py"),
+    "olmo3": ("families/test_fidelity.py", "families/test_matrix_more.py"),
+    "plamo3": ("families/test_matrix_added_tokens_a.py", "runtime/test_cut.py"),
+    "poolside_v1": ("families/test_matrix_added_tokens_a.py",),
+    "qwen3": (
+        "families/test_fidelity.py",
+        "families/test_matrix_added_tokens_b.py",
+        "families/test_matrix_core.py",
+        "toolcalls/test_tool_calls.py",
+        "toolcalls/test_toolcalls_core.py",
+        "toolcalls/test_toolcalls_xml.py",
+    ),
+    "qwen3_instruct": ("batch/test_sse_path.py", "support/canitoolcall_replay.py"),
+    "seed_oss": ("families/test_matrix_more.py",),
+    "solar_open2": ("families/test_matrix_added_tokens_b.py",),
+    "step3": ("families/test_matrix_core.py",),
+    "step3p5": ("families/test_matrix_core.py", "families/test_matrix_more.py"),
+}
+
+
+def _registered() -> list[str]:
+    """Every family's name (aliases folded): the name its parser class registered."""
+    return [cls.spec.name for cls in registry.families()]
+
+
+def _has_module(family: str) -> bool:
+    return (FAMILIES_DIR / f"test_{family}.py").is_file()
+
+
+def test_every_registered_family_has_its_module_or_a_listed_reason() -> None:
+    missing = [f for f in _registered() if not _has_module(f) and f not in NOT_YET_MOVED]
+    assert not missing, (
+        f"add tests/families/test_<family>.py (its matrix rows, fidelity and tool-call cases)"
+        f" for: {missing}"
+    )
+
+
+def test_the_list_only_shrinks() -> None:
+    """A family that has its module, or is no longer registered, leaves the list."""
+    registered = set(_registered())
+    moved = sorted(f for f in NOT_YET_MOVED if _has_module(f))
+    gone = sorted(f for f in NOT_YET_MOVED if f not in registered)
+    assert not moved, (
+        f"these families have their module now: remove them from NOT_YET_MOVED: {moved}"
+    )
+    assert not gone, f"not registered families: remove them from NOT_YET_MOVED: {gone}"
+
+
+@pytest.mark.parametrize("family", sorted(NOT_YET_MOVED))
+def test_a_listed_family_names_files_that_hold_its_cases(family: str) -> None:
+    """The reason stays true as files move: each file it names exists and names the family."""
+    for name in NOT_YET_MOVED[family]:
+        path = TESTS / name
+        assert path.is_file(), f"{family}: {name} does not exist"
+        assert family in path.read_text("utf-8"), f"{family}: {name} has none of its cases"
