@@ -178,7 +178,6 @@ OVERSIZE: dict[str, int] = {
     "reasonspan.runtime.stream.runtime": 655,
     "reasonspan.runtime.stream.sse_path": 767,
     "reasonspan.runtime.batch.small:step_one": 95,
-    "reasonspan.runtime.stream.runtime:ReasoningRuntime.add": 106,
     "reasonspan.runtime.stream.runtime:ReasoningRuntime.step": 115,
 }
 

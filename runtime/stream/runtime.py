@@ -54,6 +54,7 @@ from reasonspan.runtime.core.errors import InvalidOptionError
 from reasonspan.runtime.core.labels import TOOL_CALL
 from reasonspan.runtime.core.machine import Spill
 from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.stream.admission import equip, request_key
 from reasonspan.runtime.stream.request import DuplicateRequestIdError as DuplicateRequestIdError
 from reasonspan.runtime.stream.request import RequestCancelledError as RequestCancelledError
 from reasonspan.runtime.stream.request import RequestKey as RequestKey
@@ -64,10 +65,10 @@ from reasonspan.runtime.stream.request import RuntimeClosedError as RuntimeClose
 from reasonspan.runtime.stream.request import StreamRecord
 from reasonspan.runtime.stream.sse_path import SSEPath
 from reasonspan.runtime.stream.sse_templates import role_delta
-from reasonspan.runtime.stream.stops import StopMatcher, stop_strings
+from reasonspan.runtime.stream.stops import stop_strings
 from reasonspan.runtime.stream.threads import RuntimeFromThread as RuntimeFromThread
 from reasonspan.runtime.toolcalls import Tools
-from reasonspan.runtime.wire.call_messages import ToolCallStream, call_deltas
+from reasonspan.runtime.wire.call_messages import call_deltas
 from reasonspan.runtime.wire.openai import (
     FINISH_REASONS,
     ChoiceDelta,
@@ -186,32 +187,19 @@ class ReasoningRuntime:
         the batch-wide output path (``sse_path``) instead of one chunk object each; it
         can still be read as chunks. Nothing is kept when this raises.
         """
-        if self._closed is not None:
-            raise RuntimeClosedError("the runtime is closed; no request can be added") from (
-                self._closed
-            )
+        closed = self._closed
+        if closed is not None:
+            raise RuntimeClosedError("the runtime is closed; no request can be added") from closed
         if not isinstance(parser, ReasoningParser):
             raise TypeError(
                 f"add(): parser must be a created ReasoningParser, not {type(parser).__name__}"
             )
-        key: RequestKey
-        if type(request_id) is str:  # the usual id, checked first
-            key = request_id
-        elif isinstance(request_id, bool) or not isinstance(request_id, (str, int, np.integer)):
-            raise TypeError(f"add(): request ids are str or int, not {type(request_id).__name__}")
-        else:
-            key = request_id if isinstance(request_id, str) else int(request_id)
+        key = request_id if type(request_id) is str else request_key(request_id)
         if key in self._records:
             raise DuplicateRequestIdError(key)
         stops = stop_strings(stop) if stop is not None else ()
         engine_id = self._engine_id_for(key)
         skip = self.skip_special_tokens if skip_special_tokens is None else skip_special_tokens
-        extractor = (
-            parser.tool_call_extractor(tools)
-            if tools is not None and tool_choice != "none"
-            else None
-        )
-        prompt_tokens = 0 if prompt_token_ids is None else len(prompt_token_ids)
         rec = StreamRecord(
             key=key,
             engine_id=engine_id,
@@ -221,33 +209,20 @@ class ReasoningRuntime:
             model=model if model is not None else self.model,
             parser=parser,
             skip_special_tokens=bool(skip),
-            prompt_tokens=prompt_tokens,
+            prompt_tokens=0 if prompt_token_ids is None else len(prompt_token_ids),
             created=int(time.time()),
             hold_reasoning=parser.may_return_reasoning_as_content,
             include_reasoning=bool(options.get("include_reasoning", True)),
             options=options,
             response_format=response_format,
         )
-        rec.calls = extractor
-        rec.stop = StopMatcher(stops) if stops else None
-        rec.include_usage = include_usage
-        rec.cites = parser.machine.spec.citations != "none"
-        reader = parser.tool_call_reader() if extractor is None else None
-        if reader is not None:
-            rec.tools = ToolCallStream(reader, parser.tokenizer)
+        equip(rec, parser, tools if tool_choice != "none" else None, stops, include_usage)
         # Everything that can fail is above or in batch.add(), which validates first
         # (a response_format that does not compile, or no grammar engine installed).
         if response_format is not None:
             options = {**options, "response_format": response_format}
         self.batch.add(engine_id, parser, prompt_token_ids, **options)
-        if isinstance(key, int):
-            # The id now belongs to the new request: no more dropping its tokens, and no
-            # abort of the old one still pending (a server reuses an int id only after its
-            # engine stopped the old request; string ids need no such care).
-            self._gone.pop(engine_id, None)
-            self._aborted.pop(engine_id, None)
-        else:
-            self._gone_keys.pop(key, None)
+        self._claim(key, engine_id)
         self._records[key] = rec
         self._by_engine[engine_id] = rec
         rec.push(role_delta(), self.alias, self.buffer_size)
@@ -257,6 +232,16 @@ class ReasoningRuntime:
         else:
             self._sse.cover(slot)
         return RequestStream(self, rec)
+
+    def _claim(self, key: RequestKey, engine_id: int) -> None:
+        """The id now belongs to the new request: no more dropping its tokens, and no
+        abort of the old one still pending (a server reuses an int id only after its
+        engine stopped the old request; a string id is only no longer gone)."""
+        if isinstance(key, int):
+            self._gone.pop(engine_id, None)
+            self._aborted.pop(engine_id, None)
+        else:
+            self._gone_keys.pop(key, None)
 
     def _engine_id_for(self, key: RequestKey) -> int:
         if isinstance(key, int):

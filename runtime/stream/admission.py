@@ -1,0 +1,47 @@
+"""What the runtime sets up for a new request besides its batch slot: its key, and the
+per-request machinery of its record (call extractor, stop matcher, citations, tool-call
+reader), so ``ReasoningRuntime.add`` reads as the order of admission.
+
+It must not know the batch or the output path: it sees one record and its parser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.stream.request import RequestKey, StreamRecord
+from reasonspan.runtime.stream.stops import StopMatcher
+from reasonspan.runtime.toolcalls import Tools
+from reasonspan.runtime.wire.call_messages import ToolCallStream
+
+
+def request_key(request_id: object) -> RequestKey:
+    """A request id that is not a ``str``: an int (a numpy integer as its int), else a
+    TypeError naming its type (``bool`` is not an id)."""
+    if isinstance(request_id, bool) or not isinstance(request_id, (str, int, np.integer)):
+        raise TypeError(f"add(): request ids are str or int, not {type(request_id).__name__}")
+    return request_id if isinstance(request_id, str) else int(request_id)
+
+
+def equip(
+    rec: StreamRecord,
+    parser: ReasoningParser,
+    tools: Tools | Sequence[Mapping[str, Any]] | None,
+    stops: Sequence[str],
+    include_usage: bool,
+) -> None:
+    """A new record's per-request machinery: its call extractor (``tools`` offered and
+    not turned off by ``tool_choice``), stop matcher, citations flag and, for a family
+    whose calls are messages (harmony), its tool-call reader."""
+    extractor = parser.tool_call_extractor(tools) if tools is not None else None
+    rec.calls = extractor
+    rec.stop = StopMatcher(stops) if stops else None
+    rec.include_usage = include_usage
+    rec.cites = parser.machine.spec.citations != "none"
+    reader = parser.tool_call_reader() if extractor is None else None
+    if reader is not None:
+        rec.tools = ToolCallStream(reader, parser.tokenizer)
