@@ -95,25 +95,8 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """What collection cached for its case tables goes before the tests run: each module
-    loads its own tokenizers (:func:`tests.support.fixtures.per_module`). The rest stays
-    frozen out of the cyclic GC."""
-    from tests.support.fixtures import release  # imports reasonspan: after the check
-
-    gc.unfreeze()
-    release()
     gc.collect()
     gc.freeze()
-
-
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """After a module's last test (as xdist runs it), release its tokenizers and parsers,
-    so a worker holds one module's at a time instead of the whole suite's."""
-    if nextitem is None or getattr(nextitem, "module", None) is not getattr(item, "module", None):
-        from tests.support.fixtures import release
-
-        release()
-        gc.collect()
 
 
 # Peak memory per process: a worker once ran out of memory, so every run says how much each

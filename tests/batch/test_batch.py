@@ -15,6 +15,7 @@ import random
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,7 @@ from reasonspan.runtime import (
 from reasonspan.runtime.batch import tables as batch_tables
 from reasonspan.runtime.core.machine import HOLD, Cursor, Machine, Spill
 from reasonspan.tokenizer import LoadedTokenizer
-from tests.support.fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, per_module, tokenizer
+from tests.support.fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, tokenizer
 from tests.support.sampling import examples
 from tests.support.strategies import FILLER, marker_texts, outputs
 
@@ -58,7 +59,7 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
 ]
 
 
-@per_module
+@cache
 def _parser(family: str, tok: str, kwargs_key: tuple[tuple[str, Any], ...]) -> ReasoningParser:
     return reasonspan.create_parser_sync(family, tokenizer(tok), dict(kwargs_key))
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import random
+from functools import cache
 
 import anyio
 import pytest
@@ -35,7 +36,7 @@ import reasonspan
 from reasonspan import ReasoningParser, TextSplitter
 from reasonspan.runtime.core.nesting import MAX_NESTING, nested_deeper_than
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
-from tests.support.fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, per_module, tokenizer
+from tests.support.fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, tokenizer
 from tests.support.hostile import CALLS, TOOLS, output
 from tests.support.paths import Answer, read_chunks, read_sse
 from tests.support.sampling import long_run
@@ -45,7 +46,7 @@ LONG_ROUNDS = 80
 BATCH = 8
 
 
-@per_module
+@cache
 def _parser(family: str, kwargs: str) -> ReasoningParser:
     return reasonspan.create_parser_sync(
         family, tokenizer(FAMILY_TOKENIZERS[family]), json.loads(kwargs)

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tracemalloc
 import weakref
+from functools import cache
 from typing import Any
 
 import msgspec
@@ -27,13 +28,13 @@ from reasonspan.cli import main as cli_main
 from reasonspan.runtime import InvalidOptionError, InvalidTokenError
 from reasonspan.runtime.batch.errors import BatchTokenError
 from reasonspan.tokenizer import load_tokenizer_sync
-from tests.support.fixtures import FAMILY_TOKENIZERS, folder, per_module, tokenizer
+from tests.support.fixtures import FAMILY_TOKENIZERS, folder, tokenizer
 from tests.support.sampling import long_run
 
 LONG = long_run()
 
 
-@per_module
+@cache
 def _parser(family: str, kwargs: tuple[tuple[str, Any], ...] = ()) -> ReasoningParser:
     return reasonspan.create_parser_sync(family, tokenizer(FAMILY_TOKENIZERS[family]), dict(kwargs))
 

