@@ -12,7 +12,7 @@ request, and two clocks are read:
   client (the openai package's, or httpx) receives them.
 
 Both are the maximum over the case (from its request until 0.3 s after its answer). The
-cases are what an issue probe found stalling (issue 29: a 6 MB prompt, the first
+cases are what a probe of the server found stalling (a 6 MB prompt, the first
 ``response_format`` request, a 3 MB ``simulated_output``) and the first request of a
 second model. The second model is a second load of the same tokenizer file, so its caches
 start cold, as a freshly started server's do.

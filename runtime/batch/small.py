@@ -34,7 +34,7 @@ from reasonspan.runtime.core.labels import DELIMITER
 
 SMALL_REQUESTS = 32
 """Steps of at most this many requests take the scalar step. Measured on a 2-core
-machine (BENCHMARKS.md, issue 16): the step alone breaks even with the vectorized
+machine (BENCHMARKS.md, the scalar step): the step alone breaks even with the vectorized
 one near 30 requests; with the output path behind it (which reads the step's lists, not
 its arrays), ids to SSE bytes stays cheaper up to about 100."""
 SMALL_TOKENS = 64

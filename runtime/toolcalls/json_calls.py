@@ -9,7 +9,7 @@ JSON string that holds an object are unwrapped.
 A body that is not JSON values throughout is not this kind (nothing in it tells where one
 call ends). In a body that is, a value that is not a call (no ``name``, arguments that
 are not an object, a number JSON cannot hold: ``1e999``) is dropped and the other calls
-are kept, as vLLM and SGLang keep the well-formed calls beside a malformed one (issue 31);
+are kept, as vLLM and SGLang keep the well-formed calls beside a malformed one;
 a body none of whose values is a call goes back to the content (``{"a": 1}``).
 """
 

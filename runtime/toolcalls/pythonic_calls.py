@@ -11,7 +11,7 @@ the region goes back to the content verbatim. A call in the list that does not r
 positional argument, ``**kwargs``, a name that is not a plain or dotted identifier, a
 value that is not a literal or that JSON cannot hold: ``b'z'``, ``1e999``) is dropped and
 the other calls are kept, as vLLM and SGLang keep the well-formed calls beside a
-malformed one (their parsers' unit-test cases, issue 31); a list none of whose calls
+malformed one (their parsers' unit-test cases); a list none of whose calls
 reads goes back to the content. A list the end of the output cut does not
 parse either, so it comes back as content too (a bare answer cannot be told from a cut
 call).
