@@ -17,7 +17,7 @@ cases are what a probe of the server found stalling (a 6 MB prompt, the first
 second model. The second model is a second load of the same tokenizer file, so its caches
 start cold, as a freshly started server's do.
 
-Nothing here asserts a time (the test ``tests/test_server_stalls.py`` asserts a generous
+Nothing here asserts a time (the test ``tests/serving/test_server_stalls.py`` asserts a generous
 bound); the figures are for BENCHMARKS.md. ``--quick`` leaves out the prompts of 4 MB and
 more (tokenizing them takes tens of seconds of one core).
 """

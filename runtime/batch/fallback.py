@@ -9,7 +9,7 @@ a request's first HOLD token in a step, and in later steps while it still holds 
 in that step come here, so its parser's cursor holds exactly what the parser has held.
 HOLD tokens are rare (0.2-7% of the tokens of the texts measured), so most steps of such a
 request cost what a vectorized one costs. Every path gives exactly what the per-request
-``stream()`` gives for the same tokens (tests/test_batch.py).
+``stream()`` gives for the same tokens (tests/batch/test_batch.py).
 
 Held-back tokens are labelled :data:`HELD` in the step that brings them and are reported,
 with their real label, by ``res.decided()`` / ``res.split()`` of the step that decides

@@ -14,7 +14,7 @@ The step changes nothing unless it can take the whole step: input that is not pl
 an id it does not know (or twice), a finished request, offsets that do not fit, a token
 outside its request's vocabulary, all go to the vectorized step, which checks the input
 and raises exactly as before. Same tables, same transitions, same counts: a request gets
-what the vectorized step gives it (tests/test_batch.py runs both on the same batches).
+what the vectorized step gives it (tests/batch/test_batch.py runs both on the same batches).
 
 Owns the scalar routing only: it reads the tables (``batch_tables``) and the slots
 (``batch_slots``), and the batch decides when it may run (:func:`step_small`'s caller

@@ -29,7 +29,7 @@ the input, hands the table pass (``route``) and the per-request path their rows,
 fills the result.
 With k tokens per request, position j of every request is processed at once, for j up to
 the largest k: exact, because each request's slot is touched once per position. Every
-path gives exactly what the per-request ``stream()`` gives (tests/test_batch.py).
+path gives exactly what the per-request ``stream()`` gives (tests/batch/test_batch.py).
 
 What the result means, exactly:
 

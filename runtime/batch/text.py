@@ -22,7 +22,7 @@ while BatchText holds those newlines for the trim (``runtime/text/trails.py``). 
 row (a marker, a split character, held-back tokens released, a reasoning swap waiting)
 goes through the request's own decoder, the call :class:`TextSplitter` makes, and the
 slot's masks are looked at again. The text is TextSplitter's, delta for delta
-(tests/test_batch_text.py).
+(tests/batch/test_batch_text.py).
 
 Text only: tool calls stay in the text as the family writes them (TextSplitter's
 ``tools``, harmony's messages and the runtime's ``delta.tool_calls`` read them), stop

@@ -287,7 +287,7 @@ class SSEPath:
         its model and second with its escaped id put in (three chunk encodings saved per
         request), else cut from its own chunks (no role event: its chunk stays queued).
         The key must hold every field ``StreamRecord.chunk`` takes from the request but
-        the id (tests/test_sse_path.py checks the ids)."""
+        the id (tests/batch/test_sse_path.py checks the ids)."""
         key = (rec.model, rec.created)
         shared = self._shared
         if key in shared:
