@@ -44,6 +44,7 @@ from reasonspan.serving.protocol import (
     Positive,
     RequestError,
     decode_validated,
+    function_tool,
     too_deep,
 )
 
@@ -292,17 +293,7 @@ def to_chat_request(req: MessagesRequest) -> ChatCompletionRequest:
             messages.append(_assistant_message(m.content))
     tools = None
     if req.tools is not None:
-        tools = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description or "",
-                    "parameters": t.input_schema,
-                },
-            }
-            for t in req.tools
-        ]
+        tools = [function_tool(t.name, t.description, t.input_schema) for t in req.tools]
     thinking = req.thinking
     parallel = None
     if req.tool_choice is not None and req.tool_choice.disable_parallel_tool_use:

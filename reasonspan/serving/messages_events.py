@@ -30,7 +30,7 @@ import msgspec
 from reasonspan.runtime.core.errors import ReasonspanError
 from reasonspan.runtime.wire.openai import ChatCompletion, ChatCompletionChunk, FinishReason
 from reasonspan.serving.messages import AnthropicError, AnthropicErrorDetail
-from reasonspan.serving.segments import Delta, Opened, Segments
+from reasonspan.serving.segments import Delta, Opened, Segments, encode_events
 from reasonspan.serving.segments import Event as SegmentEvent
 
 StopReason = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use", "refusal"]
@@ -223,7 +223,10 @@ class MessageEvents:
         out.append(event("message_stop", {"type": "message_stop"}))
         return out
 
-    async def stream(
+    def error(self, exc: ReasonspanError) -> bytes:
+        return event("error", AnthropicError(AnthropicErrorDetail("api_error", str(exc))))
+
+    def stream(
         self,
         chunks: AsyncIterable[ChatCompletionChunk],
         finished: Callable[[], tuple[FinishReason | None, str | None, int]],
@@ -231,15 +234,4 @@ class MessageEvents:
         """Every event of the request. ``finished()`` gives ``(finish_reason,
         stop_sequence, output_tokens)`` once the chunks ended. A request that fails ends
         with Anthropic's ``error`` event."""
-        for b in self.start():
-            yield b
-        try:
-            async for chunk in chunks:
-                for b in self.chunk(chunk):
-                    yield b
-        except ReasonspanError as exc:
-            body = AnthropicError(AnthropicErrorDetail("api_error", str(exc)))
-            yield event("error", body)
-            return
-        for b in self.end(*finished()):
-            yield b
+        return encode_events(self, chunks, lambda: self.end(*finished()))

@@ -414,6 +414,13 @@ def _check_unsupported(req: ChatCompletionRequest) -> None:
 _TOOL_CHOICES = ("none", "auto", "required")
 
 
+def function_tool(name: str, description: str | None, parameters: Any) -> dict[str, Any]:
+    """A tool in Chat Completions' shape (what the chat template and the runtime read),
+    from another protocol's flat one."""
+    fn = {"name": name, "description": description or "", "parameters": parameters}
+    return {"type": "function", "function": fn}
+
+
 def _check_tools(req: ChatCompletionRequest) -> None:
     """``tools``, ``tool_choice`` and tool results as OpenAI defines them: what the types
     above cannot say (they hold free-form JSON) is checked here, each with the field."""

@@ -40,6 +40,7 @@ from reasonspan.serving.protocol import (
     RequestError,
     ResponseFormat,
     decode_validated,
+    function_tool,
     too_deep,
 )
 
@@ -330,14 +331,9 @@ def to_chat_request(req: ResponsesRequest, items: list[Item]) -> ChatCompletionR
     tools = None
     if req.tools is not None:
         tools = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description or "",
-                    "parameters": t.parameters or {"type": "object", "properties": {}},
-                },
-            }
+            function_tool(
+                t.name, t.description, t.parameters or {"type": "object", "properties": {}}
+            )
             for t in req.tools
         ]
     choice: str | dict[str, Any] | None

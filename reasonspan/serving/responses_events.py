@@ -25,7 +25,7 @@ import msgspec
 from reasonspan.runtime.core.errors import ReasonspanError
 from reasonspan.runtime.wire.openai import ChatCompletion, ChatCompletionChunk, FinishReason, Usage
 from reasonspan.serving.responses import ResponsesRequest, tools_echo
-from reasonspan.serving.segments import Closed, Delta, Opened, Segment, Segments
+from reasonspan.serving.segments import Closed, Delta, Opened, Segment, Segments, encode_events
 from reasonspan.serving.segments import Event as SegmentEvent
 
 _PREFIX = {"reasoning": "rs", "text": "msg", "call": "fc"}
@@ -254,21 +254,14 @@ class ResponseEvents:
         out.append(self._event(kind, {"response": snap}))
         return out
 
-    async def stream(
+    def error(self, exc: ReasonspanError) -> bytes:
+        return self._event("error", {"message": str(exc), "code": "server_error", "param": None})
+
+    def stream(
         self,
         chunks: AsyncIterable[ChatCompletionChunk],
         finished: Callable[[], tuple[FinishReason | None, Usage | None]],
     ) -> AsyncIterator[bytes]:
         """Every event of the response; a request that fails ends with an ``error``
         event."""
-        for b in self.start():
-            yield b
-        try:
-            async for chunk in chunks:
-                for b in self.chunk(chunk):
-                    yield b
-        except ReasonspanError as exc:
-            yield self._event("error", {"message": str(exc), "code": "server_error", "param": None})
-            return
-        for b in self.end(*finished()):
-            yield b
+        return encode_events(self, chunks, lambda: self.end(*finished()))

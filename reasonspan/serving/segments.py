@@ -11,9 +11,11 @@ carries its id and name) and its arguments arrive as fragments that join to its 
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
+from reasonspan.runtime.core.errors import ReasonspanError
 from reasonspan.runtime.wire.openai import ChatCompletionChunk
 
 Kind = Literal["reasoning", "text", "call"]
@@ -108,3 +110,34 @@ class Segments:
         """Close the open segment (the stream ended, or another part begins)."""
         seg, self._open = self._open, None
         return [] if seg is None else [Closed(seg)]
+
+
+class EventEncoder(Protocol):
+    """A protocol's writer of one request's events (Messages, Responses)."""
+
+    def start(self) -> list[bytes]: ...
+
+    def chunk(self, chunk: ChatCompletionChunk) -> list[bytes]: ...
+
+    def error(self, exc: ReasonspanError) -> bytes: ...
+
+
+async def encode_events(
+    encoder: EventEncoder,
+    chunks: AsyncIterable[ChatCompletionChunk],
+    end: Callable[[], list[bytes]],
+) -> AsyncIterator[bytes]:
+    """Every event of a request: the opening ones, those of each chunk, then ``end()``'s
+    (called once the chunks ended); a request that fails ends with the encoder's error
+    event instead."""
+    for b in encoder.start():
+        yield b
+    try:
+        async for chunk in chunks:
+            for b in encoder.chunk(chunk):
+                yield b
+    except ReasonspanError as exc:
+        yield encoder.error(exc)
+        return
+    for b in end():
+        yield b
