@@ -77,13 +77,12 @@ from reasonspan.serving.http_edges import (
     json_response,
     unhandled,
 )
-from reasonspan.serving.messages import thinking_kwargs
 from reasonspan.serving.metrics import Metrics
 from reasonspan.serving.ops import Ops
 from reasonspan.serving.prompt_ids import check_ids, render_prompt_ids, tokenize
 from reasonspan.serving.protocol import ChatCompletionRequest, RequestError
 from reasonspan.serving.served import ServedModel as ServedModel
-from reasonspan.serving.served import warm_model
+from reasonspan.serving.served import thinking_kwargs, warm_model
 from reasonspan.serving.templates import (
     ChatTemplateError,
     template_problem,

@@ -34,8 +34,6 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from reasonspan.runtime.core.nesting import nested_deeper_than
-from reasonspan.runtime.parser.contract import ReasoningParser
-from reasonspan.runtime.parser.switches import defaults, switch_effects
 from reasonspan.runtime.wire.openai import ErrorDetail
 from reasonspan.serving.protocol import (
     ChatCompletionRequest,
@@ -267,21 +265,9 @@ def _tool_choice(choice: ToolChoice | None) -> str | dict[str, Any] | None:
     return {"auto": "auto", "any": "required", "none": "none"}[choice.type]
 
 
-def thinking_kwargs(cls: type[ReasoningParser], on: bool) -> dict[str, Any]:
-    """The ``chat_template_kwargs`` entry that turns the family's thinking on or off:
-    nothing when its default already does, else the first switch its probe finds (the
-    probe, :func:`switch_effects`, is what the docs table and detection read too)."""
-    if defaults(cls)[0] == on:
-        return {}
-    for effect in switch_effects(cls):
-        if effect.thinking == on:
-            return {effect.key: effect.value}
-    return {}
-
-
 def to_chat_request(req: MessagesRequest) -> ChatCompletionRequest:
     """The internal request of a Messages request (the thinking switch is added later,
-    once the model's parser is known: :func:`thinking_kwargs`)."""
+    once the model's parser is known: :func:`reasonspan.serving.served.thinking_kwargs`)."""
     messages: list[Message] = []
     if req.system:
         system = req.system if isinstance(req.system, str) else "".join(b.text for b in req.system)

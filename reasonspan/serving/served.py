@@ -1,4 +1,5 @@
-"""A model the server answers for, and how it is warmed before the server listens.
+"""A model the server answers for, how it is warmed before the server listens, and how a
+protocol's thinking on/off becomes its family's switch.
 
 What a model's first request would build with the GIL held (llguidance's tokenizer, the
 runtime's per-tokenizer tables of the SSE path and of the family's tool calls) is built
@@ -14,7 +15,9 @@ from typing import Any
 
 from reasonspan.runtime.batch.grammar import prepare_tokenizer
 from reasonspan.runtime.core.errors import ReasonspanError
+from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import build_parser_sync
+from reasonspan.runtime.parser.switches import defaults, switch_effects
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.serving.templates import MINIMAL_CONVERSATION, Fallback
 from reasonspan.serving.templates import render_prompt_ids as unbounded_prompt_ids
@@ -76,3 +79,15 @@ def warm_model(model: ServedModel) -> None:
         log.warning("model %r: left cold (warm-up request refused): %s", model.name, exc)
     finally:
         runtime.close()
+
+
+def thinking_kwargs(cls: type[ReasoningParser], on: bool) -> dict[str, Any]:
+    """The ``chat_template_kwargs`` entry that turns the family's thinking on or off:
+    nothing when its default already does, else the first switch its probe finds (the
+    probe, :func:`switch_effects`, is what the docs table and detection read too)."""
+    if defaults(cls)[0] == on:
+        return {}
+    for effect in switch_effects(cls):
+        if effect.thinking == on:
+            return {effect.key: effect.value}
+    return {}
