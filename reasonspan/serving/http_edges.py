@@ -75,7 +75,8 @@ def json_response(obj: Any) -> Response:
     return Response(msgspec.json.encode(obj), media_type="application/json")
 
 
-def _error(err: RequestError, headers: Mapping[str, str] | None = None) -> Response:
+def error_response(err: RequestError, headers: Mapping[str, str] | None = None) -> Response:
+    """An OpenAI-shaped error body with the error's status."""
     return Response(err.body(), err.status, headers=headers, media_type="application/json")
 
 
@@ -116,7 +117,7 @@ async def http_error(request: Request, exc: Exception) -> Response:
 
 async def unhandled(_request: Request, exc: Exception) -> Response:
     """An exception no route caught (Starlette's last resort, which logs it too)."""
-    return _error(
+    return error_response(
         RequestError(
             f"internal server error: {type(exc).__name__}", status=500, type="server_error"
         )

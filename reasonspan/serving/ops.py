@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
+from reasonspan.serving.http_edges import error_response, json_response
 from reasonspan.serving.metrics import Metrics
 from reasonspan.serving.prompt_ids import check_ids, render_prompt_ids, tokenize
 from reasonspan.serving.protocol import (
@@ -79,14 +80,6 @@ _tokenize = msgspec.json.Decoder(TokenizeRequest)
 _detokenize = msgspec.json.Decoder(DetokenizeRequest)
 
 
-def _json(obj: msgspec.Struct, status: int = 200) -> Response:
-    return Response(msgspec.json.encode(obj), status, media_type="application/json")
-
-
-def _error(err: RequestError) -> Response:
-    return Response(err.body(), err.status, media_type="application/json")
-
-
 class Ops:
     """The routes of this module, over one server."""
 
@@ -97,7 +90,9 @@ class Ops:
         state = self.server.state
         if state == "serving":
             return Response(b'{"status":"ok"}', media_type="application/json")
-        return _error(RequestError(f"the server is {state}", status=503, type="server_error"))
+        return error_response(
+            RequestError(f"the server is {state}", status=503, type="server_error")
+        )
 
     async def metrics(self, _request: Request) -> Response:
         text = self.server.metrics.render(self.server.runtime.step_ns)
@@ -141,8 +136,8 @@ class Ops:
             body = await self.server.read_body(request)
             out = await anyio.to_thread.run_sync(self._tokenize, body, limiter=self.server.limiter)
         except RequestError as exc:
-            return _error(exc)
-        return _json(out)
+            return error_response(exc)
+        return json_response(out)
 
     async def detokenize(self, request: Request) -> Response:
         try:
@@ -151,5 +146,5 @@ class Ops:
                 self._detokenize, body, limiter=self.server.limiter
             )
         except RequestError as exc:
-            return _error(exc)
-        return _json(out)
+            return error_response(exc)
+        return json_response(out)

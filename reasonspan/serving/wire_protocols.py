@@ -26,7 +26,7 @@ from reasonspan.serving.messages import (
 from reasonspan.serving.messages import to_chat_request as messages_to_chat
 from reasonspan.serving.messages_events import MessageEvents, message_of
 from reasonspan.serving.protocol import ChatCompletionRequest, RequestError, parse_request
-from reasonspan.serving.responses import effort_off, parse_responses_request
+from reasonspan.serving.responses import ResponsesRequest, effort_off, parse_responses_request
 from reasonspan.serving.responses import to_chat_request as responses_to_chat
 from reasonspan.serving.responses_events import ResponseEvents, ResponseShape, response_of
 
@@ -149,13 +149,14 @@ class Responses(WireProtocol):
     def parse(self, body: bytes) -> Parsed:
         req, items = parse_responses_request(body)
         thinking = False if effort_off(req) else None
-        return Parsed(responses_to_chat(req, items), thinking, ResponseShape("", req, 0))
+        return Parsed(responses_to_chat(req, items), thinking, req)
 
-    def _shape(self, parsed: Parsed, key: str) -> ResponseShape:
-        shape = parsed.original
-        assert isinstance(shape, ResponseShape)
-        shape.response_id, shape.created_at = key, int(time.time())
-        return shape
+    @staticmethod
+    def _shape(parsed: Parsed, key: str) -> ResponseShape:
+        """What every snapshot of the response repeats: its id, its time, its request."""
+        req = parsed.original
+        assert isinstance(req, ResponsesRequest)
+        return ResponseShape(key, req, int(time.time()))
 
     def events(
         self, stream: RequestStream, parsed: Parsed, key: str, input_tokens: int
