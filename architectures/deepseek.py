@@ -32,6 +32,18 @@ Tool calls (read when a request offers tools):
 - ``deepseek_v3_0324`` (DeepSeek-V3 / V3-0324): no ``<think>`` in the vocabulary, so no
   reasoning; its chat template writes ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n
   ```json\\n{…}\\n```<｜tool▁call▁end｜>`` calls in the same section (kind ``deepseek_v3``).
+- ``deepseek_r1`` (DeepSeek-R1, R1-0528): the V3 section and body, as R1's chat template
+  (tokenizer_config.json) writes an assistant's calls: ``<｜tool▁calls▁begin｜>
+  <｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n{…}\\n```<｜tool▁call▁end｜>…
+  <｜tool▁calls▁end｜>``; vLLM serves R1-0528 with its ``deepseek_v3`` tool parser (its tool
+  calling docs, with ``examples/tool_chat_template_deepseekr1.jinja``, which asks for this
+  format), and llama.cpp's DeepSeek R1 handler parses the same. The calls follow
+  ``</think>``; a section inside reasoning stays reasoning, as for ``deepseek_v3``. The R1
+  distills (on Qwen2.5 and Llama 3 bases) and R1-0528-Qwen3-8B copy the template's markup,
+  but their vocabularies have none of these tokens and they were not trained to call tools
+  this way; the format is read for them too (its markers are then matched as text), and
+  QwQ (an alias here) writes Qwen's ``<tool_call>`` JSON, which this family does not read
+  (its calls stay content).
 
 A call cut by ``max_tokens`` is dropped; the calls completed before it in the same section
 are kept.
@@ -62,9 +74,10 @@ DEEPSEEK_V3_TOOL_CALLS = ToolFormat(
     close=(CALLS_END,),
     call_close=(CALL_END,),
     json_after=(SEP,),
-    source="DeepSeek-V3-0324's chat template (tokenizer_config.json) writes "
+    source="DeepSeek-V3-0324's and DeepSeek-R1's chat templates (tokenizer_config.json) write "
     "`<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n{…}"
-    "\\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>`",
+    "\\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>`; vLLM's deepseek_v3 tool parser reads it "
+    "(its docs serve V3-0324 and R1-0528 with it) and so does llama.cpp's DeepSeek R1 handler",
 )
 
 DEEPSEEK_V31_V32_TOOL_CALLS = ToolFormat(
@@ -95,6 +108,7 @@ class DeepSeekR1Parser(ReasoningParser):
             "template: DeepSeek-R1's tokenizer_config.json (and the R1 distills', QwQ-32B's) ends "
             "the generation prompt with `<think>\\n`"
         ),
+        tool_calls=DEEPSEEK_V3_TOOL_CALLS,
         notes="a missing start marker is tolerated (the turn starts in reasoning)",
     )
     # R1 and V3/V3.1 checkpoints share model_type "deepseek_v3"; the template decides.

@@ -25,7 +25,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
     "cohere_command3": ("families/test_fidelity.py", "families/test_matrix_control_tokens.py"),
     "cohere_command4": ("families/test_fidelity.py", "families/test_matrix_control_tokens.py"),
     "declared": ("runtime/test_declared.py",),
-    "deepseek_r1": ("families/test_fidelity.py", "families/test_matrix_core.py"),
     "deepseek_v3": (
         "families/test_fidelity.py",
         "families/test_matrix_added_tokens_b.py",
@@ -36,7 +35,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
     "deepseek_v4": ("families/test_matrix_more.py", "toolcalls/test_toolcalls_deepseek_kimi.py"),
     "deepseek_v41": ("toolcalls/test_toolcalls_deepseek_kimi.py",),
     "ernie45": ("families/test_matrix_more.py",),
-    "exaone4": ("families/test_matrix_added_tokens_b.py",),
     "gigachat35": ("families/test_matrix_added_tokens_b.py",),
     "glm45": (
         "families/test_fidelity.py",
@@ -68,7 +66,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
         "toolcalls/test_toolcalls_deepseek_kimi.py",
     ),
     "lfm2": ("families/test_matrix_added_tokens_b.py",),
-    "ling3": ("families/test_matrix_added_tokens_a.py",),
     "llama3_json": ("toolcalls/test_toolcalls_mistral_llama_gemma.py",),
     "llama4_pythonic": (
         "toolcalls/test_hostile_calls.py",
@@ -95,7 +92,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
     ),
     "muse_glimmer": ("families/test_matrix_added_tokens_b.py",),
     "nemotron_v1": ("families/test_matrix_added_tokens_b.py",),
-    "nemotron_v3": ("families/test_fidelity.py", "families/test_matrix_more.py"),
     "olmo3": ("families/test_fidelity.py", "families/test_matrix_more.py"),
     "plamo3": ("families/test_matrix_added_tokens_a.py", "runtime/test_cut.py"),
     "poolside_v1": ("families/test_matrix_added_tokens_a.py",),
@@ -108,7 +104,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
         "toolcalls/test_toolcalls_xml.py",
     ),
     "qwen3_instruct": ("batch/test_sse_path.py", "support/canitoolcall_replay.py"),
-    "seed_oss": ("families/test_matrix_more.py",),
     "solar_open2": ("families/test_matrix_added_tokens_b.py",),
     "step3": ("families/test_matrix_core.py",),
     "step3p5": ("families/test_matrix_core.py", "families/test_matrix_more.py"),

@@ -138,3 +138,29 @@ def output(rng: random.Random, family: str, parser: ReasoningParser) -> str:
         else:
             parts.append(rng.choice(WORDS))
     return "".join(parts)
+CALLS["exaone4"] = ('<tool_call>{"name": "f", "arguments": {"a": V}}</tool_call>',)
+CALLS["deepseek_r1"] = CALLS["deepseek_v3_0324"]
+CALLS["seed_oss"] = (
+    "<seed:tool_call>\n<function=f>\n<parameter=a>V</parameter>\n</function>\n</seed:tool_call>",
+)
+CALLS["internlm2"] = (
+    '<|action_start|><|plugin|>\n{"name": "f", "parameters": {"a": V}}<|action_end|>',
+)
+CALLS["lfm2"] = (
+    "<|tool_call_start|>[f(a=V)]<|tool_call_end|>",
+    '<|tool_call_start|>[{"name": "f", "arguments": {"a": V}}]<|tool_call_end|>',
+)
+CALLS["granite"] = ('<|tool_call|>[{"name": "f", "arguments": {"a": V}}]',)
+CALLS["apertus"] = ('<|tools_prefix|>[{"f": {"a": V}}]<|tools_suffix|>',)
+CALLS["ling3"] = ("<tool_call>f<arg_key>a</arg_key><arg_value>V</arg_value></tool_call>",)
+CALLS["nemotron_v3"] = (
+    "<tool_call>\n<function=f>\n<parameter=a>\nV\n</parameter>\n</function>\n</tool_call>\n",
+)
+CALLS["granite_thinking"] = (
+    "<tool_call>\n<function=f>\n<parameter=a>\nV\n</parameter>\n</function>\n</tool_call>\n",
+)
+CALLS["nemotron_v1"] = ('<TOOLCALL>[{"name": "f", "arguments": {"a": V}}]</TOOLCALL>',)
+CALLS["poolside_v1"] = (
+    "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>V</arg_value>\n</tool_call>",
+    "<tool_call>f<arg_key>a</arg_key><arg_value>V</arg_value></tool_call>",
+)
