@@ -6,13 +6,21 @@ public corpus this was checked against, so the start state is marked ``documente
 
 - ``<think>``/``</think>`` as in GLM-4.7 (the parser reuses ``glm47_moe_config``), and the
   template prefills the start: the engine config starts in reasoning with thinking on.
-- ``<tool_call>`` (GLM-4.7's XML tool calls) ends reasoning and stays in content.
+- ``<tool_call>`` ends reasoning and stays in content.
 - Switches: ``thinking`` and ``enable_thinking``. Neither given: thinking on. Either given:
   on when *either* is true (``bool(thinking) or bool(enable_thinking)``), which the
   runtime's ``either_switch`` reproduces; a later key does not override an earlier one.
-- Thinking off: the engine returns the whole output as content; here the turn starts in
-  content and the markers stay matched, so a block the model writes anyway is split off
-  instead of leaking ``</think>`` into the answer (as qwen3's ``mimo`` and ``nemotron_v3``).
+- Thinking off: the engine returns the whole output as content, as written
+  (``extract_reasoning`` returns ``None, model_output``; vLLM's
+  ``tests/parser/engine/test_ling3.py``: ``<think>reason</think>answer`` is all content).
+  Here too: the machine is built without its markers, so a ``<think>…</think>`` the model
+  writes anyway stays in the content with its markers.
+
+Tool calls (kind ``kv``): GLM-4.7's format, ``<tool_call>NAME<arg_key>K</arg_key>
+<arg_value>V</arg_value>…</tool_call>`` (vLLM's ``ling3`` tool parser is the GLM-4.7 one:
+``structural_tag_model = "glm_4_7"``; its tests read ``<tool_call>get_weather<arg_key>city
+</arg_key><arg_value>Beijing</arg_value></tool_call>`` and ``<tool_call>ping</tool_call>``).
+Values are raw text typed from the offered tool's schema, as GLM's.
 
 Not followed: vLLM's non-streaming ``extract_reasoning`` returns reasoning as content when
 no content and no ``<tool_call>`` follows; its streaming path does not, and a parse here is
@@ -30,6 +38,17 @@ from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
 from reasonspan.runtime.shared.hint import DetectionHint
 from reasonspan.runtime.shared.switches import either_switch
+from reasonspan.runtime.toolcalls import ToolFormat
+
+LING3_TOOL_CALLS = ToolFormat(
+    kinds=("kv",),
+    open=("<tool_call>",),
+    close=("</tool_call>",),
+    source="vLLM's ling3 parser (vllm/frontend/processing/parser/ling3.py) is GLM-4.7's "
+    "(glm47_moe_config; tool parser structural_tag_model glm_4_7): `<tool_call>NAME` then "
+    "`<arg_key>K</arg_key><arg_value>V</arg_value>` pairs and `</tool_call>`, strings raw, "
+    "other values JSON",
+)
 
 
 @register
@@ -49,13 +68,15 @@ class Ling3Parser(ReasoningParser):
             "documented: vLLM's ling3 parser (vllm/parser/ling3.py) starts in reasoning with "
             "thinking on (GLM-4.7's config: the template prefills `<think>`)"
         ),
-        notes="thinking/enable_thinking: on when either is true; <tool_call> ends reasoning",
+        tool_calls=LING3_TOOL_CALLS,
+        notes="thinking/enable_thinking: on when either is true (off: all content, markers "
+        "included); <tool_call> ends reasoning",
     )
     # Ling 3 writes GLM's <think> tokens: config.json must name it.
     hint = DetectionHint(needs_evidence=True)
 
     @classmethod
     def resolve_switches(cls, kwargs: Mapping[str, Any]) -> tuple[bool, bool]:
-        """Thinking off starts the turn in content but keeps the markers (module doc)."""
+        """On when either switch is true; off, the output is all content (module doc)."""
         _, on = either_switch(kwargs, cls.spec.thinking_switches, cls.spec.thinking_default)
-        return True, on and cls.spec.prompt_start
+        return on, on and cls.spec.prompt_start

@@ -100,10 +100,11 @@ def test_ling3_switches(kwargs: dict[str, Any], thinking: bool) -> None:
     assert (res.reasoning, res.content) == ((ANSWER, None) if thinking else (None, ANSWER))
 
 
-def test_ling3_thinking_off_still_splits_a_block_written_anyway() -> None:
-    res = split("ling3", f"<think>{REASONING}</think>{ANSWER}", kwargs={"enable_thinking": False})
+def test_ling3_thinking_off_keeps_a_block_written_anyway_as_content() -> None:
+    out = f"<think>{REASONING}</think>{ANSWER}"
+    res = split("ling3", out, kwargs={"enable_thinking": False})
     assert not res.started_in_reasoning
-    assert (res.reasoning, res.content) == (REASONING, ANSWER)
+    assert (res.reasoning, res.content) == (None, out)  # tests/families/test_ling3.py
 
 
 def test_ling3_refuses_a_switch_that_is_not_a_bool() -> None:
