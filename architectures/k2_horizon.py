@@ -16,6 +16,17 @@ server that reads the generation prompt's last line):
 - The template primes the start (the prompt ends with ``<ifm|think>\\n``), or the model
   writes it: a turn starts in reasoning and a generated start is consumed.
 - ``<ifm|tool_calls>`` ends reasoning and stays in content (vLLM's parser splits there).
+- Tool calls (:data:`K2_HORIZON_TOOL_CALLS`, kind ``ifm``): a group
+  ``<ifm|tool_calls>`` … ``</ifm|tool_calls>`` of ``<ifm|tool_call>`` … ``</ifm|tool_call>``
+  calls, each the name and ``<ifm|arg_key>K</ifm|arg_key><ifm|arg_value>V</ifm|arg_value>``
+  pairs (the template's default ``tool_call_format: xml``, a newline after the name, each
+  pair and each call), the same with ``<ifm|arg_type>`` (``xml_typed``), or a JSON object
+  (``json``). Sources: the template as rendered in the kronk and IFM client tests
+  (``<ifm|tool_call>shell\\n<ifm|arg_key>cmd</ifm|arg_key>\\n<ifm|arg_value>ls
+  </ifm|arg_value>\\n</ifm|tool_call>``), vLLM's ``k2_horizon`` tool parser (the three
+  layouts, values typed from the tool's schema) and SGLang's ``K2V3Detector``. vLLM
+  requires the format named in ``tool_call_format`` and refuses any other value; here
+  every layout reads whatever was asked, so the switch needs no option.
 - Turn scope: every message ends with ``<|ifm|im_end|>`` (one token, one of the model's
   EOS ids, kronk), so the prompt scan reads only what follows the last one; in the output
   it is the end of generation and is dropped from the text.
@@ -38,7 +49,19 @@ from reasonspan.runtime.core.markers import compile_machine
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.toolcalls import ToolFormat
 from reasonspan.tokenizer.loader import LoadedTokenizer
+
+K2_HORIZON_TOOL_CALLS = ToolFormat(
+    kinds=("ifm",),
+    open=("<ifm|tool_calls>",),
+    close=("</ifm|tool_calls>",),
+    call_close=("</ifm|tool_call>",),
+    source="K2-Horizon's chat template writes a `<ifm|tool_calls>` group of `<ifm|tool_call>NAME"
+    "\\n<ifm|arg_key>K</ifm|arg_key>\\n<ifm|arg_value>V</ifm|arg_value>\\n</ifm|tool_call>` "
+    "calls (tool_call_format xml; xml_typed adds <ifm|arg_type>, json writes an object); vLLM's "
+    "k2_horizon tool parser and SGLang's K2V3Detector read them",
+)
 
 EFFORT_MARKERS: dict[str, tuple[str, str]] = {
     "high": ("<ifm|think>", "</ifm|think>"),
@@ -69,6 +92,7 @@ class K2HorizonParser(ReasoningParser):
         prompt_start=True,
         thinking_default=True,
         turn_in_output="drop",
+        tool_calls=K2_HORIZON_TOOL_CALLS,
         start_source=(
             "documented: K2-Horizon's template ends the generation prompt with the effort's "
             "think token (`<ifm|think>\\n` at the default high)"

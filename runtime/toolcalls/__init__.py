@@ -11,13 +11,17 @@ from reasonspan.runtime.core.tool_format import (
     compile_format,
 )
 from reasonspan.runtime.core.tool_types import NO_TOOLS, ToolCall, Tools, as_tools, dump_arguments
+from reasonspan.runtime.toolcalls import apertus_calls as apertus_calls
 from reasonspan.runtime.toolcalls import deepseek_calls as deepseek_calls
 from reasonspan.runtime.toolcalls import dsml_calls as dsml_calls
 from reasonspan.runtime.toolcalls import gemma4_calls as gemma4_calls
+from reasonspan.runtime.toolcalls import ifm_calls as ifm_calls
 from reasonspan.runtime.toolcalls import json_calls as json_calls
 from reasonspan.runtime.toolcalls import kimi_calls as kimi_calls
 from reasonspan.runtime.toolcalls import kv_calls as kv_calls
 from reasonspan.runtime.toolcalls import mistral_calls as mistral_calls
+from reasonspan.runtime.toolcalls import olmo3_calls as olmo3_calls
+from reasonspan.runtime.toolcalls import plamo3_calls as plamo3_calls
 from reasonspan.runtime.toolcalls import pythonic_calls as pythonic_calls
 from reasonspan.runtime.toolcalls import xml_calls as xml_calls
 from reasonspan.runtime.toolcalls import xml_nested as xml_nested

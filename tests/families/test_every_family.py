@@ -53,7 +53,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
     "hy_v3": ("families/test_matrix_more.py",),
     "hy_v4": ("families/test_matrix_added_tokens_a.py",),
     "inkling": ("families/test_fidelity.py", "families/test_matrix_control_tokens.py"),
-    "k2_horizon": ("families/test_matrix_added_tokens_a.py",),
     "kimi_k2": (
         "families/test_matrix_added_tokens_b.py",
         "families/test_matrix_core.py",
@@ -65,7 +64,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
         "toolcalls/test_hostile_calls.py",
         "toolcalls/test_toolcalls_deepseek_kimi.py",
     ),
-    "lfm2": ("families/test_matrix_added_tokens_b.py",),
     "llama3_json": ("toolcalls/test_toolcalls_mistral_llama_gemma.py",),
     "llama4_pythonic": (
         "toolcalls/test_hostile_calls.py",

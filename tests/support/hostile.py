@@ -164,3 +164,9 @@ CALLS["poolside_v1"] = (
     "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>V</arg_value>\n</tool_call>",
     "<tool_call>f<arg_key>a</arg_key><arg_value>V</arg_value></tool_call>",
 )
+CALLS["k2_horizon"] = (
+    "<ifm|tool_calls>\n<ifm|tool_call>f\n<ifm|arg_key>a</ifm|arg_key>\n"
+    "<ifm|arg_value>V</ifm|arg_value>\n</ifm|tool_call>\n</ifm|tool_calls>",
+    '<ifm|tool_calls><ifm|tool_call>{"name": "f", "arguments": {"a": V}}</ifm|tool_call>'
+    "</ifm|tool_calls>",
+)

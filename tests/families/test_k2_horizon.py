@@ -1,0 +1,206 @@
+"""k2_horizon: IFM tool-call groups, ``<ifm|tool_calls>`` … ``</ifm|tool_calls>``.
+
+Tokenizer: Qwen2.5's BPE with K2-Horizon's IFM tokens added
+(``qwen-2.5_base_with_k2_horizon_special_tokens``: the think pairs, ``<|ifm|im_end|>``,
+``<ifm|tool_calls>``, ``<ifm|tool_call>``, ``<ifm|arg_key>``, ``<ifm|arg_value>`` and their
+closers are one token each, as in K2-Horizon's vocabulary; ``<ifm|arg_type>`` is text).
+
+Facts (architectures/k2_horizon.py, runtime/toolcalls/ifm_calls.py): the chat template
+renders a call as ``<ifm|tool_call>NAME\\n<ifm|arg_key>K</ifm|arg_key>\\n<ifm|arg_value>V
+</ifm|arg_value>\\n</ifm|tool_call>`` inside ``<ifm|tool_calls>\\n`` … ``\\n</ifm|tool_calls>``
+(``tool_call_format: xml``); ``xml_typed`` adds ``<ifm|arg_type>``, ``json`` writes an
+object; vLLM's k2_horizon parser types values from the tool's schema.
+
+Every expected call and text is built here from known pieces; ``parse()``,
+``TextSplitter`` (every offset, random offsets) and the runtime (chunks, SSE) agree.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+
+import reasonspan
+from reasonspan import ReasoningParser
+from reasonspan.runtime.stream.runtime import ReasoningRuntime
+from reasonspan.runtime.toolcalls import ToolCall
+from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
+from tests.support.paths import every_path, read_chunks, split_at
+
+TOK = tokenizer(FAMILY_TOKENIZERS["k2_horizon"])
+PROMPT = TOK.encode("<|ifm|im_end|>\nassistant\n<ifm|think>\n")
+"""The generation prompt at the default effort (high): the turn starts in reasoning."""
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "shell",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "cmd": {"type": "string"},
+                    "timeout": {"type": "integer"},
+                    "env": {"type": "object"},
+                    "dry": {"type": "boolean"},
+                },
+            },
+        },
+    },
+    {"type": "function", "function": {"name": "note", "parameters": {"type": "object"}}},
+]
+
+
+def parser(**kwargs: object) -> ReasoningParser:
+    return reasonspan.create_parser_sync("k2_horizon", TOK, kwargs)
+
+
+def raw(value: Any) -> str:
+    """An argument value as the template writes it: strings as they are, else JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def xml_call(name: str, args: dict[str, Any], types: dict[str, str] | None = None) -> str:
+    body = "".join(
+        f"<ifm|arg_key>{k}</ifm|arg_key>\n"
+        + (f"<ifm|arg_type>{types[k]}</ifm|arg_type>\n" if types and k in types else "")
+        + f"<ifm|arg_value>{raw(v)}</ifm|arg_value>\n"
+        for k, v in args.items()
+    )
+    return f"<ifm|tool_call>{name}\n{body}</ifm|tool_call>"
+
+
+def json_call(name: str, args: dict[str, Any]) -> str:
+    payload = json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
+    return f"<ifm|tool_call>{payload}</ifm|tool_call>"
+
+
+def group(*calls: str) -> str:
+    return "<ifm|tool_calls>\n" + "\n".join(calls) + "\n</ifm|tool_calls>"
+
+
+def call(name: str, args: dict[str, Any]) -> ToolCall:
+    return ToolCall(name, json.dumps(args, ensure_ascii=False, separators=(",", ":")))
+
+
+SHELL = {"cmd": "ls -la 'my dir'", "timeout": 30, "env": {"A": "1"}, "dry": True}
+
+
+def test_markers_are_single_tokens() -> None:
+    for marker in ("<ifm|tool_calls>", "</ifm|tool_calls>", "<ifm|tool_call>", "</ifm|arg_value>"):
+        assert TOK.single_token_id(marker) is not None, marker
+
+
+def test_a_call_after_reasoning_values_typed_from_the_schema() -> None:
+    out = "I should list.\n</ifm|think>Let me look." + group(xml_call("shell", SHELL))
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.reasoning == "I should list.\n"
+    assert res.content == "Let me look."
+    assert res.tool_calls == [call("shell", SHELL)]
+
+
+def test_a_string_argument_that_reads_as_a_number_stays_a_string() -> None:
+    out = "r</ifm|think>" + group(xml_call("shell", {"cmd": "42", "timeout": 5}))
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.tool_calls == [call("shell", {"cmd": "42", "timeout": 5})]
+
+
+def test_two_calls_in_one_group_and_the_three_layouts() -> None:
+    typed = xml_call("note", {"n": 7, "tags": ["a"]}, {"n": "integer", "tags": "array[string]"})
+    out = "r</ifm|think>" + group(
+        xml_call("shell", {"cmd": "pwd"}), json_call("note", {"x": [1, None]}), typed
+    )
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.tool_calls == [
+        call("shell", {"cmd": "pwd"}),
+        call("note", {"x": [1, None]}),
+        call("note", {"n": 7, "tags": ["a"]}),
+    ]
+    assert not res.content
+
+
+def test_the_group_ends_reasoning_without_its_end_marker() -> None:
+    out = "thinking on" + group(xml_call("shell", {"cmd": "ls"})) + "\nDone."
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.reasoning == "thinking on"
+    assert res.content == "Done."
+    assert res.tool_calls == [call("shell", {"cmd": "ls"})]
+
+
+@pytest.mark.parametrize(
+    ("effort", "end"), [("medium", "</ifm|think_fast>"), ("low", "</ifm|think_faster>")]
+)
+def test_other_efforts_read_the_same_calls(effort: str, end: str) -> None:
+    prompt = TOK.encode(f"<|ifm|im_end|>\nassistant\n{end.replace('/', '')}\n")
+    out = "brief" + end + group(xml_call("shell", {"cmd": "ls"}))
+
+    def make() -> ReasoningParser:
+        return parser(reasoning_effort=effort)
+
+    res = every_path(make, prompt, TOK.encode(out), TOOLS)
+    assert res.reasoning == "brief"
+    assert res.tool_calls == [call("shell", {"cmd": "ls"})]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        group("<ifm|tool_call>two words\n</ifm|tool_call>"),
+        group("stray text " + xml_call("shell", {"cmd": "ls"})),
+        group(xml_call("shell", {"cmd": "ls"}).replace("</ifm|arg_key>", "")),
+        group(xml_call("shell", {"cmd": "a"}).replace("</ifm|tool_call>", "") + "<ifm|arg_key>cmd"),
+    ],
+)
+def test_a_malformed_group_goes_back_to_the_content_verbatim(bad: str) -> None:
+    out = "r</ifm|think>Before." + bad
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.tool_calls == []
+    assert res.content == "Before." + bad
+
+
+def test_a_bad_call_is_dropped_and_its_siblings_kept() -> None:
+    dup = (
+        "<ifm|tool_call>shell\n"
+        + "<ifm|arg_key>cmd</ifm|arg_key><ifm|arg_value>a</ifm|arg_value>" * 2
+    )
+    out = "r</ifm|think>" + group(dup + "</ifm|tool_call>", xml_call("note", {"k": "v"}))
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.tool_calls == [call("note", {"k": "v"})]
+
+
+async def _served_until(ids: list[int], finish: str) -> tuple[str, str, list[tuple[str, str]]]:
+    rt = ReasoningRuntime()
+    stream = rt.add("r", parser(), PROMPT, tools=TOOLS)
+    for i in range(0, len(ids), 3):
+        rt.step([stream.engine_id], ids[i : i + 3], [0, len(ids[i : i + 3])])
+    rt.finish("r", finish)  # type: ignore[arg-type]
+    return await read_chunks(stream)
+
+
+def test_a_group_cut_by_the_end_keeps_only_its_complete_calls() -> None:
+    out = "r</ifm|think>" + group(xml_call("shell", {"cmd": "ls"}), xml_call("note", {"k": "v"}))
+    whole = TOK.encode(out)
+    first_end = whole.index(TOK.single_token_id("</ifm|tool_call>"))
+    last_end = len(whole) - 1 - whole[::-1].index(TOK.single_token_id("</ifm|tool_call>"))
+    for cut in range(whole.index(TOK.single_token_id("<ifm|tool_calls>")) + 1, len(whole) - 1):
+        ids = whole[:cut]
+        want = []
+        if cut > first_end:
+            want.append(call("shell", {"cmd": "ls"}))
+        if cut > last_end:
+            want.append(call("note", {"k": "v"}))
+        res = parser().parse(ids, PROMPT, tools=TOOLS)
+        assert res.tool_calls == want, cut
+        assert not res.content
+        for cuts in ([], [cut // 2], list(range(0, cut, 2))):
+            assert split_at(parser(), PROMPT, ids, cuts, TOOLS) == ("r", "", want), (cut, cuts)
+        sent = [(c.name, c.arguments) for c in want]
+        assert anyio.run(_served_until, ids, "length") == ("r", "", sent), cut
+
+
+def test_without_tools_the_markup_stays_in_the_content() -> None:
+    text = group(xml_call("shell", {"cmd": "ls"}))
+    res = parser().parse(TOK.encode("r</ifm|think>" + text), PROMPT, skip_special_tokens=False)
+    assert res.tool_calls == [] and res.content == text
