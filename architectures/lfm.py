@@ -1,4 +1,5 @@
-"""Liquid AI LFM2 (thinking checkpoints): ``<think>`` / ``</think>``, when the model chooses.
+"""Liquid AI LFM2 / LFM2.5 (thinking checkpoints): ``<think>`` / ``</think>``, when the model
+chooses; Pythonic tool calls between ``<|tool_call_start|>`` and ``<|tool_call_end|>``.
 
 Facts and where they come from:
 
@@ -9,8 +10,24 @@ Facts and where they come from:
   and a ``<think>`` opens a block (also after content).
 - Switch: ``think`` (chat_template_kwargs), as the serving engines surveyed read it;
   default on. Off, the markers are not read and the whole response is content.
-- Implicit end: ``<|tool_call_start|>`` ends reasoning and stays in the content for the
-  tool parser (LFM2 writes Pythonic calls between the tool-call tokens).
+- Implicit end: ``<|tool_call_start|>`` ends reasoning (llama.cpp's lfm2 handler reads
+  the calls after the reasoning).
+- Tool calls (:data:`LFM2_TOOL_CALLS`): the LFM2.5 chat template (LFM2.5-8B-A1B, in
+  llama.cpp's ``models/templates``) renders the calls of a turn as one Python list
+  ``<|tool_call_start|>[f(a='x', n=1), g()]<|tool_call_end|>``, keyword arguments only;
+  vLLM's ``lfm2`` tool parser and llama.cpp's lfm2 handler
+  (``common_chat_params_init_lfm2``: ``python_style_tool_calls`` between the two markers)
+  read that form, and Liquid's tool-use documentation says the models write Pythonic calls
+  by default and a JSON list (``[{"name": …, "arguments": {…}}]``, the form llama.cpp's
+  own ``llama-cpp-lfm2.jinja`` renders) when the system prompt asks for JSON: kinds
+  ``pythonic`` then ``json``. Text after ``<|tool_call_end|>`` is content.
+- Not read (differences from vLLM's parser): the echo of a call body that LFM2 sometimes
+  writes after the first ``<|tool_call_end|>`` is left in the content (vLLM drops text up
+  to a second ``<|tool_call_end|>``), a string whose unescaped inner quote breaks the list
+  is not repaired (vLLM re-quotes it), and JSON's ``true`` / ``false`` / ``null``, which
+  the template writes inside a mapping argument (``tojson``), are not Python literals to
+  the ``pythonic`` kind (vLLM's shared pythonic reader accepts them): such a list is
+  content, verbatim.
 """
 
 from __future__ import annotations
@@ -19,6 +36,22 @@ from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
 from reasonspan.runtime.shared.hint import DetectionHint
+from reasonspan.runtime.toolcalls import ToolFormat
+
+TOOL_CALL_START = "<|tool_call_start|>"
+TOOL_CALL_END = "<|tool_call_end|>"
+
+LFM2_TOOL_CALLS = ToolFormat(
+    kinds=("pythonic", "json"),
+    open=(TOOL_CALL_START,),
+    close=(TOOL_CALL_END,),
+    source="LFM2.5's chat template (LFM2.5-8B-A1B, llama.cpp models/templates) writes a "
+    "turn's calls as `<|tool_call_start|>[f(a='x'), g()]<|tool_call_end|>`; vLLM's `lfm2` "
+    "tool parser and llama.cpp's lfm2 handler read that Python list; Liquid's tool-use docs: "
+    "Pythonic by default, a JSON list when the system prompt asks for JSON",
+)
+"""One Python list of keyword calls (kind ``pythonic``) or a JSON list of
+``{"name", "arguments"}`` objects (kind ``json``) between the two special tokens."""
 
 
 @register
@@ -28,7 +61,7 @@ class Lfm2Parser(ReasoningParser):
         aliases=("lfm2_thinking", "lfm2_5", "liquid_lfm2"),
         start=("<think>",),
         end=("</think>",),
-        tool=("<|tool_call_start|>",),
+        tool=(TOOL_CALL_START,),
         turn=("<|im_start|>",),
         required=("<think>", "</think>"),
         prompt_start=False,
@@ -36,6 +69,7 @@ class Lfm2Parser(ReasoningParser):
         thinking_switches=("think",),
         start_in_content="enter",
         end_in_content="drop",
+        tool_calls=LFM2_TOOL_CALLS,
         start_source=(
             "documented: LFM2's template ends with `<|im_start|>assistant\\n`; the model writes "
             "`<think>` only when it chooses to think"

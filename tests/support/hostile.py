@@ -150,8 +150,6 @@ CALLS["lfm2"] = (
     "<|tool_call_start|>[f(a=V)]<|tool_call_end|>",
     '<|tool_call_start|>[{"name": "f", "arguments": {"a": V}}]<|tool_call_end|>',
 )
-CALLS["granite"] = ('<|tool_call|>[{"name": "f", "arguments": {"a": V}}]',)
-CALLS["apertus"] = ('<|tools_prefix|>[{"f": {"a": V}}]<|tools_suffix|>',)
 CALLS["ling3"] = ("<tool_call>f<arg_key>a</arg_key><arg_value>V</arg_value></tool_call>",)
 CALLS["nemotron_v3"] = (
     "<tool_call>\n<function=f>\n<parameter=a>\nV\n</parameter>\n</function>\n</tool_call>\n",

@@ -1,0 +1,222 @@
+"""lfm2: Pythonic tool calls between ``<|tool_call_start|>`` and ``<|tool_call_end|>``.
+
+Tokenizer: Qwen2.5's BPE with LFM2's special tokens added (``<think>``, ``<|im_start|>``,
+``<|tool_call_start|>``, … : ``qwen-2.5_base_with_lfm2_special_tokens``), so the markers
+are one token each, as in LFM2's vocabulary.
+
+Facts (architectures/lfm.py): the LFM2.5 chat template renders a turn's calls as one
+Python list ``<|tool_call_start|>[f(a='x', n=1), g()]<|tool_call_end|>`` (string values in
+single quotes, other scalars as Python writes them); vLLM's ``lfm2`` parser and llama.cpp's
+lfm2 handler read that list; Liquid's docs: a JSON list when the system prompt asks for
+JSON. The model writes ``<think>`` itself when it thinks; ``think: false`` turns the markers
+off.
+
+Every expected call and text is built here from known pieces. ``parse()``, ``TextSplitter``
+at every offset and random offsets, and the runtime (chunks and SSE) give the same answer.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+
+import reasonspan
+from reasonspan import ReasoningParser
+from reasonspan.runtime.stream.runtime import ReasoningRuntime
+from reasonspan.runtime.toolcalls import ToolCall
+from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
+from tests.support.paths import Answer, every_path, read_chunks, split_at
+
+TOK = tokenizer(FAMILY_TOKENIZERS["lfm2"])
+PROMPT = TOK.encode("<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n")
+START, END = "<|tool_call_start|>", "<|tool_call_end|>"
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+            },
+        },
+    },
+    {"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}},
+]
+
+
+def parser(**kwargs: object) -> ReasoningParser:
+    return reasonspan.create_parser_sync("lfm2", TOK, kwargs)
+
+
+def _py(value: Any) -> str:
+    """A value as LFM2.5's template writes it: strings single-quoted, the rest as Python."""
+    return f"'{value}'" if isinstance(value, str) else repr(value)
+
+
+def pythonic(*calls: tuple[str, dict[str, Any]]) -> str:
+    """A block of calls as LFM2.5's template renders it."""
+    body = ", ".join(
+        name + "(" + ", ".join(f"{k}={_py(v)}" for k, v in args.items()) + ")"
+        for name, args in calls
+    )
+    return f"{START}[{body}]{END}"
+
+
+def as_json(*calls: tuple[str, dict[str, Any]]) -> str:
+    """A block of calls in the JSON form (Liquid's docs; llama.cpp's lfm2 template)."""
+    body = json.dumps([{"name": n, "arguments": a} for n, a in calls], ensure_ascii=False)
+    return f"{START}{body}{END}"
+
+
+def call(name: str, args: dict[str, Any]) -> ToolCall:
+    return ToolCall(name, json.dumps(args, ensure_ascii=False, separators=(",", ":")))
+
+
+WEATHER = {"city": "Bern", "days": 3}
+REASON = "The user wants the weather."
+
+
+def test_markers_are_single_tokens() -> None:
+    for marker in (START, END, "<think>", "</think>"):
+        assert TOK.single_token_id(marker) is not None, marker
+
+
+def test_a_call_after_reasoning() -> None:
+    out = f"<think>{REASON}</think>Let me check. " + pythonic(("get_weather", WEATHER))
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.reasoning == REASON
+    assert res.content == "Let me check."
+    assert res.tool_calls == [call("get_weather", WEATHER)]
+
+
+def test_a_call_inside_the_thinking_ends_it() -> None:
+    out = f"<think>{REASON}" + pythonic(("get_weather", WEATHER))
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.reasoning == REASON
+    assert not res.content
+    assert res.tool_calls == [call("get_weather", WEATHER)]
+
+
+def test_two_calls_in_one_list_and_text_after_the_block() -> None:
+    out = "Sure. " + pythonic(("get_weather", WEATHER), ("now", {})) + " Done."
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.reasoning is None
+    # One separator where the block was: the space written before it.
+    assert res.content == "Sure. Done."
+    assert res.tool_calls == [call("get_weather", WEATHER), call("now", {})]
+
+
+def test_two_blocks() -> None:
+    out = pythonic(("get_weather", WEATHER)) + "\n" + pythonic(("now", {}))
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert not res.content
+    assert res.tool_calls == [call("get_weather", WEATHER), call("now", {})]
+
+
+def test_the_json_form_asked_for_by_the_system_prompt() -> None:
+    args = {"city": "Zürich 🙂", "days": 2}
+    out = as_json(("get_weather", args), ("now", {}))
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.tool_calls == [call("get_weather", args), call("now", {})]
+    assert not res.content
+
+
+def test_python_literals_become_json_values() -> None:
+    args = {"flag": True, "none": None, "xs": [1, -2.5, "a"], "m": {"k": False}, "t": (1, 2)}
+    out = pythonic(("now", args))
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    want = {"flag": True, "none": None, "xs": [1, -2.5, "a"], "m": {"k": False}, "t": [1, 2]}
+    assert res.tool_calls == [call("now", want)]
+    # Literals keep the type written: '3' is a string, 3 an integer (no schema typing).
+    res = parser().parse(
+        TOK.encode(pythonic(("get_weather", {"city": "3", "days": 3}))), tools=TOOLS
+    )
+    assert json.loads(res.tool_calls[0].arguments) == {"city": "3", "days": 3}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        f"{START}[get_weather(city=)]{END}",  # not Python
+        f"{START}get_weather(city='Bern'){END}",  # not a list
+        f"{START}[1, 2]{END}",  # a list, but not of calls
+        f"{START}[get_weather('Bern')]{END}",  # positional argument
+        f"{START}[get_weather(city=open('x'))]{END}",  # not a literal
+    ],
+)
+def test_a_malformed_body_goes_back_to_the_content_verbatim(bad: str) -> None:
+    out = "Before. " + bad
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.tool_calls == []
+    assert res.content == out
+
+
+def test_one_bad_call_drops_only_itself() -> None:
+    out = f"{START}[get_weather(city=b'x'), now(), get_weather(days=1e999)]{END}"
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.tool_calls == [call("now", {})]
+    assert not res.content
+
+
+async def _served_until(ids: list[int], finish: str) -> Answer:
+    rt = ReasoningRuntime()
+    stream = rt.add("r", parser(), PROMPT, tools=TOOLS)
+    for i in range(0, len(ids), 2):
+        rt.step([stream.engine_id], ids[i : i + 2], [0, len(ids[i : i + 2])])
+    rt.finish("r", finish)  # type: ignore[arg-type]
+    return await read_chunks(stream)
+
+
+def test_a_call_cut_by_the_end_of_the_output_is_not_returned() -> None:
+    first = pythonic(("get_weather", WEATHER))
+    whole = TOK.encode("Checking. " + first + pythonic(("now", {})))
+    end = TOK.single_token_id(END)
+    first_end = whole.index(end)
+    sent = call("get_weather", WEATHER)
+    for cut in range(first_end + 2, len(whole)):
+        ids = whole[:cut]
+        res = parser().parse(ids, PROMPT, tools=TOOLS)
+        assert res.tool_calls == [sent], cut
+        assert res.content == "Checking."
+        for cuts in ([], [cut // 2], list(range(0, cut, 3))):
+            got = split_at(parser(), PROMPT, ids, cuts, TOOLS)
+            assert got == (res.reasoning or "", "Checking.", [sent]), (cut, cuts)
+        served = anyio.run(_served_until, ids, "length")
+        assert served == ("", "Checking.", [(sent.name, sent.arguments)])
+
+
+def test_thinking_off_the_think_tags_are_content_and_calls_are_read() -> None:
+    out = f"<think>{REASON}</think>Sure. " + pythonic(("now", {}))
+    res = every_path(lambda: parser(think=False), PROMPT, TOK.encode(out), TOOLS)
+    assert res.reasoning is None
+    # ``<think>`` is a special token: a server skips it from the text (skip_special_tokens).
+    assert res.content == f"{REASON}Sure."
+    assert res.tool_calls == [call("now", {})]
+
+
+def test_without_tools_the_markup_stays_in_the_content() -> None:
+    out = "Sure. " + pythonic(("now", {}))
+    for kwargs in ({}, {"tools": TOOLS, "tool_choice": "none"}):
+        res = parser().parse(TOK.encode(out), PROMPT, skip_special_tokens=False, **kwargs)  # type: ignore[arg-type]
+        assert res.tool_calls == [] and res.content == out, kwargs
+
+
+def test_every_split_of_a_mixed_output() -> None:
+    pieces = [
+        "<think>plan ",
+        "</think>",
+        "A ",
+        pythonic(("get_weather", {"city": "Chur"})),
+        f" {START}[broken({END}",
+        " B",
+        as_json(("now", {})),
+    ]
+    for chosen in (pieces, pieces[1:], pieces[::2], pieces[1::2]):
+        res = every_path(parser, PROMPT, TOK.encode("".join(chosen)), TOOLS)
+        good = [p for p in chosen if p.startswith(START) and "broken" not in p]
+        assert len(res.tool_calls) == len(good), chosen
+        assert ("broken" in (res.content or "")) == any("broken" in p for p in chosen)
