@@ -13,8 +13,20 @@ whose other bytes go to their channel's text.
 
 The output starts in content (nothing is prefilled) and enters reasoning at the start
 phrase; truncated after it, the output is reasoning. ``<|tool_call|>`` (a special token
-where the vocabulary has it) ends reasoning and stays in content for the tool parser; the
-prompt scan is bounded by the last ``<|start_of_role|>``.
+where the vocabulary has it) ends reasoning; the prompt scan is bounded by the last
+``<|start_of_role|>``.
+
+Tool calls (:data:`GRANITE_TOOL_CALLS`): with tools, the Granite 3.x template's system
+prompt asks the model to "respond only with <|tool_call|> followed by a JSON list of tools
+used", ``<|tool_call|>[{"name": …, "arguments": {…}}, …]``; vLLM's ``granite`` tool parser
+(an output that is ``<|tool_call|>`` and then one JSON list) and llama.cpp's granite
+handler (content up to ``<|tool_call|>``, then the JSON list; its grammar writes
+``<|tool_call|>`` and the list) read it. There is no close marker: the region runs to the
+end of the output and is read at the finish (kind ``json``); a list the end cut short is
+not a call. Text before ``<|tool_call|>`` is content (llama.cpp keeps it; vLLM only reads
+an output that starts with the call). The plain-text ``<tool_call>`` that vLLM's parser
+also strips (its comment: Granite 3.1) is not read: the templates surveyed write
+``<|tool_call|>`` only.
 
 A user who picks the granite parser gets the phrases parsed by default, as other engines
 do (vLLM's and SGLang's granite parsers always look for them), although the template's own
@@ -38,10 +50,23 @@ from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
 from reasonspan.runtime.shared.hint import DetectionHint
+from reasonspan.runtime.toolcalls import ToolFormat
 from reasonspan.tokenizer.loader import LoadedTokenizer
 
 START = ("Here is my thought process:", "Here's my thought process:")
 END = ("Here is my response:", "Here's my response:")
+TOOL_CALL = "<|tool_call|>"
+
+GRANITE_TOOL_CALLS = ToolFormat(
+    kinds=("json",),
+    open=(TOOL_CALL,),
+    json_strings=True,
+    source="Granite 3.x chat template (system prompt: respond only with <|tool_call|> followed "
+    'by a JSON list of tools used): `<|tool_call|>[{"name": …, "arguments": {…}}]`; vLLM\'s '
+    "`granite` tool parser and llama.cpp's granite handler read it",
+)
+"""``<|tool_call|>`` and a JSON list of ``{"name", "arguments"}`` objects, to the end of the
+output (kind ``json``)."""
 
 
 @register
@@ -51,7 +76,7 @@ class GraniteParser(ReasoningParser):
         aliases=("granite3", "granite_3"),
         start=START,
         end=END,
-        tool=("<|tool_call|>",),
+        tool=(TOOL_CALL,),
         turn=("<|start_of_role|>",),
         text_markers=START + END,
         prompt_start=False,
@@ -62,6 +87,7 @@ class GraniteParser(ReasoningParser):
             "documented: the Granite template prefills nothing; the model writes the start "
             "phrase itself (parsed by default, as other engines do)"
         ),
+        tool_calls=GRANITE_TOOL_CALLS,
         notes="plain-text phrases (also Here's) matched on token bytes with hold-back",
     )
     hint = DetectionHint(model_types=("granite",), plain_text_markers=True)

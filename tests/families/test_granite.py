@@ -1,13 +1,25 @@
 """granite: plain-text phrases matched on token bytes, on a real GPT-2-style BPE (Qwen2.5's,
-plus Granite's role tokens, which are special in Granite; the phrases are not)."""
+plus Granite's role tokens and ``<|tool_call|>``, which are special in Granite; the phrases
+are not), and its tool calls: ``<|tool_call|>`` then a JSON list of
+``{"name", "arguments"}`` objects to the end of the output (the Granite 3.x template's
+system prompt; vLLM's granite parser, llama.cpp's granite handler). The tool-call cases
+build every expected call and text from known pieces and check ``parse()``,
+``TextSplitter`` at every offset and random offsets, and the runtime (chunks and SSE)."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+import anyio
 import pytest
 
 import reasonspan
 from reasonspan import InvalidOptionError, Label, ReasoningParser
+from reasonspan.runtime.stream.runtime import ReasoningRuntime
+from reasonspan.runtime.toolcalls import ToolCall
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
+from tests.support.paths import Answer, every_path, read_chunks, split_at
 
 TOK = tokenizer(FAMILY_TOKENIZERS["granite"])
 R, C, D, T = (int(x) for x in (Label.REASONING, Label.CONTENT, Label.DELIMITER, Label.TOOL))
@@ -240,3 +252,129 @@ def test_text_splitter_one_token_at_a_time_matches_parse() -> None:
     assert (r + a, c + b) == (whole.reasoning, whole.content)
     assert whole.reasoning == "\n\nthink\n"
     assert whole.content == "Sure.:** done"
+
+
+# ---------------------------------------------------------------------- tool calls
+
+TOOL_CALL = "<|tool_call|>"
+TURN = TOK.encode("<|start_of_role|>user<|end_of_role|>Weather?<|end_of_text|>\n")
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+            },
+        },
+    },
+    {"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}},
+]
+WEATHER = {"city": "Boston", "days": 3}
+
+
+def thinking() -> ReasoningParser:
+    return parser(thinking=True)
+
+
+def calls_text(*calls: tuple[str, dict[str, Any]]) -> str:
+    """A block of calls as the Granite template asks for it: the token, then a JSON list."""
+    return TOOL_CALL + json.dumps([{"name": n, "arguments": a} for n, a in calls])
+
+
+def call(name: str, args: dict[str, Any]) -> ToolCall:
+    return ToolCall(name, json.dumps(args, ensure_ascii=False, separators=(",", ":")))
+
+
+def test_the_tool_call_token_is_one_token() -> None:
+    assert TOK.single_token_id(TOOL_CALL) is not None
+
+
+def test_a_call_after_the_response_phrase() -> None:
+    out = f"{START}\nI need the weather.\n{END}\nLet me check.\n" + calls_text(
+        ("get_weather", WEATHER)
+    )
+    res = every_path(thinking, TURN, TOK.encode(out), TOOLS)
+    assert res.reasoning == "\nI need the weather.\n"
+    assert res.content == "\nLet me check."
+    assert res.tool_calls == [call("get_weather", WEATHER)]
+
+
+def test_a_call_right_after_the_thoughts_ends_them() -> None:
+    out = f"{START}\nI need the weather." + calls_text(("get_weather", WEATHER))
+    res = every_path(thinking, TURN, TOK.encode(out), TOOLS)
+    assert res.reasoning == "\nI need the weather."
+    assert not res.content
+    assert res.tool_calls == [call("get_weather", WEATHER)]
+
+
+def test_two_calls_in_the_list() -> None:
+    args = {"city": "Zürich 🙂", "days": 1}
+    out = calls_text(("get_weather", args), ("now", {}))
+    res = every_path(parser, TURN, TOK.encode(out), TOOLS)
+    assert res.reasoning is None and not res.content
+    assert res.tool_calls == [call("get_weather", args), call("now", {})]
+
+
+def test_thinking_off_the_phrases_are_content_and_calls_are_read() -> None:
+    text = f"{START} x {END} y "
+    out = text + calls_text(("now", {}))
+    res = every_path(lambda: parser(thinking=False), TURN, TOK.encode(out), TOOLS)
+    assert res.reasoning is None
+    assert res.content == text.rstrip()
+    assert res.tool_calls == [call("now", {})]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        TOOL_CALL + "not json",
+        TOOL_CALL + '[{"arguments": {}}]',  # no name
+        TOOL_CALL + '[{"name": "now", "arguments": []}]',  # arguments not an object
+    ],
+)
+def test_a_malformed_body_goes_back_to_the_content_verbatim(bad: str) -> None:
+    out = "Before." + bad
+    res = every_path(parser, TURN, TOK.encode(out), TOOLS)
+    assert res.tool_calls == []
+    assert res.content == out
+
+
+def test_one_bad_call_drops_only_itself() -> None:
+    out = TOOL_CALL + '[{"name": "get_weather", "arguments": 7}, {"name": "now", "arguments": {}}]'
+    res = every_path(parser, TURN, TOK.encode(out), TOOLS)
+    assert res.tool_calls == [call("now", {})]
+    assert not res.content
+
+
+async def _served_until(ids: list[int], finish: str) -> Answer:
+    rt = ReasoningRuntime()
+    stream = rt.add("r", parser(), TURN, tools=TOOLS)
+    for i in range(0, len(ids), 2):
+        rt.step([stream.engine_id], ids[i : i + 2], [0, len(ids[i : i + 2])])
+    rt.finish("r", finish)  # type: ignore[arg-type]
+    return await read_chunks(stream)
+
+
+def test_a_call_cut_by_the_end_of_the_output_is_not_returned() -> None:
+    # No close marker: the list runs to the end; cut short it is no call, and its text is
+    # given back as the content (a cut list cannot be told from text that is not a call).
+    whole = TOK.encode("Checking. " + calls_text(("get_weather", WEATHER), ("now", {})))
+    first = whole.index(TOK.single_token_id(TOOL_CALL))
+    for cut in range(first + 1, len(whole)):
+        ids = whole[:cut]
+        text = TOK.decode(ids)
+        res = parser().parse(ids, TURN, tools=TOOLS)
+        assert res.tool_calls == [], cut
+        assert res.content == text
+        for cuts in ([], [cut // 2], list(range(0, cut, 3))):
+            assert split_at(parser(), TURN, ids, cuts, TOOLS) == ("", text, []), (cut, cuts)
+        assert anyio.run(_served_until, ids, "length") == ("", text, [])
+
+
+def test_without_tools_the_markup_stays_in_the_content() -> None:
+    out = "Sure." + calls_text(("now", {}))
+    for kwargs in ({}, {"tools": TOOLS, "tool_choice": "none"}):
+        res = parser().parse(TOK.encode(out), TURN, **kwargs)  # type: ignore[arg-type]
+        assert res.tool_calls == [] and res.content == out, kwargs

@@ -152,10 +152,10 @@ CALLS["lfm2"] = (
 )
 CALLS["ling3"] = ("<tool_call>f<arg_key>a</arg_key><arg_value>V</arg_value></tool_call>",)
 CALLS["nemotron_v3"] = (
-    "<tool_call>\n<function=f>\n<parameter=a>\nV\n</parameter>\n</function>\n</tool_call>\n",
+    "<tool_call>\n<function=f>\n<parameter=a>\nV\n</parameter>\n</function>\n</tool_call>",
 )
 CALLS["granite_thinking"] = (
-    "<tool_call>\n<function=f>\n<parameter=a>\nV\n</parameter>\n</function>\n</tool_call>\n",
+    "<tool_call>\n<function=f>\n<parameter=a>\nV\n</parameter>\n</function>\n</tool_call>",
 )
 CALLS["nemotron_v1"] = ('<TOOLCALL>[{"name": "f", "arguments": {"a": V}}]</TOOLCALL>',)
 CALLS["poolside_v1"] = (
@@ -168,3 +168,16 @@ CALLS["k2_horizon"] = (
     '<ifm|tool_calls><ifm|tool_call>{"name": "f", "arguments": {"a": V}}</ifm|tool_call>'
     "</ifm|tool_calls>",
 )
+CALLS["granite"] = ('<|tool_call|>[{"name": "f", "arguments": {"a": V}}]',)
+CALLS["gigachat35"] = (
+    '<｜GCML｜tool_calls>\n<｜GCML｜invoke name="f">\n<｜GCML｜parameter name="a" string="false">V'
+    "</｜GCML｜parameter>\n</｜GCML｜invoke>\n</｜GCML｜tool_calls>",
+)
+CALLS["plamo3"] = (
+    "<|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
+    "<|plamo:begin_tool_name:plamo|>f<|plamo:end_tool_name:plamo|>"
+    "<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>"
+    '{"a": V}<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>'
+    "<|plamo:end_tool_requests:plamo|>",
+)
+CALLS["jamba"] = ('<tool_calls>[{"name": "f", "arguments": {"a": V}}]</tool_calls>',)
