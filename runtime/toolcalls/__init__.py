@@ -14,6 +14,7 @@ from reasonspan.runtime.core.tool_types import NO_TOOLS, ToolCall, Tools, as_too
 from reasonspan.runtime.toolcalls import apertus_calls as apertus_calls
 from reasonspan.runtime.toolcalls import deepseek_calls as deepseek_calls
 from reasonspan.runtime.toolcalls import dsml_calls as dsml_calls
+from reasonspan.runtime.toolcalls import gcml_calls as gcml_calls
 from reasonspan.runtime.toolcalls import gemma4_calls as gemma4_calls
 from reasonspan.runtime.toolcalls import ifm_calls as ifm_calls
 from reasonspan.runtime.toolcalls import json_calls as json_calls

@@ -35,7 +35,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
     "deepseek_v4": ("families/test_matrix_more.py", "toolcalls/test_toolcalls_deepseek_kimi.py"),
     "deepseek_v41": ("toolcalls/test_toolcalls_deepseek_kimi.py",),
     "ernie45": ("families/test_matrix_more.py",),
-    "gigachat35": ("families/test_matrix_added_tokens_b.py",),
     "glm45": (
         "families/test_fidelity.py",
         "families/test_matrix_core.py",
@@ -91,7 +90,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
     "muse_glimmer": ("families/test_matrix_added_tokens_b.py",),
     "nemotron_v1": ("families/test_matrix_added_tokens_b.py",),
     "olmo3": ("families/test_fidelity.py", "families/test_matrix_more.py"),
-    "plamo3": ("families/test_matrix_added_tokens_a.py", "runtime/test_cut.py"),
     "poolside_v1": ("families/test_matrix_added_tokens_a.py",),
     "qwen3": (
         "families/test_fidelity.py",

@@ -181,3 +181,4 @@ CALLS["plamo3"] = (
     "<|plamo:end_tool_requests:plamo|>",
 )
 CALLS["jamba"] = ('<tool_calls>[{"name": "f", "arguments": {"a": V}}]</tool_calls>',)
+CALLS["apertus"] = ('<|tools_prefix|>[{"f": {"a": V}}]<|tools_suffix|>',)
