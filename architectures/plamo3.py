@@ -24,6 +24,21 @@ Facts and where they come from (vLLM's ``vllm/parser/plamo3.py``, adapters
   ``<|plamo:tag|>``; here the prompt scan reads a cut marker as an end, so a prompt whose
   current turn primes nothing after the last message's tag starts in content, and one
   ending with the begin marker starts in reasoning.
+- A tag cut short by the end of the output (``visible<|plamo:end_``, ``…<|plamo:end_think``,
+  even ``…<|pla``) is not text: vLLM strips such a trailing fragment of any PLaMo tag from
+  the reasoning and the content (``strip_trailing_partial_marker``; its tests:
+  ``Answer<|plamo:begin_`` is content ``Answer``, ``reasoning text<|plamo:end_thin`` is
+  safe up to ``text``). Here the tokens the hold-back still holds at the end, a strict
+  prefix of a marker, are DELIMITERs (:class:`Plamo3Machine`), in ``parse()`` and every
+  stream alike (both end with the machine's ``flush``). Text before the fragment inside
+  the same token stays in its channel.
+
+Tool calls (kind ``plamo3``, :mod:`reasonspan.runtime.toolcalls.plamo3_calls`): a block
+``<|plamo:begin_tool_requests:plamo|>`` … ``<|plamo:end_tool_requests:plamo|>`` of requests
+``<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>NAME<|plamo:end_tool_name:plamo|>
+<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{…}<|plamo:end_tool_arguments:plamo|>
+<|plamo:end_tool_request:plamo|>`` (vLLM's ``plamo3`` tool parser and its tests), then
+``<|plamo:tag|>``. The block's open tag is this family's implicit end of reasoning.
 """
 
 from __future__ import annotations
@@ -33,17 +48,64 @@ from typing import Any
 
 import msgspec
 
+from reasonspan.runtime.core.holdback import Cursor, Spill
+from reasonspan.runtime.core.labels import CONTENT, DELIMITER, REASONING
 from reasonspan.runtime.core.machine import Machine
-from reasonspan.runtime.core.markers import compile_machine
+from reasonspan.runtime.core.markers import resolve_markers
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.toolcalls import ToolFormat
 from reasonspan.tokenizer.loader import LoadedTokenizer
 
 BEGIN_THINK = "<|plamo:begin_think:plamo|>"
 END_THINK = "<|plamo:end_think:plamo|>"
 BEGIN_TOOL_REQUESTS = "<|plamo:begin_tool_requests:plamo|>"
+END_TOOL_REQUESTS = "<|plamo:end_tool_requests:plamo|>"
 EOT = "<|plamo:tag|>"
+
+PLAMO3_TOOL_CALLS = ToolFormat(
+    kinds=("plamo3",),
+    open=(BEGIN_TOOL_REQUESTS,),
+    close=(END_TOOL_REQUESTS,),
+    call_close=("<|plamo:end_tool_request:plamo|>",),
+    json_after=("<|plamo:begin_tool_arguments:plamo|>",),
+    source="vLLM's plamo3 tool parser (vllm/tool_parsers/plamo3_tool_parser.py, tags in "
+    "vllm/reasoning/plamo3_reasoning_parser.py): `<|plamo:begin_tool_requests:plamo|>` then "
+    "per call `<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>NAME"
+    "<|plamo:end_tool_name:plamo|><|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json"
+    "<|plamo:msg|>{JSON}<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>`, "
+    "then `<|plamo:end_tool_requests:plamo|>`",
+)
+
+
+class Plamo3Machine(Machine):
+    """The base machine, except that a marker fragment the output ends on is no text."""
+
+    def flush(
+        self,
+        reasoning: bool,
+        cursor: Cursor,
+        out_ids: list[int],
+        out_labels: bytearray,
+        spill: list[Spill] | None = None,
+    ) -> bool:
+        """End of output: held tokens that only begin a marker (no marker can complete
+        now) are DELIMITERs, the bytes before the fragment in its first token kept in the
+        channel (module doc); anything else settles as the base machine does."""
+        held = cursor.held
+        seg = cursor.held_bytes[cursor.offset :]
+        if not held or cursor.cut or cursor.carry is not None or self._longest_at(seg):
+            return super().flush(reasoning, cursor, out_ids, out_labels, spill)
+        state = reasoning and self.thinking
+        first = len(out_ids)
+        out_ids.extend(held)
+        out_labels.extend(bytes((DELIMITER,)) * len(held))
+        before = self.token_bytes[held[0]][: cursor.offset]
+        if before and spill is not None:
+            spill.append((first, before, REASONING if state else CONTENT, 0))
+        cursor.clear()
+        return state
 
 
 @register
@@ -65,17 +127,34 @@ class Plamo3Parser(ReasoningParser):
             "documented: vLLM's plamo3 parser starts in reasoning with enable_thinking on "
             "(the template prefills the begin marker)"
         ),
+        tool_calls=PLAMO3_TOOL_CALLS,
         notes="multi-token text markers matched on bytes; <|plamo:tag|> ends the output "
-        "(it and everything after it dropped)",
+        "(it and everything after it dropped); a marker fragment at the end is no text",
     )
 
     @classmethod
     def compile(cls, tokenizer: LoadedTokenizer, kwargs: Mapping[str, Any]) -> Machine:
         """Thinking off, every token up to ``<|plamo:tag|>`` is content (vLLM's grammar
         without the think markers): the machine is built without the text markers, so no
-        token is held back for them; the batch routes it by table up to the cut."""
+        token is held back for them; the batch routes it by table up to the cut. Either
+        way it is a :class:`Plamo3Machine` (its ``run`` is the base one: the batch's lanes
+        stay those of its markers)."""
         thinking, prompt_start = cls.resolve_switches(kwargs)
         spec = cls.spec
         if not thinking:
             spec = msgspec.structs.replace(spec, start=(), end=(), tool=(), text_markers=())
-        return compile_machine(spec, tokenizer, thinking=thinking, prompt_start=prompt_start)
+        key = ("plamo3", spec, thinking, prompt_start)
+        cached = tokenizer.cache.get(key)
+        if isinstance(cached, Plamo3Machine):
+            return cached
+        id_markers, byte_markers = resolve_markers(spec, tokenizer)
+        machine = Plamo3Machine(
+            spec,
+            tokenizer,
+            thinking=thinking,
+            prompt_start=prompt_start,
+            id_markers=id_markers,
+            byte_markers=byte_markers,
+        )
+        tokenizer.cache[key] = machine
+        return machine
