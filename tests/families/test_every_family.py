@@ -21,7 +21,6 @@ TESTS = FAMILIES_DIR.parent
 
 # Family -> the files (under tests/) that hold its cases until they move to its module.
 NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
-    "apertus": ("families/test_matrix_added_tokens_b.py",),
     "cohere_command3": ("families/test_fidelity.py", "families/test_matrix_control_tokens.py"),
     "cohere_command4": ("families/test_fidelity.py", "families/test_matrix_control_tokens.py"),
     "declared": ("runtime/test_declared.py",),
@@ -46,7 +45,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
         "families/test_matrix_core.py",
         "toolcalls/test_toolcalls_xml.py",
     ),
-    "granite_thinking": ("families/test_matrix_added_tokens_a.py",),
     "holo2": ("families/test_fidelity.py", "families/test_matrix_core.py"),
     "hunyuan_a13b": ("families/test_matrix_more.py",),
     "hy_v3": ("families/test_matrix_more.py",),
@@ -89,7 +87,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
     ),
     "muse_glimmer": ("families/test_matrix_added_tokens_b.py",),
     "nemotron_v1": ("families/test_matrix_added_tokens_b.py",),
-    "olmo3": ("families/test_fidelity.py", "families/test_matrix_more.py"),
     "poolside_v1": ("families/test_matrix_added_tokens_a.py",),
     "qwen3": (
         "families/test_fidelity.py",

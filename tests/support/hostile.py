@@ -182,3 +182,4 @@ CALLS["plamo3"] = (
 )
 CALLS["jamba"] = ('<tool_calls>[{"name": "f", "arguments": {"a": V}}]</tool_calls>',)
 CALLS["apertus"] = ('<|tools_prefix|>[{"f": {"a": V}}]<|tools_suffix|>',)
+CALLS["olmo3"] = ("\n<function_calls>f(a=V)</function_calls>",)

@@ -1,0 +1,77 @@
+"""Kind ``olmo3``: Olmo 3's calls, one Python call per line, ``get_weather(city="Paris")``.
+
+Olmo 3 (Instruct and Think) writes its calls between ``<function_calls>`` and
+``</function_calls>`` (special tokens of its Instruct tokenizer, allenai's
+olmo-3-tokenizer-instruct-dev README; its chat template writes an assistant's
+``function_calls`` there). vLLM's ``olmo3`` tool parser reads the body as Python calls with
+keyword arguments, one per line (not a list: ``[f(a=1)]`` is not a call there), whose values
+are Python literals or JSON's ``true`` / ``false`` / ``null``. So does this kind: the body
+is parsed with :mod:`ast` (never evaluated), each statement must be a call (or calls
+separated by commas on one line, which vLLM's reader also takes), JSON's three names are
+read as ``True`` / ``False`` / ``None`` wherever they are values, and each call is read as
+the ``pythonic`` kind reads one (its ``_call``: keyword arguments
+only, literal values, JSON-safe). A call that does not read (``b'z'``, ``1e999``, a
+positional argument) is dropped and its siblings are kept, as vLLM's parser does; a body
+that is not calls at all, or none of whose calls reads, goes back to the content.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from reasonspan.runtime.core.tool_format import body_kind
+from reasonspan.runtime.core.tool_types import ToolCall, Tools
+from reasonspan.runtime.toolcalls.pythonic_calls import _call as read_call
+
+_JSON_NAMES: dict[str, object] = {"true": True, "false": False, "null": None}
+
+
+def _json_names_as_constants(node: ast.expr) -> ast.expr:
+    """``node`` with every bare ``true`` / ``false`` / ``null`` in it made a constant
+    (iteratively: :func:`ast.walk` keeps no recursion)."""
+
+    def swap(child: object) -> object:
+        if isinstance(child, ast.Name) and child.id in _JSON_NAMES:
+            return ast.Constant(_JSON_NAMES[child.id])
+        return child
+
+    node = swap(node)  # type: ignore[assignment]
+    for parent in ast.walk(node):
+        for field, value in ast.iter_fields(parent):
+            if isinstance(value, list):
+                value[:] = [swap(v) for v in value]
+            elif isinstance(value, ast.Name):
+                setattr(parent, field, swap(value))
+    return node
+
+
+def _calls_of(statement: ast.stmt) -> list[ast.Call] | None:
+    if not isinstance(statement, ast.Expr):
+        return None
+    value = statement.value
+    items = value.elts if isinstance(value, ast.Tuple) else [value]
+    if not items or not all(isinstance(item, ast.Call) for item in items):
+        return None
+    return [item for item in items if isinstance(item, ast.Call)]
+
+
+@body_kind("olmo3")
+def parse_olmo3(body: str, tools: Tools) -> list[ToolCall] | None:
+    try:
+        tree = ast.parse(body.strip(), mode="exec")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    nodes: list[ast.Call] = []
+    for statement in tree.body:
+        got = _calls_of(statement)
+        if got is None:
+            return None
+        nodes += got
+    calls = []
+    for node in nodes:
+        for kw in node.keywords:
+            kw.value = _json_names_as_constants(kw.value)
+        call = read_call(node)
+        if call is not None:
+            calls.append(call)
+    return calls or None
