@@ -17,11 +17,23 @@ Facts and where they come from:
 - The tools span, choice: llama.cpp routes a ``<|tools_prefix|>`` that the model writes
   inside an open inner block out of reasoning into the content (its tool parser reads it
   there); vLLM's generic split leaves it in reasoning, where no tool parser sees it and the
-  call is lost. This family follows llama.cpp: ``<|tools_prefix|>`` ends reasoning and
-  stays in the content (an implicit end), and the ``<|inner_suffix|>`` that then closes
+  call is lost. This family follows llama.cpp: ``<|tools_prefix|>`` ends reasoning (an
+  implicit end; the span is then read as calls), and the ``<|inner_suffix|>`` that then closes
   the block is dropped from the content. Text between the tools span and that late
   ``<|inner_suffix|>`` is therefore content; the spec cannot return to reasoning after a
   span, and a call reaching the tool parser matters more.
+- Tool calls (:data:`APERTUS_TOOL_CALLS`): the Apertus template renders a turn's calls as
+  ``<|tools_prefix|>[{"NAME": {ARGS}}, …]<|tools_suffix|>``, one JSON array of one-key
+  objects (kind ``apertus``); vLLM's and SGLang's ``apertus`` parsers and llama.cpp's
+  apertus handler read it. A span the output ends before its ``<|tools_suffix|>`` is not
+  a call (SGLang's detector needs the suffix too).
+- Stream order, where an engine reorders: the template may write a tools span inside the
+  thoughts (a ``tool_calls`` block between ``thoughts`` blocks); llama.cpp's parser reads an
+  output as reasoning, then content, then the calls, so a tools span written inside the
+  reasoning comes out at the end of the content. Nothing is reordered here: the reasoning
+  runs up to ``<|tools_prefix|>``, the calls are read where they are written, and the text
+  after ``<|tools_suffix|>`` is content in the order written (the late
+  ``<|inner_suffix|>`` dropped, as above).
 """
 
 from __future__ import annotations
@@ -30,10 +42,23 @@ from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
 from reasonspan.runtime.shared.hint import DetectionHint
+from reasonspan.runtime.toolcalls import ToolFormat
 
 INNER_PREFIX, INNER_SUFFIX = "<|inner_prefix|>", "<|inner_suffix|>"
-TOOLS_PREFIX = "<|tools_prefix|>"
+TOOLS_PREFIX, TOOLS_SUFFIX = "<|tools_prefix|>", "<|tools_suffix|>"
 ASSISTANT_START = "<|assistant_start|>"
+
+APERTUS_TOOL_CALLS = ToolFormat(
+    kinds=("apertus",),
+    open=(TOOLS_PREFIX,),
+    close=(TOOLS_SUFFIX,),
+    json_strings=True,
+    source="Apertus' chat template (swiss-ai Apertus-8B-Instruct-2509) writes a turn's calls as "
+    "`<|tools_prefix|>[{\"NAME\": {ARGS}}, …]<|tools_suffix|>`; vLLM's and SGLang's `apertus` "
+    "parsers and llama.cpp's apertus handler read that array of one-key objects",
+)
+"""One JSON array of ``{NAME: ARGUMENTS}`` objects between the two special tokens (kind
+``apertus``)."""
 
 
 @register
@@ -50,6 +75,7 @@ class ApertusParser(ReasoningParser):
         thinking_default=True,
         start_in_content="enter",
         end_in_content="drop",
+        tool_calls=APERTUS_TOOL_CALLS,
         start_source=(
             "documented: Apertus' generation prompt ends with `<|assistant_start|>`; the model "
             "opens `<|inner_prefix|>` itself (llama.cpp's apertus handler)"
