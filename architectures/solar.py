@@ -17,6 +17,22 @@ Facts and where they come from:
   is refused, naming the key.
 - Implicit end: vLLM's streaming path ends reasoning at ``<|tool_call:start|>`` and keeps
   it in the content for the tool parser; so does this family.
+- Tool calls (:data:`SOLAR_OPEN2_TOOL_CALLS`, kind ``solar``): ``<|tool_call:start|>NAME\\n``
+  then ``<|tool_arg:start|>K<|tool_arg:value|>V<|tool_arg:end|>\\n`` per argument and
+  ``<|tool_call:end|>``, every marker one special token; values raw, typed from the tool's
+  schema (vLLM's ``solar_open2`` tool parser and its tests; SGLang's port). A call whose
+  end marker the model left out ends at the next ``<|tool_call:start|>``, as in vLLM.
+
+Where the engine reorders and this family keeps the stream order:
+
+- vLLM's non-streaming reasoning parser moves each complete tool block written *inside*
+  the think block out of the reasoning and appends it after the content, and the text the
+  model wrote after it before ``<|think:end|>`` stays reasoning. Here, as in vLLM's
+  streaming path, ``<|tool_call:start|>`` ends the reasoning where it is written: the call
+  is read there and the text after it (up to a ``<|think:end|>``, dropped) is content, so
+  ``parse()`` and every stream give the same split.
+- vLLM's tool parser returns only the text before the first call as content and drops the
+  text after the calls; here text after a call is content, as the model wrote it.
 
 The prompt scan reads only the current turn (after the last ``<|im:start|>``), so a
 ``<|think:end|>`` from an earlier assistant turn never decides it; a ``<|think:end|>``
@@ -33,10 +49,20 @@ from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
 from reasonspan.runtime.shared.hint import DetectionHint
+from reasonspan.runtime.toolcalls import ToolFormat
 
 THINK_START, THINK_END = "<|think:start|>", "<|think:end|>"
 TOOL_CALL_START = "<|tool_call:start|>"
 TURN = "<|im:start|>"
+
+SOLAR_OPEN2_TOOL_CALLS = ToolFormat(
+    kinds=("solar",),
+    open=(TOOL_CALL_START,),
+    close=("<|tool_call:end|>",),
+    source="vLLM's solar_open2 tool parser and its tests (SGLang's port too): "
+    "`<|tool_call:start|>NAME\\n<|tool_arg:start|>K<|tool_arg:value|>V<|tool_arg:end|>\\n…"
+    "<|tool_call:end|>`, raw values typed from the tool's schema",
+)
 
 OPEN_EFFORTS = ("medium", "high", "xhigh")
 """``reasoning_effort`` values whose generation prompt leaves the think block open
@@ -56,6 +82,7 @@ class SolarOpen2Parser(ReasoningParser):
         prompt_start=True,
         thinking_default=True,
         end_in_content="drop",
+        tool_calls=SOLAR_OPEN2_TOOL_CALLS,
         start_source=(
             "documented: Solar Open 2's template always prefills `<|think:start|>`, left open "
             "for reasoning_effort unset/medium/high/xhigh (vLLM's solar_open2 parser)"

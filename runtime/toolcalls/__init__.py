@@ -12,6 +12,7 @@ from reasonspan.runtime.core.tool_format import (
 )
 from reasonspan.runtime.core.tool_types import NO_TOOLS, ToolCall, Tools, as_tools, dump_arguments
 from reasonspan.runtime.toolcalls import apertus_calls as apertus_calls
+from reasonspan.runtime.toolcalls import cohere_calls as cohere_calls
 from reasonspan.runtime.toolcalls import deepseek_calls as deepseek_calls
 from reasonspan.runtime.toolcalls import dsml_calls as dsml_calls
 from reasonspan.runtime.toolcalls import gcml_calls as gcml_calls
@@ -24,6 +25,8 @@ from reasonspan.runtime.toolcalls import mistral_calls as mistral_calls
 from reasonspan.runtime.toolcalls import olmo3_calls as olmo3_calls
 from reasonspan.runtime.toolcalls import plamo3_calls as plamo3_calls
 from reasonspan.runtime.toolcalls import pythonic_calls as pythonic_calls
+from reasonspan.runtime.toolcalls import solar_calls as solar_calls
+from reasonspan.runtime.toolcalls import xlam_calls as xlam_calls
 from reasonspan.runtime.toolcalls import xml_calls as xml_calls
 from reasonspan.runtime.toolcalls import xml_nested as xml_nested
 from reasonspan.runtime.toolcalls import xtml_calls as xtml_calls

@@ -157,11 +157,6 @@ CALLS["nemotron_v3"] = (
 CALLS["granite_thinking"] = (
     "<tool_call>\n<function=f>\n<parameter=a>\nV\n</parameter>\n</function>\n</tool_call>",
 )
-CALLS["nemotron_v1"] = ('<TOOLCALL>[{"name": "f", "arguments": {"a": V}}]</TOOLCALL>',)
-CALLS["poolside_v1"] = (
-    "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>V</arg_value>\n</tool_call>",
-    "<tool_call>f<arg_key>a</arg_key><arg_value>V</arg_value></tool_call>",
-)
 CALLS["k2_horizon"] = (
     "<ifm|tool_calls>\n<ifm|tool_call>f\n<ifm|arg_key>a</ifm|arg_key>\n"
     "<ifm|arg_value>V</ifm|arg_value>\n</ifm|tool_call>\n</ifm|tool_calls>",
@@ -183,3 +178,7 @@ CALLS["plamo3"] = (
 CALLS["jamba"] = ('<tool_calls>[{"name": "f", "arguments": {"a": V}}]</tool_calls>',)
 CALLS["apertus"] = ('<|tools_prefix|>[{"f": {"a": V}}]<|tools_suffix|>',)
 CALLS["olmo3"] = ("\n<function_calls>f(a=V)</function_calls>",)
+CALLS["solar_open2"] = (
+    "<|tool_call:start|>f\n<|tool_arg:start|>a<|tool_arg:value|>V<|tool_arg:end|>\n"
+    "<|tool_call:end|>",
+)
