@@ -60,7 +60,6 @@ TOOL_CALL = "<|tool_call|>"
 GRANITE_TOOL_CALLS = ToolFormat(
     kinds=("json",),
     open=(TOOL_CALL,),
-    json_strings=True,
     source="Granite 3.x chat template (system prompt: respond only with <|tool_call|> followed "
     'by a JSON list of tools used): `<|tool_call|>[{"name": …, "arguments": {…}}]`; vLLM\'s '
     "`granite` tool parser and llama.cpp's granite handler read it",

@@ -138,6 +138,17 @@ def test_python_literals_become_json_values() -> None:
     assert json.loads(res.tool_calls[0].arguments) == {"city": "3", "days": 3}
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="the pythonic kind reads Python literals only; LFM2.5's template writes a mapping "
+    "argument with tojson (true/false/null), which vLLM's shared pythonic reader accepts",
+)
+def test_json_names_inside_a_mapping_argument() -> None:
+    out = f'{START}[now(opts={{"deep": true, "tag": null}})]{END}'
+    res = parser().parse(TOK.encode(out), PROMPT, tools=TOOLS)
+    assert res.tool_calls == [call("now", {"opts": {"deep": True, "tag": None}})]
+
+
 @pytest.mark.parametrize(
     "bad",
     [
