@@ -26,6 +26,19 @@ out of both channels' text and each span is kept as a ``Citation`` (its text, it
 position in the cleaned text, its sources): ``ParseResult.citations``,
 ``TextSplitter.take_citations()`` (see :mod:`reasonspan.runtime.text.citations`). The tokens of
 the markup keep their channel's label.
+
+Tool calls (:data:`COHERE_TOOL_CALLS`, kind ``cohere``): ``<|START_ACTION|>[{"tool_call_id":
+"0", "tool_name": NAME, "parameters": {…}}, …]<|END_ACTION|>``, every call of a step in one
+JSON list. Facts: Command R7B's tool-use template (llama.cpp's
+``models/templates/CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja``) and Cohere's
+melody templates for Command 3 and Command 4 (``cmd3-*``, ``cmd4-hf.jinja``) render an
+assistant's ``tool_calls`` so, after its ``<|START_THINKING|>`` plan; llama.cpp's Command
+R7B handler reads ``tool_name`` / ``parameters`` (vLLM serves Command A Reasoning with
+melody's ``cohere_command3`` parser). ``<|START_ACTION|>`` is also an implicit end of
+reasoning (a plan the model did not close), so a call right after the plan is read either
+way. The action's JSON is read JSON-aware (an ``<|END_ACTION|>`` inside a string argument is
+text), and a ``<co>`` written inside an argument is the argument's, never a citation: the
+region is taken out before the text's citations are read.
 """
 
 from __future__ import annotations
@@ -36,17 +49,30 @@ from reasonspan.runtime.core.spec import ReasoningSpec, Trim
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
 from reasonspan.runtime.shared.hint import DetectionHint
+from reasonspan.runtime.toolcalls import ToolFormat
 
 START_THINKING, END_THINKING = "<|START_THINKING|>", "<|END_THINKING|>"
 START_RESPONSE, END_RESPONSE = "<|START_RESPONSE|>", "<|END_RESPONSE|>"
 START_TEXT, END_TEXT = "<|START_TEXT|>", "<|END_TEXT|>"
+START_ACTION, END_ACTION = "<|START_ACTION|>", "<|END_ACTION|>"
+
+COHERE_TOOL_CALLS = ToolFormat(
+    kinds=("cohere",),
+    open=(START_ACTION,),
+    close=(END_ACTION,),
+    json_strings=True,
+    source="Command R7B's tool-use chat template and Cohere's melody templates (Command 3, "
+    'Command 4) write `<|START_ACTION|>[{"tool_call_id": "0", "tool_name": NAME, '
+    '"parameters": {…}}, …]<|END_ACTION|>`; llama.cpp\'s Command R7B handler reads '
+    "tool_name and parameters",
+)
 
 _COMMAND3 = ReasoningSpec(
     name="cohere_command3",
     start=(START_THINKING,),
     # END_THINKING first: it is the marker budgets force.
     end=(END_THINKING, START_RESPONSE),
-    tool=("<|START_ACTION|>",),
+    tool=(START_ACTION,),
     strip=(END_RESPONSE,),
     turn=("<|CHATBOT_TOKEN|>",),
     required=(START_THINKING, END_THINKING),
@@ -56,6 +82,7 @@ _COMMAND3 = ReasoningSpec(
     reasoning_trim=Trim(lead=" \t\n"),
     content_trim=Trim(lead=" \t\n"),
     citations="cohere",
+    tool_calls=COHERE_TOOL_CALLS,
     start_source=(
         "documented: Command A Reasoning thinks by default and writes `<|START_THINKING|>` itself "
         "(consumed in reasoning)"

@@ -21,8 +21,6 @@ TESTS = FAMILIES_DIR.parent
 
 # Family -> the files (under tests/) that hold its cases until they move to its module.
 NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
-    "cohere_command3": ("families/test_fidelity.py", "families/test_matrix_control_tokens.py"),
-    "cohere_command4": ("families/test_fidelity.py", "families/test_matrix_control_tokens.py"),
     "declared": ("runtime/test_declared.py",),
     "deepseek_v3": (
         "families/test_fidelity.py",
@@ -68,7 +66,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
         "toolcalls/test_toolcalls_mistral_llama_gemma.py",
     ),
     "mimo": ("families/test_fidelity.py", "families/test_matrix_added_tokens_b.py"),
-    "minicpmv": ("families/test_matrix_added_tokens_a.py",),
     "minimax_m2": (
         "families/test_fidelity.py",
         "families/test_matrix_core.py",

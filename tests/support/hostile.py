@@ -182,3 +182,12 @@ CALLS["solar_open2"] = (
     "<|tool_call:start|>f\n<|tool_arg:start|>a<|tool_arg:value|>V<|tool_arg:end|>\n"
     "<|tool_call:end|>",
 )
+CALLS["minicpmv"] = (
+    '<tool_call>\n{"name": "f", "arguments": {"a": V}}\n</tool_call>',
+    "<tool_call>\n<function=f>\n<parameter=a>\nV\n</parameter>\n</function>\n</tool_call>",
+)
+CALLS["cohere_command3"] = (
+    '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "f", "parameters": {"a": V}}]'
+    "<|END_ACTION|>",
+)
+CALLS["cohere_command4"] = CALLS["cohere_command3"]
