@@ -1,35 +1,112 @@
 """OpenBMB MiniCPM-V 4.5 and later (``minicpmv``).
 
-Facts and where they come from (vLLM's ``vllm/parser/minicpmv.py`` and its reasoning
-adapter ``vllm/reasoning/minicpmv_reasoning_parser.py``; MiniCPM-V's language model is
-Qwen3, with ChatML turns):
+Facts and where they come from (vLLM's ``vllm/parser/minicpmv.py``, its reasoning adapter
+``vllm/reasoning/minicpmv_reasoning_parser.py`` and its tests
+``tests/parser/engine/test_minicpmv_reasoning.py``; MiniCPM-V's language model is Qwen3
+(4.5) or Qwen3.5 (4.6), with ChatML turns):
 
-- ``<think>``/``</think>`` (Qwen3's tokens) and ``<tool_call>`` ending reasoning (vLLM
+- ``<think>``/``</think>`` (Qwen's tokens) and ``<tool_call>`` ending reasoning (vLLM
   wraps Qwen3's grammar).
 - ``enable_thinking`` defaults to **off** (``chat_kwargs.get("enable_thinking", False)``).
   On, the output starts in reasoning (vLLM uses Qwen3's thinking config): the template
   prefills nothing, the model opens ``<think>`` itself and that leading start is consumed.
   Off, the turn starts in content.
-- Nothing is prefilled with thinking off, and a ``<think>…</think>`` block the model
-  writes anyway is kept out of the answer: vLLM's no-thinking grammar routes it to
-  reasoning and then discards the reasoning. Decided here: the block is split off the
-  same way (labelled REASONING, consumed markers), so the content is what vLLM returns;
-  the block's text is reported as reasoning instead of thrown away, because a token's
-  label says what it is and a client that asked for no thinking can ignore the field.
+- Thinking off, a ``<think>…</think>`` block the model writes anyway is read and thrown
+  away: vLLM's no-thinking grammar routes it to reasoning and then discards the reasoning
+  (``prefix<think>private reasoning`` is content ``prefix`` and no reasoning; a block split
+  over deltas gives reasoning ``""``). Here its tokens are DELIMITERs, like its markers:
+  decided, never text, counted in neither channel (:class:`QuietBlockMachine`).
+- A ``</think>`` in the answer is dropped (``first part </think>\\n\\nfinal part`` is
+  ``first part \\n\\nfinal part``), thinking on or off.
+- ``<|im_end|>`` and the reserved markers 12 to 15, as tokens ``<|reserved_N|>`` or as text
+  ``<reserved_N>``, pass through silently in both channels (vLLM's passthrough terminals,
+  ``_RESERVED_MARKER_IDS = range(12, 16)``): consumed wherever they are, never text
+  (``<reserved_11>`` and ``<|reserved_16|>`` are text).
 - ``<|im_start|>`` opens every turn and bounds the prompt scan.
 
-Not modelled: vLLM also passes ``<|im_end|>`` and the ``<|reserved_12..15|>`` tokens
-through silently and rewrites the two characters ``\\`` ``n`` (which MiniCPM-V's tokenizer
-decodes for a newline) to a newline outside code; that is text decoding of one tokenizer,
-not reasoning structure (``skip_special_tokens`` leaves the special tokens out).
+Tool calls: ``<tool_call>`` … ``</tool_call>`` holding Hermes JSON (MiniCPM-V 4.5's Qwen3
+template) or Qwen3-Coder's XML functions (vLLM's ``minicpmv`` engine tool parser: "MiniCPM-V
+emits the same XML tool call syntax as Qwen3-Coder", ``structural_tag_model =
+"qwen_3_coder"``; 4.6's language model is Qwen3.5, whose template writes them); kinds
+``json`` then ``xml``, as Qwen3's.
+
+Not modelled: vLLM rewrites the two characters ``\\`` ``n`` (which MiniCPM-V's tokenizer
+sometimes decodes for a newline) to a newline outside code; that is text repair of one
+tokenizer's output, not reasoning structure.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from reasonspan.runtime.core.holdback import Cursor, Spill
+from reasonspan.runtime.core.labels import DELIMITER, REASONING
+from reasonspan.runtime.core.machine import Machine
+from reasonspan.runtime.core.markers import compile_machine, resolve_markers
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
 from reasonspan.runtime.shared.hint import DetectionHint
+from reasonspan.runtime.toolcalls import ToolFormat
+from reasonspan.tokenizer.loader import LoadedTokenizer
+
+RESERVED = tuple(f"<|reserved_{n}|>" for n in range(12, 16)) + tuple(
+    f"<reserved_{n}>" for n in range(12, 16)
+)
+"""vLLM's passthrough reserved markers, as tokens and as text."""
+
+MINICPMV_TOOL_CALLS = ToolFormat(
+    kinds=("json", "xml"),
+    open=("<tool_call>",),
+    close=("</tool_call>",),
+    json_strings=True,
+    source='MiniCPM-V 4.5\'s Qwen3 chat template writes `<tool_call>\\n{"name": …, '
+    "\"arguments\": …}\\n</tool_call>`; vLLM's minicpmv engine tool parser reads Qwen3-Coder's "
+    "`<tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n</function>\\n"
+    "</tool_call>` (structural_tag_model qwen_3_coder; 4.6 is Qwen3.5-based)",
+)
+
+
+class QuietBlockMachine(Machine):
+    """Thinking off: a block the model writes anyway is routed as usual and then made
+    DELIMITERs (its reasoning bytes spilled from markers too), so it is never text."""
+
+    def run(
+        self,
+        tokens: Any,
+        reasoning: bool,
+        cursor: Cursor,
+        out_ids: list[int],
+        out_labels: bytearray,
+        spill: list[Spill] | None = None,
+    ) -> bool:
+        n, m = len(out_labels), len(spill) if spill is not None else 0
+        state = super().run(tokens, reasoning, cursor, out_ids, out_labels, spill)
+        _quiet(out_labels, n, spill, m)
+        return state
+
+    def flush(
+        self,
+        reasoning: bool,
+        cursor: Cursor,
+        out_ids: list[int],
+        out_labels: bytearray,
+        spill: list[Spill] | None = None,
+    ) -> bool:
+        n, m = len(out_labels), len(spill) if spill is not None else 0
+        state = super().flush(reasoning, cursor, out_ids, out_labels, spill)
+        _quiet(out_labels, n, spill, m)
+        return state
+
+
+def _quiet(labels: bytearray, n: int, spill: list[Spill] | None, m: int) -> None:
+    """Labels from ``n`` (and spill parts from ``m``) with REASONING made DELIMITER."""
+    tail = labels[n:]
+    if REASONING in tail:
+        labels[n:] = tail.replace(bytes((REASONING,)), bytes((DELIMITER,)))
+    if spill is not None and len(spill) > m:
+        spill[m:] = [part for part in spill[m:] if part[2] != REASONING]
 
 
 @register
@@ -40,19 +117,46 @@ class MiniCPMVParser(ReasoningParser):
         start=("<think>",),
         end=("</think>",),
         tool=("<tool_call>",),
+        strip=("<|im_end|>", *RESERVED),
         turn=("<|im_start|>",),
         required=("<think>", "</think>"),
+        text_markers=RESERVED,
         prompt_start=True,
         thinking_default=False,
         thinking_switches=("enable_thinking",),
         thinking_off_keeps_markers=True,
         start_in_content="enter",
+        end_in_content="drop",
         start_source=(
             "documented: vLLM's minicpmv parser reads enable_thinking (default false); on, "
             "the output starts in reasoning"
         ),
-        notes="thinking off by default; a <think> block written anyway is split off the "
-        "answer (reported as reasoning, not dropped)",
+        tool_calls=MINICPMV_TOOL_CALLS,
+        notes="thinking off by default; a <think> block written anyway is dropped (no text); "
+        "a stray </think>, <|im_end|> and reserved markers 12-15 are never text",
     )
     # MiniCPM-V writes Qwen's <think> tokens: config.json or its image tags must say so.
     hint = DetectionHint(model_types=("minicpmv",), tokens=("<slice>",), needs_evidence=True)
+
+    @classmethod
+    def compile(cls, tokenizer: LoadedTokenizer, kwargs: Mapping[str, Any]) -> Machine:
+        """Thinking on: the base machine. Off (the turn starts in content): a
+        :class:`QuietBlockMachine`, which drops a block the model writes anyway."""
+        thinking, prompt_start = cls.resolve_switches(kwargs)
+        if prompt_start:
+            return compile_machine(cls.spec, tokenizer, thinking=thinking, prompt_start=True)
+        key = ("minicpmv_quiet", cls.spec)
+        cached = tokenizer.cache.get(key)
+        if isinstance(cached, QuietBlockMachine):
+            return cached
+        id_markers, byte_markers = resolve_markers(cls.spec, tokenizer)
+        machine = QuietBlockMachine(
+            cls.spec,
+            tokenizer,
+            thinking=thinking,
+            prompt_start=False,
+            id_markers=id_markers,
+            byte_markers=byte_markers,
+        )
+        tokenizer.cache[key] = machine
+        return machine
