@@ -15,6 +15,19 @@ model writes to open its next message is consumed (``turn_in_output``). Tool-cal
 (``<|content_invoke_tool_json|>``, ``<|content_invoke_tool_text|>``) end reasoning and their
 opener stays in content for the tool parser (labelled TOOL), as other families' tool
 markers do.
+
+Tool calls (:data:`INKLING_TOOL_CALLS`, kind ``inkling``): a ``<|content_invoke_tool_json|>``
+block holds one JSON object ``{"name": NAME, "args": {…}}`` and ends at ``<|end_message|>``
+or ``<|content_model_end_sampling|>`` (vLLM's Inkling parser engine and its tests, SGLang's
+``InklingDetector``). The format is declared here but not yet attached to the spec: both
+closers are framing tokens this spec consumes (``end_in_content="drop"``), and the shared
+extractor closes a region only on a marker labelled as answer text, so attached, every
+call would run to the end of the output. It is attached once the extractor closes a
+region on a close marker the reasoning machine consumed (tests/families/test_inkling.py
+holds the end-to-end cases, expected to fail until then). Two engine behaviours are not
+followed yet: the header between ``<|message_model|>`` and the block (the tool's name) is
+metadata the engines drop, here it is content text; ``<|content_invoke_tool_text|>`` is
+visible text in vLLM and a ``{"text": …}`` call in SGLang, here content.
 """
 
 from __future__ import annotations
@@ -22,11 +35,24 @@ from __future__ import annotations
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.toolcalls import ToolFormat
 
 CONTENT_THINKING = "<|content_thinking|>"
 END_MESSAGE = "<|end_message|>"
 END_SAMPLING = "<|content_model_end_sampling|>"
 CONTENT_TEXT = "<|content_text|>"
+INVOKE_TOOL_JSON = "<|content_invoke_tool_json|>"
+
+INKLING_TOOL_CALLS = ToolFormat(
+    kinds=("inkling",),
+    open=(INVOKE_TOOL_JSON,),
+    close=(END_MESSAGE, END_SAMPLING),
+    json_strings=True,
+    source="vLLM's Inkling parser (parser engine config and tests) and SGLang's InklingDetector: "
+    '`<|message_model|>NAME<|content_invoke_tool_json|>{"name": NAME, "args": {…}}'
+    "<|end_message|>`, or `<|content_model_end_sampling|>` when sampling stops",
+)
+"""Not attached to the spec yet (module doc): its closers are consumed framing tokens."""
 
 
 @register
@@ -36,7 +62,7 @@ class InklingParser(ReasoningParser):
         start=(CONTENT_THINKING,),
         # END_MESSAGE first: it is the marker budgets force.
         end=(END_MESSAGE, END_SAMPLING, CONTENT_TEXT),
-        tool=("<|content_invoke_tool_json|>", "<|content_invoke_tool_text|>"),
+        tool=(INVOKE_TOOL_JSON, "<|content_invoke_tool_text|>"),
         turn=("<|message_model|>",),
         required=(CONTENT_THINKING, END_MESSAGE),
         prompt_start=False,

@@ -18,9 +18,11 @@ from reasonspan.runtime.toolcalls import dsml_calls as dsml_calls
 from reasonspan.runtime.toolcalls import gcml_calls as gcml_calls
 from reasonspan.runtime.toolcalls import gemma4_calls as gemma4_calls
 from reasonspan.runtime.toolcalls import ifm_calls as ifm_calls
+from reasonspan.runtime.toolcalls import inkling_calls as inkling_calls
 from reasonspan.runtime.toolcalls import json_calls as json_calls
 from reasonspan.runtime.toolcalls import kimi_calls as kimi_calls
 from reasonspan.runtime.toolcalls import kv_calls as kv_calls
+from reasonspan.runtime.toolcalls import lfm2_calls as lfm2_calls
 from reasonspan.runtime.toolcalls import mistral_calls as mistral_calls
 from reasonspan.runtime.toolcalls import olmo3_calls as olmo3_calls
 from reasonspan.runtime.toolcalls import plamo3_calls as plamo3_calls

@@ -47,7 +47,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
     "hunyuan_a13b": ("families/test_matrix_more.py",),
     "hy_v3": ("families/test_matrix_more.py",),
     "hy_v4": ("families/test_matrix_added_tokens_a.py",),
-    "inkling": ("families/test_fidelity.py", "families/test_matrix_control_tokens.py"),
     "kimi_k2": (
         "families/test_matrix_added_tokens_b.py",
         "families/test_matrix_core.py",
@@ -83,7 +82,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
         "toolcalls/test_toolcalls_mistral_llama_gemma.py",
     ),
     "muse_glimmer": ("families/test_matrix_added_tokens_b.py",),
-    "nemotron_v1": ("families/test_matrix_added_tokens_b.py",),
     "poolside_v1": ("families/test_matrix_added_tokens_a.py",),
     "qwen3": (
         "families/test_fidelity.py",

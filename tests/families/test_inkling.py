@@ -1,0 +1,169 @@
+"""inkling: the ``<|content_invoke_tool_json|>`` call block (kind ``inkling``).
+
+Tokenizer: GLM-4's BPE with Inkling's framing tokens added
+(``glm-4_base_with_inkling_special_tokens``: ``<|message_model|>``, the content-kind
+markers, ``<|end_message|>``, ``<|content_model_end_sampling|>``; one token each, as in
+Inkling's vocabulary).
+
+Facts (architectures/inkling.py, runtime/toolcalls/inkling_calls.py): a call is
+``<|message_model|>`` NAME ``<|content_invoke_tool_json|>{"name": NAME, "args": {…}}``
+``<|end_message|>`` (vLLM's Inkling parser engine and its tests; SGLang's InklingDetector).
+
+The format is declared but not attached to the family's spec (its closers are framing
+tokens the spec consumes, and the shared extractor does not close a region on those
+yet), so the end-to-end cases build a parser with it attached and are marked as expected
+failures: strict, so the day the extractor closes there they pass, and the format is
+attached.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+import pytest
+
+import reasonspan
+from reasonspan import ReasoningParser
+from reasonspan.architectures.inkling import INKLING_TOOL_CALLS, InklingParser
+from reasonspan.runtime.core.tool_types import as_tools
+from reasonspan.runtime.toolcalls import ToolCall
+from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
+from tests.support.paths import every_path
+
+TOK = tokenizer(FAMILY_TOKENIZERS["inkling"])
+PROMPT = TOK.encode("<|message_user|>Weather?<|end_message|><|message_model|>")
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    },
+    {"type": "function", "function": {"name": "note", "parameters": {"type": "object"}}},
+]
+
+
+def parse_body(body: str) -> list[ToolCall] | None:
+    return INKLING_TOOL_CALLS.parse(body, as_tools(TOOLS))
+
+
+def payload(name: str, args: Any, key: str = "args") -> str:
+    return json.dumps({"name": name, key: args}, ensure_ascii=False, separators=(",", ":"))
+
+
+def call(name: str, args: dict[str, Any]) -> ToolCall:
+    return ToolCall(name, json.dumps(args, ensure_ascii=False, separators=(",", ":")))
+
+
+# ------------------------------------------------------------------------- the kind alone
+
+
+@pytest.mark.parametrize("key", ["args", "arguments", "parameters"])
+def test_the_arguments_under_each_key_the_engines_read(key: str) -> None:
+    args = {"city": "東京", "days": [1, 2]}
+    assert parse_body(payload("get_weather", args, key)) == [call("get_weather", args)]
+
+
+def test_arguments_written_as_a_json_string_are_unwrapped() -> None:
+    body = payload("note", json.dumps({"a": 1}))
+    assert parse_body(body) == [call("note", {"a": 1})]
+    assert parse_body(json.dumps({"name": "note"})) == [call("note", {})]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "not json",
+        '{"args": {}}',  # no name
+        '{"name": "", "args": {}}',
+        '{"name": "note", "args": [1]}',
+        '{"name": "note", "args": "{oops"}',
+        payload("note", {}) + payload("note", {}),  # one object a block
+        '{"name": "note", "args": {"x": 1e999}}',
+        '{"name": "note", "args": {',
+    ],
+)
+def test_a_body_that_is_not_one_call_is_not_read(body: str) -> None:
+    assert parse_body(body) is None
+
+
+def test_the_markers_are_single_tokens() -> None:
+    for marker in (*INKLING_TOOL_CALLS.open, *INKLING_TOOL_CALLS.close):
+        assert TOK.single_token_id(marker) is not None, marker
+
+
+def test_the_format_is_not_attached_yet_so_calls_stay_content() -> None:
+    """Today's behaviour, until the extractor closes on a consumed closer (module doc)."""
+    assert InklingParser.spec.tool_calls is None
+    p = reasonspan.create_parser_sync("inkling", TOK)
+    out = "<|content_invoke_tool_json|>" + payload("note", {}) + "<|end_message|>"
+    res = p.parse(TOK.encode(out), PROMPT, tools=TOOLS)
+    assert res.tool_calls == []
+    assert res.content is not None and payload("note", {}) in res.content
+
+
+# ----------------------------------------------------------- end to end, format attached
+
+
+class _Attached(InklingParser):
+    spec = msgspec.structs.replace(InklingParser.spec, tool_calls=INKLING_TOOL_CALLS)
+
+
+def attached() -> ReasoningParser:
+    return _Attached.create(TOK, {})
+
+
+CLOSES_ON_CONSUMED = pytest.mark.xfail(
+    strict=True,
+    reason="the extractor does not close a region on <|end_message|>, a closer the "
+    "reasoning machine consumes (architectures/inkling.py)",
+)
+
+
+@CLOSES_ON_CONSUMED
+def test_a_call_after_thinking_then_a_text_block() -> None:
+    out = (
+        "<|content_thinking|>need weather<|end_message|><|message_model|>"
+        "<|content_invoke_tool_json|>"
+        + payload("get_weather", {"city": "SF"})
+        + "<|end_message|><|message_model|><|content_text|>Done.<|end_message|>"
+    )
+    res = every_path(attached, PROMPT, TOK.encode(out), TOOLS)
+    assert res.reasoning == "need weather"
+    assert res.tool_calls == [call("get_weather", {"city": "SF"})]
+    assert res.content == "Done."
+
+
+@CLOSES_ON_CONSUMED
+def test_two_calls_and_a_closer_inside_a_string() -> None:
+    args = {"text": "write <|end_message|> literally"}
+    out = (
+        "<|content_invoke_tool_json|>"
+        + payload("note", args)
+        + "<|end_message|><|message_model|><|content_invoke_tool_json|>"
+        + payload("get_weather", {"city": "Oslo"})
+        + "<|content_model_end_sampling|>"
+    )
+    res = every_path(attached, PROMPT, TOK.encode(out), TOOLS)
+    assert res.tool_calls == [call("note", args), call("get_weather", {"city": "Oslo"})]
+    assert not res.content
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the header between <|message_model|> and the block is metadata the engines "
+    "drop; the reasoning machine keeps it as content text (architectures/inkling.py)",
+)
+def test_the_header_naming_the_tool_is_not_content() -> None:
+    out = (
+        "<|content_invoke_tool_json|>" + payload("note", {}) + "<|end_message|>"
+        "<|message_model|>get_weather<|content_invoke_tool_json|>"
+        + payload("get_weather", {"city": "SF"})
+        + "<|end_message|>"
+    )
+    res = every_path(attached, PROMPT, TOK.encode(out), TOOLS)
+    assert res.tool_calls == [call("note", {}), call("get_weather", {"city": "SF"})]
+    assert not res.content
