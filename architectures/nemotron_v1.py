@@ -21,6 +21,22 @@ message saying ``detailed thinking on``, the turn starts in reasoning (the model
 block with a missing ``<think>`` is routed. Without a prompt the default is content.
 The system message is read up to its ``<|eot_id|>`` (at most ``SYSTEM_SCAN_TOKENS``
 tokens); the rest of the scan is the usual one, bounded by the last ``<|eot_id|>``.
+
+Tool calls (:data:`NEMOTRON_V1_TOOL_CALLS`): one JSON list of ``{"name": …, "arguments":
+{…}}`` objects between ``<TOOLCALL>`` and ``</TOOLCALL>`` (kind ``json``), in the content.
+The facts: the Llama-Nemotron checkpoint repositories ship their own vLLM tool parser
+plug-in (``llama_nemotron_toolcall_parser_no_streaming.py``; Nano 8B's
+``llama_nemotron_nano_toolcall_parser.py`` with a ``llama_nemotron_nano_generic_tool_calling
+.jinja`` template), served as ``--tool-call-parser llama_nemotron_json``, which reads the
+JSON list between those markers (a lone object is read as a list of one); the
+Llama-Nemotron Super v1.5 template (llama.cpp's ``models/templates``) asks for
+``<TOOLCALL>[{"name": "tool_name1", "arguments": "tool_args1"}, …]</TOOLCALL>`` and writes a
+past call that way (arguments as JSON, ``, `` between calls). vLLM's built-in
+``nemotron_json`` parser reads the same markers and body. Both markers are plain text in
+the Llama 3 vocabulary (several tokens), so they are matched on token bytes; a
+``</TOOLCALL>`` inside a JSON string of the list is argument text. The same plug-in's
+``llama_nemotron_pythonic`` variant (``<TOOLCALL>f(a=1)</TOOLCALL>``, one call a line) is
+an alternative a server opts into, not the templates' format, and is not read here.
 """
 
 from __future__ import annotations
@@ -37,12 +53,25 @@ from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
 from reasonspan.runtime.shared.hint import DetectionHint
+from reasonspan.runtime.toolcalls import ToolFormat
 from reasonspan.tokenizer.loader import LoadedTokenizer
 
 THINK, END_THINK = "<think>", "</think>"
 EOT = "<|eot_id|>"
 SYSTEM_SCAN_TOKENS = 4096
 """How far into the prompt the system message is looked for."""
+
+NEMOTRON_V1_TOOL_CALLS = ToolFormat(
+    kinds=("json",),
+    open=("<TOOLCALL>",),
+    close=("</TOOLCALL>",),
+    json_strings=True,
+    source="the llama_nemotron_json vLLM tool parser shipped with the Llama-Nemotron "
+    'checkpoints, and vLLM\'s nemotron_json parser: `<TOOLCALL>[{"name": …, "arguments": '
+    "{…}}, …]</TOOLCALL>`, as Llama-Nemotron Super v1.5's template (llama.cpp's "
+    "models/templates) asks for and writes past calls",
+)
+"""Llama-Nemotron's calls: a JSON list between plain-text ``<TOOLCALL>`` markers."""
 
 _SWITCH = re.compile(rb"detailed thinking (on|off)\b", re.IGNORECASE)
 _SYSTEM_HEADER = re.compile(rb"^\s*(?:<\|begin_of_text\|>)?\s*<\|start_header_id\|>\s*system\s*<")
@@ -109,6 +138,7 @@ class NemotronV1Parser(ReasoningParser):
         prompt_start=False,
         thinking_default=True,
         start_in_content="enter",
+        tool_calls=NEMOTRON_V1_TOOL_CALLS,
         start_source=(
             "documented: seeded from the system prompt (`detailed thinking on` → reasoning, "
             "else content); the template prefills nothing"

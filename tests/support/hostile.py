@@ -191,3 +191,4 @@ CALLS["cohere_command3"] = (
     "<|END_ACTION|>",
 )
 CALLS["cohere_command4"] = CALLS["cohere_command3"]
+CALLS["nemotron_v1"] = ('<TOOLCALL>[{"name": "f", "arguments": {"a": V}}]</TOOLCALL>',)
