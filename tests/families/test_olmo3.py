@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 import reasonspan
 from reasonspan import LoadedTokenizer, ParseResult, ReasoningParser
 from reasonspan.runtime.core.labels import TOOL_CALL
+from reasonspan.runtime.core.nesting import MAX_NESTING
 from reasonspan.runtime.toolcalls import ToolCall
 from tests.support import paths
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
@@ -169,6 +170,18 @@ def test_one_bad_call_keeps_its_siblings(olmo: Olmo, bad: str) -> None:
     res = olmo.run("x</think>Sure." + body)
     assert res.tool_calls == [expected(*WEATHER), expected(*NOTE)]
     assert res.content == "Sure."
+
+
+def test_arguments_nested_past_the_bound_drop_their_call_only(olmo: Olmo) -> None:
+    # (tests/support/hostile.py has no olmo3 template yet: its reads test writes the block
+    # right after `</think>`, the extractor gap above; so the hostile values are here)
+    deep, ok = "[" * MAX_NESTING + "1" + "]" * MAX_NESTING, "[" * 99 + "1" + "]" * 99
+    body = f"note(tags={deep})\nnote(tags={ok})\nf(a=1e999)\nf(a=0x{'f' * 40})"
+    res = olmo.run("x</think>Sure." + OPEN + body + CLOSE)
+    value: Any = 1
+    for _ in range(99):
+        value = [value]
+    assert res.tool_calls == [expected("note", {"tags": value}), expected("f", {"a": 16**40 - 1})]
 
 
 @pytest.mark.parametrize(

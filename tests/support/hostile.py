@@ -191,4 +191,9 @@ CALLS["cohere_command3"] = (
     "<|END_ACTION|>",
 )
 CALLS["cohere_command4"] = CALLS["cohere_command3"]
+CALLS["xlam"] = (
+    '```json\n[{"name": "f", "arguments": {"a": V}}]\n```',
+    '<tool_call>[{"name": "f", "arguments": {"a": V}}]</tool_call>',
+    '[TOOL_CALLS][{"name": "f", "arguments": {"a": V}}]',
+)
 CALLS["nemotron_v1"] = ('<TOOLCALL>[{"name": "f", "arguments": {"a": V}}]</TOOLCALL>',)
