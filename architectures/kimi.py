@@ -2,7 +2,17 @@
 
 The model opens ``<think>`` itself; a turn starts in reasoning so a missing start is
 tolerated. ``<|tool_calls_section_begin|>`` ends reasoning and the content starts at it,
-so the tool parser downstream still sees the section.
+so the tool parser downstream still sees the section. One family serves K2 Thinking and
+K2.5 (the aliases ``kimik2_5``, ``kimi_k2_5``, ``kimi_k25``: vLLM registers ``kimi_k25``
+for Kimi K2.5).
+
+One newline right after ``<think>`` belongs to the marker, not to the reasoning
+(``<think>\nX</think>`` has reasoning ``X``; a second newline is reasoning text): the
+reasoning text drops it (``Trim(lead="\n", lead_max=1)``), the token keeps its label.
+vLLM's ``kimi_k25`` parser (DeepSeek R1's underneath) keeps it and llama.cpp strips all
+whitespace around the reasoning (``string_strip`` in ``try_parse_reasoning``); one newline
+is what a template that writes ``<think>\n`` would put there, and the newline before
+``</think>`` is left alone (no such template writes it).
 
 Tool calls (read when a request offers tools; kind ``kimi_k2``): the section
 ``<|tool_calls_section_begin|>`` … ``<|tool_calls_section_end|>`` holds calls
@@ -16,7 +26,7 @@ completed before it are kept.
 
 from __future__ import annotations
 
-from reasonspan.runtime.core.spec import ReasoningSpec
+from reasonspan.runtime.core.spec import ReasoningSpec, Trim
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
 from reasonspan.runtime.shared.hint import DetectionHint
@@ -51,7 +61,9 @@ class KimiK2Parser(ReasoningParser):
             "documented: Kimi K2 Thinking / K2.5 think by default; a `<think>` the model writes is "
             "consumed"
         ),
+        reasoning_trim=Trim(lead="\n", lead_max=1),
         tool_calls=KIMI_K2_TOOL_CALLS,
-        notes="<|tool_calls_section_begin|> ends reasoning; content starts at it",
+        notes="<|tool_calls_section_begin|> ends reasoning; content starts at it; the newline "
+        "right after <think> is the marker's",
     )
     hint = DetectionHint(model_types=("kimi_k2",))

@@ -47,11 +47,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
     "hunyuan_a13b": ("families/test_matrix_more.py",),
     "hy_v3": ("families/test_matrix_more.py",),
     "hy_v4": ("families/test_matrix_added_tokens_a.py",),
-    "kimi_k2": (
-        "families/test_matrix_added_tokens_b.py",
-        "families/test_matrix_core.py",
-        "toolcalls/test_toolcalls_deepseek_kimi.py",
-    ),
     "kimi_k3": (
         "families/test_fidelity.py",
         "families/test_matrix_control_tokens.py",
@@ -82,7 +77,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
         "toolcalls/test_toolcalls_mistral_llama_gemma.py",
     ),
     "muse_glimmer": ("families/test_matrix_added_tokens_b.py",),
-    "poolside_v1": ("families/test_matrix_added_tokens_a.py",),
     "qwen3": (
         "families/test_fidelity.py",
         "families/test_matrix_added_tokens_b.py",
