@@ -23,26 +23,27 @@ from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools
 from reasonspan.runtime.toolcalls.pythonic_calls import _call as read_call
 
-_JSON_NAMES: dict[str, object] = {"true": True, "false": False, "null": None}
+_JSON_NAMES: dict[str, bool | None] = {"true": True, "false": False, "null": None}
+
+
+def _constant(node: ast.expr) -> ast.expr:
+    """``node``, or the constant a bare ``true`` / ``false`` / ``null`` stands for."""
+    if isinstance(node, ast.Name) and node.id in _JSON_NAMES:
+        return ast.Constant(_JSON_NAMES[node.id])
+    return node
 
 
 def _json_names_as_constants(node: ast.expr) -> ast.expr:
     """``node`` with every bare ``true`` / ``false`` / ``null`` in it made a constant
     (iteratively: :func:`ast.walk` keeps no recursion)."""
-
-    def swap(child: object) -> object:
-        if isinstance(child, ast.Name) and child.id in _JSON_NAMES:
-            return ast.Constant(_JSON_NAMES[child.id])
-        return child
-
-    node = swap(node)  # type: ignore[assignment]
-    for parent in ast.walk(node):
+    node_or_constant = _constant(node)
+    for parent in ast.walk(node_or_constant):
         for field, value in ast.iter_fields(parent):
             if isinstance(value, list):
-                value[:] = [swap(v) for v in value]
+                value[:] = [_constant(v) if isinstance(v, ast.expr) else v for v in value]
             elif isinstance(value, ast.Name):
-                setattr(parent, field, swap(value))
-    return node
+                setattr(parent, field, _constant(value))
+    return node_or_constant
 
 
 def _calls_of(statement: ast.stmt) -> list[ast.Call] | None:
