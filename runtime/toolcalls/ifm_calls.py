@@ -20,6 +20,9 @@ runs to the first ``</ifm|arg_value>``; only whitespace may lie between the elem
 repeated argument name makes the call invalid. Where vLLM rejects the whole group for one
 bad call, this kind drops that call and keeps its siblings (:mod:`.sections`, as the
 section kinds do); a group none of whose calls reads goes back to the content verbatim.
+A call written outside a group (a bare ``<ifm|tool_call>``, which SGLang's
+``K2V3Detector`` also reads) is not read: the template always writes the group, and vLLM's
+parser needs it.
 """
 
 from __future__ import annotations

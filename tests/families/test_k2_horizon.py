@@ -204,3 +204,21 @@ def test_without_tools_the_markup_stays_in_the_content() -> None:
     text = group(xml_call("shell", {"cmd": "ls"}))
     res = parser().parse(TOK.encode("r</ifm|think>" + text), PROMPT, skip_special_tokens=False)
     assert res.tool_calls == [] and res.content == text
+
+
+def test_a_group_closer_written_inside_a_value_is_text_of_the_value() -> None:
+    args = {"cmd": "echo '</ifm|tool_calls>' done"}
+    ids = TOK.encode("r</ifm|think>" + group(xml_call("shell", args)))
+    assert ids.count(TOK.single_token_id("</ifm|tool_calls>")) == 2
+    res = every_path(parser, PROMPT, ids, TOOLS)
+    assert res.tool_calls == [call("shell", args)]
+    assert not res.content
+
+
+def test_a_call_outside_a_group_is_content() -> None:
+    """The template always writes the group; vLLM's parser needs it (SGLang's reads a bare
+    call too): a bare ``<ifm|tool_call>`` is not read."""
+    text = xml_call("shell", {"cmd": "ls"})
+    res = every_path(parser, PROMPT, TOK.encode("r</ifm|think>Ok." + text), TOOLS)
+    assert res.tool_calls == []
+    assert res.content is not None and res.content.startswith("Ok.")
