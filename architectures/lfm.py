@@ -14,20 +14,19 @@ Facts and where they come from:
   the calls after the reasoning).
 - Tool calls (:data:`LFM2_TOOL_CALLS`): the LFM2.5 chat template (LFM2.5-8B-A1B, in
   llama.cpp's ``models/templates``) renders the calls of a turn as one Python list
-  ``<|tool_call_start|>[f(a='x', n=1), g()]<|tool_call_end|>``, keyword arguments only;
-  vLLM's ``lfm2`` tool parser and llama.cpp's lfm2 handler
-  (``common_chat_params_init_lfm2``: ``python_style_tool_calls`` between the two markers)
-  read that form, and Liquid's tool-use documentation says the models write Pythonic calls
-  by default and a JSON list (``[{"name": …, "arguments": {…}}]``, the form llama.cpp's
-  own ``llama-cpp-lfm2.jinja`` renders) when the system prompt asks for JSON: kinds
-  ``pythonic`` then ``json``. Text after ``<|tool_call_end|>`` is content.
-- Not read (differences from vLLM's parser): the echo of a call body that LFM2 sometimes
-  writes after the first ``<|tool_call_end|>`` is left in the content (vLLM drops text up
-  to a second ``<|tool_call_end|>``), a string whose unescaped inner quote breaks the list
-  is not repaired (vLLM re-quotes it), and JSON's ``true`` / ``false`` / ``null``, which
-  the template writes inside a mapping argument (``tojson``), are not Python literals to
-  the ``pythonic`` kind (vLLM's shared pythonic reader accepts them): such a list is
-  content, verbatim.
+  ``<|tool_call_start|>[f(a='x', n=1), g()]<|tool_call_end|>``, keyword arguments only,
+  strings in single quotes as written, mappings as JSON (``tojson``); vLLM's ``lfm2`` tool
+  parser and llama.cpp's lfm2 handler (``common_chat_params_init_lfm2``:
+  ``python_style_tool_calls`` between the two markers) read that form. Kind ``lfm2`` reads
+  the list as vLLM's parser does, JSON's ``true`` / ``false`` / ``null``, sets, leading
+  zeros, raw newlines and unescaped inner quotes in strings included (its module doc).
+  Liquid's tool-use documentation says the models write Pythonic calls by default and a
+  JSON list (``[{"name": …, "arguments": {…}}]``, the form llama.cpp's own
+  ``llama-cpp-lfm2.jinja`` renders and its earlier JSON handler read) when the system
+  prompt asks for JSON: kind ``json`` after it. Text after ``<|tool_call_end|>`` is content.
+- Not read (a difference from vLLM's parser): the echo of a call body that LFM2 sometimes
+  writes after the first ``<|tool_call_end|>`` stays in the content (vLLM drops the text
+  up to a second ``<|tool_call_end|>``).
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ TOOL_CALL_START = "<|tool_call_start|>"
 TOOL_CALL_END = "<|tool_call_end|>"
 
 LFM2_TOOL_CALLS = ToolFormat(
-    kinds=("pythonic", "json"),
+    kinds=("lfm2", "json"),
     open=(TOOL_CALL_START,),
     close=(TOOL_CALL_END,),
     source="LFM2.5's chat template (LFM2.5-8B-A1B, llama.cpp models/templates) writes a "
@@ -50,7 +49,7 @@ LFM2_TOOL_CALLS = ToolFormat(
     "tool parser and llama.cpp's lfm2 handler read that Python list; Liquid's tool-use docs: "
     "Pythonic by default, a JSON list when the system prompt asks for JSON",
 )
-"""One Python list of keyword calls (kind ``pythonic``) or a JSON list of
+"""One Python list of keyword calls (kind ``lfm2``) or a JSON list of
 ``{"name", "arguments"}`` objects (kind ``json``) between the two special tokens."""
 
 

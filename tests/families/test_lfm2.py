@@ -138,15 +138,29 @@ def test_python_literals_become_json_values() -> None:
     assert json.loads(res.tool_calls[0].arguments) == {"city": "3", "days": 3}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the pythonic kind reads Python literals only; LFM2.5's template writes a mapping "
-    "argument with tojson (true/false/null), which vLLM's shared pythonic reader accepts",
-)
-def test_json_names_inside_a_mapping_argument() -> None:
-    out = f'{START}[now(opts={{"deep": true, "tag": null}})]{END}'
-    res = parser().parse(TOK.encode(out), PROMPT, tools=TOOLS)
-    assert res.tool_calls == [call("now", {"opts": {"deep": True, "tag": None}})]
+# What vLLM's lfm2 parser reads of this model beyond plain Python (its unit tests' cases):
+# each body as LFM2 writes it, and the arguments a client must get.
+REPAIRED = [
+    ('now(opts={"deep": true, "tag": null})', {"opts": {"deep": True, "tag": None}}),
+    ("now(tags={'urgent', 'bug'})", {"tags": ["urgent", "bug"]}),
+    ("now(month=07, day=05)", {"month": 7, "day": 5}),
+    ("now(cmd='cat > f.py << EOF\nprint(1)\nEOF')", {"cmd": "cat > f.py << EOF\nprint(1)\nEOF"}),
+    ("now(cmd='printf a\x00b')", {"cmd": "printf a\x00b"}),
+    ("now(cmd='sed -n '360,450p' f.py', n=1)", {"cmd": "sed -n '360,450p' f.py", "n": 1}),
+    ("now(cmd='python3 -c \"f(s='\\,')\"')", {"cmd": "python3 -c \"f(s='\\,')\""}),
+    ("now(cmd='grep -F \"]\" log')", {"cmd": 'grep -F "]" log'}),
+    ("now(**{'from': 'A'})", None),
+    ("now(from='A', to='B')", {"from": "A", "to": "B"}),
+]
+
+
+@pytest.mark.parametrize(("body", "args"), REPAIRED)
+def test_what_lfm2_writes_beyond_plain_python(body: str, args: dict[str, Any] | None) -> None:
+    out = f"{START}[{body}, get_weather(city='Bern')]{END}"
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    weather = call("get_weather", {"city": "Bern"})
+    assert res.tool_calls == ([weather] if args is None else [call("now", args), weather])
+    assert not res.content
 
 
 @pytest.mark.parametrize(
