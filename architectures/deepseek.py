@@ -165,6 +165,14 @@ class DeepSeekV30324Parser(ReasoningParser):
 
 @register
 class Holo2Parser(ReasoningParser):
+    """Holo2 (H Company's computer-use VLMs on Qwen3-VL): reasoning as ``deepseek_v3``,
+    thinking on by default, and no tool-call format. H Company's API reference (hub.hcompany.ai,
+    chat completions) supports native function calling on ``holo3-1-35b-a3b`` only; Holo2
+    acts through structured outputs (a JSON object in the content, constrained by a schema),
+    its vLLM guide (hcompai/hai-cookbook, holo2/deploy_with_vllm.md) sets a reasoning parser
+    and no tool parser, and vLLM's docs list ``holo2`` as a reasoning parser only. (Its
+    vocabulary is Qwen's, without DeepSeek's tool-call tokens.)"""
+
     spec = ReasoningSpec(
         name="holo2",
         start=THINK,
