@@ -562,6 +562,8 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "internlm2": "qwen-2.5_base_with_internlm2_special_tokens",
     # Jamba's tool tokens on a real base vocabulary (a stand-in: SYNTHETIC above).
     "jamba": "qwen-2.5_base_with_jamba_special_tokens",
+    # xLAM-2-1b/3b/32b-fc-r are Qwen2.5 fine-tunes on Qwen2.5's vocabulary: the real one.
+    "xlam": "qwen-2.5",
     # A folder whose tokenizer_config.json declares its format (tests/support/declarations.py).
     "declared": "qwen-3_base_with_declared_response_schema",
 }
