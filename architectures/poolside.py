@@ -22,6 +22,18 @@ Facts and where they come from (vLLM's ``vllm/parser/poolside.py`` and
 - The prompt scan stops at ``<assistant>`` (one token; vLLM refuses a vocabulary without
   it): a ``</think>`` in an earlier turn, a few-shot example or a tool description never
   decides where this turn starts.
+
+Tool calls (:data:`POOLSIDE_V1_TOOL_CALLS`): GLM-4.7's key/value shape inside
+``<tool_call>`` … ``</tool_call>`` (kind ``kv``): the function name, then
+``<arg_key>K</arg_key><arg_value>V</arg_value>`` pairs, string values raw and others JSON
+(typed here from the offered tool's schema). No chat template of a Laguna checkpoint is in
+the public corpus this was checked against; the format is what both engines' parsers
+document as Laguna-XS.2's wire format: SGLang's ``PoolsideV1Detector``
+(``<tool_call>NAME\\n<arg_key>K</arg_key>\\n<arg_value>V</arg_value>\\n…</tool_call>``;
+"string values are emitted as raw text; non-strings are JSON-encoded by the chat
+template"), vLLM's ``poolside_v1`` parser and tool parser (the name directly followed by
+the first ``<arg_key>``, or by a newline; calls with no argument; its tests say the models
+"emit XML tool calls … per the chat template").
 """
 
 from __future__ import annotations
@@ -33,6 +45,18 @@ from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
 from reasonspan.runtime.shared.switches import either_switch
+from reasonspan.runtime.toolcalls import ToolFormat
+
+POOLSIDE_V1_TOOL_CALLS = ToolFormat(
+    kinds=("kv",),
+    open=("<tool_call>",),
+    close=("</tool_call>",),
+    source="SGLang's PoolsideV1Detector (Laguna-XS.2's wire format: `<tool_call>NAME\\n"
+    "<arg_key>K</arg_key>\\n<arg_value>V</arg_value>\\n</tool_call>`, strings raw, other "
+    "values JSON) and vLLM's poolside_v1 parser (GLM-4.7's shape, the name followed directly "
+    "by `<arg_key>` or by a newline); no Laguna chat template in the corpus checked",
+)
+"""Laguna's calls: GLM-4.7 key/value pairs inside ``<tool_call>`` (module doc)."""
 
 
 @register
@@ -50,6 +74,7 @@ class PoolsideV1Parser(ReasoningParser):
         thinking_switches=("thinking", "enable_thinking"),
         start_in_content="enter",
         end_in_content="drop",
+        tool_calls=POOLSIDE_V1_TOOL_CALLS,
         start_source=(
             "documented: Laguna-XS.2's template defaults enable_thinking to false (SGLang's "
             "poolside_v1); with thinking on it prefills `<think>`"

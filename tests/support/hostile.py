@@ -197,3 +197,7 @@ CALLS["xlam"] = (
     '[TOOL_CALLS][{"name": "f", "arguments": {"a": V}}]',
 )
 CALLS["nemotron_v1"] = ('<TOOLCALL>[{"name": "f", "arguments": {"a": V}}]</TOOLCALL>',)
+CALLS["poolside_v1"] = (
+    "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>V</arg_value>\n</tool_call>",
+    "<tool_call>f<arg_key>a</arg_key><arg_value>V</arg_value></tool_call>",
+)
