@@ -163,7 +163,10 @@ CALLS["k2_horizon"] = (
     '<ifm|tool_calls><ifm|tool_call>{"name": "f", "arguments": {"a": V}}</ifm|tool_call>'
     "</ifm|tool_calls>",
 )
-CALLS["granite"] = ('<|tool_call|>[{"name": "f", "arguments": {"a": V}}]',)
+CALLS["granite"] = (
+    '<|tool_call|>[{"name": "f", "arguments": {"a": V}}]',
+    '<tool_call> [{"name": "f", "arguments": {"a": V}}]',
+)
 CALLS["gigachat35"] = (
     '<｜GCML｜tool_calls>\n<｜GCML｜invoke name="f">\n<｜GCML｜parameter name="a" string="false">V'
     "</｜GCML｜parameter>\n</｜GCML｜invoke>\n</｜GCML｜tool_calls>",
@@ -177,7 +180,6 @@ CALLS["plamo3"] = (
 )
 CALLS["jamba"] = ('<tool_calls>[{"name": "f", "arguments": {"a": V}}]</tool_calls>',)
 CALLS["apertus"] = ('<|tools_prefix|>[{"f": {"a": V}}]<|tools_suffix|>',)
-CALLS["olmo3"] = ("\n<function_calls>f(a=V)</function_calls>",)
 CALLS["solar_open2"] = (
     "<|tool_call:start|>f\n<|tool_arg:start|>a<|tool_arg:value|>V<|tool_arg:end|>\n"
     "<|tool_call:end|>",
