@@ -24,9 +24,9 @@ handler (content up to ``<|tool_call|>``, then the JSON list; its grammar writes
 ``<|tool_call|>`` and the list) read it. There is no close marker: the region runs to the
 end of the output and is read at the finish (kind ``json``); a list the end cut short is
 not a call. Text before ``<|tool_call|>`` is content (llama.cpp keeps it; vLLM only reads
-an output that starts with the call). The plain-text ``<tool_call>`` that vLLM's parser
-also strips (its comment: Granite 3.1) is not read: the templates surveyed write
-``<|tool_call|>`` only.
+an output that starts with the call). The plain-text ``<tool_call>`` opens a call list too:
+vLLM's parser reads it in place of the token (its comment: Granite 3.1's string form; its
+unit tests call both forms), matched on token bytes where it is not one token.
 
 A user who picks the granite parser gets the phrases parsed by default, as other engines
 do (vLLM's and SGLang's granite parsers always look for them), although the template's own
@@ -55,17 +55,18 @@ from reasonspan.tokenizer.loader import LoadedTokenizer
 
 START = ("Here is my thought process:", "Here's my thought process:")
 END = ("Here is my response:", "Here's my response:")
-TOOL_CALL = "<|tool_call|>"
+TOOL_CALL, TOOL_CALL_TEXT = "<|tool_call|>", "<tool_call>"
 
 GRANITE_TOOL_CALLS = ToolFormat(
     kinds=("json",),
-    open=(TOOL_CALL,),
+    open=(TOOL_CALL, TOOL_CALL_TEXT),
     source="Granite 3.x chat template (system prompt: respond only with <|tool_call|> followed "
     'by a JSON list of tools used): `<|tool_call|>[{"name": …, "arguments": {…}}]`; vLLM\'s '
-    "`granite` tool parser and llama.cpp's granite handler read it",
+    "`granite` tool parser and llama.cpp's granite handler read it; vLLM's parser also reads "
+    "Granite 3.1's `<tool_call>` string form",
 )
-"""``<|tool_call|>`` and a JSON list of ``{"name", "arguments"}`` objects, to the end of the
-output (kind ``json``)."""
+"""``<|tool_call|>`` (or the text ``<tool_call>``) and a JSON list of ``{"name",
+"arguments"}`` objects, to the end of the output (kind ``json``)."""
 
 
 @register

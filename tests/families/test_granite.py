@@ -378,3 +378,21 @@ def test_without_tools_the_markup_stays_in_the_content() -> None:
     for kwargs in ({}, {"tools": TOOLS, "tool_choice": "none"}):
         res = parser().parse(TOK.encode(out), TURN, **kwargs)  # type: ignore[arg-type]
         assert res.tool_calls == [] and res.content == out, kwargs
+
+
+def test_the_tool_call_string_form() -> None:
+    # vLLM's granite parser reads ``<tool_call>`` in place of the token (Granite 3.1). In
+    # this stand-in vocabulary it is one token (Qwen2.5's); where it is text it is matched
+    # on token bytes, as every byte marker is.
+    args = {"s": "hello", "b": True, "n": None, "f": 3.14, "xs": ["a"], "o": {"k": "v"}}
+    body = " " + json.dumps([{"name": "now", "arguments": args}], indent=2)
+    res = every_path(parser, TURN, TOK.encode("<tool_call>" + body), TOOLS)
+    assert res.tool_calls == [call("now", args)]
+    assert not res.content
+
+
+def test_prose_that_names_the_string_form_stays_content() -> None:
+    out = "Wrap it in <tool_call> tags, then a list."
+    res = every_path(parser, TURN, TOK.encode(out), TOOLS)
+    assert res.tool_calls == []
+    assert res.content == out
