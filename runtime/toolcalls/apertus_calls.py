@@ -9,12 +9,13 @@ function name as their one required property) read the same shape.
 
 A body that is not one JSON array (or one such object, which vLLM also reads) is not this
 kind: the region goes back to the content verbatim. In an array that is, an item that is
-not a call (not an object, an empty object ``{}``, an object with more than one key,
-arguments that are neither an object nor ``null``, a number JSON cannot hold) is dropped
-and the other calls are kept, as SGLang's detector skips ``{}`` (its unit tests); ``null``
-arguments are an empty object, as there. An array none of whose items is a call is not a
-call either. Arguments written as a JSON string (the template writes a string's text as
-it is) are read as the JSON text they hold.
+not a call (not an object, an empty object ``{}``, arguments that are neither an object
+nor ``null``, a number JSON cannot hold) is dropped and the other calls are kept, as
+SGLang's detector skips ``{}`` (its unit tests); ``null`` arguments are an empty object,
+as there. An object with several keys is read by its first, as both vLLM's and SGLang's
+parsers read it. An array none of whose items is a call is not a call either. Arguments
+written as a JSON string (the template writes a string's text as it is) are read as the
+JSON text they hold.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ _decoder = json.JSONDecoder()
 
 
 def _call(item: object) -> ToolCall | None:
-    if not isinstance(item, dict) or len(item) != 1:
+    if not isinstance(item, dict) or not item:
         return None
-    ((name, args),) = item.items()
+    name, args = next(iter(item.items()))
     if not name:
         return None
     if isinstance(args, str):

@@ -113,7 +113,7 @@ def test_items_that_are_not_calls_are_dropped_and_null_arguments_are_empty() -> 
         {"get_weather": WEATHER},
         {},  # no name (SGLang skips it)
         {"now": None},  # null arguments: {} (as SGLang)
-        {"get_weather": {"city": "A"}, "now": {}},  # two keys: not one call
+        {"get_weather": {"city": "A"}, "now": {}},  # two keys: the first (vLLM, SGLang)
         {"now": [1]},  # arguments not an object
         ["now"],  # not an object
         {"get_weather": json.dumps({"city": "Chur"})},  # arguments as a JSON string
@@ -123,6 +123,7 @@ def test_items_that_are_not_calls_are_dropped_and_null_arguments_are_empty() -> 
     assert res.tool_calls == [
         call("get_weather", WEATHER),
         call("now", {}),
+        call("get_weather", {"city": "A"}),
         call("get_weather", {"city": "Chur"}),
     ]
     assert not res.content
