@@ -21,6 +21,18 @@ Facts and where they come from:
 - Implicit end: opening any non-self message ends reasoning (its header decides, as in
   MAX's parser); a tool message's body is labelled TOOL and stays in the content (the
   ATEM ``<atem:invoke name=…>`` markup in it names the function).
+- A message to any other recipient passes through *framed*: its ``to=NAME<|message|>``
+  stays in the content before its body (TOOL, as the body), because the ATEM tool parser
+  downstream needs the recipient for channel scoping. vLLM's engine ``muse_glimmer``
+  parser hands the tool channel over starting at its header (its
+  ``test_tool_handoff_preserves_channel_framing``: the content starts with
+  ``to=read.read<|message|>``); ``<|start|>assistant``, the space before ``to=`` and the
+  terminators are dropped as for every message (:meth:`MuseMachine.run`).
+- ``force_nonempty_content: true`` (chat_template_kwargs): a turn that produced only
+  thinking (no answer, no tool message) returns its reasoning as the content, as
+  SGLang's ``force_nonempty_content`` swap does for the families that take it (its
+  ``Nemotron3Detector``: reasoning and normal text swapped when the normal text is
+  empty); ``ReasoningSpec.reasoning_as_content_if``.
 
 Text: several ``to=self`` messages join with ``\\n`` in the reasoning text, as the
 engines' muse_glimmer parsers that collect the bodies do: ``Trim(join="\\n")`` writes it
@@ -39,8 +51,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reasonspan.runtime.core.errors import InvalidOptionError
-from reasonspan.runtime.core.labels import CONTENT, REASONING, TOOL
-from reasonspan.runtime.core.machine import Machine
+from reasonspan.runtime.core.labels import CONTENT, DELIMITER, REASONING, TOOL
+from reasonspan.runtime.core.machine import Cursor, Machine, Spill
 from reasonspan.runtime.core.spec import ReasoningSpec, Trim
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
@@ -62,6 +74,57 @@ class MuseMachine(MessageMachine):
         (MESSAGE, messages.MESSAGE),
         (EOT, messages.RETURN),
     )
+
+    def run(
+        self,
+        tokens: Sequence[int],
+        reasoning: bool,
+        cursor: Cursor,
+        out_ids: list[int],
+        out_labels: bytearray,
+        spill: list[Spill] | None = None,
+    ) -> bool:
+        """The message machine's routing, then each tool message's header framed (module
+        doc). A header is emitted whole when its ``<|message|>`` arrives, so every header
+        this call decided is among the tokens it added."""
+        n = len(out_ids)
+        state = super().run(tokens, reasoning, cursor, out_ids, out_labels, spill)
+        codes = self.codes
+        for i in range(n, len(out_ids)):
+            if codes[out_ids[i]] == messages.MESSAGE and out_labels[i] == DELIMITER:
+                self._frame(n, i, out_ids, out_labels, spill)
+        return state
+
+    def _frame(
+        self,
+        n: int,
+        i: int,
+        out_ids: list[int],
+        out_labels: bytearray,
+        spill: list[Spill] | None,
+    ) -> None:
+        """Relabel ``to=NAME<|message|>`` of the header ending at ``out_ids[i]`` as TOOL
+        when it opens a tool message; the bytes before ``to=`` in its first token stay
+        consumed (the token is a DELIMITER whose rest is spilled to the content)."""
+        j = i
+        while j > n and out_labels[j - 1] == DELIMITER and not self.codes[out_ids[j - 1]]:
+            j -= 1
+        if self.read_header(out_ids[j : i + 1])[1] != TOOL:
+            return
+        tb = self.token_bytes
+        text = b"".join(tb[t] for t in out_ids[j:i])
+        at = text.rfind(b"to=")
+        pos = 0
+        for k in range(j, i):
+            size = len(tb[out_ids[k]])
+            if pos + size > at:
+                if pos < at:
+                    if spill is not None:
+                        spill.append((k, tb[out_ids[k]][at - pos :], CONTENT, 1))
+                    k += 1
+                out_labels[k : i + 1] = bytes((TOOL,)) * (i + 1 - k)
+                return
+            pos += size
 
     def read_header(self, header: Sequence[int]) -> tuple[bool, int]:
         """``to=self`` → reasoning; ``to=user`` or none → content; else a tool channel whose
@@ -85,13 +148,15 @@ class MuseGlimmerParser(ReasoningParser):
         required=(START, MESSAGE, EOM, EOT),
         prompt_start=False,
         reasoning_trim=Trim(join="\n"),
+        reasoning_as_content_if=(("force_nonempty_content", True),),
         start_source=(
             "documented: the prompt ends `<|start|>assistant`; the model writes the recipient "
             "header (MAX's muse_glimmer parser)"
         ),
         notes="custom machine (harmony's): to=self bodies are reasoning, to=user the answer, "
-        "other recipients tool channels kept in content (TOOL); headers dropped; self "
-        "blocks joined with \\n",
+        "other recipients tool channels kept in content framed by their to=NAME<|message|> "
+        "(TOOL); other headers dropped; self blocks joined with \\n; force_nonempty_content "
+        "returns a thinking-only turn as content",
     )
     hint = DetectionHint(model_types=("muse_glimmer", "muse_glimmer_text"))
 

@@ -76,7 +76,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
         "families/test_matrix_control_tokens.py",
         "toolcalls/test_toolcalls_mistral_llama_gemma.py",
     ),
-    "muse_glimmer": ("families/test_matrix_added_tokens_b.py",),
     "qwen3": (
         "families/test_fidelity.py",
         "families/test_matrix_added_tokens_b.py",

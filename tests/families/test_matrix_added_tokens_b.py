@@ -273,14 +273,16 @@ def test_muse_glimmer_self_blocks_join_with_newline() -> None:
 
 
 def test_muse_glimmer_tool_channel_stays_in_content() -> None:
+    """Framed by its ``to=NAME<|message|>`` (tests/families/test_muse_glimmer.py)."""
     body = '<atem:invoke name="get_weather">Paris</atem:invoke>'
+    framed = "to=get_weather<|message|>" + body
     out = f" to=self<|message|>{R}<|eom|><|start|>assistant to=get_weather<|message|>{body}<|eom|>"
     res = split_both_ways("muse_glimmer", MUSE, out, prompt=MUSE_PROMPT)
-    assert texts(res) == (R, body)
-    assert labelled(res, MUSE, Label.TOOL) == body
+    assert texts(res) == (R, framed)
+    assert labelled(res, MUSE, Label.TOOL) == "=get_weather<|message|>" + body  # " to": spilled
     # A tool message right away ends reasoning before any self block.
     out = f" to=get_weather<|message|>{body}<|eom|>"
-    assert texts(split_both_ways("muse_glimmer", MUSE, out, prompt=MUSE_PROMPT)) == (None, body)
+    assert texts(split_both_ways("muse_glimmer", MUSE, out, prompt=MUSE_PROMPT)) == (None, framed)
 
 
 def test_muse_glimmer_prompt_inside_a_self_body() -> None:
