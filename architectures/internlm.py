@@ -6,7 +6,7 @@ an assistant turn, for the prompt scan).
 Tool calls (facts: InternLM's ``chat/chat_format.md``, github.com/InternLM/InternLM, which
 lists the special tokens and shows a whole function-call turn; vLLM's
 ``tool_chat_template_internlm2_tool.jinja`` and ``internlm2`` parser; SGLang's
-``InternlmDetector``): after any text of its own, the model writes
+``InternlmDetector``, its ``interns1`` parser): after any text of its own, the model writes
 ``<|action_start|><|plugin|>`` (two special tokens: an action, addressed to a plugin, i.e.
 a regular tool), a newline, one JSON object ``{"name": …, "parameters": {…}}`` (vLLM's
 template writes ``arguments``; both engines read either), and ``<|action_end|>``. One call

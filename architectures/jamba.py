@@ -7,8 +7,9 @@ Tool calls (facts: AI21's Jamba 1.5 model card, "Tool use with Jamba": the model
 its calls "as a list of json-formatted dictionaries, wrapped in dedicated special
 token[s]", ``<tool_calls>[{"name": …, "arguments": {…}}, …]</tool_calls>``, after any
 content of its own; vLLM's ``jamba`` parser, which refuses a vocabulary without both
-tokens, and its tests on ``ai21labs/Jamba-tiny-dev``): one region from ``<tool_calls>``
-to ``</tool_calls>`` holds every call of the turn as one JSON list (kind ``json``).
+tokens, and its tests on ``ai21labs/Jamba-tiny-dev``; SGLang has no parser for it): one
+region from ``<tool_calls>`` to ``</tool_calls>`` holds every call of the turn as one JSON
+list (kind ``json``).
 
 Text: the model begins its turn with a space after ``<|assistant|>`` (vLLM's test outputs
 begin `` <tool_calls>``, and its parser returns no content for that lone space), so the

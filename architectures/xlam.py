@@ -8,13 +8,15 @@ Tool calls (facts: xLAM-2's chat templates as vLLM ships them,
 ``tool_chat_template_xlam_llama.jinja`` / ``_qwen.jinja``, whose system prompt asks for
 "calls in a single JSON array" ``[{"name": …, "arguments": {…}}, …]`` and which write an
 assistant's calls as exactly that list, alone in its turn; vLLM's ``xlam`` parser and its
-tests): the answer is a bare JSON list, so a region opens where the answer's first
-non-space character is ``[`` and runs to the end of the output (``close_optional``; a
-list the end cut does not read and is given back as content). vLLM's parser also finds
-the list after text, in forms the model may drift into, and so does this family: fenced
-(```` ```json ```` … ```` ``` ````), in ``<tool_call>`` … ``</tool_call>``, or after
-``[TOOL_CALLS]`` (to the end of the output or a close marker; prose after the list stays
-content). Kind ``xlam``: each call needs ``name`` and ``arguments`` (vLLM's rule), so a
+tests; SGLang has no parser for it): the answer is a bare JSON list, so a region opens
+where the answer's first non-space character is ``[`` and runs to the end of the output
+(``close_optional``; a list the end cut does not read and is given back as content). A
+bare answer cannot be told from a call until it ends (``[1] Smith et al.`` begins as a
+list), so such a region is held to the end of the output, as Llama 4's is. vLLM's parser
+also finds the list after text, in forms the model may drift into, and so does this
+family: fenced (```` ```json ```` … ```` ``` ````), in ``<tool_call>`` … ``</tool_call>``,
+or after ``[TOOL_CALLS]`` (to the end of the output or a close marker; prose after the
+list stays content). Kind ``xlam``: each call needs ``name`` and ``arguments`` (vLLM's rule), so a
 JSON answer that only looks like a list of calls stays content.
 
 Not followed: a fence without the ``json`` tag (vLLM reads one whose body is JSON; here
