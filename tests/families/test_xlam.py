@@ -99,6 +99,10 @@ def test_prose_after_the_list_stays_content() -> None:
     res = checked(listed(DALLAS) + "\nI asked for Dallas.")
     assert res.tool_calls == [call(*DALLAS)]
     assert res.content == "I asked for Dallas."
+    # After [TOOL_CALLS] (vLLM's parser reads the list to the end of its line).
+    res = checked("Ok.[TOOL_CALLS]" + listed(DALLAS) + "\nMore text.")
+    assert res.tool_calls == [call(*DALLAS)]
+    assert res.content == "Ok.\nMore text."
 
 
 @pytest.mark.parametrize(
