@@ -40,9 +40,10 @@ not in the public corpus this was checked against, so the start state is ``docum
   content text loses its leading newlines after ``</think>`` and the reasoning is kept as
   written, newlines before ``</think>`` included (``r\\n\\n</think>`` → ``r\\n\\n``).
   Token labels are unchanged; streaming and ``parse()`` trim alike.
-- The prompt scan is bounded by ``<|start_of_role|>`` (the Granite 4.0 role opener, the
-  token the granite 3 family uses) or ``<|im_start|>`` (a third-party reading of Granite
-  4.2's template renders ChatML turns, ``<|im_start|>assistant\\n<think>\\n``).
+- The prompt scan is bounded by ``<|start_of_role|>``, Granite's role opener (the same
+  token the granite 3 family uses). A third-party reading of Granite 4.2's template
+  renders ChatML turns (``<|im_start|>assistant\\n<think>\\n``); ``<|im_start|>`` is not
+  a turn marker here, because it would make Qwen's vocabularies detect as this family.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ class GraniteThinkingParser(ReasoningParser):
         NemotronV3Parser.spec,
         name="granite_thinking",
         aliases=("granite4_thinking", "granite_4_thinking"),
-        turn=("<|start_of_role|>", "<|im_start|>"),
+        turn=("<|start_of_role|>",),
         content_trim=Trim(lead="\n"),
         tool_calls=GRANITE_THINKING_TOOL_CALLS,
         start_source=(
