@@ -129,6 +129,14 @@ def test_items_that_are_not_calls_are_dropped_and_null_arguments_are_empty() -> 
     assert not res.content
 
 
+def test_one_object_without_the_array_is_read_too() -> None:
+    # The template always writes the array; vLLM's parser also reads a lone object.
+    out = "Hi " + PREFIX + json.dumps({"get_weather": WEATHER}) + SUFFIX
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.tool_calls == [call("get_weather", WEATHER)]
+    assert res.content == "Hi"
+
+
 def test_a_number_json_cannot_hold_drops_its_call() -> None:
     out = f'{PREFIX}[{{"get_weather": {{"days": 1e999}}}}, {{"now": {{}}}}]{SUFFIX}'
     res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
