@@ -55,6 +55,8 @@ NOT_VECTORIZED = {
     ("hunyuan_a13b", "qwen-2.5_base_with_hunyuan_a13b_special_tokens", ()),
     ("kimi_k3", "qwen-3_base_with_kimi_k3_special_tokens", ()),
     ("kimi_k3", "qwen-3_base_with_kimi_k3_special_tokens", (("thinking", False),)),
+    ("minicpmv", "qwen-3_base_with_minicpmv_special_tokens", ()),
+    ("minicpmv", "qwen-3_base_with_minicpmv_special_tokens", (("enable_thinking", True),)),
     ("minimax_m3", "minimax-m3", ()),
     ("minimax_m3", "minimax-m3", (("thinking_mode", "enabled"),)),
     ("muse_glimmer", "qwen-3_base_with_muse_glimmer_special_tokens", ()),
