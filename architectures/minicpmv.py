@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reasonspan.runtime.core.holdback import Cursor, Spill
-from reasonspan.runtime.core.labels import DELIMITER, REASONING
+from reasonspan.runtime.core.labels import CONTENT, DELIMITER, REASONING
 from reasonspan.runtime.core.machine import Machine
 from reasonspan.runtime.core.markers import compile_machine, resolve_markers
 from reasonspan.runtime.core.spec import ReasoningSpec
@@ -85,6 +85,13 @@ class QuietBlockMachine(Machine):
         state = super().run(tokens, reasoning, cursor, out_ids, out_labels, spill)
         _quiet(out_labels, n, spill, m)
         return state
+
+    def route_one(self, token: int, reasoning: bool, cursor: Cursor) -> tuple[int, bool] | None:
+        """A lone token that is no marker and begins none, with nothing held: what ``run``
+        gives it, without the queue (the parser's 1-token path for a custom machine)."""
+        if cursor.held or cursor.carry is not None or self.lut[token]:
+            return None
+        return (DELIMITER if reasoning else CONTENT), reasoning
 
     def flush(
         self,
