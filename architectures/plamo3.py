@@ -24,14 +24,14 @@ Facts and where they come from (vLLM's ``vllm/parser/plamo3.py``, adapters
   ``<|plamo:tag|>``; here the prompt scan reads a cut marker as an end, so a prompt whose
   current turn primes nothing after the last message's tag starts in content, and one
   ending with the begin marker starts in reasoning.
-- A tag cut short by the end of the output (``visible<|plamo:end_``, ``…<|plamo:end_think``,
-  even ``…<|pla``) is not text: vLLM strips such a trailing fragment of any PLaMo tag from
+- A tag cut short by the end of the output or by ``<|plamo:tag|>``
+  (``visible<|plamo:end_``, ``…<|plamo:end_think``, even ``…<|pla``) is not text: vLLM cuts
+  the text at ``<|plamo:tag|>`` and strips such a trailing fragment of any PLaMo tag from
   the reasoning and the content (``strip_trailing_partial_marker``; its tests:
   ``Answer<|plamo:begin_`` is content ``Answer``, ``reasoning text<|plamo:end_thin`` is
-  safe up to ``text``). Here the tokens the hold-back still holds at the end, a strict
-  prefix of a marker, are DELIMITERs (:class:`Plamo3Machine`), in ``parse()`` and every
-  stream alike (both end with the machine's ``flush``). Text before the fragment inside
-  the same token stays in its channel.
+  safe up to ``text``). Here the tokens the hold-back still holds there, a strict prefix
+  of a marker, are DELIMITERs (:class:`Plamo3Machine`), in ``parse()`` and every stream
+  alike. Text before the fragment inside the same token stays in its channel.
 
 Tool calls (kind ``plamo3``, :mod:`reasonspan.runtime.toolcalls.plamo3_calls`): a block
 ``<|plamo:begin_tool_requests:plamo|>`` … ``<|plamo:end_tool_requests:plamo|>`` of requests
@@ -51,6 +51,7 @@ import msgspec
 from reasonspan.runtime.core.holdback import Cursor, Spill
 from reasonspan.runtime.core.labels import CONTENT, DELIMITER, REASONING
 from reasonspan.runtime.core.machine import Machine
+from reasonspan.runtime.core.marker_tables import CUT, KIND_MASK, Trans
 from reasonspan.runtime.core.markers import resolve_markers
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
@@ -80,7 +81,8 @@ PLAMO3_TOOL_CALLS = ToolFormat(
 
 
 class Plamo3Machine(Machine):
-    """The base machine, except that a marker fragment the output ends on is no text."""
+    """The base machine, except that a marker fragment the output ends on is no text: at
+    the end of the output, or right before ``<|plamo:tag|>`` (which ends it)."""
 
     def flush(
         self,
@@ -90,14 +92,53 @@ class Plamo3Machine(Machine):
         out_labels: bytearray,
         spill: list[Spill] | None = None,
     ) -> bool:
-        """End of output: held tokens that only begin a marker (no marker can complete
-        now) are DELIMITERs, the bytes before the fragment in its first token kept in the
-        channel (module doc); anything else settles as the base machine does."""
-        held = cursor.held
-        seg = cursor.held_bytes[cursor.offset :]
-        if not held or cursor.cut or cursor.carry is not None or self._longest_at(seg):
+        """End of output: a held fragment is dropped (:meth:`_drop_fragment`); anything
+        else settles as the base machine does."""
+        if cursor.cut or not self._fragment(cursor):
             return super().flush(reasoning, cursor, out_ids, out_labels, spill)
-        state = reasoning and self.thinking
+        state = 1 if (reasoning and self.thinking) else 0
+        self._drop_fragment(state, cursor, out_ids, out_labels, spill)
+        return state == 1
+
+    def _settle(
+        self,
+        queue: list[int],
+        state: int,
+        cursor: Cursor,
+        out_ids: list[int],
+        out_labels: bytearray,
+        spill: list[Spill] | None,
+        trans: Trans | None = None,
+    ) -> int:
+        """The held run meets the next token: a fragment followed by the end of turn
+        (vLLM cuts at ``<|plamo:tag|>`` and then strips the trailing fragment) is dropped;
+        any other run settles as the base machine does."""
+        if (
+            queue
+            and (self.lut[queue[-1]] & KIND_MASK) == CUT
+            and (trans is None or trans is self.trans)
+            and self._fragment(cursor)
+        ):
+            self._drop_fragment(state, cursor, out_ids, out_labels, spill)
+            return state
+        return super()._settle(queue, state, cursor, out_ids, out_labels, spill, trans)
+
+    def _fragment(self, cursor: Cursor) -> bool:
+        """The held tokens only begin a marker (no marker is complete in them)."""
+        seg = cursor.held_bytes[cursor.offset :]
+        return bool(cursor.held) and cursor.carry is None and self._longest_at(seg) is None
+
+    def _drop_fragment(
+        self,
+        state: int,
+        cursor: Cursor,
+        out_ids: list[int],
+        out_labels: bytearray,
+        spill: list[Spill] | None,
+    ) -> None:
+        """The held tokens are DELIMITERs; the bytes before the fragment in the first one
+        stay in the channel (spilled)."""
+        held = cursor.held
         first = len(out_ids)
         out_ids.extend(held)
         out_labels.extend(bytes((DELIMITER,)) * len(held))
@@ -105,7 +146,6 @@ class Plamo3Machine(Machine):
         if before and spill is not None:
             spill.append((first, before, REASONING if state else CONTENT, 0))
         cursor.clear()
-        return state
 
 
 @register

@@ -94,6 +94,10 @@ def run(text: str, **kwargs: Any) -> reasonspan.ParseResult:
         (f"r{END}a <|pla", "r", "a "),
         # Only a fragment at the very end: one the output goes past is text.
         (f"r{END}a <|plx", "r", "a <|plx"),
+        # The end of turn ends the output: a fragment right before it is no text either.
+        (f"r{END}visible<|plamo:end_{EOT}ignored", "r", "visible"),
+        (f"thinking<|plamo:end_thi{EOT}", "thinking", None),
+        (f"r{END}a <|pla{EOT}<|plamo:end_", "r", "a "),
     ],
 )
 def test_a_tag_fragment_at_the_end_is_not_text(
