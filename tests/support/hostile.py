@@ -203,6 +203,3 @@ CALLS["poolside_v1"] = (
     "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>V</arg_value>\n</tool_call>",
     "<tool_call>f<arg_key>a</arg_key><arg_value>V</arg_value></tool_call>",
 )
-CALLS["seed_oss"] = (
-    "<seed:tool_call>\n<function=f>\n<parameter=a>V</parameter>\n</function>\n</seed:tool_call>",
-)
