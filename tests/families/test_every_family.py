@@ -31,7 +31,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
     "deepseek_v3_0324": ("toolcalls/test_toolcalls_deepseek_kimi.py",),
     "deepseek_v4": ("families/test_matrix_more.py", "toolcalls/test_toolcalls_deepseek_kimi.py"),
     "deepseek_v41": ("toolcalls/test_toolcalls_deepseek_kimi.py",),
-    "ernie45": ("families/test_matrix_more.py",),
     "glm45": (
         "families/test_fidelity.py",
         "families/test_matrix_core.py",
