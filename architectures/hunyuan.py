@@ -11,6 +11,17 @@ template prefills an empty block): all content. ``low``/``high`` prefill the sta
 Hunyuan-A13B's markers are plain text: ``<think>\\n`` … ``\\n</think>\\n<answer>\\n`` …
 ``\\n</answer>``, and fast-think ``<think>\\n\\n</think>\\n<answer>``. The model opens the
 block itself; the ``<answer>`` wrapper is consumed; a fast-think block is consumed whole.
+
+Tool calls. Hy3 (:func:`hy_v3_tool_calls`): ``<tool_calls>`` then per call
+``<tool_call>NAME<tool_sep>``, ``<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>`` pairs
+and ``</tool_call>``, then ``</tool_calls>``, every tag with the checkpoint's suffix (kind
+``hunyuan``, values typed from the schema), as vLLM's ``hy_v3`` tool parser and SGLang's
+``HunyuanDetector`` read it; Hy3's chat template is not in the corpus checked.
+
+Hunyuan-A13B (:data:`A13B_TOOL_CALLS`): its tool chat template (vLLM's
+``examples/tool_chat_template_hunyuan_a13b.jinja``) asks for, and writes back,
+``<tool_calls>[{"name": …, "arguments": {…}}, …]</tool_calls>``: one JSON list (kind
+``json``) between plain-text markers, as vLLM's ``hunyuan_a13b`` tool parser reads it.
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
 from reasonspan.runtime.shared.hint import DetectionHint
+from reasonspan.runtime.toolcalls import ToolFormat
 from reasonspan.tokenizer.loader import LoadedTokenizer
 
 _THINK_RE = re.compile(r"<think(.*)>")
@@ -67,6 +79,20 @@ def _hy_suffix(spec: ReasoningSpec, tokenizer: LoadedTokenizer) -> str:
     return suffix
 
 
+def hy_v3_tool_calls(suffix: str) -> ToolFormat:
+    """Hy3's call section with the checkpoint's token ``suffix`` (module doc)."""
+    return ToolFormat(
+        kinds=("hunyuan",),
+        open=(f"<tool_calls{suffix}>",),
+        close=(f"</tool_calls{suffix}>",),
+        call_close=(f"</tool_call{suffix}>",),
+        source="vLLM's hy_v3 tool parser and SGLang's HunyuanDetector read `<tool_calls>`, "
+        "per call `<tool_call>NAME<tool_sep>` then `<arg_key>K</arg_key><arg_value>V</arg_value>` "
+        "pairs and `</tool_call>`, then `</tool_calls>`, each tag with the checkpoint's token "
+        "suffix; Hy3's chat template is not in the corpus checked",
+    )
+
+
 @register
 class HyV3Parser(ReasoningParser):
     spec = ReasoningSpec(
@@ -78,6 +104,7 @@ class HyV3Parser(ReasoningParser):
         required=("<think>", "</think>"),
         prompt_start=True,
         thinking_default=False,
+        tool_calls=hy_v3_tool_calls(""),
         start_source=(
             'documented: Hy3 defaults to reasoning_effort "no_think"; with thinking on the '
             "template opens the block"
@@ -105,8 +132,21 @@ class HyV3Parser(ReasoningParser):
             end=(end,),
             turn=(f"<｜hy_Assistant{suffix}｜>",),
             required=(start, end),
+            tool_calls=hy_v3_tool_calls(suffix),
         )
 
+
+A13B_TOOL_CALLS = ToolFormat(
+    kinds=("json",),
+    open=("<tool_calls>",),
+    close=("</tool_calls>",),
+    json_strings=True,
+    source="Hunyuan-A13B's tool chat template "
+    "(vLLM examples/tool_chat_template_hunyuan_a13b.jinja) writes "
+    '`<tool_calls>[{"name": …, "arguments": {…}}, …]</tool_calls>`; vLLM\'s hunyuan_a13b '
+    "tool parser reads that JSON list",
+)
+"""One JSON list (kind ``json``) between plain-text ``<tool_calls>`` markers."""
 
 _A13B_START = "<think>\n"
 _A13B_END = ("\n</think>\n<answer>\n", "\n</think>\n<answer>")
@@ -128,6 +168,7 @@ class HunyuanA13BParser(ReasoningParser):
         prompt_start=False,
         start_in_content="enter",
         end_in_content="drop",
+        tool_calls=A13B_TOOL_CALLS,
         start_source="documented: Hunyuan-A13B opens `<think>\\n` itself (no prefill)",
         notes="multi-token text markers; <answer> wrapper stripped; fast-think block consumed",
     )

@@ -26,6 +26,12 @@ the public corpus this was checked against):
   well-formed output splits the same either way; only a call the model starts before
   closing its reasoning differs, and there the call reaching the tool parser is the useful
   reading.
+- Tool calls (:func:`hy_v4_tool_calls`): ``<tool_calls:SUFFIX>``, per call
+  ``<tool_call:SUFFIX>NAME``, ``<arg_key:SUFFIX>KEY</arg_key:SUFFIX>``
+  ``<arg_value:SUFFIX>VALUE</arg_value:SUFFIX>`` pairs, ``</tool_call:SUFFIX>``, then
+  ``</tool_calls:SUFFIX>`` (kind ``hunyuan``: Hy3's shape without ``<tool_sep>``), values typed
+  from the schema, as vLLM's ``hy_v4`` tool parser and its tests read them (no whitespace
+  between the parts).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from reasonspan.runtime.core.errors import InvalidOptionError, MissingMarkerErro
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
+from reasonspan.runtime.toolcalls import ToolFormat
 from reasonspan.tokenizer.loader import LoadedTokenizer
 
 _STRUCTURAL = re.compile(r"<(?:think|tool_calls|tool_call|arg_key|arg_value)(:[^\s>]+)?>")
@@ -65,6 +72,20 @@ def hy_v4_suffix(spec: ReasoningSpec, tokenizer: LoadedTokenizer) -> str:
     return suffix
 
 
+def hy_v4_tool_calls(suffix: str) -> ToolFormat:
+    """Hy4's call section with the checkpoint's token ``suffix`` (module doc)."""
+    return ToolFormat(
+        kinds=("hunyuan",),
+        open=(f"<tool_calls{suffix}>",),
+        close=(f"</tool_calls{suffix}>",),
+        call_close=(f"</tool_call{suffix}>",),
+        source="vLLM's hy_v4 tool parser (and its tests) reads `<tool_calls:SUFFIX>`, per call "
+        "`<tool_call:SUFFIX>NAME` then `<arg_key:SUFFIX>K</arg_key:SUFFIX><arg_value:SUFFIX>V"
+        "</arg_value:SUFFIX>` pairs and `</tool_call:SUFFIX>`; the V4 chat template is not in "
+        "the corpus checked",
+    )
+
+
 @register
 class HyV4Parser(ReasoningParser):
     spec = ReasoningSpec(
@@ -76,6 +97,7 @@ class HyV4Parser(ReasoningParser):
         required=("<think>", "</think>"),
         prompt_start=True,
         thinking_default=True,
+        tool_calls=hy_v4_tool_calls(""),
         start_source=(
             'documented: vLLM\'s hy_v4 parser defaults reasoning_effort to "high", as the '
             "template does, and the template opens the think block"
@@ -103,4 +125,5 @@ class HyV4Parser(ReasoningParser):
             end=(end,),
             tool=(f"<tool_calls{suffix}>",),
             required=(start, end),
+            tool_calls=hy_v4_tool_calls(suffix),
         )

@@ -17,6 +17,7 @@ from reasonspan.runtime.toolcalls import deepseek_calls as deepseek_calls
 from reasonspan.runtime.toolcalls import dsml_calls as dsml_calls
 from reasonspan.runtime.toolcalls import gcml_calls as gcml_calls
 from reasonspan.runtime.toolcalls import gemma4_calls as gemma4_calls
+from reasonspan.runtime.toolcalls import hunyuan_calls as hunyuan_calls
 from reasonspan.runtime.toolcalls import ifm_calls as ifm_calls
 from reasonspan.runtime.toolcalls import inkling_calls as inkling_calls
 from reasonspan.runtime.toolcalls import json_calls as json_calls

@@ -43,9 +43,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
         "toolcalls/test_toolcalls_xml.py",
     ),
     "holo2": ("families/test_fidelity.py", "families/test_matrix_core.py"),
-    "hunyuan_a13b": ("families/test_matrix_more.py",),
-    "hy_v3": ("families/test_matrix_more.py",),
-    "hy_v4": ("families/test_matrix_added_tokens_a.py",),
     "kimi_k3": (
         "families/test_fidelity.py",
         "families/test_matrix_control_tokens.py",

@@ -117,6 +117,14 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
             "</think:opensource>",
             "<tool_calls:opensource>",
             "</tool_calls:opensource>",
+            # the call tags too (SGLang's HunyuanDetector: the shipping tokenizer suffixes each)
+            "<tool_call:opensource>",
+            "</tool_call:opensource>",
+            "<tool_sep:opensource>",
+            "<arg_key:opensource>",
+            "</arg_key:opensource>",
+            "<arg_value:opensource>",
+            "</arg_value:opensource>",
         ),
     ),
     # Hunyuan-A13B: only the turn tokens are special; its think/answer tags are plain text.

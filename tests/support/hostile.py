@@ -211,3 +211,13 @@ CALLS["step3"] = (
 CALLS["step3p5"] = (
     "<tool_call>\n<function=f>\n<parameter=a>\nV\n</parameter>\n</function>\n</tool_call>",
 )
+CALLS["hunyuan_a13b"] = ('<tool_calls>[{"name": "f", "arguments": {"a": V}}]</tool_calls>',)
+CALLS["hy_v3"] = (
+    "<tool_calls:opensource>\n<tool_call:opensource>f<tool_sep:opensource>\n"
+    "<arg_key:opensource>a</arg_key:opensource>\n<arg_value:opensource>V</arg_value:opensource>\n"
+    "</tool_call:opensource>\n</tool_calls:opensource>",
+)
+CALLS["hy_v4"] = (
+    "<tool_calls:6124c78e><tool_call:6124c78e>f<arg_key:6124c78e>a</arg_key:6124c78e>"
+    "<arg_value:6124c78e>V</arg_value:6124c78e></tool_call:6124c78e></tool_calls:6124c78e>",
+)

@@ -1,0 +1,214 @@
+"""hy_v3: Hy3's key/value calls in a ``<tool_calls:S>`` section, tags with the token suffix.
+
+Tokenizer: Qwen3's BPE with the released Hy3's suffixed special tokens added
+(``qwen-3_base_with_hy_v3_special_tokens``: ``<think:opensource>``,
+``<tool_calls:opensource>``, ``<tool_call:opensource>``, ``<tool_sep:opensource>``,
+``<arg_key:opensource>``, … one token each; SGLang's ``HunyuanDetector`` says the
+shipping tokenizer suffixes each of them).
+
+Facts (architectures/hunyuan.py, runtime/toolcalls/hunyuan_calls.py): vLLM's ``hy_v3`` tool
+parser and SGLang's ``HunyuanDetector`` read ``<tool_calls>`` then per call
+``<tool_call>NAME<tool_sep>`` and ``<arg_key>K</arg_key><arg_value>V</arg_value>`` pairs
+(a newline between the parts in the preview's outputs), ``</tool_call>``, ``</tool_calls>``;
+values typed from the schema. ``reasoning_effort`` defaults to ``no_think`` (all content).
+
+Every expected call and text is built here from known pieces; ``every_path`` checks that
+``parse()``, ``TextSplitter`` at every offset and at random offsets, and the runtime
+(chunks and SSE) give the same answer.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+
+import reasonspan
+from reasonspan import ReasoningParser
+from reasonspan.runtime.stream.runtime import ReasoningRuntime
+from reasonspan.runtime.toolcalls import ToolCall
+from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
+from tests.support.paths import every_path, read_chunks, split_at
+
+FAMILY = "hy_v3"
+S = ":opensource"
+SEP = f"<tool_sep{S}>"
+LAYOUT = "\n"
+"""What the model writes between the parts of a call."""
+TOK = tokenizer(FAMILY_TOKENIZERS[FAMILY])
+TURN = f"<｜hy_begin_of_sentence{S}｜><｜hy_User{S}｜>Weather?<｜hy_Assistant{S}｜>"
+PROMPT = TOK.encode(TURN + f"<think{S}>")
+"""The prompt with thinking on: the template opens the block."""
+NO_THINK = TOK.encode(TURN + f"<think{S}></think{S}>")
+THINK_END = f"</think{S}>"
+OPEN, CLOSE = f"<tool_calls{S}>", f"</tool_calls{S}>"
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "days": {"type": "integer"},
+                    "metric": {"type": "boolean"},
+                    "where": {"type": "object"},
+                    "tags": {"type": "array"},
+                },
+            },
+        },
+    },
+    {"type": "function", "function": {"name": "note", "parameters": {"type": "object"}}},
+]
+
+
+def parser() -> ReasoningParser:
+    return reasonspan.create_parser_sync(FAMILY, TOK, {"reasoning_effort": "high"})
+
+
+def default() -> ReasoningParser:
+    return reasonspan.create_parser_sync(FAMILY, TOK, {})
+
+
+def raw(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def entry(name: str, args: dict[str, Any]) -> str:
+    pairs = "".join(
+        f"<arg_key{S}>{k}</arg_key{S}>{LAYOUT}<arg_value{S}>{raw(v)}</arg_value{S}>{LAYOUT}"
+        for k, v in args.items()
+    )
+    return f"<tool_call{S}>{name}{SEP}{LAYOUT}{pairs}</tool_call{S}>"
+
+
+def section(*entries: str) -> str:
+    return OPEN + LAYOUT + LAYOUT.join(entries) + LAYOUT + CLOSE
+
+
+def call(name: str, args: dict[str, Any]) -> ToolCall:
+    return ToolCall(name, json.dumps(args, ensure_ascii=False, separators=(",", ":")))
+
+
+WEATHER = {"city": "深圳", "days": 3}
+NOTE = {"text": "两行\n 🙂 "}
+
+
+def test_the_suffixed_call_tags_are_single_tokens() -> None:
+    for marker in (OPEN, CLOSE, f"<tool_call{S}>", f"</tool_call{S}>", f"<arg_key{S}>"):
+        assert TOK.single_token_id(marker) is not None, marker
+    fmt = parser().machine.spec.tool_calls
+    assert fmt is not None and fmt.open == (OPEN,) and fmt.close == (CLOSE,)
+
+
+def test_a_call_after_reasoning() -> None:
+    out = (
+        "I need the weather."
+        + THINK_END
+        + "Let me check.\n"
+        + section(entry("get_weather", WEATHER))
+    )
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.reasoning == "I need the weather."
+    assert res.content == "Let me check."
+    assert res.tool_calls == [call("get_weather", WEATHER)]
+
+
+def test_two_calls_and_a_call_without_arguments() -> None:
+    out = "plan" + THINK_END + section(entry("get_weather", WEATHER), entry("note", {}))
+    out += "\nDone."
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.tool_calls == [call("get_weather", WEATHER), call("note", {})]
+    assert res.content == "Done."
+
+
+def test_values_are_typed_from_the_schema_and_strings_kept_as_written() -> None:
+    args = {"city": "007", "days": 4, "metric": True, "where": {"lat": 1.5}, "tags": ["a"]}
+    out = THINK_END + section(entry("get_weather", args), entry("note", NOTE))
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.tool_calls == [call("get_weather", args), call("note", NOTE)]
+
+
+def test_reasoning_effort_no_think_by_default() -> None:
+    out = "Sure.\n" + section(entry("note", NOTE))
+    res = every_path(default, NO_THINK, TOK.encode(out), TOOLS)
+    assert res.reasoning is None
+    assert res.content == "Sure."
+    assert res.tool_calls == [call("note", NOTE)]
+
+
+def test_a_value_close_inside_a_value_is_text() -> None:
+    args = {"text": f"a </arg_value{S}> b"}
+    res = every_path(default, NO_THINK, TOK.encode(section(entry("note", args))), TOOLS)
+    assert res.tool_calls == [call("note", args)]
+
+
+def test_a_call_that_does_not_read_drops_only_itself() -> None:
+    broken = f"<tool_call{S}>note{SEP}<arg_key{S}>a</arg_key{S}>oops</tool_call{S}>"
+    out = section(broken, entry("get_weather", WEATHER))
+    res = every_path(default, NO_THINK, TOK.encode(out), TOOLS)
+    assert res.tool_calls == [call("get_weather", WEATHER)]
+    assert not res.content
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        OPEN + "not a call" + CLOSE,
+        OPEN + f"<tool_call{S}>two words{SEP}</tool_call{S}>" + CLOSE,
+    ],
+)
+def test_a_malformed_section_goes_back_to_the_content_verbatim(bad: str) -> None:
+    out = "Before.\n" + bad
+    res = every_path(default, NO_THINK, TOK.encode(out), TOOLS)
+    assert res.tool_calls == []
+    assert res.content == out
+
+
+async def _served_until(ids: list[int], finish: str) -> tuple[str, str, list[tuple[str, str]]]:
+    rt = ReasoningRuntime()
+    stream = rt.add("r", default(), NO_THINK, tools=TOOLS)
+    for i in range(0, len(ids), 2):
+        rt.step([stream.engine_id], ids[i : i + 2], [0, len(ids[i : i + 2])])
+    rt.finish("r", finish)  # type: ignore[arg-type]
+    return await read_chunks(stream)
+
+
+def test_a_section_cut_by_the_end_of_the_output_keeps_its_complete_calls() -> None:
+    head = "Checking.\n" + OPEN + LAYOUT + entry("get_weather", WEATHER)
+    first = len(TOK.encode(head))
+    whole = TOK.encode(head + LAYOUT + entry("note", NOTE) + LAYOUT + CLOSE)
+    want = [call("get_weather", WEATHER)]
+    for cut in range(first, len(whole) - 2):
+        ids = whole[:cut]
+        res = default().parse(ids, NO_THINK, tools=TOOLS)
+        assert (res.content, res.tool_calls) == ("Checking.", want), cut
+        for cuts in ([], [cut // 2], list(range(0, cut, 3))):
+            got = split_at(default(), NO_THINK, ids, cuts, TOOLS)
+            assert got == ("", "Checking.", want), (cut, cuts)
+        sent = anyio.run(_served_until, ids, "length")
+        assert sent == ("", "Checking.", [("get_weather", want[0].arguments)])
+
+
+def test_without_tools_there_are_no_calls() -> None:
+    res = default().parse(TOK.encode("Sure.\n" + section(entry("note", NOTE))), NO_THINK)
+    assert res.tool_calls == [] and res.content is not None and "note" in res.content
+
+
+def test_every_split_of_mixed_outputs() -> None:
+    pieces = [
+        "plan ",
+        THINK_END,
+        "A ",
+        section(entry("get_weather", {"city": "Oslo"})),
+        f"\n{OPEN}{{bad}}{CLOSE}",
+        " B",
+        section(entry("note", {}), entry("note", NOTE)),
+    ]
+    for chosen in (pieces, pieces[1:], pieces[::2], pieces[1::2]):
+        res = every_path(parser, PROMPT, TOK.encode("".join(chosen)), TOOLS)
+        whole = sum(p.count(f"<tool_call{S}>") for p in chosen)
+        assert len(res.tool_calls) == (whole if THINK_END in chosen else 0), chosen
