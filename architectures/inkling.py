@@ -19,15 +19,13 @@ markers do.
 Tool calls (:data:`INKLING_TOOL_CALLS`, kind ``inkling``): a ``<|content_invoke_tool_json|>``
 block holds one JSON object ``{"name": NAME, "args": {…}}`` and ends at ``<|end_message|>``
 or ``<|content_model_end_sampling|>`` (vLLM's Inkling parser engine and its tests, SGLang's
-``InklingDetector``). The format is declared here but not yet attached to the spec: both
-closers are framing tokens this spec consumes (``end_in_content="drop"``), and the shared
-extractor closes a region only on a marker labelled as answer text, so attached, every
-call would run to the end of the output. It is attached once the extractor closes a
-region on a close marker the reasoning machine consumed (tests/families/test_inkling.py
-holds the end-to-end cases, expected to fail until then). Two engine behaviours are not
-followed yet: the header between ``<|message_model|>`` and the block (the tool's name) is
-metadata the engines drop, here it is content text; ``<|content_invoke_tool_text|>`` is
-visible text in vLLM and a ``{"text": …}`` call in SGLang, here content.
+``InklingDetector``). Both closers are framing tokens this spec consumes
+(``end_in_content="drop"``); the shared extractor closes an open region on a close marker
+the reasoning machine consumed, unless it sits in a JSON string argument. Two engine
+behaviours are not followed yet: the header between ``<|message_model|>`` and the block
+(the tool's name) is metadata the engines drop, here it is content text;
+``<|content_invoke_tool_text|>`` is visible text in vLLM and a ``{"text": …}`` call in
+SGLang, here content.
 """
 
 from __future__ import annotations
@@ -52,7 +50,6 @@ INKLING_TOOL_CALLS = ToolFormat(
     '`<|message_model|>NAME<|content_invoke_tool_json|>{"name": NAME, "args": {…}}'
     "<|end_message|>`, or `<|content_model_end_sampling|>` when sampling stops",
 )
-"""Not attached to the spec yet (module doc): its closers are consumed framing tokens."""
 
 
 @register
@@ -69,6 +66,7 @@ class InklingParser(ReasoningParser):
         start_in_content="enter",
         end_in_content="drop",
         turn_in_output="drop",
+        tool_calls=INKLING_TOOL_CALLS,
         start_source=(
             "documented: Inkling's model message opens its own `<|content_thinking|>` block"
         ),

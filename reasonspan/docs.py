@@ -111,6 +111,30 @@ def _default_start(cls: type[ReasoningParser]) -> str:
     return f"**{state}** ({kind}) {_prose(detail)}".rstrip()
 
 
+def _tool_calls(cls: type[ReasoningParser]) -> str:
+    """The family's tool-call format: where a call region opens and closes, the body kinds
+    read there, and where those facts come from."""
+    fmt = cls.spec.tool_calls
+    if fmt is None:
+        if cls.tool_call_reader is not ReasoningParser.tool_call_reader:
+            return "tool-call messages the reasoning machine labels (`tool_call_reader`)"
+        return "—"
+    opens = ", ".join(_code(m) for m in fmt.open) or (
+        f"answer starting {_code(fmt.leading)}" if fmt.leading else "—"
+    )
+    if fmt.close:
+        closes = ", ".join(_code(m) for m in fmt.close) + (
+            " (optional)" if fmt.close_optional else ""
+        )
+    else:
+        closes = "end of output"
+    if fmt.leading and fmt.open:
+        opens += f", or an answer starting {_code(fmt.leading)}"
+    kinds = ", ".join(fmt.kinds)
+    source = f"; {_prose(fmt.source)}" if fmt.source else ""
+    return f"{opens} … {closes}: {kinds}{source}"
+
+
 def family_row(cls: type[ReasoningParser]) -> str:
     """One Markdown table row for a family."""
     spec = cls.spec
@@ -125,6 +149,7 @@ def family_row(cls: type[ReasoningParser]) -> str:
         _markers(spec.turn, tm),
         _thinking(cls),
         _default_start(cls),
+        _tool_calls(cls),
         _prose(spec.notes) or "—",
     ]
     return "| " + " | ".join(cells) + " |"
@@ -133,8 +158,9 @@ def family_row(cls: type[ReasoningParser]) -> str:
 HEADER = (
     "| name | aliases | start / end | implicit end (kept as content) | stripped | "
     "turn start (bounds the prompt scan) | thinking (default; chat_template_kwargs) | "
-    "default start (from template or documented) | notes |\n"
-    "|---|---|---|---|---|---|---|---|---|"
+    "default start (from template or documented) | tool calls (open … close: body kinds; "
+    "source) | notes |\n"
+    "|---|---|---|---|---|---|---|---|---|---|"
 )
 
 

@@ -184,6 +184,11 @@ def _schema_kinds(node: dict[str, Any]) -> tuple[str, ...]:
             # The json kind reads {"name", "arguments"}: a transform may only wrap it.
             if transform is None or re.search(r"function\s*:\s*@", str(transform)):
                 return ("json",)
+            # Cohere's actions, {"tool_name", "parameters"} (the cohere kind reads them).
+            if re.search(r"name\s*:\s*tool_name\b", str(transform)) and re.search(
+                r"arguments\s*:\s*parameters\b", str(transform)
+            ):
+                return ("cohere",)
             return ()
     blob = json.dumps(items)
     if "<function=" in blob and "<parameter=" in blob:

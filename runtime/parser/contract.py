@@ -329,6 +329,7 @@ class ReasoningParser(ParserConstruction, ParserOutputs):
         skip_special_tokens: bool = True,
         tools: Tools | Sequence[Mapping[str, Any]] | None = None,
         tool_choice: object = None,
+        finish_reason: str | None = None,
     ) -> ParseResult:
         """Non-streaming: the same labels as any streaming of the same tokens, plus text.
 
@@ -340,7 +341,12 @@ class ReasoningParser(ParserConstruction, ParserOutputs):
         special tokens as a server decoding with ``skip_special_tokens=True`` does (TOOL
         markers stay, see :meth:`skipped_token_ids`); pass False to keep them all, e.g.
         when a text-based tool parser reads the content. Token ids and labels are the same
-        either way."""
+        either way.
+
+        ``finish_reason`` (the engine's: ``"stop"``, ``"length"``, …) decides a call region
+        the output leaves open: at ``"stop"`` the model ended its turn with the block
+        unclosed, and it is read as it is (its calls, or its text as content); otherwise
+        (``"length"`` or not given) it is a call cut by ``max_tokens``, never returned."""
         toks = self._check(output_token_ids, "output_token_ids")
         start = (
             self.is_prompt_in_reasoning(prompt_token_ids)
@@ -358,6 +364,7 @@ class ReasoningParser(ParserConstruction, ParserOutputs):
             swap=self._swap,
             skip_special_tokens=skip_special_tokens,
             extractor=extractor,
+            finish_reason=finish_reason,
         )
 
     # ------------------------------------------------------------------ helpers

@@ -90,15 +90,17 @@ class TextSplitter:
             return self._held_text(r, c)
         return r, c
 
-    def finish(self) -> tuple[str, str]:
-        """Release held tokens and held text at the end of the request."""
+    def finish(self, finish_reason: str | None = None) -> tuple[str, str]:
+        """Release held tokens and held text at the end of the request; ``finish_reason``
+        as :meth:`ReasoningParser.parse` takes it (a call region left open at ``"stop"``
+        is read as it is)."""
         d = self.parser.finish(self.is_reasoning)
         self.is_reasoning = d.is_still_reasoning
         self.reasoning_as_content = d.reasoning_as_content
         ids, labels, spill = d.token_ids, bytearray(d.labels), list(d.spill)
         if self._tools is not None:
             ids, labels, spill, calls = self._tools.feed(ids, labels, spill)
-            tail = self._tools.finish()
+            tail = self._tools.finish(finish_reason)
             spill += [(i + len(ids), b, ch, a) for i, b, ch, a in tail[2]]
             ids = ids + tail[0]
             labels += tail[1]

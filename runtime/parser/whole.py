@@ -45,11 +45,15 @@ def channels_seen(labels: bytearray, spill: list[Spill]) -> int:
 
 
 def _take_calls(
-    extractor: ToolCallExtractor, ids: list[int], labels: bytearray, spill: list[Spill]
+    extractor: ToolCallExtractor,
+    ids: list[int],
+    labels: bytearray,
+    spill: list[Spill],
+    finish_reason: str | None,
 ) -> tuple[list[int], bytearray, list[Spill], list[ToolCall]]:
     """The output with its tool-call regions taken out, and the calls read from them."""
     ids, labels, spill, calls = extractor.feed(ids, labels, spill)
-    tail_ids, tail_labels, tail_spill, tail_calls = extractor.finish()
+    tail_ids, tail_labels, tail_spill, tail_calls = extractor.finish(finish_reason)
     base = len(ids)
     ids = ids + tail_ids
     labels += tail_labels
@@ -67,10 +71,12 @@ def parse_output(
     swap: bool,
     skip_special_tokens: bool,
     extractor: ToolCallExtractor | None,
+    finish_reason: str | None = None,
 ) -> ParseResult:
     """``toks`` (validated) labelled from the start state ``start`` with a fresh cursor,
     then read as ``ReasoningParser.parse`` documents; ``swap``: the request asked for
-    ``reasoning_as_content_if``."""
+    ``reasoning_as_content_if``; ``finish_reason``: why the output ended, for a call
+    region it leaves open (:meth:`ToolCallExtractor.finish`)."""
     ids: list[int] = []
     labels = bytearray()
     cursor = machine.new_cursor()
@@ -79,7 +85,7 @@ def parse_output(
     state = machine.flush(state, cursor, ids, labels, spill)
     calls: list[ToolCall] = []
     if extractor is not None:
-        ids, labels, spill, calls = _take_calls(extractor, ids, labels, spill)
+        ids, labels, spill, calls = _take_calls(extractor, ids, labels, spill, finish_reason)
     reasoning_ids, content_ids = split_labels(ids, labels)
     dec = outputs.decoder(
         skip_special_tokens=skip_special_tokens,

@@ -286,7 +286,7 @@ class StreamRecord:
         if self.calls is not None:
             ext = self.calls
             ids, labels, spill, done = ext.feed(ids, labels, spill)
-            more_ids, more_labels, more_spill, more = ext.finish()
+            more_ids, more_labels, more_spill, more = ext.finish(finish_reason)
             spill += [(i + len(ids), b, ch, a) for i, b, ch, a in more_spill]
             ids = ids + more_ids
             labels += more_labels

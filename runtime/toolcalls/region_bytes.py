@@ -120,3 +120,30 @@ def strip_closer(fmt: CompiledToolFormat, body: bytes) -> bytes:
         if body.endswith(m):
             return body[: len(body) - len(m)]
     return body
+
+
+def value_ends(body: Bytes, most: int = 8) -> list[int]:
+    """Where a top-level JSON (or pythonic) value of ``body`` ends: the offsets just after
+    each ``}`` or ``]`` that closes one (double-quoted strings skipped), the last ``most``
+    of them, latest first. A region that runs to the end of the output and does not read
+    as calls is tried up to each of these, so prose after a complete call
+    (``{"name": "f", …} I used f.``) does not lose the call."""
+    ends: list[int] = []
+    depth, inside, escaped = 0, False, False
+    for k, b in enumerate(body):
+        if inside:
+            if escaped:
+                escaped = False
+            elif b == 0x5C:  # backslash
+                escaped = True
+            elif b == 0x22:
+                inside = False
+        elif b == 0x22:  # double quote
+            inside = True
+        elif b in b"{[":
+            depth += 1
+        elif b in b"}]" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                ends.append(k + 1)
+    return ends[::-1][:most]

@@ -426,6 +426,8 @@ HOLD_BACK = {
     ("hunyuan_a13b", "qwen-2.5_base_with_hunyuan_a13b_special_tokens", ()),
     ("kimi_k3", "qwen-3_base_with_kimi_k3_special_tokens", ()),
     ("kimi_k3", "qwen-3_base_with_kimi_k3_special_tokens", (("thinking", False),)),
+    # MiniCPM-V with thinking: its reserved markers are matched on bytes.
+    ("minicpmv", "qwen-3_base_with_minicpmv_special_tokens", (("enable_thinking", True),)),
     ("nemotron_v1", "qwen-2.5_base_with_llama3_special_tokens", ()),
     ("olmo3", "qwen-2.5", ()),
     ("plamo3", "qwen-2.5_base_with_plamo3_special_tokens", ()),

@@ -326,17 +326,6 @@ TRAILING_KEYS = {
     ("glm45", "glm-4.5v", ()),
     ("glm45", "glm-4.5v", (("enable_thinking", False),)),
     ("glm47", "glm-4.7-flash", ()),
-    ("granite_thinking", "deepseek-v2_base_with_granite_thinking_special_tokens", ()),
-    (
-        "granite_thinking",
-        "deepseek-v2_base_with_granite_thinking_special_tokens",
-        (("enable_thinking", False),),
-    ),
-    (
-        "granite_thinking",
-        "deepseek-v2_base_with_granite_thinking_special_tokens",
-        (("force_nonempty_content", True),),
-    ),
     ("mimo", "qwen-3", ()),
     ("mimo", "qwen-3", (("enable_thinking", True),)),
     ("minimax_m2", "minimax", ()),
@@ -352,9 +341,9 @@ def test_the_trailing_cases_are_the_decoders_that_hold_a_trail() -> None:
 
 
 def test_the_trailing_cases_exist() -> None:
-    """Otherwise the test below would say nothing: reasoning trims (qwen3) and a content
-    trim (ernie45) among them."""
-    assert {family for family, _, _ in TRAILING} >= {"qwen3", "ernie45", "granite_thinking"}
+    """Otherwise the test below would say nothing: reasoning trims (qwen3, glm45) and a
+    content trim (ernie45) among them."""
+    assert {family for family, _, _ in TRAILING} >= {"qwen3", "ernie45", "glm45"}
 
 
 @pytest.mark.parametrize("loop", ["numpy", "scalar"])

@@ -488,7 +488,7 @@ def test_tool_requests_in_steps_of_k_are_parse(
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(sse_path, "SMALL", 0 if lane == "vectorized" else sse_path.SMALL)
         chunks = pair.run(runtime, ids, k)
-    expected = parser.parse(ids, tools=TOOLS)
+    expected = parser.parse(ids, tools=TOOLS, finish_reason="stop")  # as Pair.run ends it
     assert texts(chunks) == (expected.reasoning or "", expected.content or "")
     assert calls_of(chunks) == [(c.name, c.arguments) for c in expected.tool_calls]
 
@@ -509,7 +509,7 @@ def test_reasoning_inside_a_call_region_keeps_its_order(lane: str) -> None:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(sse_path, "SMALL", 0 if lane == "vectorized" else sse_path.SMALL)
         chunks = pair.run(runtime, ids, 3)
-    expected = parser.parse(ids, tools=TOOLS)
+    expected = parser.parse(ids, tools=TOOLS, finish_reason="stop")  # as Pair.run ends it
     assert (expected.reasoning, expected.tool_calls) == (" The.", [])
     assert texts(chunks) == (" The.", expected.content or "")
 

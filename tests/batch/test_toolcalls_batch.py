@@ -20,6 +20,7 @@ import pytest
 from canitoolcall.fixtures import Fixture
 
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
+from reasonspan.runtime.wire.openai import FinishReason
 from tests.support.canitoolcall_replay import REFERENCE, _ids, _parser, assemble, corpus
 
 _BY_MODEL: dict[str, list[Fixture]] = defaultdict(list)
@@ -27,12 +28,17 @@ for _f in corpus():
     _BY_MODEL[_f.tokenizer.repo if _f.tokenizer else _f.models[0]].append(_f)
 
 
+def _reason(fixture: Fixture) -> FinishReason:
+    """A "truncated" fixture is a token prefix of an output: max_tokens cut it."""
+    return "length" if "truncated" in fixture.tags else "stop"
+
+
 def _alone(fixture: Fixture) -> tuple[Any, list[int], list[int], list[Any]]:
     parser, tok, _ = _parser(fixture)
     ids, _ = _ids(fixture, tok)
     prompt = tok.encode(fixture.generation_prompt or "")
     tools = list(fixture.tools)
-    whole = parser.parse(ids, prompt_token_ids=prompt, tools=tools)
+    whole = parser.parse(ids, prompt_token_ids=prompt, tools=tools, finish_reason=_reason(fixture))
     expected = (
         whole.reasoning or "",
         whole.content or "",
@@ -49,14 +55,14 @@ async def _together(fixtures: list[Fixture], seed: int, sse: bool) -> None:
         expected, ids, prompt, tools = _alone(f)
         parser, _, _ = _parser(f)  # a parser per request, as a server keeps per request
         stream = rt.add(f"r{i}", parser, prompt, tools=tools, sse=sse)
-        todo.append([f.id, expected, ids, 0, stream])
+        todo.append([f.id, expected, ids, 0, stream, _reason(f)])
     live = list(todo)
     while live:
         eids: list[int] = []
         toks: list[int] = []
         offs = [0]
         for item in live:
-            _, _, ids, at, stream = item
+            _, _, ids, at, stream, _ = item
             k = rng.choice([0, 1, 1, 2, 3, 7])
             piece = ids[at : at + k]
             item[3] = at + len(piece)
@@ -68,9 +74,9 @@ async def _together(fixtures: list[Fixture], seed: int, sse: bool) -> None:
             rt.step(eids, toks, offs)
         for item in list(live):
             if item[3] >= len(item[2]):
-                rt.finish(item[4].engine_id, "stop")
+                rt.finish(item[4].engine_id, item[5])
                 live.remove(item)
-    for fid, expected, _, _, stream in todo:
+    for fid, expected, _, _, stream, _ in todo:
         reasoning, content, calls = await assemble(stream)
         got = (reasoning, content, calls)
         assert got == expected, fid

@@ -9,11 +9,9 @@ Facts (architectures/inkling.py, runtime/toolcalls/inkling_calls.py): a call is
 ``<|message_model|>`` NAME ``<|content_invoke_tool_json|>{"name": NAME, "args": {…}}``
 ``<|end_message|>`` (vLLM's Inkling parser engine and its tests; SGLang's InklingDetector).
 
-The format is declared but not attached to the family's spec (its closers are framing
-tokens the spec consumes, and the shared extractor does not close a region on those
-yet), so the end-to-end cases build a parser with it attached and are marked as expected
-failures: strict, so the day the extractor closes there they pass, and the format is
-attached.
+Its closers are framing tokens the spec consumes; the shared extractor still closes a
+region on them (every path: ``parse()``, any split, the runtime's chunks and SSE). The
+header naming the tool is still content text (a strict expected failure).
 """
 
 from __future__ import annotations
@@ -21,12 +19,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import msgspec
 import pytest
 
 import reasonspan
 from reasonspan import ReasoningParser
-from reasonspan.architectures.inkling import INKLING_TOOL_CALLS, InklingParser
+from reasonspan.architectures.inkling import INKLING_TOOL_CALLS
 from reasonspan.runtime.core.tool_types import as_tools
 from reasonspan.runtime.toolcalls import ToolCall
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
@@ -95,35 +92,22 @@ def test_the_markers_are_single_tokens() -> None:
         assert TOK.single_token_id(marker) is not None, marker
 
 
-def test_the_format_is_not_attached_yet_so_calls_stay_content() -> None:
-    """Today's behaviour, until the extractor closes on a consumed closer (module doc)."""
-    assert InklingParser.spec.tool_calls is None
+def test_without_tools_a_call_stays_content() -> None:
+    """The format reads calls only for a request that offers tools (as every family)."""
     p = reasonspan.create_parser_sync("inkling", TOK)
     out = "<|content_invoke_tool_json|>" + payload("note", {}) + "<|end_message|>"
-    res = p.parse(TOK.encode(out), PROMPT, tools=TOOLS)
+    res = p.parse(TOK.encode(out), PROMPT)
     assert res.tool_calls == []
     assert res.content is not None and payload("note", {}) in res.content
 
 
-# ----------------------------------------------------------- end to end, format attached
-
-
-class _Attached(InklingParser):
-    spec = msgspec.structs.replace(InklingParser.spec, tool_calls=INKLING_TOOL_CALLS)
+# ----------------------------------------------------------- end to end
 
 
 def attached() -> ReasoningParser:
-    return _Attached.create(TOK, {})
+    return reasonspan.create_parser_sync("inkling", TOK)
 
 
-CLOSES_ON_CONSUMED = pytest.mark.xfail(
-    strict=True,
-    reason="the extractor does not close a region on <|end_message|>, a closer the "
-    "reasoning machine consumes (architectures/inkling.py)",
-)
-
-
-@CLOSES_ON_CONSUMED
 def test_a_call_after_thinking_then_a_text_block() -> None:
     out = (
         "<|content_thinking|>need weather<|end_message|><|message_model|>"
@@ -137,7 +121,6 @@ def test_a_call_after_thinking_then_a_text_block() -> None:
     assert res.content == "Done."
 
 
-@CLOSES_ON_CONSUMED
 def test_two_calls_and_a_closer_inside_a_string() -> None:
     args = {"text": "write <|end_message|> literally"}
     out = (

@@ -208,14 +208,15 @@ def test_schema_whitespace_is_layout_and_json_calls_are_read(
     assert spec.tool_calls.close == ("</tool_call>",)
 
 
-def test_cohere_calls_need_a_kind_that_reads_tool_name(
+def test_cohere_calls_are_read_by_the_cohere_kind(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    # Its transform renames tool_name/parameters: no existing kind reads that body, so the
-    # opener only ends reasoning (as the cohere family does); the answer wrapper is the
-    # declared content part: it ends reasoning, its closer is stripped.
+    # Its transform renames tool_name/parameters: the cohere kind reads that body (as the
+    # cohere family does); the answer wrapper is the declared content part: it ends
+    # reasoning, its closer is stripped.
     spec = reasonspan.create_parser_sync("declared", loaded("cohere_schema", tmp_path_factory)).spec
-    assert spec.tool_calls is None
+    assert spec.tool_calls is not None and spec.tool_calls.kinds == ("cohere",)
+    assert spec.tool_calls.open == ("<|START_ACTION|>",)
     assert "<|START_RESPONSE|>" in spec.end
     assert spec.strip == ("<|END_RESPONSE|>",)
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from functools import cache
 
 import anyio
@@ -36,6 +37,7 @@ import reasonspan
 from reasonspan import ReasoningParser, TextSplitter
 from reasonspan.runtime.core.nesting import MAX_NESTING, nested_deeper_than
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
+from reasonspan.runtime.wire.openai import FinishReason
 from tests.support.fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, tokenizer
 from tests.support.hostile import CALLS, TOOLS, output
 from tests.support.paths import Answer, read_chunks, read_sse
@@ -53,8 +55,8 @@ def _parser(family: str, kwargs: str) -> ReasoningParser:
     )
 
 
-def parsed(parser: ReasoningParser, ids: list[int]) -> Answer:
-    res = parser.parse(ids, tools=TOOLS)
+def parsed(parser: ReasoningParser, ids: list[int], reason: FinishReason | None = None) -> Answer:
+    res = parser.parse(ids, tools=TOOLS, finish_reason=reason)
     calls = [(c.name, c.arguments) for c in res.tool_calls]
     if parser.spec.tool_calls is not None:
         # A call a format's kinds read is sent as JSON they wrote: strict JSON (no inf, no
@@ -66,7 +68,9 @@ def parsed(parser: ReasoningParser, ids: list[int]) -> Answer:
     return res.reasoning or "", res.content or "", calls
 
 
-def split(parser: ReasoningParser, ids: list[int], rng: random.Random) -> Answer:
+def split(
+    parser: ReasoningParser, ids: list[int], rng: random.Random, reason: FinishReason = "stop"
+) -> Answer:
     sp = TextSplitter(parser, tools=TOOLS)
     r = c = ""
     at = 0
@@ -74,15 +78,19 @@ def split(parser: ReasoningParser, ids: list[int], rng: random.Random) -> Answer
         k = rng.randint(1, 4)
         a, b = sp.feed(ids[at : at + k])
         r, c, at = r + a, c + b, at + k
-    a, b = sp.finish()
+    a, b = sp.finish(reason)
     return r + a, c + b, [(t.name, t.arguments) for t in sp.take_tool_calls()]
 
 
 async def runtime_paths(
-    parser: ReasoningParser, outputs: list[list[int]], seed: int
+    parser: ReasoningParser,
+    outputs: list[list[int]],
+    seed: int,
+    reasons: Sequence[FinishReason] | None = None,
 ) -> list[tuple[Answer, Answer]]:
     """Every output as two requests of one runtime (chunks and SSE), stepped 1 to 4 tokens
-    at a time over random subsets; their answers as a client reads them."""
+    at a time over random subsets, finished with its finish reason (``reasons``, default
+    "stop"); their answers as a client reads them."""
     rng = random.Random(seed)
     rt = ReasoningRuntime()
     live = []
@@ -92,14 +100,14 @@ async def runtime_paths(
         for sse in (False, True):
             s = rt.add(f"r{i}-{sse}", parser, None, tools=TOOLS, sse=sse)
             pair.append(s)
-            live.append([s, ids, 0])
+            live.append([s, ids, 0, reasons[i] if reasons else "stop"])
         streams.append(pair)
     while live:
         eids: list[int] = []
         toks: list[int] = []
         offs = [0]
         for item in live:
-            s, ids, at = item
+            s, ids, at, _ = item
             if rng.random() < 0.3:
                 continue
             piece = ids[at : at + rng.randint(1, 4)]
@@ -112,7 +120,7 @@ async def runtime_paths(
             rt.step(eids, toks, offs)
         for item in list(live):
             if item[2] >= len(item[1]):
-                rt.finish(item[0].engine_id, "stop")
+                rt.finish(item[0].engine_id, item[3])
                 live.remove(item)
     return [(await read_chunks(a), await read_sse(b)) for a, b in streams]
 
@@ -140,10 +148,13 @@ def fuzz(family: str, kwargs: str, rounds: int) -> int:
         texts = [output(rng, family, parser) for _ in range(BATCH)]
         outputs = [parser.tokenizer.encode(t) for t in texts]
         tokens += sum(map(len, outputs))
-        expected = [parsed(parser, ids) for ids in outputs]
-        for text, ids, want in zip(texts, outputs, expected, strict=True):
-            assert split(parser, ids, rng) == want, (seed, text)
-        got = anyio.run(runtime_paths, parser, outputs, seed)
+        # Either way an engine ends a request: a call region left open is read at "stop"
+        # and dropped at "length" (cut by max_tokens); every path is told the same.
+        reasons: list[FinishReason] = [rng.choice(("stop", "length")) for _ in outputs]
+        expected = [parsed(parser, ids, why) for ids, why in zip(outputs, reasons, strict=True)]
+        for text, ids, want, why in zip(texts, outputs, expected, reasons, strict=True):
+            assert split(parser, ids, rng, why) == want, (seed, why, text)
+        got = anyio.run(runtime_paths, parser, outputs, seed, reasons)
         for text, want, (chunks, sse) in zip(texts, expected, got, strict=True):
             assert chunks == want, ("chunks", seed, text)
             assert sse == want, ("sse", seed, text)

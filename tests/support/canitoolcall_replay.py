@@ -47,6 +47,7 @@ from reasonspan import LoadedTokenizer, TextSplitter, create_parser_sync
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.stream.runtime import ReasoningRuntime, RequestStream
 from reasonspan.runtime.toolcalls import ToolCall
+from reasonspan.runtime.wire.openai import FinishReason
 from tests.support.fixtures import tokenizer
 
 
@@ -166,7 +167,9 @@ def replay(fixture: Fixture) -> Replay:
     ids, ids_from = _ids(fixture, tok)
     prompt = tok.encode(fixture.generation_prompt or "")
     tools = list(fixture.tools)
-    whole = parser.parse(ids, prompt_token_ids=prompt, tools=tools)
+    # A "truncated" fixture is a token prefix of a whole output: max_tokens cut it.
+    reason: FinishReason = "length" if "truncated" in fixture.tags else "stop"
+    whole = parser.parse(ids, prompt_token_ids=prompt, tools=tools, finish_reason=reason)
     nonstream = _result(whole.reasoning, whole.content, whole.tool_calls)
     special = tok.special_ids
     streams: dict[str, ParseResult] = {}
@@ -181,14 +184,14 @@ def replay(fixture: Fixture) -> Replay:
             r.append(a)
             c.append(b)
             calls += splitter.take_tool_calls()
-        a, b = splitter.finish()
+        a, b = splitter.finish(reason)
         r.append(a)
         c.append(b)
         calls += splitter.take_tool_calls()
         streams[strategy.id] = _result("".join(r), "".join(c), calls)
     parser.reset()
     groups = split(ids, DEFAULT_STRATEGIES[3], special=special)
-    streams["runtime"] = anyio.run(_runtime, parser, prompt, tools, groups)
+    streams["runtime"] = anyio.run(_runtime, parser, prompt, tools, groups, reason)
     obs = Observation(nonstream=nonstream, streams=streams)
     family = family_for(fixture)
     rows = checks.run_checks(fixture, family, obs)
@@ -196,13 +199,17 @@ def replay(fixture: Fixture) -> Replay:
 
 
 async def _runtime(
-    parser: ReasoningParser, prompt: list[int], tools: list[Any], groups: list[list[int]]
+    parser: ReasoningParser,
+    prompt: list[int],
+    tools: list[Any],
+    groups: list[list[int]],
+    reason: FinishReason,
 ) -> ParseResult:
     rt = ReasoningRuntime()
     stream = rt.add("r", parser, prompt, tools=tools)
     for group in groups:
         rt.step([stream.engine_id], group, [0, len(group)])
-    rt.finish("r", "stop")
+    rt.finish("r", reason)
     reasoning, content, calls = await assemble(stream)
     return ParseResult(
         content=content or None,

@@ -138,6 +138,8 @@ def output(rng: random.Random, family: str, parser: ReasoningParser) -> str:
         else:
             parts.append(rng.choice(WORDS))
     return "".join(parts)
+
+
 CALLS["exaone4"] = ('<tool_call>{"name": "f", "arguments": {"a": V}}</tool_call>',)
 CALLS["deepseek_r1"] = CALLS["deepseek_v3_0324"]
 CALLS["seed_oss"] = (
@@ -221,3 +223,4 @@ CALLS["hy_v4"] = (
     "<tool_calls:6124c78e><tool_call:6124c78e>f<arg_key:6124c78e>a</arg_key:6124c78e>"
     "<arg_value:6124c78e>V</arg_value:6124c78e></tool_call:6124c78e></tool_calls:6124c78e>",
 )
+CALLS["inkling"] = ('<|content_invoke_tool_json|>{"name": "f", "args": {"a": V}}<|end_message|>',)

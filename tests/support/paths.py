@@ -13,6 +13,7 @@ import anyio
 
 from reasonspan import ParseResult, ReasoningParser, TextSplitter
 from reasonspan.runtime.stream.runtime import ReasoningRuntime, RequestStream
+from reasonspan.runtime.wire.openai import FinishReason
 
 Answer = tuple[str, str, list[tuple[str, str]]]
 """Reasoning, content and ``(name, arguments)`` calls, as a client assembles them."""
@@ -66,8 +67,11 @@ def split_at(
     ids: list[int],
     cuts: list[int],
     tools: Any,
+    finish_reason: FinishReason = "length",
 ) -> tuple[str, str, list[Any]]:
-    """``TextSplitter`` fed ``ids`` cut at ``cuts``: its reasoning, content and calls."""
+    """``TextSplitter`` fed ``ids`` cut at ``cuts``: its reasoning, content and calls.
+    (The finish reasons of these helpers default to "length", the rule ``parse()`` keeps
+    without one: a call region left open is dropped.)"""
     split = TextSplitter(parser, prompt_ids, tools=tools)
     r, c, calls = [], [], []
     for a, b in itertools.pairwise([0, *sorted(set(cuts)), len(ids)]):
@@ -75,7 +79,7 @@ def split_at(
         r.append(x)
         c.append(y)
         calls += split.take_tool_calls()
-    x, y = split.finish()
+    x, y = split.finish(finish_reason)
     return "".join(r) + x, "".join(c) + y, calls + split.take_tool_calls()
 
 
@@ -86,6 +90,7 @@ async def served(
     k: int,
     sse: bool,
     tools: Any,
+    finish_reason: FinishReason = "length",
 ) -> Answer:
     """One request alone in a runtime, ``k`` tokens a step, read as chunks or as SSE."""
     rt = ReasoningRuntime()
@@ -93,7 +98,7 @@ async def served(
     for i in range(0, len(ids), k):
         delta = ids[i : i + k]
         rt.step([stream.engine_id], delta, [0, len(delta)])
-    rt.finish("r", "stop")
+    rt.finish("r", finish_reason)
     return await (read_sse(stream) if sse else read_chunks(stream))
 
 
@@ -102,21 +107,22 @@ def every_path(
     prompt_ids: Sequence[int] | None,
     ids: list[int],
     tools: Any,
+    finish_reason: FinishReason = "length",
 ) -> ParseResult:
     """``parse()`` of ``ids``, after checking that ``TextSplitter`` split at every offset
     and at random sets of offsets, and the runtime read as chunks and as SSE (1 and 3
     tokens a step), give its reasoning, content and calls (a fresh parser from ``make``
-    for each)."""
-    whole = make().parse(ids, prompt_ids, tools=tools)
+    for each), every path told the same ``finish_reason``."""
+    whole = make().parse(ids, prompt_ids, tools=tools, finish_reason=finish_reason)
     want = (whole.reasoning or "", whole.content or "", whole.tool_calls)
     rng = random.Random(len(ids))
     splits = [[at] for at in range(len(ids) + 1)]
     splits += [rng.sample(range(len(ids) + 1), min(4, len(ids))) for _ in range(20)]
     for cuts in splits:
-        assert split_at(make(), prompt_ids, ids, cuts, tools) == want, cuts
+        assert split_at(make(), prompt_ids, ids, cuts, tools, finish_reason) == want, cuts
     sent = [(c.name, c.arguments) for c in whole.tool_calls]
     for k in (1, 3):
         for sse in (False, True):
-            got = anyio.run(served, make(), prompt_ids, ids, k, sse, tools)
+            got = anyio.run(served, make(), prompt_ids, ids, k, sse, tools, finish_reason)
             assert got == (want[0], want[1], sent), (k, sse)
     return whole

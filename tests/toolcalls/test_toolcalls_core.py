@@ -29,7 +29,7 @@ from reasonspan.runtime.toolcalls import ToolCall
 from tests.runtime.test_fuzz_paths import _kwargs, _parser, parsed, runtime_paths, split
 from tests.support.fixtures import tokenizer
 from tests.support.hostile import CALLS
-from tests.support.paths import gather, split_at
+from tests.support.paths import every_path, gather, split_at
 
 TOK = tokenizer("qwen-3")
 PROMPT = TOK.encode("<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n")
@@ -111,6 +111,37 @@ def test_truncated_call_is_dropped_and_malformed_call_is_content() -> None:
     bad = "<tool_call>not json</tool_call>"
     res = parser().parse(TOK.encode(bad), ANSWER_ONLY, tools=TOOLS)
     assert res.tool_calls == [] and res.content == bad
+
+
+@pytest.mark.parametrize(
+    ("cut", "at_stop"),
+    [
+        # the model stopped after a whole call but never wrote its close: the call
+        ('Checking.\n<tool_call>\n{"name": "note", "arguments": {"text": "x"}}\n', "call"),
+        # ... or in the middle of one (a malformed, unclosed block): its text as content
+        ('Checking.\n<tool_call>\n{"name": "get_weather", "arguments": {"ci', "text"),
+        ("Checking.\n<tool_call>\n", "text"),
+        ("Checking.\n<tool_call>\n<function=note>\n<parameter=text>\nx", "text"),
+    ],
+)
+def test_an_unclosed_call_region_is_decided_by_the_finish_reason(cut: str, at_stop: str) -> None:
+    """At "length" (max_tokens cut the output) a region left open is a cut call, dropped
+    with its markup: no half call, no half-written markup is sent. At "stop" the model
+    ended its turn with the block open: it is read as it is, as vLLM's and SGLang's
+    Hermes readers do (an unclosed ``<tool_call>`` whose JSON is whole is a call), and
+    when it does not read, its text is the content. Every path, any split."""
+    ids = TOK.encode(cut)
+    cut_res = every_path(parser, ANSWER_ONLY, ids, TOOLS, "length")
+    assert cut_res.tool_calls == [] and cut_res.content == "Checking."
+    stop_res = every_path(parser, ANSWER_ONLY, ids, TOOLS, "stop")
+    if at_stop == "call":
+        assert stop_res.tool_calls == [call("note", {"text": "x"})]
+        assert stop_res.content == "Checking."
+    else:
+        assert stop_res.tool_calls == [] and stop_res.content == cut
+    # parse() without a finish reason keeps the "length" rule
+    plain = parser().parse(ids, ANSWER_ONLY, tools=TOOLS)
+    assert (plain.content, plain.tool_calls) == (cut_res.content, cut_res.tool_calls)
 
 
 PIECES = st.lists(

@@ -216,12 +216,40 @@ def test_mistral_truncated_calls_are_dropped(fam: Fam) -> None:
     assert res.content == "Checking."
 
 
-@pytest.mark.parametrize(
-    "bad", ["[TOOL_CALLS] not json", "[TOOL_CALLS]get weather[ARGS]{}", "[TOOL_CALLS]f[ARGS]{} x"]
-)
+@pytest.mark.parametrize("bad", ["[TOOL_CALLS] not json", "[TOOL_CALLS]get weather[ARGS]{}"])
 def test_mistral_malformed_is_content(bad: str) -> None:
     res = MISTRAL.parse("Hi." + bad)
     assert res.tool_calls == [] and res.content == "Hi." + bad
+
+
+# ------------------------------------------------------------------ prose after a call
+
+
+@pytest.mark.parametrize("why", ["stop", "length"])
+@pytest.mark.parametrize(
+    "prose", [" I used get_weather for this.", "\n\nDone: f({}) and [1].", ' {"a": 1} is a dict.']
+)
+@pytest.mark.parametrize(
+    ("fam", "n"),
+    [(LLAMA3, 1), (LLAMA3, 2), (MISTRAL, 2), (MISTRAL_V3, 2)],
+    ids=["llama3-1", "llama3-2", "mistral_v11-2", "mistral_v3-2"],
+)
+def test_a_complete_call_then_prose_gives_both(fam: Fam, n: int, prose: str, why: str) -> None:
+    """A format whose call region runs to the end of the output (no close marker): a call
+    the model follows with prose is returned, and the prose is the content, as vLLM's and
+    SGLang's parsers return them (before, the whole region went back to the content).
+    Prose with brackets of its own (``f({})``, a JSON object) does not hide the call:
+    the region is read up to the end of its last top-level value that reads. Every path,
+    any split, either finish reason (the region is not cut: it is read at the end)."""
+    calls = TWO[:n]
+    res = paths.every_path(
+        fam.parser, fam.prompt_ids(), fam.ids(fam.render(calls) + prose), TOOLS, why
+    )
+    assert got(res.tool_calls) == expect(calls)
+    # Llama 3 keeps the space the model wrote next to a call (``trim_gaps=False``), less
+    # the newlines its template writes before an answer (its content trim); Mistral
+    # trims it.
+    assert res.content == (prose.lstrip("\n") if fam is LLAMA3 else prose.lstrip())
 
 
 # ------------------------------------------------------------------ Llama 3 JSON
@@ -440,7 +468,7 @@ async def _runtime(fam: Fam, ids: list[int], k: int) -> tuple[str, str, list[tup
     for i in range(0, len(ids), k):
         delta = ids[i : i + k]
         rt.step([stream.engine_id], delta, [0, len(delta)])
-    rt.finish("r", "stop")
+    rt.finish("r", "length")  # the rule parse() keeps without a finish reason
     msg = (await stream.collect()).choices[0].message
     calls = [(t.function.name, t.function.arguments) for t in msg.tool_calls or []]
     return msg.reasoning or "", msg.content or "", calls
