@@ -156,6 +156,11 @@ class _Vocab:
         self.markers = frozenset(markers)
         self._single: dict[str, bool] = {}
         self._composed: dict[str, bool] = {}
+        eos = tok.config.get("eos_token")
+        if isinstance(eos, dict):
+            eos = eos.get("content")
+        self.eos = eos if isinstance(eos, str) else None
+        """The folder's end-of-sequence token (tokenizer_config.json), if it names one."""
 
     def single(self, marker: str) -> bool:
         if marker not in self._single:
@@ -296,7 +301,13 @@ def _score(cls: type[ReasoningParser], spec: ReasoningSpec, ctx: _Context) -> Ca
     for kind, texts in (("implicit-end", spec.tool), ("stripped", spec.strip)):
         if texts and not any(vocab.has(m) or spelled(m) for m in texts):
             add(-W_SIDE, f"none of its {kind} markers ({listed(texts)}) is here")
-    own = [(m, ctx.reg.declared_by.get(m, 1)) for m, _ in spec.markers() if vocab.has(m)]
+    # The end-of-sequence token every model of the vocabulary writes (``<|im_end|>`` of
+    # ChatML) says nothing about which family this is, though one family strips it.
+    own = [
+        (m, ctx.reg.declared_by.get(m, 1))
+        for m, _ in spec.markers()
+        if vocab.has(m) and m != vocab.eos
+    ]
     specific = sum(1 / n for _, n in own)
     if specific:
         rare = [m for m, n in own if n == 1]

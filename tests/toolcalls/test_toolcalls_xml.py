@@ -426,7 +426,7 @@ async def _runtime(
     for i in range(0, len(ids), k):
         delta = ids[i : i + k]
         rt.step([stream.engine_id], delta, [0, len(delta)])
-    rt.finish("r", "stop")
+    rt.finish("r", "length")  # the rule parse() keeps without a finish reason
     done = await stream.collect()
     msg = done.choices[0].message
     calls = [(t.function.name, t.function.arguments) for t in msg.tool_calls or []]
