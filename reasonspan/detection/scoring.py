@@ -36,7 +36,7 @@ it is never executed.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -144,6 +144,17 @@ def _arch_name(arch: str) -> str:
         if low.endswith(suffix) and len(low) > len(suffix):
             return _norm(low[: -len(suffix)])
     return _norm(arch)
+
+
+def _own_markers(
+    spec: ReasoningSpec, vocab: _Vocab, declared_by: Mapping[str, int]
+) -> list[tuple[str, int]]:
+    """The family's markers in this vocabulary, each with how many families declare it.
+    The end-of-sequence token every model of the vocabulary writes (``<|im_end|>`` of
+    ChatML) says nothing about which family this is, though one family strips it."""
+    return [
+        (m, declared_by.get(m, 1)) for m, _ in spec.markers() if vocab.has(m) and m != vocab.eos
+    ]
 
 
 class _Vocab:
@@ -301,13 +312,7 @@ def _score(cls: type[ReasoningParser], spec: ReasoningSpec, ctx: _Context) -> Ca
     for kind, texts in (("implicit-end", spec.tool), ("stripped", spec.strip)):
         if texts and not any(vocab.has(m) or spelled(m) for m in texts):
             add(-W_SIDE, f"none of its {kind} markers ({listed(texts)}) is here")
-    # The end-of-sequence token every model of the vocabulary writes (``<|im_end|>`` of
-    # ChatML) says nothing about which family this is, though one family strips it.
-    own = [
-        (m, ctx.reg.declared_by.get(m, 1))
-        for m, _ in spec.markers()
-        if vocab.has(m) and m != vocab.eos
-    ]
+    own = _own_markers(spec, vocab, ctx.reg.declared_by)
     specific = sum(1 / n for _, n in own)
     if specific:
         rare = [m for m, n in own if n == 1]
