@@ -30,9 +30,8 @@ from collections.abc import Iterator
 
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools
-from reasonspan.runtime.toolcalls.pythonic_calls import _call as read_call
+from reasonspan.runtime.toolcalls.pythonic_calls import read_call, with_json_literals
 
-_JSON_NAMES: dict[str, bool | None] = {"true": True, "false": False, "null": None}
 _RESERVED = "__rs_kw_"
 _KEYWORD_ARG = re.compile(
     r"([(,]\s*)(" + "|".join(sorted(keyword.kwlist, key=len, reverse=True)) + r")(\s*=(?!=))"
@@ -125,32 +124,11 @@ def _parsed(text: str) -> ast.expr | None:
     return None
 
 
-def _as_literals(node: ast.expr) -> ast.expr:
-    """``node`` with JSON's three names made constants and set literals made lists
-    (iteratively: :func:`ast.walk` keeps no recursion)."""
-
-    def swap(child: object) -> object:
-        if isinstance(child, ast.Name) and child.id in _JSON_NAMES:
-            return ast.Constant(_JSON_NAMES[child.id])
-        if isinstance(child, ast.Set):
-            return ast.List(elts=child.elts, ctx=ast.Load())
-        return child
-
-    node = swap(node)  # type: ignore[assignment]
-    for parent in ast.walk(node):
-        for field, value in ast.iter_fields(parent):
-            if isinstance(value, list):
-                value[:] = [swap(v) for v in value]
-            elif isinstance(value, ast.AST):
-                setattr(parent, field, swap(value))
-    return node
-
-
 def _call(node: ast.Call) -> ToolCall | None:
     for kw in node.keywords:
         if kw.arg is not None and kw.arg.startswith(_RESERVED):
             kw.arg = kw.arg[len(_RESERVED) :]
-        kw.value = _as_literals(kw.value)
+        kw.value = with_json_literals(kw.value, sets_as_lists=True)
     return read_call(node)
 
 

@@ -21,29 +21,7 @@ import ast
 
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools
-from reasonspan.runtime.toolcalls.pythonic_calls import _call as read_call
-
-_JSON_NAMES: dict[str, bool | None] = {"true": True, "false": False, "null": None}
-
-
-def _constant(node: ast.expr) -> ast.expr:
-    """``node``, or the constant a bare ``true`` / ``false`` / ``null`` stands for."""
-    if isinstance(node, ast.Name) and node.id in _JSON_NAMES:
-        return ast.Constant(_JSON_NAMES[node.id])
-    return node
-
-
-def _json_names_as_constants(node: ast.expr) -> ast.expr:
-    """``node`` with every bare ``true`` / ``false`` / ``null`` in it made a constant
-    (iteratively: :func:`ast.walk` keeps no recursion)."""
-    node_or_constant = _constant(node)
-    for parent in ast.walk(node_or_constant):
-        for field, value in ast.iter_fields(parent):
-            if isinstance(value, list):
-                value[:] = [_constant(v) if isinstance(v, ast.expr) else v for v in value]
-            elif isinstance(value, ast.Name):
-                setattr(parent, field, _constant(value))
-    return node_or_constant
+from reasonspan.runtime.toolcalls.pythonic_calls import read_call, with_json_literals
 
 
 def _calls_of(statement: ast.stmt) -> list[ast.Call] | None:
@@ -71,7 +49,7 @@ def parse_olmo3(body: str, tools: Tools) -> list[ToolCall] | None:
     calls = []
     for node in nodes:
         for kw in node.keywords:
-            kw.value = _json_names_as_constants(kw.value)
+            kw.value = with_json_literals(kw.value)
         call = read_call(node)
         if call is not None:
             calls.append(call)

@@ -33,6 +33,33 @@ PYTHON_END = "<|python_end|>"
 _BAD = object()
 
 
+JSON_NAMES: dict[str, bool | None] = {"true": True, "false": False, "null": None}
+"""JSON's three literal names, which pythonic dialects (LFM2, Olmo 3) write as values."""
+
+
+def with_json_literals(node: ast.expr, *, sets_as_lists: bool = False) -> ast.expr:
+    """``node`` with every bare ``true`` / ``false`` / ``null`` in it made a constant, and
+    with ``sets_as_lists`` every set literal made a list (LFM2 writes ``{1, 2}`` for an
+    array), for the dialects whose values are JSON-ish. Iterative (:func:`ast.walk`
+    keeps no recursion), so a deeply nested value cannot exhaust the stack here."""
+
+    def swap(child: Any) -> Any:
+        if isinstance(child, ast.Name) and child.id in JSON_NAMES:
+            return ast.Constant(JSON_NAMES[child.id])
+        if sets_as_lists and isinstance(child, ast.Set):
+            return ast.List(elts=child.elts, ctx=ast.Load())
+        return child
+
+    top: ast.expr = swap(node)
+    for parent in ast.walk(top):
+        for field, value in ast.iter_fields(parent):
+            if isinstance(value, list):
+                value[:] = [swap(v) for v in value]
+            elif isinstance(value, ast.AST):
+                setattr(parent, field, swap(value))
+    return top
+
+
 def _json(value: Any) -> Any:
     """A literal as a JSON value, or ``_BAD`` (bytes, sets, complex numbers, …)."""
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -60,7 +87,7 @@ def _name(node: ast.expr) -> str | None:
     return None
 
 
-def _call(node: ast.expr) -> ToolCall | None:
+def read_call(node: ast.expr) -> ToolCall | None:
     if not isinstance(node, ast.Call) or node.args:
         return None
     name = _name(node.func)
@@ -94,5 +121,5 @@ def parse_pythonic(body: str, tools: Tools) -> list[ToolCall] | None:
     elts = tree.body.elts if isinstance(tree.body, ast.List) else []
     if not elts or not all(isinstance(node, ast.Call) for node in elts):
         return None
-    calls = [call for call in map(_call, elts) if call is not None]
+    calls = [call for call in map(read_call, elts) if call is not None]
     return calls or None
