@@ -170,6 +170,18 @@ class TrimFormatter:
         self._quiet = self._idle()
         return out
 
+    def take_held_space(self) -> str:
+        """The trailing whitespace held (a run of trail characters that may still be
+        trimmed at a marker), given up: a tool call follows it, so it is the call's gap
+        (:meth:`CallGapFormatter.call`), not this channel's to trim or release. Held text
+        that is not all whitespace stays held."""
+        tail = self._tail
+        if not tail or tail.strip():
+            return ""
+        self._tail = ""
+        self._quiet = self._idle()
+        return tail
+
     def finish(self) -> str:
         out = self._label_buf + self._tail
         self._label_buf = ""
@@ -271,7 +283,17 @@ class CallGapFormatter:
         rule). Whitespace that shares a token with a call marker (DeepSeek's `` <`` before
         ``｜DSML｜``, a ``>\n`` closing one) decodes inside the call's text, so the runs
         are read from its edges too; a call fed token by token (``parse()``) gives the
-        same runs as the same call fed at once."""
+        same runs as the same call fed at once.
+
+        Whitespace the inner formatter still holds (ERNIE's content Trim keeps the newlines
+        before a marker back, to trim one of them there) was written before the call: it is
+        taken into this formatter's run first, or it would come out after the call, a
+        second separator beside the one kept here."""
+        inner = self._inner
+        if type(inner) is TrimFormatter:
+            held = inner.take_held_space()
+            if held:
+                self._through(held)  # whitespace only: held here, nothing comes out
         body = text.lstrip()
         if not self._after:
             # The first call of a run: the whitespace before it is the separator.

@@ -145,17 +145,43 @@ def test_a_call_cut_by_the_end_of_the_output_is_not_returned() -> None:
         assert sent == ("t\n", "Checking.", [("get_weather", want[0].arguments)])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="shared-code gap: ERNIE's content Trim (trail '\\n') holds the newlines before a "
-    "call, and CallGapFormatter.call (runtime/text/formatters.py) does not take them from the "
-    "inner formatter, so both runs come out (Before.\\n\\n\\n\\nAfter.); why ernie45 has no "
-    "CALLS line in tests/support/hostile.py yet",
+@pytest.mark.parametrize(
+    ("before", "after", "want"),
+    [
+        # ERNIE's content Trim holds the newlines before a call (to trim one at a marker);
+        # CallGapFormatter.call takes them, so one run is kept: the one before the call.
+        ("\n\n", "\n\n", "\n\n"),
+        ("\n", "\n\n\n", "\n"),
+        (" \n", "\n", " \n"),
+        # None before: the run after the call is the separator.
+        ("", "\n\n", "\n\n"),
+        ("", " ", " "),
+    ],
 )
-def test_text_on_both_sides_of_a_call_keeps_one_separator() -> None:
-    out = "t" + END + "Before.\n\n" + call_text("note", {}).rstrip("\n") + "\n\nAfter."
-    res = parser().parse(TOK.encode(out), PROMPT, tools=TOOLS)
-    assert res.content == "Before.\n\nAfter."
+def test_text_on_both_sides_of_a_call_keeps_one_separator(
+    before: str, after: str, want: str
+) -> None:
+    body = call_text("note", {}).rstrip("\n")
+    out = "t" + END + "Before." + before + body + after + "After."
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.content == "Before." + want + "After."
+    assert res.tool_calls == [call("note", {})]
+
+
+def test_two_calls_between_text_keep_the_separator_before_the_first() -> None:
+    # Whitespace between two calls is layout; the run before the first one separates.
+    out = "t" + END + "Before.\n\n" + call_text("get_weather", WEATHER)
+    out += "\n" + call_text("note", NOTE) + "\nAfter.\n"
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.content == "Before.\n\nAfter.\n"
+    assert res.tool_calls == [call("get_weather", WEATHER), call("note", NOTE)]
+
+
+def test_newlines_before_a_call_at_the_end_of_the_answer_are_no_text() -> None:
+    out = "t" + END + "<response>\nBefore.\n\n" + call_text("note", {}) + "\n</response>\n"
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.content == "Before."
+    assert res.tool_calls == [call("note", {})]
 
 
 def test_without_tools_the_markup_stays_in_the_content() -> None:

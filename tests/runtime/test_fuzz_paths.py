@@ -183,7 +183,6 @@ def test_each_call_template_reads(family: str) -> None:
 
 WITHOUT_TEMPLATE: dict[str, str] = {
     "olmo3": "`</think><function_calls>` shares the token `><`: the opener is not found",
-    "ernie45": "its content trim holds the newlines before a call: two separators kept",
 }
 """Families with a tool-call format but no call template in ``CALLS`` yet, and why."""
 

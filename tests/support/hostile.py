@@ -224,3 +224,4 @@ CALLS["hy_v4"] = (
     "<arg_value:6124c78e>V</arg_value:6124c78e></tool_call:6124c78e></tool_calls:6124c78e>",
 )
 CALLS["inkling"] = ('<|content_invoke_tool_json|>{"name": "f", "args": {"a": V}}<|end_message|>',)
+CALLS["ernie45"] = ('<tool_call>\n{"name": "f", "arguments": {"a": V}}\n</tool_call>',)
