@@ -11,7 +11,8 @@ Facts (architectures/inkling.py, runtime/toolcalls/inkling_calls.py): a call is
 
 Its closers are framing tokens the spec consumes; the shared extractor still closes a
 region on them (every path: ``parse()``, any split, the runtime's chunks and SSE). The
-header naming the tool is still content text (a strict expected failure).
+header naming the tool (``<|message_model|>NAME<|content_invoke_tool_json|>``) is dropped,
+as both engines drop it; before anything else it is content (architectures/inkling.py).
 """
 
 from __future__ import annotations
@@ -135,11 +136,6 @@ def test_two_calls_and_a_closer_inside_a_string() -> None:
     assert not res.content
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the header between <|message_model|> and the block is metadata the engines "
-    "drop; the reasoning machine keeps it as content text (architectures/inkling.py)",
-)
 def test_the_header_naming_the_tool_is_not_content() -> None:
     out = (
         "<|content_invoke_tool_json|>" + payload("note", {}) + "<|end_message|>"
@@ -150,3 +146,66 @@ def test_the_header_naming_the_tool_is_not_content() -> None:
     res = every_path(attached, PROMPT, TOK.encode(out), TOOLS)
     assert res.tool_calls == [call("note", {}), call("get_weather", {"city": "SF"})]
     assert not res.content
+
+
+def test_a_header_at_the_start_of_the_output_is_not_content() -> None:
+    # The generation prompt ends with <|message_model|>: the output opens at its header.
+    out = "get_weather<|content_invoke_tool_json|>" + payload("get_weather", {"city": "SF"})
+    out += "<|end_message|><|message_model|><|content_text|>Sent.<|end_message|>"
+    res = every_path(attached, PROMPT, TOK.encode(out), TOOLS)
+    assert res.tool_calls == [call("get_weather", {"city": "SF"})]
+    assert res.content == "Sent."
+
+
+def test_a_header_after_thinking_then_text() -> None:
+    out = (
+        "<|content_thinking|>need weather<|end_message|><|message_model|>get_weather"
+        "<|content_invoke_tool_json|>"
+        + payload("get_weather", {"city": "Oslo"})
+        + "<|end_message|><|message_model|><|content_text|>Done.<|content_model_end_sampling|>"
+    )
+    res = every_path(attached, PROMPT, TOK.encode(out), TOOLS)
+    assert res.reasoning == "need weather"
+    assert res.tool_calls == [call("get_weather", {"city": "Oslo"})]
+    assert res.content == "Done."
+
+
+@pytest.mark.parametrize(
+    ("after", "kept"),
+    [
+        # Text before a text block, or before the end of the output, is content as
+        # written (SGLang keeps it; only a call block makes it the call's metadata).
+        ("<|content_text|>Done.<|end_message|>", "hdrDone."),
+        ("", "hdr"),
+    ],
+)
+def test_a_header_before_anything_but_a_call_is_content(after: str, kept: str) -> None:
+    out = "<|content_text|>A.<|end_message|><|message_model|>hdr" + after
+    res = every_path(attached, PROMPT, TOK.encode(out), TOOLS)
+    assert res.content == "A." + kept
+    assert res.tool_calls == []
+
+
+def test_a_run_longer_than_a_header_is_content() -> None:
+    from reasonspan.architectures.inkling import MAX_HEADER
+
+    text = " word" * (MAX_HEADER + 4)
+    assert len(TOK.encode(text)) > MAX_HEADER
+    out = text + "<|content_invoke_tool_json|>" + payload("note", {}) + "<|end_message|>"
+    res = every_path(attached, PROMPT, TOK.encode(out), TOOLS)
+    assert res.content == text
+    assert res.tool_calls == [call("note", {})]
+    short = " word" * 3
+    res = every_path(attached, PROMPT, TOK.encode(short + out[len(text) :]), TOOLS)
+    assert not res.content
+    assert res.tool_calls == [call("note", {})]
+
+
+def test_a_header_is_dropped_without_tools_too() -> None:
+    """The header is framing, as ``<|message_model|>`` is: without tools the call block
+    stays content (its payload names the function), the header does not."""
+    body = "<|content_invoke_tool_json|>" + payload("note", {}) + "<|end_message|>"
+    p = reasonspan.create_parser_sync("inkling", TOK)
+    res = p.parse(TOK.encode("<|message_model|>note" + body), PROMPT)
+    assert res.tool_calls == []
+    assert res.content == "<|content_invoke_tool_json|>" + payload("note", {})
