@@ -30,7 +30,11 @@ from collections.abc import Iterator
 
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools
-from reasonspan.runtime.toolcalls.pythonic_calls import read_call, with_json_literals
+from reasonspan.runtime.toolcalls.pythonic_calls import (
+    parse_quietly,
+    read_call,
+    with_json_literals,
+)
 
 _RESERVED = "__rs_kw_"
 _KEYWORD_ARG = re.compile(
@@ -118,9 +122,10 @@ def _candidates(text: str) -> Iterator[str]:
 def _parsed(text: str) -> ast.expr | None:
     for candidate in _candidates(text):
         try:
-            return ast.parse(candidate, mode="eval").body
+            tree = parse_quietly(candidate, "eval")
         except (SyntaxError, ValueError):
             continue
+        return tree.body if isinstance(tree, ast.Expression) else None
     return None
 
 

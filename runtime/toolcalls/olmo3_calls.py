@@ -21,7 +21,11 @@ import ast
 
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools
-from reasonspan.runtime.toolcalls.pythonic_calls import read_call, with_json_literals
+from reasonspan.runtime.toolcalls.pythonic_calls import (
+    parse_quietly,
+    read_call,
+    with_json_literals,
+)
 
 
 def _calls_of(statement: ast.stmt) -> list[ast.Call] | None:
@@ -37,8 +41,10 @@ def _calls_of(statement: ast.stmt) -> list[ast.Call] | None:
 @body_kind("olmo3")
 def parse_olmo3(body: str, tools: Tools) -> list[ToolCall] | None:
     try:
-        tree = ast.parse(body.strip(), mode="exec")
+        tree = parse_quietly(body.strip(), "exec")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    if not isinstance(tree, ast.Module):
         return None
     nodes: list[ast.Call] = []
     for statement in tree.body:

@@ -5,9 +5,18 @@ Llama 4 (Meta's Llama 4 prompt format; vLLM's ``llama4_pythonic`` and SGLang's
 arguments, optionally between ``<|python_start|>`` and ``<|python_end|>``. The list is read
 with :mod:`ast` and every argument value with :func:`ast.literal_eval` (literals only:
 strings, numbers, ``True``/``False``/``None``, lists, tuples, dicts; never evaluated), then
-turned into JSON (tuples become arrays). Text that is not one list of calls (an ordinary
-answer such as ``[1, 2] are numbers``, a list holding anything but calls) is not this kind:
-the region goes back to the content verbatim. A call in the list that does not read (a
+turned into JSON (tuples become arrays). JSON's ``true`` / ``false`` / ``null`` are read as
+``True`` / ``False`` / ``None`` wherever a value holds them (``f(a=true, b=[null])``), as
+vLLM's ``llama4_pythonic`` parser reads them (the ``get_parameter_value`` its pythonic
+parsers share, ``_JSON_NAME_LITERALS``; SGLang's ``PythonicDetector`` refuses them and
+returns the whole list as text); as a dict key such a name is no literal, so that call does
+not read. Parsing never prints a warning (:func:`parse_quietly`): a string such as
+``"C:\\d"`` holds an invalid escape Python warns about, and a model's call is no place
+for a :class:`SyntaxWarning` on a server's stderr.
+
+Text that is not one list of calls (an ordinary answer such as ``[1, 2] are numbers``, a
+list holding anything but calls) is not this kind: the region goes back to the content
+verbatim. A call in the list that does not read (a
 positional argument, ``**kwargs``, a name that is not a plain or dotted identifier, a
 value that is not a literal or that JSON cannot hold: ``b'z'``, ``1e999``) is dropped and
 the other calls are kept, as vLLM and SGLang keep the well-formed calls beside a
@@ -23,7 +32,8 @@ marker: text after it is content); the kind still strips one the body ends with.
 from __future__ import annotations
 
 import ast
-from typing import Any
+import warnings
+from typing import Any, Literal
 
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools, checked_call
@@ -58,6 +68,18 @@ def with_json_literals(node: ast.expr, *, sets_as_lists: bool = False) -> ast.ex
             elif isinstance(value, ast.AST):
                 setattr(parent, field, swap(value))
     return top
+
+
+def parse_quietly(text: str, mode: Literal["eval", "exec"]) -> ast.AST:
+    """:func:`ast.parse` with its warnings silenced: an invalid escape (``"\\d"``) or a
+    number glued to a name (``1if``) is a :class:`SyntaxWarning` (a
+    :class:`DeprecationWarning` before Python 3.12) that parsing a model's text would
+    otherwise print, or raise under ``-W error``. The value read is the same: Python keeps
+    such an escape as written. (``warnings.catch_warnings`` swaps the process's filters for
+    the parse, as vLLM's ``safe_literal_eval`` does.)"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(text, mode=mode)
 
 
 def _json(value: Any) -> Any:
@@ -115,11 +137,19 @@ def parse_pythonic(body: str, tools: Tools) -> list[ToolCall] | None:
     if not text.startswith("["):
         return None
     try:
-        tree = ast.parse(text, mode="eval")
+        tree = parse_quietly(text, "eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
-    elts = tree.body.elts if isinstance(tree.body, ast.List) else []
-    if not elts or not all(isinstance(node, ast.Call) for node in elts):
+    top = tree.body if isinstance(tree, ast.Expression) else None
+    elts = top.elts if isinstance(top, ast.List) else []
+    nodes = [node for node in elts if isinstance(node, ast.Call)]
+    if not nodes or len(nodes) != len(elts):
         return None
-    calls = [call for call in map(read_call, elts) if call is not None]
+    calls: list[ToolCall] = []
+    for node in nodes:
+        for kw in node.keywords:
+            kw.value = with_json_literals(kw.value)
+        call = read_call(node)
+        if call is not None:
+            calls.append(call)
     return calls or None

@@ -17,6 +17,7 @@ the schema.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -348,6 +349,52 @@ def test_llama4_one_bad_call_keeps_its_siblings(bad: str) -> None:
     # none of its calls reads: the list is content
     res = every_path(LLAMA4, f"[{bad}]")
     assert res.tool_calls == [] and res.content == f"[{bad}]"
+
+
+@pytest.mark.parametrize("framed", [False, True])
+def test_llama4_json_literals_are_read_as_vllm_reads_them(framed: bool) -> None:
+    # vLLM's llama4_pythonic parser (the get_parameter_value its pythonic parsers share)
+    # reads JSON's true / false / null as values, at any depth; a string stays a string.
+    body = "[note(a=true, b=false, c=null, d=[true, {'k': null}], e='true'), get_weather()]"
+    args = {"a": True, "b": False, "c": None, "d": [True, {"k": None}], "e": "true"}
+    text = f"Checking.<|python_start|>{body}<|python_end|>" if framed else body
+    res = every_path(LLAMA4, text)
+    assert got(res.tool_calls) == [("note", args), ("get_weather", {})]
+    assert res.content == ("Checking." if framed else None)
+
+
+def test_llama4_a_json_name_as_a_dict_key_is_no_literal() -> None:
+    res = every_path(LLAMA4, "[note(a={true: 1}), get_weather(city='LA')]")
+    assert got(res.tool_calls) == [("get_weather", {"city": "LA"})] and res.content is None
+
+
+# Each reads one call and drops one, and parsing its text would warn twice: an invalid
+# escape (``"C:\d"``: a DeprecationWarning on 3.11, a SyntaxWarning from 3.12) and a
+# number glued to a keyword (``1if``: a SyntaxWarning).
+QUIET = {
+    "pythonic": r'[note(path="C:\d"), note(a=1if 1 else 2)]',
+    "olmo3": 'note(path="C:\\d")\nnote(a=1if 1 else 2)',
+    "lfm2": r'[note(path="C:\d"), note(a=1if 1 else 2)]',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(QUIET))
+def test_reading_a_pythonic_body_prints_no_warning(kind: str) -> None:
+    from reasonspan.runtime.core.tool_format import kind_parser
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        calls = kind_parser(kind)(QUIET[kind], None)
+    assert [str(w.message) for w in seen] == []
+    assert calls is not None and got(calls) == [("note", {"path": "C:\\d"})]
+
+
+def test_llama4_no_warning_on_any_path() -> None:
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        res = every_path(LLAMA4, "<|python_start|>" + QUIET["pythonic"] + "<|python_end|>")
+    assert [str(w.message) for w in seen] == []
+    assert got(res.tool_calls) == [("note", {"path": "C:\\d"})] and res.content is None
 
 
 GOOD_JSON = {"name": "get_weather", "arguments": {"city": "LA"}}
