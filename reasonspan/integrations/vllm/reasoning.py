@@ -1,0 +1,218 @@
+"""vLLM's ``ReasoningParser`` for a reasonspan family, working on token ids.
+
+vLLM builds one of these per request (its ``Parser`` holds one per stream and choice) and
+one per structured-output request for the grammar gate. Streaming reads ``delta_token_ids``
+through one ``TextSplitter`` per request, started from the prompt vLLM hands over
+(``set_prompt_token_ids`` / ``adjust_initial_state_from_prompt``), so the split is the one
+``parse()`` gives however the deltas fall (k > 1 tokens per step included) and a template
+that opened ``<think>`` in the prompt is honoured.
+
+The class declares itself engine-based (``engine_based_streaming``): vLLM then passes
+deltas only, asks :meth:`has_engine_confirmed_reasoning_end` when reasoning ended, and calls
+:meth:`finish_streaming` for the tokens held at a possible marker. Without a tool parser it
+also streams the answer (``opens_reasoning_in_content``), so content text gets the same
+treatment as in ``parse()``.
+
+Non-streaming, vLLM hands text only (``extract_reasoning``): the text is re-encoded with
+the tokenizer and split as token ids. Text that re-encodes differently than it was
+generated (a marker the model spelled in pieces) may split differently; forwarding
+``model_output_token_ids`` from vLLM's ``Parser.parse`` to the reasoning parser would remove
+the re-encoding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+from reasonspan.factory import create_parser_sync
+from reasonspan.integrations.vllm.text import delta_message, vllm_text
+from reasonspan.integrations.vllm.tokens import as_ids, encode, loaded_tokenizer
+from reasonspan.runtime import Label, ParseResult, ReasoningParser, TextSplitter
+from reasonspan.runtime.toolcalls import ToolCall
+from reasonspan.tokenizer.loader import LoadedTokenizer
+
+_NOT_CONTENT = frozenset({Label.REASONING, Label.DELIMITER})
+
+
+class ReasoningAdapter:
+    """The methods of vLLM's ``ReasoningParser``, for the family in :attr:`family`.
+
+    Mixed in ahead of vLLM's class by :func:`reasoning_class`; ``vllm_base`` is that class
+    (typed loosely: vLLM is an optional dependency)."""
+
+    family: ClassVar[str]
+    vllm_base: ClassVar[Any]
+    engine_based_streaming: ClassVar[bool] = True
+    opens_reasoning_in_content: ClassVar[bool] = True
+
+    def __init__(self, tokenizer: Any, *args: Any, **kwargs: Any) -> None:
+        type(self).vllm_base.__init__(self, tokenizer, *args, **kwargs)
+        self._tok = loaded_tokenizer(tokenizer)
+        self._kwargs = dict(kwargs.get("chat_template_kwargs") or {})
+        self._rs = self._new_parser()
+        self._prompt: list[int] | None = None
+        self._split: TextSplitter | None = None
+        self._fed: list[int] = []
+        self._last_delta: list[int] = []
+        self._delta_content: list[int] | None = None
+        self._finished = False
+        self._tools: list[dict[str, Any]] | None = None
+        self.pending: tuple[str, list[ToolCall]] | None = None
+        """The content and calls of the delta where reasoning ended, for the linked tool
+        parser (vLLM asks it next, with the same delta)."""
+        self.whole: ParseResult | None = None
+        """The last ``extract_reasoning`` result read with tools, for the linked tool
+        parser's ``extract_tool_calls``."""
+
+    def _new_parser(self) -> ReasoningParser:
+        return create_parser_sync(self.family, self._tok, self._kwargs)
+
+    # -- the prompt --------------------------------------------------------------------
+
+    def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
+        """The rendered prompt: it decides the start state (a template that opened
+        ``<think>``, or closed it to switch thinking off)."""
+        self._prompt = list(prompt_token_ids)
+
+    def adjust_initial_state_from_prompt(self, prompt_token_ids: Sequence[int]) -> None:
+        self._prompt = list(prompt_token_ids)
+
+    # -- reasoning end -----------------------------------------------------------------
+
+    def is_reasoning_end(self, input_ids: Sequence[int]) -> bool:
+        """Whether reasoning is over at the end of ``input_ids`` (a prompt, or a prompt and
+        the output so far): reasonspan's right-to-left scan of the current turn, so an old
+        ``</think>`` in the history never decides it."""
+        return not self._rs.is_prompt_in_reasoning(as_ids(self._tok, list(input_ids)))
+
+    def is_reasoning_end_streaming(
+        self, input_ids: Sequence[int], delta_ids: Iterable[int]
+    ) -> bool:
+        """The same scan over everything so far (the grammar gate's question: it pops
+        tokens off the end to find where reasoning ended, so the answer must not depend
+        on what was asked before)."""
+        return self.is_reasoning_end(input_ids)
+
+    def has_engine_confirmed_reasoning_end(self) -> bool:
+        """Reasoning ended in what was streamed (the marker released, not merely seen)."""
+        return self._split is not None and not self._split.is_reasoning
+
+    # -- token ids ---------------------------------------------------------------------
+
+    def extract_content_ids(self, input_ids: list[int]) -> list[int]:
+        """The content tokens of ``input_ids``: during a stream, vLLM asks this of the
+        delta in which reasoning ended (the tokens after the end marker, which its tool
+        parser then reads); otherwise ``input_ids`` is a whole output. Token strings are
+        accepted too (and returned as strings)."""
+        if self._delta_content is not None and list(input_ids) == self._last_delta:
+            return list(self._delta_content)
+        ids = as_ids(self._tok, input_ids)
+        labels = self._new_parser().parse(ids, self._prompt).labels
+        pairs = zip(input_ids, labels, strict=True)
+        return [item for item, label in pairs if label not in _NOT_CONTENT]
+
+    def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
+        """Reasoning tokens of a whole output (markers not counted), from the prompt's
+        start state."""
+        ids = as_ids(self._tok, list(token_ids))
+        return self._new_parser().parse(ids, self._prompt).reasoning_tokens
+
+    # -- text --------------------------------------------------------------------------
+
+    def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
+        """``(reasoning, content)`` of a whole output. vLLM hands text only: it is
+        re-encoded with the tokenizer (see the module docstring). With a linked tool
+        parser the calls are read in the same parse (and left out of the content)."""
+        tools = self._tools if _auto_tools(request) else None
+        res = self._new_parser().parse(encode(self._tok, model_output), self._prompt, tools=tools)
+        self.whole = res if tools is not None else None
+        return vllm_text(res.reasoning), vllm_text(res.content)
+
+    def extract_reasoning_streaming(
+        self,
+        previous_text: str,
+        current_text: str,
+        delta_text: str,
+        previous_token_ids: Sequence[int],
+        current_token_ids: Sequence[int],
+        delta_token_ids: Sequence[int],
+    ) -> Any:
+        """The reasoning and content text these delta tokens release (``None`` when they
+        release nothing: held at a possible marker, or a consumed marker)."""
+        was_reasoning = self._splitter().is_reasoning
+        delta = list(delta_token_ids)
+        self._fed += delta
+        self._last_delta = delta
+        reasoning, content, calls = self.feed(delta)
+        if was_reasoning and not self.has_engine_confirmed_reasoning_end():
+            return delta_message(reasoning, content, calls)
+        if was_reasoning:
+            self._delta_content = self._content_of_last_delta()
+            if self._tools is not None:
+                # vLLM hands the rest of this delta to the tool parser: it sends them.
+                self.pending = (content, calls)
+                return delta_message(reasoning, "")
+        return delta_message(reasoning, content, calls)
+
+    def finish_streaming(self) -> Any:
+        """What the splitter still holds (tokens at a possible marker, trimmed runs): vLLM
+        asks at the end of the stream, and also when reasoning ended, where a linked tool
+        parser goes on with the same splitter (nothing is finished then)."""
+        if self._tools is not None and self.has_engine_confirmed_reasoning_end():
+            return None
+        return delta_message(*self.finish_split())
+
+    def shares(self, tok: LoadedTokenizer) -> bool:
+        """Whether this parser reads the same vocabulary (a linked tool parser's check)."""
+        return self._tok is tok
+
+    # -- the request's one splitter, shared with a linked tool parser ------------------
+
+    def link_tools(self, tools: list[dict[str, Any]]) -> None:
+        """Called by the tool parser vLLM builds beside this one, for the same family:
+        the calls are read by this request's splitter (one parse, not two)."""
+        self._tools = tools
+
+    def _splitter(self) -> TextSplitter:
+        if self._split is None:
+            self._split = TextSplitter(self._rs, self._prompt, tools=self._tools)
+        return self._split
+
+    def feed(self, delta: list[int]) -> tuple[str, str, list[ToolCall]]:
+        split = self._splitter()
+        reasoning, content = split.feed(delta)
+        return reasoning, content, split.take_tool_calls()
+
+    def finish_split(self) -> tuple[str, str, list[ToolCall]]:
+        if self._finished:
+            return "", "", []
+        self._finished = True
+        split = self._splitter()
+        reasoning, content = split.finish()
+        return reasoning, content, split.take_tool_calls()
+
+    def _content_of_last_delta(self) -> list[int]:
+        labels = self._new_parser().parse(self._fed, self._prompt).labels
+        tail = labels[len(self._fed) - len(self._last_delta) :]
+        return [t for t, lab in zip(self._last_delta, tail, strict=True) if lab not in _NOT_CONTENT]
+
+
+def _auto_tools(request: Any) -> bool:
+    """vLLM reads calls with the tool parser only for ``tool_choice`` auto (or unset);
+    "required" and named choices are JSON it reads itself, "none" reads none."""
+    return getattr(request, "tool_choice", None) in (None, "auto")
+
+
+def reasoning_class(family: str, base: Any) -> type[ReasoningAdapter]:
+    """A subclass of vLLM's ``ReasoningParser`` (``base``) for one family."""
+    from reasonspan.integrations.vllm.names import class_stem
+
+    name = f"Reasonspan{class_stem(family)}ReasoningParser"
+    cls: type[ReasoningAdapter] = type(
+        name,
+        (ReasoningAdapter, base),
+        {"family": family, "vllm_base": base, "__module__": __name__, "__qualname__": name},
+    )
+    globals()[name] = cls  # importable by name, as vLLM's lazy registry and pickling expect
+    return cls
