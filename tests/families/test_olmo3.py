@@ -144,7 +144,16 @@ def test_two_calls_one_per_line_and_text_after(olmo: Olmo, json_literals: bool) 
     assert res.tool_calls == [expected(*WEATHER), expected(*NOTE)]
 
 
-@pytest.mark.xfail(strict=True, reason="extractor: a marker's token holds the block's <")
+@pytest.mark.xfail(
+    strict=True,
+    reason="extractor gap (runtime/toolcalls/extract.py): after </think>, `><` is a DELIMITER "
+    "token with its `<` spilled to the content, and ToolCallExtractor._one emits a non-answer "
+    "token outside a region without looking at its answer bytes, so `<function_calls>` is "
+    "never found; between two blocks, `><` ends the first one's closer and _settle spills "
+    "its `<` to the content before deciding the tokens after it afresh, so the second "
+    "opener has lost its `<`. Both blocks stay content text; a proposed extract.py diff "
+    "fixes both",
+)
 @pytest.mark.parametrize("before", ["x</think>", "x</think>Sure." + block([NOTE])])
 def test_a_block_right_after_another_marker(before: str) -> None:
     # Qwen2.5's BPE (and cl100k's) writes `</think><function_calls>` as `</` `think` `><` …,
