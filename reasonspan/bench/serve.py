@@ -86,12 +86,14 @@ def runtime_to_sse(
     finish_reason: FinishReason,
     tools: Sequence[Mapping[str, Any]] | None = None,
     words: list[int] | None = None,
+    stream_arguments: bool = False,
 ) -> Callable[[], int]:
     """One timed run: ``tokens.shape[1]`` requests admitted, stepped one token each per
     row of ``tokens``, every chunk encoded as SSE bytes as it is ready, then finished with
     ``finish_reason``; returns the bytes sent. The runtime is created once, outside the
     run, as a server does (not a per-request cost). ``words``: every run puts the next of
-    them at step :data:`FIRST_WORD` (a new first word for every request)."""
+    them at step :data:`FIRST_WORD` (a new first word for every request).
+    ``stream_arguments``: calls are sent as they are written (a server's ``stream=True``)."""
     n = tokens.shape[1]
     offsets = np.arange(n + 1, dtype=np.int64)
     runtime = ReasoningRuntime(model="bench")
@@ -104,7 +106,14 @@ def runtime_to_sse(
         if words is not None:
             tokens[FIRST_WORD] = words[r % len(words)]
         streams = [
-            runtime.add(f"chatcmpl-{r}-{i}", parser, prompt, tools=tools, sse=True)
+            runtime.add(
+                f"chatcmpl-{r}-{i}",
+                parser,
+                prompt,
+                tools=tools,
+                sse=True,
+                stream_arguments=stream_arguments,
+            )
             for i in range(n)
         ]
         eids = np.asarray([s.engine_id for s in streams], dtype=np.int64)

@@ -308,6 +308,9 @@ class Server:
                 stop=req.stop,
                 sse=sse,
                 include_usage=req.include_usage,
+                # A streamed answer sends a call's arguments as they are written, as
+                # OpenAI does; a whole one reads each call once its markup closed.
+                stream_arguments=req.stream,
             )
         except InvalidOptionError as exc:
             raise RequestError(str(exc), param=exc.key) from None

@@ -17,6 +17,7 @@ from reasonspan.runtime.stream.request import RequestKey, StreamRecord
 from reasonspan.runtime.stream.stops import StopMatcher
 from reasonspan.runtime.toolcalls import Tools
 from reasonspan.runtime.wire.call_messages import ToolCallStream
+from reasonspan.runtime.wire.region_calls import RegionCalls
 
 
 def request_key(request_id: object) -> RequestKey:
@@ -33,12 +34,16 @@ def equip(
     tools: Tools | Sequence[Mapping[str, Any]] | None,
     stops: Sequence[str],
     include_usage: bool,
+    stream_arguments: bool,
 ) -> None:
     """A new record's per-request machinery: its call extractor (``tools`` offered and
     not turned off by ``tool_choice``), stop matcher, citations flag and, for a family
-    whose calls are messages (harmony), its tool-call reader."""
+    whose calls are messages (harmony), its tool-call reader. ``stream_arguments``: a
+    call's arguments are sent as they are written, else each call whole
+    (``runtime/wire/region_calls.py``)."""
     extractor = parser.tool_call_extractor(tools) if tools is not None else None
     rec.calls = extractor
+    rec.call_writer = None if extractor is None else RegionCalls(extractor, stream_arguments)
     rec.stop = StopMatcher(stops) if stops else None
     rec.include_usage = include_usage
     rec.cites = parser.machine.spec.citations != "none"

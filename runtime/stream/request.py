@@ -30,7 +30,6 @@ from reasonspan.runtime.text.trails import hand_back
 from reasonspan.runtime.toolcalls import ToolCallExtractor
 from reasonspan.runtime.wire.call_messages import (
     ToolCallStream,
-    call_deltas,
     merge_tool_call_deltas,
 )
 from reasonspan.runtime.wire.openai import (
@@ -43,6 +42,7 @@ from reasonspan.runtime.wire.openai import (
     FinishReason,
     Usage,
 )
+from reasonspan.runtime.wire.region_calls import RegionCalls
 from reasonspan.runtime.wire.sse import chunk_of_event, event_bytes, event_stream
 
 RequestKey = str | int
@@ -165,7 +165,10 @@ class StreamRecord:
     family has none (its tool markers stay in the content)."""
     calls: ToolCallExtractor | None = None
     """The request offered tools and the family declares a tool-call format: its call
-    regions are taken out of the answer and sent as whole ``delta.tool_calls``."""
+    regions are taken out of the answer and sent as ``delta.tool_calls``."""
+    call_writer: RegionCalls | None = None
+    """The writer of those entries (set with :attr:`calls`): each call whole, or its
+    arguments as they are written (``runtime/wire/region_calls.py``)."""
     stop: StopMatcher | None = None
     """The request's stop strings, matched on its content text (None: none)."""
     cites: bool = False
@@ -283,16 +286,15 @@ class StreamRecord:
         and say which finish reason to send (:meth:`ReasoningRuntime.finish`)."""
         ids, labels, spill = tail.token_ids, bytearray(tail.labels), list(tail.spill)
         calls = None
-        if self.calls is not None:
-            ext = self.calls
-            ids, labels, spill, done = ext.feed(ids, labels, spill)
-            more_ids, more_labels, more_spill, more = ext.finish(finish_reason)
+        if self.call_writer is not None:
+            writer = self.call_writer
+            ids, labels, spill, calls = writer.feed(ids, labels, spill)
+            more_ids, more_labels, more_spill, more = writer.finish(finish_reason)
             spill += [(i + len(ids), b, ch, a) for i, b, ch, a in more_spill]
             ids = ids + more_ids
             labels += more_labels
-            done += more
-            if done:
-                calls = call_deltas(done, ext.count - len(done))
+            if more:
+                calls = (calls or []) + more
         if ids or self.decoder is not None or self.tails is not None or self.cites:
             dec = self.text_decoder()
             r1, c1 = dec.feed(ids, labels, spill)
@@ -342,11 +344,9 @@ class StreamRecord:
         stop = rec.stop
         assert stop is not None
         calls = None
-        if rec.calls is not None:
-            ids, out_labels, out_spill, done = rec.calls.feed(ids, labels, spill)
+        if rec.call_writer is not None:
+            ids, out_labels, out_spill, calls = rec.call_writer.feed(ids, labels, spill)
             labels, spill = bytes(out_labels), tuple(out_spill)
-            if done:
-                calls = call_deltas(done, rec.calls.count - len(done))
         r_parts: list[str] = []
         c_parts: list[str] = []
         hit = False

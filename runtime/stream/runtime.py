@@ -68,7 +68,6 @@ from reasonspan.runtime.stream.sse_templates import role_delta
 from reasonspan.runtime.stream.stops import stop_strings
 from reasonspan.runtime.stream.threads import RuntimeFromThread as RuntimeFromThread
 from reasonspan.runtime.toolcalls import Tools
-from reasonspan.runtime.wire.call_messages import call_deltas
 from reasonspan.runtime.wire.openai import (
     FINISH_REASONS,
     ChoiceDelta,
@@ -167,25 +166,24 @@ class ReasoningRuntime:
         stop: str | Sequence[str] | None = None,
         sse: bool = False,
         include_usage: bool = False,
+        stream_arguments: bool = False,
         **options: Any,
     ) -> RequestStream:
         """Admit a request (``options`` as :meth:`ReasoningBatch.add`) and return its stream.
 
-        ``model`` and ``completion_id`` go into every chunk (default: the runtime's model,
-        the id itself for a string id, ``chatcmpl-<id>`` for an int). ``response_format``
-        is kept on the stream and handed to the batch, which compiles a grammar for it
-        (llguidance, extra ``grammar``) gated on the end of reasoning
-        (:meth:`ReasoningBatch.fill_token_bitmask`). ``tools`` (OpenAI's, with
-        ``tool_choice`` other than "none"): the family's tool calls are taken out of the
-        answer and sent as ``delta.tool_calls``, each call whole once its markup closed
-        (:meth:`ReasoningParser.tool_call_extractor`); the turn finishes with
-        "tool_calls". ``stop`` (OpenAI's: a string or a list of strings) ends the request
-        at the first stop string in its content text (see :meth:`step`); an empty or
-        non-string entry raises :class:`InvalidOptionError`. ``sse=True``: the request
-        is read as SSE bytes (:meth:`RequestStream.sse_events`, ending with a usage chunk
-        when ``include_usage``), and its plain text tokens are written as event bytes by
-        the batch-wide output path (``sse_path``) instead of one chunk object each; it
-        can still be read as chunks. Nothing is kept when this raises.
+        ``model`` and ``completion_id`` go into every chunk (default: the runtime's model; the
+        id for a string id, ``chatcmpl-<id>`` for an int). ``response_format`` is handed to the
+        batch, which compiles a grammar for it (llguidance) gated on the end of reasoning
+        (:meth:`ReasoningBatch.fill_token_bitmask`). ``tools`` (with ``tool_choice`` other than
+        "none"): the family's calls are taken out of the answer as ``delta.tool_calls``, each
+        whole once its markup closed, or with ``stream_arguments=True`` (a server's
+        ``stream=True``) as OpenAI streams them (``runtime/wire/region_calls.py``); the turn
+        finishes with "tool_calls". ``stop`` (a string or a list) ends the request at the first
+        stop string in its content (see :meth:`step`; an empty or non-string entry raises
+        :class:`InvalidOptionError`). ``sse=True``: read as SSE bytes
+        (:meth:`RequestStream.sse_events`, a usage chunk last when ``include_usage``), its plain
+        text written as event bytes by the batch-wide output path (``sse_path``); it can still
+        be read as chunks. Nothing is kept when this raises.
         """
         closed = self._closed
         if closed is not None:
@@ -216,7 +214,8 @@ class ReasoningRuntime:
             options=options,
             response_format=response_format,
         )
-        equip(rec, parser, tools if tool_choice != "none" else None, stops, include_usage)
+        offered = tools if tool_choice != "none" else None
+        equip(rec, parser, offered, stops, include_usage, stream_arguments)
         # Everything that can fail is above or in batch.add(), which validates first
         # (a response_format that does not compile, or no grammar engine installed).
         if response_format is not None:
@@ -455,11 +454,9 @@ class ReasoningRuntime:
                     self._step_with_stop(got, ids, labels, spill)
                     continue
                 calls = None
-                if got.calls is not None:
-                    ids, out_labels, out_spill, done = got.calls.feed(ids, labels, spill)
+                if got.call_writer is not None:
+                    ids, out_labels, out_spill, calls = got.call_writer.feed(ids, labels, spill)
                     labels, spill = bytes(out_labels), tuple(out_spill)
-                    if done:
-                        calls = call_deltas(done, got.calls.count - len(done))
                 r_text, c_text = got.text_decoder().feed(ids, labels, spill)
                 tools = got.tools
                 if tools is not None and (TOOL_CALL in labels or tools.reader.busy):

@@ -50,7 +50,7 @@ class ToolCallExtractor(HeldRegion):
     """Per request: feed decided ``(ids, labels, spill)``, get them back with call regions
     relabelled (or held), plus the calls completed."""
 
-    __slots__ = ("_mode", "_tools", "count")
+    __slots__ = ("_mode", "_tools", "count", "regions", "settled")
 
     def __init__(self, fmt: CompiledToolFormat, tools: Tools) -> None:
         super().__init__(fmt)
@@ -58,6 +58,38 @@ class ToolCallExtractor(HeldRegion):
         self._mode = _FRESH if fmt.leading else _OUT
         self.count = 0
         """Calls completed so far."""
+        self.regions = 0
+        """Regions opened so far: the open region's number (:meth:`open_bytes`)."""
+        self.settled: list[tuple[int, int]] | None = None
+        """When a caller sets it to a list (a stream that sends arguments as written:
+        ``runtime/wire/region_calls.py``): each region decided, as ``(its number, how
+        many of the calls handed out it gave)``, in the order of those calls."""
+
+    @property
+    def tools(self) -> Tools:
+        return self._tools
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return self._fmt.fmt.kinds
+
+    @property
+    def held_count(self) -> int:
+        """Tokens held now (the open region's, and any undecided after it)."""
+        return len(self._held)
+
+    def open_bytes(self) -> bytearray | None:
+        """While a region is open: its bytes so far (grown in place as tokens come, never
+        rewritten; its body begins at :meth:`body_start`); None outside a region."""
+        if self._mode != _IN or not self._held:
+            return None
+        return self._grown()
+
+    def body_start(self) -> int:
+        """Where the open region's body begins in :meth:`open_bytes` (after its opener,
+        unless the kind reads the opener too)."""
+        at, start, in_body = self._opener(self._grown())
+        return at if in_body or self._fmt.fmt.keep_open_text else start
 
     @property
     def trims_gaps(self) -> bool:
@@ -237,6 +269,7 @@ class ToolCallExtractor(HeldRegion):
     def _enter(self) -> None:
         """A region opens: its held tokens from here on are its own (:attr:`_buf`)."""
         self._mode = _IN
+        self.regions += 1
         self._buf = bytearray()
         self._buf_n = 0
         self._close_from = 0
@@ -354,6 +387,8 @@ class ToolCallExtractor(HeldRegion):
                 spill.append((len(ids) - 1, after, CONTENT, 0))
             calls.extend(got)
             self.count += len(got)
+        if self.settled is not None:
+            self.settled.append((self.regions, len(got or ())))
         rest = self._held[n:]
         self._held = []
         self._mode = _OUT
@@ -381,6 +416,8 @@ class ToolCallExtractor(HeldRegion):
             spill.append((first, before, CONTENT, 0))
         calls.extend(got)
         self.count += len(got)
+        if self.settled is not None:
+            self.settled.append((self.regions, len(got)))
         self._held.clear()
         self._mode = _OUT
 

@@ -60,7 +60,13 @@ class HeldRegion:
         """The open region's body bytes, grown by the tokens held since the last call
         (:meth:`_region_bytes` of the whole region, without joining it again)."""
         held = self._held
-        if self._buf_n < len(held):
+        n = self._buf_n
+        if n == len(held) - 1:  # one token since the last call: the common case
+            t, lab, parts = held[n]
+            if lab in BODY:
+                self._buf += self._fmt.token_bytes[t] if parts is None else self._bytes(held[n])
+            self._buf_n = n + 1
+        elif n < len(held):
             table = self._fmt.token_bytes
             self._buf += b"".join(
                 [

@@ -594,16 +594,28 @@ def _stream(fam: Family, ids: list[int], cuts: list[int]) -> tuple[str, str, lis
     return paths.split_at(fam.make(), fam.prompt_ids(), ids, cuts, TOOLS)
 
 
-async def _runtime(fam: Family, ids: list[int], k: int) -> tuple[str, str, list[ToolCall]]:
+async def _runtime(
+    fam: Family, ids: list[int], k: int, stream_arguments: bool = False
+) -> tuple[str, str, list[ToolCall]]:
+    """The runtime's answer as a client assembles it; with ``stream_arguments``, less the
+    calls its writer reports broken (sent as written, then cut: the whole read has none)."""
     rt = ReasoningRuntime()
-    stream = rt.add("r", fam.make(), fam.prompt_ids(), tools=TOOLS)
+    stream = rt.add(
+        "r", fam.make(), fam.prompt_ids(), tools=TOOLS, stream_arguments=stream_arguments
+    )
     for i in range(0, len(ids), k):
         delta = ids[i : i + k]
         rt.step([stream.engine_id], delta, [0, len(delta)])
     rt.finish("r", "length")  # the rule parse() keeps without a finish reason
     done = await stream.collect()
     msg = done.choices[0].message
-    calls = [ToolCall(t.function.name, t.function.arguments) for t in msg.tool_calls or []]
+    writer = stream._rec.call_writer
+    broken = set(writer.broken) if writer is not None else set()
+    calls = [
+        ToolCall(t.function.name, t.function.arguments)
+        for i, t in enumerate(msg.tool_calls or [])
+        if i not in broken
+    ]
     return msg.reasoning or "", msg.content or "", calls
 
 
@@ -639,6 +651,7 @@ def test_any_split_and_the_runtime_give_the_parse(
     assert (r, c, calls) == (whole.reasoning or "", whole.content or "", whole.tool_calls)
     k = data.draw(st.sampled_from([1, 3, 8]))
     assert anyio.run(_runtime, fam, ids, k) == (r, c, calls)
+    assert anyio.run(_runtime, fam, ids, k, True) == (r, c, calls)  # arguments as written
     if cut:
         # a cut output returns a prefix of the calls, never a half call
         assert calls == want[: len(calls)]

@@ -1,0 +1,219 @@
+"""Section kinds read while their region is open (``partial.py``): Kimi K2's
+``<|tool_call_begin|>ID<|tool_call_argument_begin|>{…}<|tool_call_end|>`` and DeepSeek
+V3.1's ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>``.
+
+The reading rules are :mod:`.sections`' (calls one after another; a call whose head names
+no function, or whose arguments are not one object followed by its call-end marker, is
+dropped and its siblings kept; text between calls is skipped for Kimi K2, and makes the
+section malformed for DeepSeek), applied as the text arrives: a call's head is read once
+its separator marker arrives, its arguments object is re-encoded event by event
+(:mod:`.partial_args`), and it commits when the object's first member is whole. A call
+dropped before it commits is simply never sent; one dropped after (text between its
+arguments and its call-end marker) is broken, as is every committed call of a section
+that turns out malformed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from reasonspan.runtime.core.tool_types import Tools
+from reasonspan.runtime.toolcalls import deepseek_calls, kimi_calls
+from reasonspan.runtime.toolcalls.json_stream import OPEN_OBJECT, Event, JsonTokens
+from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
+from reasonspan.runtime.toolcalls.partial_args import (
+    CLOSED,
+    FAILED,
+    GOING,
+    ArgumentWriter,
+)
+from reasonspan.runtime.toolcalls.sections import plain_name
+
+_SPACE = " \t\r\n"
+_BETWEEN, _HEAD, _ARGS, _AFTER, _SKIP = range(5)
+
+
+class SectionCallsReader:
+    """The partial reader of one section kind (module doc)."""
+
+    __slots__ = ("_begin", "_call", "_end", "_i", "_name_of", "_noise", "_sep", "_state",
+                 "_text", "_tokens", "_writer", "calls", "done")  # fmt: skip
+
+    def __init__(
+        self,
+        begin: str,
+        sep: str,
+        end: str,
+        name_of: Callable[[str], str | None],
+        noise: bool,
+    ) -> None:
+        self.calls: list[PartialCall] = []
+        self._begin, self._sep, self._end = begin, sep, end
+        self._name_of = name_of
+        self._noise = noise
+        self._text = ""
+        self._i = 0
+        self._state = _BETWEEN
+        self._call: PartialCall | None = None
+        self._tokens = JsonTokens(one_value=True)
+        self._writer: ArgumentWriter | None = None
+        self.done = False
+
+    def feed(self, text: str) -> None:
+        if self.done:
+            return
+        if self._state == _ARGS:
+            self._arguments(text)
+        else:
+            self._text += text
+        while not self.done and self._state != _ARGS and self._step():
+            pass
+
+    def _malformed(self) -> bool:
+        """The whole section does not read: every committed call is broken."""
+        for call in self.calls:
+            call.broken = True
+        self.done = True
+        return False
+
+    def _step(self) -> bool:
+        """Read on in the text; False: wait for more (or done)."""
+        text, i = self._text, self._i
+        if self._state == _BETWEEN:
+            at = text.find(self._begin, i)
+            gap = text[i:] if at < 0 else text[i:at]
+            stray = gap.strip(_SPACE) and not self._noise
+            if stray and (at >= 0 or not self._begin.startswith(gap.lstrip(_SPACE))):
+                return self._malformed()
+            if at < 0:
+                return False
+            self._i = at + len(self._begin)
+            self._state = _HEAD
+            return True
+        if self._state == _HEAD:
+            at = text.find(self._sep, i)
+            stop = text.find(self._end, i)
+            if stop >= 0 and (at < 0 or stop < at):
+                self._state = _SKIP  # no separator before its end: dropped
+                return True
+            if at < 0:
+                return False
+            name = self._name_of(text[i:at])
+            if name is None:
+                self._state = _SKIP  # no function named: dropped, siblings kept
+                return True
+            self._call = PartialCall(name=name)
+            self._tokens = JsonTokens(one_value=True)
+            self._writer = None
+            self._state = _ARGS
+            rest, self._text, self._i = text[at + len(self._sep) :], "", 0
+            self._arguments(rest)
+            return True
+        if self._state == _AFTER:
+            j = i
+            while j < len(text) and text[j] in _SPACE:
+                j += 1
+            got = text[j : j + len(self._end)]
+            if got == self._end:
+                self._i = j + len(self._end)
+                self._state = _BETWEEN
+                self._call = None
+                return True
+            if self._end.startswith(got):
+                return False
+            self._lost()
+            self._state = _SKIP
+            return True
+        # _SKIP: a dropped call runs to its call-end marker; a call-begin first means the
+        # section is malformed.
+        stop = text.find(self._end, i)
+        following = text.find(self._begin, i)
+        if following >= 0 and (stop < 0 or following < stop):
+            return self._malformed()
+        if stop < 0:
+            return False
+        self._i = stop + len(self._end)
+        self._state = _BETWEEN
+        self._call = None
+        return True
+
+    def _lost(self) -> None:
+        call = self._call
+        if call is not None and call.committed:
+            call.broken = True
+        self._call = None
+
+    def _arguments(self, text: str) -> None:
+        """Text of the open call's arguments object (and, once it closed, what follows)."""
+        call = self._call
+        assert call is not None
+        tokens = self._tokens
+        if self._writer is not None and tokens.plain_string_text(text):
+            call.arguments.append(text)
+            return
+        events: list[Event] = []
+        tokens.feed(text, events)
+        for kind, value in events:
+            if self._writer is None:
+                if kind != OPEN_OBJECT:
+                    self._lost()  # arguments that are not an object: dropped
+                    self._resume(_SKIP, tokens)
+                    return
+                self._writer = ArgumentWriter(call.arguments)
+            got = self._writer.event(kind, value)
+            if got == GOING:
+                continue
+            if got == FAILED:
+                self._lost()
+                self._resume(_SKIP, tokens)
+                return
+            if not call.committed:  # its first member is whole, or it closed
+                call.committed = True
+                self.calls.append(call)
+            if got == CLOSED:
+                call.complete = True
+        if tokens.done and self._writer is not None and call.complete:
+            self._resume(_AFTER, tokens)
+
+    def _resume(self, state: int, tokens: JsonTokens) -> None:
+        """Back to reading markers, from the text the lexer did not read."""
+        self._state = state
+        self._writer = None
+        self._text, self._i = tokens.rest, 0
+
+
+def _kimi_accepts(body: str) -> bool | None:
+    return _section_start(body, kimi_calls.CALL_BEGIN, noise=True)
+
+
+def _deepseek_accepts(body: str) -> bool | None:
+    return _section_start(body, deepseek_calls.CALL_BEGIN, noise=False)
+
+
+def _section_start(body: str, begin: str, noise: bool) -> bool | None:
+    """Any body, for a section that skips text between calls; else one that begins with
+    a call (None while the text so far may still begin one)."""
+    if noise:
+        return True
+    if len(body) < len(begin):
+        return None if begin.startswith(body) else False
+    return body.startswith(begin)
+
+
+@partial_kind("kimi_k2", _kimi_accepts)
+def _kimi_reader(tools: Tools) -> SectionCallsReader:
+    return SectionCallsReader(
+        kimi_calls.CALL_BEGIN,
+        kimi_calls.ARGS_BEGIN,
+        kimi_calls.CALL_END,
+        kimi_calls.name_from_id,
+        noise=True,
+    )
+
+
+@partial_kind("deepseek_v31", _deepseek_accepts)
+def _deepseek_reader(tools: Tools) -> SectionCallsReader:
+    return SectionCallsReader(
+        deepseek_calls.CALL_BEGIN, deepseek_calls.SEP, deepseek_calls.CALL_END, plain_name,
+        noise=False,
+    )  # fmt: skip

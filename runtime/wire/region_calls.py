@@ -1,0 +1,238 @@
+"""One request's call regions as OpenAI ``delta.tool_calls`` entries: the one writer of the
+entries for formats whose calls the extractor takes out of the answer.
+
+Two ways, chosen per request:
+
+- **whole** (``stream_arguments=False``, and ``parse()``'s own rule): a call is sent in one
+  entry (index, id, type, name, all its arguments) once its region closed and read;
+- **as written** (the default of a stream): while a region is open, its body is read by
+  its kind's partial reader (``runtime/toolcalls/partial.py``): a call's first entry (index,
+  id, type, name and the argument text so far) goes out once its first argument is whole
+  and valid, later entries carry the index and the next argument text; the closing brace
+  of its arguments waits for the region to close. When the region closes, the rest of
+  each call's arguments is sent, so the pieces concatenate to exactly
+  the ``arguments`` of the whole read, for every split of the output; calls the reader did
+  not follow are sent whole then. Formats whose kinds have no partial reader are sent
+  whole.
+
+A call that committed and then broke (its region did not read as that call: a syntax
+error, a number JSON cannot hold, ``max_tokens`` cutting it) keeps what was sent and gets
+nothing more; the whole read has no such call (``partial.py`` says why this is the price
+of streaming). Its arguments never close: a client that parses them gets an error, not a
+call the model did not finish (the truncated ``rm -rf /tmp/build`` is never a complete
+``rm -rf /``); the finish reason is the engine's (``length`` for a cut).
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Sequence
+
+from reasonspan.runtime.core.holdback import Spill
+from reasonspan.runtime.toolcalls import ToolCall, ToolCallExtractor
+from reasonspan.runtime.toolcalls.partial import (
+    PartialCall,
+    PartialReader,
+    choose_kind,
+    new_reader,
+    streams_arguments,
+)
+from reasonspan.runtime.wire.call_messages import new_tool_call_id
+from reasonspan.runtime.wire.openai import ChoiceDeltaToolCall, ChoiceDeltaToolCallFunction
+
+READ_EVERY = 4
+"""Tokens of a region read at a time: a client sees the arguments at most that far
+behind the model, and a region costs one read per that many tokens, not one per token
+(``BENCHMARKS.md``: the tools suite, both ways)."""
+
+Fed = tuple[list[int], bytearray, list[Spill], list[ChoiceDeltaToolCall] | None]
+
+
+class _Sent:
+    """A committed call: its index, how many of its argument pieces were taken, and the
+    text sent. The closing brace of its arguments waits in ``held`` until its region
+    closed and read as this call: a call that breaks never shows whole arguments."""
+
+    __slots__ = ("call", "held", "index", "pieces", "sent")
+
+    def __init__(self, call: PartialCall, index: int) -> None:
+        self.call = call
+        self.index = index
+        self.pieces = 0
+        self.sent: list[str] = []
+        self.held = ""
+
+    def more(self) -> str:
+        """The argument text to send now ("" : nothing new)."""
+        call = self.call
+        if call.broken or len(call.arguments) <= self.pieces:
+            return ""
+        text = self.held + "".join(call.arguments[self.pieces :])
+        self.pieces = len(call.arguments)
+        cut = len(text) - 1 if call.complete else len(text)
+        self.held = text[cut:]
+        if cut > 0:
+            self.sent.append(text[:cut])
+        return text[:cut]
+
+
+class RegionCalls:
+    """The ``delta.tool_calls`` writer of one request's call extractor (module doc)."""
+
+    __slots__ = (
+        "_body", "_decoder", "_every", "_reader", "_region", "_seen", "_sent", "_used", "broken",
+        "count", "ext",
+    )  # fmt: skip
+
+    def __init__(
+        self, ext: ToolCallExtractor, stream_arguments: bool = True, read_every: int = READ_EVERY
+    ) -> None:
+        self.ext = ext
+        self._every = max(1, read_every)
+        self.count = 0
+        """Calls given an index so far (the next call's index)."""
+        self.broken: list[int] = []
+        """Indexes of calls that committed and then broke (module doc): what was sent of
+        them is all they get."""
+        self._region = 0
+        """The number of the region followed (0: none)."""
+        self._reader: PartialReader | None = None
+        self._body: str | None = ""
+        """The region's text while no kind has been chosen for it (None: no kind's reader
+        reads it: its calls go whole)."""
+        self._used = 0
+        """Bytes of the region read so far."""
+        self._seen = 0
+        """Tokens the extractor held when the region was last read."""
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._sent: list[_Sent] = []
+        if stream_arguments and streams_arguments(ext.kinds):
+            ext.settled = []
+
+    @property
+    def streams(self) -> bool:
+        return self.ext.settled is not None
+
+    def feed(self, ids: list[int], labels: bytes | bytearray, spill: Sequence[Spill]) -> Fed:
+        """The extractor's ``feed``, with the entries these tokens make (None: none)."""
+        ids, out_labels, out_spill, done = self.ext.feed(ids, labels, tuple(spill))
+        return ids, out_labels, out_spill, self._entries(done)
+
+    def finish(self, finish_reason: str | None) -> Fed:
+        """The extractor's ``finish``, with the entries it makes."""
+        ids, out_labels, out_spill, done = self.ext.finish(finish_reason)
+        return ids, out_labels, out_spill, self._entries(done)
+
+    # ------------------------------------------------------------------ entries
+
+    def _entries(self, done: list[ToolCall]) -> list[ChoiceDeltaToolCall] | None:
+        settled = self.ext.settled
+        if settled is None:
+            return [self._whole(c) for c in done] if done else None
+        out: list[ChoiceDeltaToolCall] = []
+        if settled:
+            k = 0
+            for region, n in settled:
+                self._settle(region, done[k : k + n], out)
+                k += n
+            settled.clear()
+        ext = self.ext
+        held = ext.held_count
+        if held and (held - self._seen >= self._every or ext.regions != self._region):
+            self._follow(out)
+        return out or None
+
+    def _whole(self, call: ToolCall) -> ChoiceDeltaToolCall:
+        entry = _entry(self.count, call.name, call.arguments)
+        self.count += 1
+        return entry
+
+    def _settle(self, region: int, calls: list[ToolCall], out: list[ChoiceDeltaToolCall]) -> None:
+        """A region closed as ``calls``: the rest of each call sent in part, in order;
+        the calls not sent yet, whole."""
+        p = 0
+        if region == self._region:
+            for sent in self._sent:
+                call = sent.call
+                final = calls[p] if p < len(calls) and not call.broken else None
+                head = "".join(sent.sent)
+                if final is None or final.name != call.name or not final.arguments.startswith(head):
+                    self.broken.append(sent.index)  # the whole read has no such call here
+                    continue
+                if len(final.arguments) > len(head):
+                    out.append(_entry(sent.index, None, final.arguments[len(head) :]))
+                p += 1
+            self._region = 0
+            self._reader = None
+            self._sent = []
+        out.extend(self._whole(c) for c in calls[p:])
+
+    def _follow(self, out: list[ChoiceDeltaToolCall]) -> None:
+        """Read the open region's new text; send what its calls committed."""
+        ext = self.ext
+        buf = ext.open_bytes()
+        if buf is None:
+            return
+        self._seen = ext.held_count
+        if ext.regions != self._region:
+            self._region = ext.regions
+            self._reader = None
+            self._body = ""
+            self._used = ext.body_start()
+            self._decoder.reset()
+            self._sent = []
+        if len(buf) <= self._used:
+            return
+        text = self._decoder.decode(bytes(buf[self._used :]))
+        self._used = len(buf)
+        reader = self._reader
+        if reader is None:
+            if self._body is None:
+                return  # no reader for this body: its calls go whole
+            reader = self._choose(text)
+            if reader is None:
+                return
+        else:
+            reader.feed(text)
+        self._send(reader, out)
+
+    def _choose(self, text: str) -> PartialReader | None:
+        assert self._body is not None
+        body = self._body + text
+        kind = choose_kind(self.ext.kinds, body.lstrip(" \t\r\n"))
+        if kind == "":
+            self._body = body
+            return None
+        if kind is None:
+            self._body = None
+            return None
+        reader = self._reader = new_reader(kind, self.ext.tools)
+        reader.feed(body)
+        return reader
+
+    def _send(self, reader: PartialReader, out: list[ChoiceDeltaToolCall]) -> None:
+        sent = self._sent
+        for call in sent:
+            more = call.more()
+            if more:
+                out.append(_entry(call.index, None, more))
+        for partial in reader.calls[len(sent) :]:
+            new = _Sent(partial, self.count)
+            self.count += 1
+            sent.append(new)
+            out.append(_entry(new.index, partial.name, new.more()))
+
+
+def _entry(index: int, name: str | None, arguments: str) -> ChoiceDeltaToolCall:
+    """A ``tool_calls`` entry: a call's first (``name`` given: with a fresh id and its
+    type) or a later one (its index and argument text only)."""
+    if name is None:
+        return ChoiceDeltaToolCall(
+            index=index, function=ChoiceDeltaToolCallFunction(arguments=arguments)
+        )
+    return ChoiceDeltaToolCall(
+        index=index,
+        id=new_tool_call_id(),
+        type="function",
+        function=ChoiceDeltaToolCallFunction(name=name, arguments=arguments),
+    )

@@ -1,0 +1,295 @@
+"""Tool-call arguments sent as they are written (``stream_arguments``, a server's
+``stream=True``): ``runtime/wire/region_calls.py`` over the partial readers of
+``runtime/toolcalls/partial*.py``.
+
+On the real Qwen3 tokenizer (its ``<tool_call>`` / ``</tool_call>`` are single tokens; the
+JSON body is Hermes', the XML body Qwen3-Coder's, both as Qwen3's chat template writes
+them), MiniMax-M2's ``xml_invoke`` body on its family fixture. The property: for every
+split of the output into engine steps, a call's entries join, by index, to exactly the
+``(name, arguments)`` of ``parse()``; its first entry carries its id, type and name, the
+later ones its index and argument text only. The expected calls are built by the tests
+from the values they wrote, never read back from an output.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import anyio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import reasonspan
+from reasonspan.runtime.stream.runtime import ReasoningRuntime
+from reasonspan.runtime.wire.openai import ChoiceDeltaToolCall
+from reasonspan.runtime.wire.region_calls import RegionCalls
+from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
+
+TOK = tokenizer("qwen-3")
+ANSWER_ONLY = TOK.encode(
+    "<|im_start|>user\nWrite it.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+)
+"""Qwen3's template with ``enable_thinking: false``: the turn starts in the answer."""
+STRING = {"type": "string"}
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "write_file",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": STRING, "content": STRING, "mode": {"type": "integer"}},
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": STRING, "days": {}}},
+        },
+    },
+]
+
+CODE = "".join(
+    f'def step_{i}(x):\n    """Step {i}: "quoted" \\ path."""\n    return x + {i}  # 東京\n\n'
+    for i in range(150)
+)
+"""A file a coding agent writes: quotes, backslashes, non-ASCII, newlines (about 5,000
+tokens)."""
+
+
+def parser() -> reasonspan.ReasoningParser:
+    return reasonspan.create_parser_sync("qwen3", TOK)
+
+
+def hermes(name: str, args: dict[str, Any]) -> str:
+    body = json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
+    return f"<tool_call>\n{body}\n</tool_call>"
+
+
+def coder(name: str, args: dict[str, Any]) -> str:
+    params = "".join(
+        f"<parameter={k}>\n{v if isinstance(v, str) else json.dumps(v)}\n</parameter>\n"
+        for k, v in args.items()
+    )
+    return f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>"
+
+
+def compact(args: dict[str, Any]) -> str:
+    return json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+
+
+def run(
+    ids: list[int],
+    cuts: list[int],
+    finish: str = "stop",
+    prompt: list[int] | None = None,
+    make: Any = parser,
+) -> tuple[str, list[list[ChoiceDeltaToolCall]], RegionCalls, str | None]:
+    """The runtime, streamed arguments, stepped at ``cuts``: content, every chunk's
+    ``tool_calls`` entries, the request's writer and its finish reason."""
+
+    async def go() -> tuple[str, list[list[ChoiceDeltaToolCall]], RegionCalls, str | None]:
+        rt = ReasoningRuntime()
+        stream = rt.add(
+            "r", make(), ANSWER_ONLY if prompt is None else prompt, tools=TOOLS,
+            stream_arguments=True,
+        )  # fmt: skip
+        bounds = [0, *sorted({c for c in cuts if 0 < c < len(ids)}), len(ids)]
+        for a, b in itertools.pairwise(bounds):
+            rt.step([stream.engine_id], ids[a:b], [0, b - a])
+        rt.finish("r", finish)  # type: ignore[arg-type]
+        content: list[str] = []
+        entries: list[list[ChoiceDeltaToolCall]] = []
+        reason = None
+        async for chunk in stream:
+            choice = chunk.choices[0]
+            content.append(choice.delta.content or "")
+            reason = choice.finish_reason or reason
+            if choice.delta.tool_calls:
+                entries.append(list(choice.delta.tool_calls))
+        writer = stream._rec.call_writer
+        assert writer is not None
+        return "".join(content), entries, writer, reason
+
+    return anyio.run(go)
+
+
+def joined(entries: list[list[ChoiceDeltaToolCall]]) -> list[tuple[str, str]]:
+    """The calls a client assembles, checking OpenAI's shape on the way: a call's first
+    entry has its id, type and name; later ones only its index and argument text."""
+    calls: dict[int, list[str]] = {}
+    for chunk in entries:
+        for e in chunk:
+            assert e.function is not None
+            if e.index not in calls:
+                assert e.id and e.id.startswith("call_") and e.type == "function"
+                assert e.function.name
+                calls[e.index] = [e.function.name, ""]
+            else:
+                assert e.id is None and e.type is None and e.function.name is None
+            calls[e.index][1] += e.function.arguments or ""
+    assert sorted(calls) == list(range(len(calls)))
+    return [(n, a) for _, (n, a) in sorted(calls.items())]
+
+
+def pieces(entries: list[list[ChoiceDeltaToolCall]], index: int) -> int:
+    return sum(1 for chunk in entries for e in chunk if e.index == index)
+
+
+VALUE = st.one_of(
+    st.text('ab "\\\n東🙂</tool_call></parameter>{}', max_size=12),
+    st.integers(-99, 99),
+)
+ARGS = st.fixed_dictionaries({"path": st.text("ab/.", min_size=1, max_size=5)}).flatmap(
+    lambda first: st.dictionaries(st.sampled_from(["content", "mode"]), VALUE, max_size=2).map(
+        lambda more: {**first, **more}
+    )
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    calls=st.lists(ARGS, min_size=1, max_size=3),
+    xml=st.booleans(),
+    prose=st.sampled_from(["", "Writing it.\n", "Done: "]),
+    data=st.data(),
+)
+def test_entries_join_to_the_whole_read_at_any_split(
+    calls: list[dict[str, Any]], xml: bool, prose: str, data: st.DataObject
+) -> None:
+    """Hermes JSON or Qwen3-Coder XML calls, one to three, with text before them: at any
+    split the streamed entries join to exactly ``parse()``'s calls, and the content is the
+    same."""
+    for args in calls:  # an XML value is text, typed by the schema (``mode`` an integer)
+        if xml and "mode" in args and not isinstance(args["mode"], int):
+            args["mode"] = 7
+        if xml and isinstance(args.get("content"), int):
+            args["content"] = str(args["content"])
+    write = coder if xml else hermes
+    out = prose + "\n".join(write("write_file", a) for a in calls)
+    ids = TOK.encode(out)
+    whole = parser().parse(ids, ANSWER_ONLY, tools=TOOLS, finish_reason="stop")
+    want = [("write_file", compact(a)) for a in calls]
+    assert [(c.name, c.arguments) for c in whole.tool_calls] == want
+    cuts = data.draw(st.lists(st.integers(0, len(ids)), max_size=12))
+    content, entries, writer, reason = run(ids, cuts)
+    assert joined(entries) == want
+    assert content == (whole.content or "")
+    assert writer.broken == [] and reason == "tool_calls"
+
+
+def test_a_long_argument_arrives_as_it_is_written() -> None:
+    """A coding agent's file write (thousands of tokens in one string argument), in both
+    bodies: its text arrives in many entries, the first of them long before the call's
+    close token is generated, and they join to the whole read."""
+    args = {"path": "steps.py", "content": CODE}
+    for write in (hermes, coder):
+        ids = TOK.encode(write("write_file", args))
+        assert len(ids) > 2000
+        close = ids.index(TOK.single_token_id("</tool_call>"))
+        one_by_one = list(range(len(ids)))
+        content, entries, _, reason = run(ids, one_by_one)
+        assert joined(entries) == [("write_file", compact(args))]
+        assert pieces(entries, 0) >= 10
+        assert (content, reason) == ("", "tool_calls")
+        steps_before_close = _entries_before(ids, close)
+        assert steps_before_close >= 10, write.__name__
+
+
+def _entries_before(ids: list[int], close: int) -> int:
+    """How many entries a stream sent before the call's close token was stepped."""
+    _, entries, _, _ = run(ids[:close], list(range(close)), finish="length")
+    return sum(len(chunk) for chunk in entries)
+
+
+def test_a_call_invalid_in_its_first_argument_is_never_sent() -> None:
+    """``1e999`` (no JSON number holds it) as the first argument: the call never committed,
+    so nothing of it is sent; the whole read gives the region back as content, and so does
+    the stream."""
+    out = 'Trying.\n<tool_call>\n{"name": "write_file", "arguments": {"mode": 1e999, "path": "a"}}\n</tool_call>'
+    ids = TOK.encode(out)
+    whole = parser().parse(ids, ANSWER_ONLY, tools=TOOLS, finish_reason="stop")
+    assert whole.tool_calls == []
+    for cuts in ([], list(range(len(ids)))):
+        content, entries, writer, _ = run(ids, cuts)
+        assert entries == [] and writer.broken == []
+        assert content == whole.content
+
+
+def test_a_call_cut_after_it_committed_never_shows_whole_arguments() -> None:
+    """``max_tokens`` cuts a call inside its second argument: the stream already sent its
+    name and first argument (the documented price of streaming), the whole read drops it.
+    What was sent never parses as JSON (the closing brace waits for the region), so no
+    client runs a call the model did not finish, and the finish reason says "length"."""
+    out = coder("write_file", {"path": "/tmp/build.sh", "content": "rm -rf /tmp/build"})
+    ids = TOK.encode(out)
+    cut = ids[: next(i for i in range(len(ids)) if "rm -rf /" in TOK.decode(ids[:i]))]
+    whole = parser().parse(cut, ANSWER_ONLY, tools=TOOLS, finish_reason="length")
+    assert whole.tool_calls == []
+    _, entries, writer, reason = run(cut, list(range(len(cut))), finish="length")
+    [(name, arguments)] = joined(entries)
+    assert name == "write_file" and writer.broken == [0] and reason == "length"
+    assert arguments.startswith('{"path":"/tmp/build.sh","content":"rm')  # streaming
+    assert '{"path":"/tmp/build.sh","content":"rm -rf /"'.startswith(arguments)
+    try:
+        json.loads(arguments)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError(f"a cut call's arguments parse: {arguments!r}")
+
+
+def test_a_call_whose_body_breaks_after_its_arguments_never_closes_them() -> None:
+    """CanIToolCall's ``vllm-invalid-json-missing-brace``: the arguments object is whole
+    but the call object never closes. The whole read has no call; the stream sent the
+    arguments but for their closing brace."""
+    out = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}\n</tool_call>'
+    ids = TOK.encode(out)
+    assert parser().parse(ids, ANSWER_ONLY, tools=TOOLS, finish_reason="stop").tool_calls == []
+    _, entries, writer, _ = run(ids, list(range(len(ids))))
+    assert joined(entries) == [("get_weather", '{"city":"Oslo","days":2')]
+    assert writer.broken == [0]
+
+
+def test_arguments_before_the_name_are_sent_whole() -> None:
+    """A call the reader does not follow (its arguments written before its name) is sent
+    whole at its close, and so is every call after it in the region: the entries keep the
+    order of the whole read."""
+    body = '[{"arguments": {"city": "Oslo"}, "name": "get_weather"}, {"name": "get_weather", "arguments": {"city": "Rome"}}]'
+    ids = TOK.encode(f"<tool_call>\n{body}\n</tool_call>")
+    _, entries, writer, _ = run(ids, list(range(len(ids))))
+    assert joined(entries) == [
+        ("get_weather", '{"city":"Oslo"}'),
+        ("get_weather", '{"city":"Rome"}'),
+    ]
+    assert pieces(entries, 0) == 1 and pieces(entries, 1) == 1 and writer.broken == []
+
+
+def test_minimax_invoke_blocks_stream_too() -> None:
+    """MiniMax-M2's ``<invoke name=…>`` calls (its family fixture tokenizer, its template's
+    generation prompt, which opens ``<think>``): a long string parameter streams, and the entries join to
+    the whole read."""
+    tok = tokenizer(FAMILY_TOKENIZERS["minimax_m2"])
+
+    def make() -> reasonspan.ReasoningParser:
+        return reasonspan.create_parser_sync("minimax_m2", tok)
+
+    text = "\n".join(f"line {i}: <b>bold</b> & more" for i in range(200))
+    out = (
+        'plan\n</think>\n\n<minimax:tool_call>\n<invoke name="write_file">\n'
+        '<parameter name="path">notes.md</parameter>\n'
+        f'<parameter name="content">{text}</parameter>\n'
+        "</invoke>\n</minimax:tool_call>"
+    )
+    ids = tok.encode(out)
+    prompt = tok.encode("]~b]user\nWrite it.[e~[\n]~b]ai\n<think>\n")  # its template's
+    whole = make().parse(ids, prompt, tools=TOOLS, finish_reason="stop")
+    want = [(c.name, c.arguments) for c in whole.tool_calls]
+    assert want == [("write_file", compact({"path": "notes.md", "content": text}))]
+    _, entries, writer, _ = run(ids, list(range(len(ids))), prompt=prompt, make=make)
+    assert joined(entries) == want and writer.broken == []
+    assert pieces(entries, 0) >= 10
