@@ -46,6 +46,12 @@ from reasonspan.runtime.toolcalls.region_bytes import (
 _OUT, _FRESH, _IN = 0, 1, 2
 
 
+def _answer_part(item: Item) -> bool:
+    """Does a token the reasoning machine split carry answer bytes (spill parts)?"""
+    parts = item[2]
+    return parts is not None and any(ch in (CONTENT, TOOL) for _, ch, _ in parts)
+
+
 class ToolCallExtractor(HeldRegion):
     """Per request: feed decided ``(ids, labels, spill)``, get them back with call regions
     relabelled (or held), plus the calls completed."""
@@ -182,9 +188,15 @@ class ToolCallExtractor(HeldRegion):
         answer = lab in (CONTENT, TOOL)
         if self._mode == _IN:
             self._held.append(item)
-            if not answer and not (lab == DELIMITER and t in fmt.close_ids):
+            if (
+                not answer
+                and not (lab == DELIMITER and t in fmt.close_ids)
+                and not (fmt.close_bytes and _answer_part(item))
+            ):
                 # (A close marker the reasoning machine consumes, such as Inkling's
-                # ``<|end_message|>`` framing, still closes the region.)
+                # ``<|end_message|>`` framing, still closes the region; so may a token the
+                # machine split, with the answer bytes before a marker of its own: A13B's
+                # ``>\n``, ``>`` ending ``</tool_calls>``, ``\n`` beginning ``\n</answer>``.)
                 return
             if t in fmt.close_ids:
                 region = self._region_bytes(-1)
@@ -204,6 +216,13 @@ class ToolCallExtractor(HeldRegion):
             # answer, such as ``.<`` before a text marker that ends reasoning, takes part
             # with its answer bytes only: :meth:`_bytes`.)
             self._release(len(self._held), ids, labels, spill)
+            if fmt.open_bytes and _answer_part(item):
+                # A token the machine split, a marker of its own then answer bytes (``><``:
+                # ``>`` ends ``</think>``, ``<`` may begin ``<function_calls>``): those
+                # bytes may begin a byte opener.
+                self._held.append(item)
+                self._find_open(ids, labels, spill, calls)
+                return
             self._emit(item, ids, labels, spill)
             if answer and self._mode == _FRESH:
                 self._mode = _OUT
@@ -369,6 +388,15 @@ class ToolCallExtractor(HeldRegion):
         """Label the region ``_held[:n]`` by what it read as (``got``: its calls, or None:
         content verbatim), and decide the tokens held after it afresh."""
         region = self._held[:n]
+        rest = self._held[n:]
+        if got is not None and len(region) > 1 and self._opens_after(region[-1], after):
+            # The closer's last token begins the next region (``></`` … ``><``: ``>`` ends
+            # ``</function_calls>``, ``<`` begins ``<function_calls>``): it is decided
+            # afresh as a split token, its closer's bytes consumed, the rest answer bytes.
+            t = region[-1][0]
+            region = region[:-1]
+            rest = [(t, DELIMITER, [(after, CONTENT, 1)]), *rest]
+            after = b""
         if got is None:
             for item in region:
                 self._emit(item, ids, labels, spill, TOOL)
@@ -389,13 +417,20 @@ class ToolCallExtractor(HeldRegion):
             self.count += len(got)
         if self.settled is not None:
             self.settled.append((self.regions, len(got or ())))
-        rest = self._held[n:]
         self._held = []
         self._mode = _OUT
         self._pending = None
         # Tokens held after the region are decided afresh.
         for item in rest:
             self._one(item, ids, labels, spill, calls)
+
+    def _opens_after(self, last: Item, after: bytes) -> bool:
+        """Do the bytes ``after`` a closer in the region's ``last`` token (a whole answer
+        token) hold or begin a byte opener?"""
+        data = after.lstrip(WS)
+        if not data or last[2] is not None or last[1] not in (CONTENT, TOOL):
+            return False
+        return any(m.startswith(data[: len(m)]) or m in data for m in self._fmt.open_bytes)
 
     def _cut(
         self, ids: list[int], labels: bytearray, spill: list[Spill], calls: list[ToolCall]

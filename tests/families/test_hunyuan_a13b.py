@@ -95,16 +95,6 @@ def test_two_calls_in_one_list_and_text_before() -> None:
     assert res.tool_calls == [call("get_weather", WEATHER), call("note", NOTE)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="extractor gap (runtime/toolcalls/extract.py, ToolCallExtractor._one): the "
-    "reasoning machine splits the token `>\\n` (`>` ends `</tool_calls>`, `\\n` begins the "
-    "`\\n</answer>` strip marker) and labels it DELIMITER with `>` spilled to CONTENT; inside "
-    "a region _one returns early for a non-answer label, so no close search ever sees that "
-    "`>` and the region is still open at the finish: cut at length (the call and its text "
-    "dropped), read to the end at stop (`</tool_calls>` leaks into the content). The "
-    "proposed diff searches for a byte closer on a token whose spill carries answer bytes",
-)
 @pytest.mark.parametrize("finish", ["length", "stop"])
 @pytest.mark.parametrize(
     ("before", "after"),

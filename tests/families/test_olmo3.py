@@ -144,22 +144,13 @@ def test_two_calls_one_per_line_and_text_after(olmo: Olmo, json_literals: bool) 
     assert res.tool_calls == [expected(*WEATHER), expected(*NOTE)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="extractor gap (runtime/toolcalls/extract.py): after </think>, `><` is a DELIMITER "
-    "token with its `<` spilled to the content, and ToolCallExtractor._one emits a non-answer "
-    "token outside a region without looking at its answer bytes, so `<function_calls>` is "
-    "never found; between two blocks, `><` ends the first one's closer and _settle spills "
-    "its `<` to the content before deciding the tokens after it afresh, so the second "
-    "opener has lost its `<`. Both blocks stay content text; a proposed extract.py diff "
-    "fixes both",
-)
 @pytest.mark.parametrize("before", ["x</think>", "x</think>Sure." + block([NOTE])])
 def test_a_block_right_after_another_marker(before: str) -> None:
     # Qwen2.5's BPE (and cl100k's) writes `</think><function_calls>` as `</` `think` `><` …,
     # and two blocks back to back as `…</` `function` `_calls` `><` …: the `<` that begins
-    # the block shares a token with the end of the marker before it, and the extractor,
-    # which looks for a text marker in the content's tokens, does not find it there
+    # the block shares a token with the end of the marker before it: the extractor reads
+    # the answer bytes of such a split token for an opener (ToolCallExtractor._one), and
+    # hands a closer's last token to the next region (_settle)
     olmo = Olmo(TOKENIZERS[0])
     assert b"><" in [olmo.tok.token_bytes[t] for t in olmo.tok.encode(before + OPEN)]
     ids = olmo.tok.encode(before + block([WEATHER]))

@@ -181,9 +181,7 @@ def test_each_call_template_reads(family: str) -> None:
         assert json.loads(calls[0][1]) == {"a": [1, 2]}, (template, calls)
 
 
-WITHOUT_TEMPLATE: dict[str, str] = {
-    "olmo3": "`</think><function_calls>` shares the token `><`: the opener is not found",
-}
+WITHOUT_TEMPLATE: dict[str, str] = {}
 """Families with a tool-call format but no call template in ``CALLS`` yet, and why."""
 
 

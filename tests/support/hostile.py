@@ -225,3 +225,4 @@ CALLS["hy_v4"] = (
 )
 CALLS["inkling"] = ('<|content_invoke_tool_json|>{"name": "f", "args": {"a": V}}<|end_message|>',)
 CALLS["ernie45"] = ('<tool_call>\n{"name": "f", "arguments": {"a": V}}\n</tool_call>',)
+CALLS["olmo3"] = ("<function_calls>f(a=V)</function_calls>",)
