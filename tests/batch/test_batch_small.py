@@ -53,6 +53,8 @@ NOT_VECTORIZED = {
     ("granite", "qwen-2.5_base_with_granite_special_tokens", (("thinking", True),)),
     ("holo2", "qwen-3", ()),
     ("hunyuan_a13b", "qwen-2.5_base_with_hunyuan_a13b_special_tokens", ()),
+    # Inkling holds the header after <|message_model|> until the next framing token.
+    ("inkling", "glm-4_base_with_inkling_special_tokens", ()),
     ("kimi_k3", "qwen-3_base_with_kimi_k3_special_tokens", ()),
     ("kimi_k3", "qwen-3_base_with_kimi_k3_special_tokens", (("thinking", False),)),
     ("minicpmv", "qwen-3_base_with_minicpmv_special_tokens", ()),
