@@ -27,6 +27,7 @@ from reasonspan.runtime.toolcalls import lfm2_calls as lfm2_calls
 from reasonspan.runtime.toolcalls import mistral_calls as mistral_calls
 from reasonspan.runtime.toolcalls import olmo3_calls as olmo3_calls
 from reasonspan.runtime.toolcalls import partial_json as partial_json
+from reasonspan.runtime.toolcalls import partial_kv as partial_kv
 from reasonspan.runtime.toolcalls import partial_sections as partial_sections
 from reasonspan.runtime.toolcalls import partial_xml as partial_xml
 from reasonspan.runtime.toolcalls import plamo3_calls as plamo3_calls

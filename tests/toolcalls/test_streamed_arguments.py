@@ -293,3 +293,30 @@ def test_minimax_invoke_blocks_stream_too() -> None:
     _, entries, writer, _ = run(ids, list(range(len(ids))), prompt=prompt, make=make)
     assert joined(entries) == want and writer.broken == []
     assert pieces(entries, 0) >= 10
+
+
+def test_glm_key_value_calls_stream_too() -> None:
+    """GLM-4.7's ``NAME<arg_key>K</arg_key><arg_value>V</arg_value>`` calls (the real
+    GLM-4.7-Flash tokenizer; its template writes the pairs back to back, the generation
+    prompt opens ``<think>``): after the first pair, a long string value streams, markup
+    written inside it (``</arg_value>`` followed by text) included, and the entries join to
+    the whole read."""
+    tok = tokenizer("glm-4.7-flash")
+
+    def make() -> reasonspan.ReasoningParser:
+        return reasonspan.create_parser_sync("glm47", tok)
+
+    text = "\n".join(f"row {i}: '</arg_value>' stays text" for i in range(150))
+    out = (
+        "plan</think><tool_call>write_file<arg_key>path</arg_key><arg_value>t.txt</arg_value>"
+        f"<arg_key>content</arg_key><arg_value>{text}</arg_value><arg_key>mode</arg_key>"
+        "<arg_value>420</arg_value></tool_call>"
+    )
+    ids = tok.encode(out)
+    prompt = tok.encode("<|user|>Write it.<|assistant|><think>")
+    whole = make().parse(ids, prompt, tools=TOOLS, finish_reason="stop")
+    want = [(c.name, c.arguments) for c in whole.tool_calls]
+    assert want == [("write_file", compact({"path": "t.txt", "content": text, "mode": 420}))]
+    _, entries, writer, _ = run(ids, list(range(len(ids))), prompt=prompt, make=make)
+    assert joined(entries) == want and writer.broken == []
+    assert pieces(entries, 0) >= 10

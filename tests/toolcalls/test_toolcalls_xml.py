@@ -419,17 +419,25 @@ def _stream(
 
 
 async def _runtime(
-    fam: str, prompt: list[int], ids: list[int], k: int
+    fam: str, prompt: list[int], ids: list[int], k: int, stream_arguments: bool = False
 ) -> tuple[str, str, list[tuple[str, str]]]:
+    """The runtime's answer as a client assembles it; with ``stream_arguments``, less the
+    calls its writer reports broken (sent as written, then cut: the whole read has none)."""
     rt = ReasoningRuntime()
-    stream = rt.add("r", _parser(fam), prompt, tools=TOOLS)
+    stream = rt.add("r", _parser(fam), prompt, tools=TOOLS, stream_arguments=stream_arguments)
     for i in range(0, len(ids), k):
         delta = ids[i : i + k]
         rt.step([stream.engine_id], delta, [0, len(delta)])
     rt.finish("r", "length")  # the rule parse() keeps without a finish reason
     done = await stream.collect()
     msg = done.choices[0].message
-    calls = [(t.function.name, t.function.arguments) for t in msg.tool_calls or []]
+    writer = stream._rec.call_writer
+    broken = set(writer.broken) if writer is not None else set()
+    calls = [
+        (t.function.name, t.function.arguments)
+        for i, t in enumerate(msg.tool_calls or [])
+        if i not in broken
+    ]
     return msg.reasoning or "", msg.content or "", calls
 
 
@@ -462,6 +470,7 @@ def test_any_split_and_the_runtime_give_the_parse(fam: str, data: st.DataObject)
     assert (r, c) == (whole.reasoning or "", whole.content or "")
     assert calls == whole.tool_calls
     k = data.draw(st.sampled_from([1, 3, 1000]))
-    r, c, got = anyio.run(_runtime, fam, prompt, ids, k)
-    assert (r, c) == (whole.reasoning or "", whole.content or "")
-    assert got == [(t.name, t.arguments) for t in whole.tool_calls]
+    for streamed in (False, True):  # calls whole, and their arguments as written
+        r, c, got = anyio.run(_runtime, fam, prompt, ids, k, streamed)
+        assert (r, c) == (whole.reasoning or "", whole.content or "")
+        assert got == [(t.name, t.arguments) for t in whole.tool_calls]

@@ -1,0 +1,185 @@
+"""Kind ``kv`` (GLM's ``NAME<arg_key>K</arg_key><arg_value>V</arg_value>…``) read while its
+region is open (``partial.py``).
+
+The reading rules are :mod:`.kv_calls`' (the name before the first key; a value ends at the
+first ``</arg_value>`` followed by the next key or the end of the body; values typed from
+the tool's schema), applied as the text arrives: a value is decided when a
+``</arg_value>`` is followed by the next ``<arg_key>``; the last one only when the region
+closes (the end of the body decides it), so the call commits after its first pair when it
+has several, and a one-pair call is sent whole. After the first pair, a string-typed value
+is streamed as it is written, less what may still be its end: a trailing ``</arg_value>``
+and the space after it, a trailing tag (``</tool_call>`` taken for argument text, which
+ends the body if the output ends right after it), one trailing newline (the layout a
+missing ``</arg_value>`` leaves).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from reasonspan.runtime.core.tool_types import InvalidArgumentsError, Tools, dump_arguments
+from reasonspan.runtime.toolcalls.json_stream import encoded
+from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
+from reasonspan.runtime.toolcalls.values import schema_types, typed_value
+
+_WS = " \t\r\n"
+_KEY, _KEY_END = "<arg_key>", "</arg_key>"
+_VALUE, _VALUE_END = "<arg_value>", "</arg_value>"
+_TRAILING_TAG = re.compile(r"</?[A-Za-z_:|]*>?\Z")
+_NAME, _PAIR, _IN_VALUE = range(3)
+
+
+class KvCallReader:
+    """The partial reader of kind ``kv`` (module doc): one call per region."""
+
+    __slots__ = ("_call", "_i", "_key", "_keys", "_sent", "_start", "_state", "_streamed",
+                 "_text", "_tools", "calls", "done")  # fmt: skip
+
+    def __init__(self, tools: Tools) -> None:
+        self.calls: list[PartialCall] = []
+        self._tools = tools
+        self._text = ""
+        self._i = 0
+        self._state = _NAME
+        self._call: PartialCall | None = None
+        self._keys: set[str] = set()
+        self._key = ""
+        self._start = 0
+        self._streamed = False
+        self._sent = 0
+        self.done = False
+
+    def feed(self, text: str) -> None:
+        if self.done:
+            return
+        self._text += text
+        while not self.done and self._step():
+            pass
+
+    def _stop(self) -> bool:
+        call = self._call
+        if call is not None and call.committed:
+            call.broken = True
+        self.done = True
+        return False
+
+    def _step(self) -> bool:
+        text = self._text
+        if self._state == _NAME:
+            at = text.find(_KEY)
+            if at < 0:
+                return False  # a call with no pair is sent whole, at the close
+            head = text[:at].strip(_WS)
+            if not head or "<" in head or any(c in head for c in _WS):
+                self.done = True  # not this kind's call: the whole read decides
+                return False
+            self._call = PartialCall(name=head)
+            self._i, self._state = at, _PAIR
+            return True
+        if self._state == _PAIR:
+            return self._pair(text)
+        return self._value(text)
+
+    def _pair(self, text: str) -> bool:
+        i = self._i
+        while i < len(text) and text[i] in _WS:
+            i += 1
+        rest = text[i : i + len(_KEY)]
+        if len(rest) < len(_KEY):
+            return False if _KEY.startswith(rest) else self._stop()
+        if rest != _KEY:
+            return self._stop()
+        k_end = text.find(_KEY_END, i)
+        if k_end < 0:
+            return False
+        key = text[i + len(_KEY) : k_end].strip(_WS)
+        j = k_end + len(_KEY_END)
+        while j < len(text) and text[j] in _WS:
+            j += 1
+        head = text[j : j + len(_VALUE)]
+        if len(head) < len(_VALUE):
+            return False if _VALUE.startswith(head) else self._stop()
+        call = self._call
+        assert call is not None
+        if head != _VALUE or not key or key in self._keys:
+            return self._stop()  # malformed; or a repeated key (the whole read keeps the last)
+        self._keys.add(key)
+        self._key = key
+        self._start = j + len(_VALUE)
+        self._streamed = call.committed and schema_types(
+            self._tools.property_schema(call.name, key)
+        ) == ["string"]
+        self._sent = 0
+        if self._streamed:
+            call.arguments.append(f',"{encoded(key)}":"')
+        self._i, self._state = self._start, _IN_VALUE
+        return True
+
+    def _value(self, text: str) -> bool:
+        call = self._call
+        assert call is not None
+        at = text.find(_VALUE_END, self._i)
+        while at >= 0:
+            j = at + len(_VALUE_END)
+            while j < len(text) and text[j] in _WS:
+                j += 1
+            rest = text[j:]
+            if rest.startswith(_KEY):
+                return self._decided(text[self._start : at], j)
+            if _KEY.startswith(rest) or _TRAILING_TAG.fullmatch(rest):
+                # The end of the text so far, the next key beginning, or a tag that ends
+                # the body if the output ends right after it: wait.
+                break
+            at = text.find(_VALUE_END, at + 1)
+        undecided = len(text) if at < 0 else at
+        if at < 0:
+            cut = text.rfind("<", self._start)
+            if cut >= 0 and _TRAILING_TAG.match(text, cut):
+                undecided = cut
+        self._i = max(self._start, undecided - len(_VALUE_END))
+        if self._streamed:
+            shown = text[self._start : undecided]
+            if shown.endswith("\n"):
+                shown = shown[:-1]
+            if len(shown) > self._sent:
+                call.arguments.append(encoded(shown[self._sent :]))
+                self._sent = len(shown)
+        return False
+
+    def _decided(self, raw: str, resume: int) -> bool:
+        """The value is ``raw``; reading goes on at ``resume`` (the next key)."""
+        call = self._call
+        assert call is not None
+        if self._streamed:
+            call.arguments.append(encoded(raw[self._sent :]) + '"')
+        else:
+            typed = typed_value(raw, self._tools.property_schema(call.name, self._key))
+            member = _member(self._key, typed)
+            if member is None:
+                return self._stop()
+            call.arguments.append(("," if call.arguments else "{") + member)
+            if not call.committed:
+                call.committed = True
+                self.calls.append(call)
+        self._i, self._state = resume, _PAIR
+        return True
+
+
+def _member(key: str, value: Any) -> str | None:
+    try:
+        return dump_arguments({key: value})[1:-1]
+    except (InvalidArgumentsError, ValueError):
+        return None
+
+
+def _accepts(body: str) -> bool | None:
+    """GLM's body begins with the function name: any text that is not JSON or markup."""
+    if not body:
+        return None
+    return body[0] not in "{[<"
+
+
+@partial_kind("kv", _accepts)
+def _reader(tools: Tools) -> KvCallReader:
+    return KvCallReader(tools)
