@@ -9,8 +9,9 @@
 # never import. Instead: the CPU torch wheel this machine ships on disk (vLLM 0.34 asks for
 # torch 2.14.0; the 2.13.0 CPU build serves the parser modules, which only import torch
 # through vllm.config), and the pure-Python packages that `import vllm.reasoning`,
-# `vllm.tool_parsers` and `vllm.parser.parser_manager` need, found by importing them and
-# adding what was missing (the list below, nothing more). reasonspan itself goes in
+# `vllm.tool_parsers`, `vllm.parser.parser_manager` and every built-in parser they register
+# (93 modules in 0.34) need, found by importing them and adding what was missing (the list
+# below, nothing more; the check at the end imports them all again). reasonspan itself goes in
 # editable, with what its tests need.
 #
 # Cached: the environment is reused while its stamp (this file's hash) matches; only the
@@ -29,7 +30,7 @@ PARSER_DEPS=(
     packaging regex "openai>=2.25" "pydantic>=2.12" psutil "pyzmq>=25" "transformers>=5.16.1,<5.23"
     "tokenizers>=0.23.3" "safetensors>=0.8" aiohttp requests "fastapi>=0.133,<0.137" pillow
     pybase64 cachetools prometheus_client "oss-harmony>=0.0.11" cbor2 msgspec cloudpickle
-    uvloop py-cpuinfo partial-json-parser apache-tvm-ffi
+    uvloop py-cpuinfo partial-json-parser apache-tvm-ffi ijson "mistral_common>=1.13"
 )
 NO_DEPS=("vllm==$VLLM_VERSION" "xgrammar==0.2.8")
 TEST_DEPS=(pytest hypothesis)
@@ -54,5 +55,12 @@ fi
 # offline tokenizers the tests use).
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root[demo]" \
     2> >(quiet >&2)
-"$venv/bin/python" -c "import vllm.reasoning, vllm.tool_parsers, vllm.parser.parser_manager" || { echo "vllm env: vLLM's parser modules do not import" >&2; exit 1; }
+"$venv/bin/python" - <<'EOF' || { echo "vllm env: vLLM's parser modules do not import" >&2; exit 1; }
+import importlib
+import vllm.parser.parser_manager
+from vllm.reasoning import ReasoningParserManager as R
+from vllm.tool_parsers import ToolParserManager as T
+for module in sorted({m for m, _ in [*R.lazy_parsers.values(), *T.lazy_parsers.values()]}):
+    importlib.import_module(module)
+EOF
 echo "$venv/bin/python"

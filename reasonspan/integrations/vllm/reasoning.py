@@ -57,6 +57,7 @@ class ReasoningAdapter:
         self._last_delta: list[int] = []
         self._delta_content: list[int] | None = None
         self._finished = False
+        self._handed_over = False
         self._tools: list[dict[str, Any]] | None = None
         self.pending: tuple[str, list[ToolCall]] | None = None
         """The content and calls of the delta where reasoning ended, for the linked tool
@@ -140,19 +141,20 @@ class ReasoningAdapter:
     ) -> Any:
         """The reasoning and content text these delta tokens release (``None`` when they
         release nothing: held at a possible marker, or a consumed marker)."""
-        was_reasoning = self._splitter().is_reasoning
         delta = list(delta_token_ids)
         self._fed += delta
         self._last_delta = delta
         reasoning, content, calls = self.feed(delta)
-        if was_reasoning and not self.has_engine_confirmed_reasoning_end():
+        if self._handed_over or not self.has_engine_confirmed_reasoning_end():
             return delta_message(reasoning, content, calls)
-        if was_reasoning:
-            self._delta_content = self._content_of_last_delta()
-            if self._tools is not None:
-                # vLLM hands the rest of this delta to the tool parser: it sends them.
-                self.pending = (content, calls)
-                return delta_message(reasoning, "")
+        # Reasoning is over: vLLM hands this delta's content tokens to its tool parser
+        # (extract_content_ids), or, without one, goes on asking this parser.
+        self._handed_over = True
+        self._delta_content = self._content_of_last_delta()
+        if self._tools is not None:
+            # The linked tool parser sends them, from this request's one splitter.
+            self.pending = (content, calls)
+            return delta_message(reasoning, "")
         return delta_message(reasoning, content, calls)
 
     def finish_streaming(self) -> Any:
