@@ -161,8 +161,9 @@ def test_bench_tools_suite_compares_equal_lengths(
     rows = json.loads(target.read_text())["rows"]
     assert [r["case"].split(",")[0] for r in rows] == ["TextSplitter"] * 2 + [
         "ReasoningRuntime + SSE"
-    ] * 2
-    assert [r["vs_baseline"] is None for r in rows] == [True, False, True, False]
+    ] * 3
+    assert [r["vs_baseline"] is None for r in rows] == [True, False, True, False, False]
+    assert "arguments streamed" in rows[-1]["case"]  # against the whole-call row above it
 
 
 def test_serve_needs_an_engine_and_a_template(capsys: pytest.CaptureFixture[str]) -> None:
