@@ -284,3 +284,13 @@ def test_token_id_methods() -> None:
     assert p.extract_reasoning("<think>a b c</think>\n\nd e", request(None)) == ("a b c", "d e")
     p.set_prompt_token_ids(tok.encode(QWEN_PROMPT + "<think>\n\n</think>\n\n"))
     assert p.extract_reasoning("d e", request(None)) == (None, "d e")  # None, not ""
+
+
+def test_vllms_text_conventions() -> None:
+    """An output that began in reasoning has a reasoning string, empty if closed at once;
+    any other empty field is None (vLLM's deepseek_r1 tests pin both)."""
+    tok = hf("deepseek_r1")
+    p = ReasoningParserManager.get_reasoning_parser("reasonspan_deepseek_r1")(tok)
+    assert p.extract_reasoning("</think>The rest", request(None)) == ("", "The rest")
+    assert p.extract_reasoning("", request(None)) == ("", None)
+    assert p.extract_reasoning("Thinking</think>", request(None)) == ("Thinking", None)

@@ -128,7 +128,10 @@ class ReasoningAdapter:
         tools = self._tools if _auto_tools(request) else None
         res = self._new_parser().parse(encode(self._tok, model_output), self._prompt, tools=tools)
         self.whole = res if tools is not None else None
-        return vllm_text(res.reasoning), vllm_text(res.content)
+        # vLLM's convention: an output that began in reasoning has a reasoning string,
+        # empty if the model closed it at once; an empty field otherwise is None.
+        reasoning = res.reasoning or ("" if res.started_in_reasoning else None)
+        return reasoning, vllm_text(res.content)
 
     def extract_reasoning_streaming(
         self,
