@@ -41,7 +41,7 @@ from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.wire.openai import FinishReason
 from tests.support.fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, tokenizer
 from tests.support.hostile import CALLS, TOOLS, output
-from tests.support.paths import Answer, read_chunks, read_sse
+from tests.support.paths import Answer, read_chunks, read_sse, without_broken
 from tests.support.sampling import long_run
 
 CI_ROUNDS = 1
@@ -89,9 +89,10 @@ async def runtime_paths(
     seed: int,
     reasons: Sequence[FinishReason] | None = None,
 ) -> list[tuple[Answer, Answer]]:
-    """Every output as two requests of one runtime (chunks and SSE), stepped 1 to 4 tokens
-    at a time over random subsets, finished with its finish reason (``reasons``, default
-    "stop"); their answers as a client reads them."""
+    """Every output as two requests of one runtime (chunks with calls whole, and SSE with
+    arguments streamed as written), stepped 1 to 4 tokens at a time over random subsets,
+    finished with its finish reason (``reasons``, default "stop"); their answers as a
+    client reads them (less the calls a streamed request reports broken)."""
     rng = random.Random(seed)
     rt = ReasoningRuntime()
     live = []
@@ -99,7 +100,7 @@ async def runtime_paths(
     for i, ids in enumerate(outputs):
         pair = []
         for sse in (False, True):
-            s = rt.add(f"r{i}-{sse}", parser, None, tools=TOOLS, sse=sse)
+            s = rt.add(f"r{i}-{sse}", parser, None, tools=TOOLS, sse=sse, stream_arguments=sse)
             pair.append(s)
             live.append([s, ids, 0, reasons[i] if reasons else "stop"])
         streams.append(pair)
@@ -123,7 +124,10 @@ async def runtime_paths(
             if item[2] >= len(item[1]):
                 rt.finish(item[0].engine_id, item[3])
                 live.remove(item)
-    return [(await read_chunks(a), await read_sse(b)) for a, b in streams]
+    return [
+        (without_broken(a, await read_chunks(a)), without_broken(b, await read_sse(b)))
+        for a, b in streams
+    ]
 
 
 def _kwargs(family: str) -> list[str]:

@@ -104,10 +104,18 @@ async def served(
         delta = ids[i : i + k]
         rt.step([stream.engine_id], delta, [0, len(delta)])
     rt.finish("r", finish_reason)
-    reasoning, content, calls = await (read_sse(stream) if sse else read_chunks(stream))
+    got = await (read_sse(stream) if sse else read_chunks(stream))
+    return without_broken(stream, got)
+
+
+def without_broken(stream: RequestStream, answer: Answer) -> Answer:
+    """``answer`` less the calls the request's writer reports broken (sent as written, then
+    not read as a call: the whole read has none; ``runtime/wire/region_calls.py``)."""
     writer = stream._rec.call_writer
-    broken = set(writer.broken) if writer is not None else set()
-    assert not broken or stream_arguments
+    if writer is None or not writer.broken:
+        return answer
+    broken = set(writer.broken)
+    reasoning, content, calls = answer
     return reasoning, content, [c for i, c in enumerate(calls) if i not in broken]
 
 
