@@ -34,16 +34,16 @@ def equip(
     tools: Tools | Sequence[Mapping[str, Any]] | None,
     stops: Sequence[str],
     include_usage: bool,
-    stream_arguments: bool,
+    argument_step: int,
 ) -> None:
     """A new record's per-request machinery: its call extractor (``tools`` offered and
     not turned off by ``tool_choice``), stop matcher, citations flag and, for a family
-    whose calls are messages (harmony), its tool-call reader. ``stream_arguments``: a
-    call's arguments are sent as they are written, else each call whole
-    (``runtime/wire/region_calls.py``)."""
+    whose calls are messages (harmony), its tool-call reader. ``argument_step``: a
+    call's arguments are sent as they are written, the open region read every that many
+    tokens; 0: each call whole (``runtime/wire/region_calls.py``)."""
     extractor = parser.tool_call_extractor(tools) if tools is not None else None
     rec.calls = extractor
-    rec.call_writer = None if extractor is None else RegionCalls(extractor, stream_arguments)
+    rec.call_writer = None if extractor is None else RegionCalls(extractor, argument_step)
     rec.stop = StopMatcher(stops) if stops else None
     rec.include_usage = include_usage
     rec.cites = parser.machine.spec.citations != "none"

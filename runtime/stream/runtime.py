@@ -74,6 +74,7 @@ from reasonspan.runtime.wire.openai import (
     FinishReason,
     usage_for,
 )
+from reasonspan.runtime.wire.region_calls import READ_EVERY
 
 _STRING_IDS_FROM = 1 << 62
 """Engine ids of string-keyed requests are drawn from here up (an int key that lands in
@@ -95,7 +96,7 @@ class ReasoningRuntime:
     the text, except the markers the family keeps in the content (tool markers); a request
     may override it. ``reasoning_content_alias`` also fills ``reasoning_content`` for
     older clients. ``time_steps`` keeps the wall time of the most recent steps
-    (:attr:`step_ns`).
+    (:attr:`step_ns`). ``argument_step``: tokens between reads of a streamed call.
     """
 
     def __init__(
@@ -107,9 +108,13 @@ class ReasoningRuntime:
         skip_special_tokens: bool = True,
         batch: ReasoningBatch | None = None,
         time_steps: bool = False,
+        argument_step: int = READ_EVERY,
     ) -> None:
         if buffer_size < 1:
             raise ValueError("buffer_size must be at least 1")
+        if argument_step < 1:
+            raise ValueError("argument_step must be at least 1")
+        self.argument_step = argument_step
         self.model = model
         self.buffer_size = buffer_size
         self.alias = reasoning_content_alias
@@ -171,19 +176,17 @@ class ReasoningRuntime:
     ) -> RequestStream:
         """Admit a request (``options`` as :meth:`ReasoningBatch.add`) and return its stream.
 
-        ``model`` and ``completion_id`` go into every chunk (default: the runtime's model; the
-        id for a string id, ``chatcmpl-<id>`` for an int). ``response_format`` is handed to the
-        batch, which compiles a grammar for it (llguidance) gated on the end of reasoning
-        (:meth:`ReasoningBatch.fill_token_bitmask`). ``tools`` (with ``tool_choice`` other than
-        "none"): the family's calls are taken out of the answer as ``delta.tool_calls``, each
-        whole once its markup closed, or with ``stream_arguments=True`` (a server's
-        ``stream=True``) as OpenAI streams them (``runtime/wire/region_calls.py``); the turn
-        finishes with "tool_calls". ``stop`` (a string or a list) ends the request at the first
-        stop string in its content (see :meth:`step`; an empty or non-string entry raises
-        :class:`InvalidOptionError`). ``sse=True``: read as SSE bytes
-        (:meth:`RequestStream.sse_events`, a usage chunk last when ``include_usage``), its plain
-        text written as event bytes by the batch-wide output path (``sse_path``); it can still
-        be read as chunks. Nothing is kept when this raises.
+        ``model``, ``completion_id``: in every chunk (default: the runtime's model; the id,
+        ``chatcmpl-<id>`` for an int). ``response_format``: the batch compiles a grammar for it
+        (llguidance), gated on the end of reasoning. ``tools`` (``tool_choice`` not "none"):
+        the family's calls are taken out of the answer as ``delta.tool_calls``, each whole once
+        its markup closed, or with ``stream_arguments=True`` (a server's ``stream=True``) as
+        OpenAI streams them (``runtime/wire/region_calls.py``); the turn finishes with
+        "tool_calls". ``stop`` (a string or a list) ends the request at the first stop string
+        in its content (:meth:`step`; an empty or non-string entry raises
+        :class:`InvalidOptionError`). ``sse=True``: read as SSE bytes (``sse_events``, a usage
+        chunk last with ``include_usage``), its plain text written by the batch-wide output
+        path (``sse_path``); it can still be read as chunks. Nothing is kept when this raises.
         """
         closed = self._closed
         if closed is not None:
@@ -215,7 +218,7 @@ class ReasoningRuntime:
             response_format=response_format,
         )
         offered = tools if tool_choice != "none" else None
-        equip(rec, parser, offered, stops, include_usage, stream_arguments)
+        equip(rec, parser, offered, stops, include_usage, self.argument_step * stream_arguments)
         # Everything that can fail is above or in batch.add(), which validates first
         # (a response_format that does not compile, or no grammar engine installed).
         if response_format is not None:

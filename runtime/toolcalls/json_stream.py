@@ -198,10 +198,12 @@ class JsonTokens:
 
     def _token(self, text: str, i: int, out: list[Event]) -> int:
         """Read one token outside strings at ``i``. -1: wait."""
-        i = _end(_SPACE, text, i)
-        if i >= len(text):
-            return i
         c = text[i]
+        if c in " \t\r\n":
+            i = _end(_SPACE, text, i)
+            if i >= len(text):
+                return i
+            c = text[i]
         expect = self._expect
         value = expect in (_TOP, _VALUE, _VALUE_OR_CLOSE)
         if expect == _TOP and c in ",;":

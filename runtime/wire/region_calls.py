@@ -3,7 +3,8 @@ entries for formats whose calls the extractor takes out of the answer.
 
 Two ways, chosen per request:
 
-- **whole** (``stream_arguments=False``, and ``parse()``'s own rule): a call is sent in one
+- **whole** (``read_every=0``: a runtime request without ``stream_arguments``; ``parse()``'s
+  own rule): a call is sent in one
   entry (index, id, type, name, all its arguments) once its region closed and read;
 - **as written** (the default of a stream): while a region is open, its body is read by
   its kind's partial reader (``runtime/toolcalls/partial.py``): a call's first entry (index,
@@ -40,10 +41,12 @@ from reasonspan.runtime.toolcalls.partial import (
 from reasonspan.runtime.wire.call_messages import new_tool_call_id
 from reasonspan.runtime.wire.openai import ChoiceDeltaToolCall, ChoiceDeltaToolCallFunction
 
-READ_EVERY = 4
+READ_EVERY = 16
 """Tokens of a region read at a time: a client sees the arguments at most that far
-behind the model, and a region costs one read per that many tokens, not one per token
-(``BENCHMARKS.md``: the tools suite, both ways)."""
+behind the model (about a line of code), and a region costs one read per that many
+tokens, not one per token. A call shorter than that is sent whole when its region closes
+(it never breaks after it was sent). Measured (``bench --suite tools``, ``BENCHMARKS.md``):
+streaming costs about 1.2× the whole-call path per token at 16, 1.4× at 4."""
 
 Fed = tuple[list[int], bytearray, list[Spill], list[ChoiceDeltaToolCall] | None]
 
@@ -84,11 +87,11 @@ class RegionCalls:
         "count", "ext",
     )  # fmt: skip
 
-    def __init__(
-        self, ext: ToolCallExtractor, stream_arguments: bool = True, read_every: int = READ_EVERY
-    ) -> None:
+    def __init__(self, ext: ToolCallExtractor, read_every: int = READ_EVERY) -> None:
+        """``read_every``: stream arguments, reading the open region every that many
+        tokens; 0: send each call whole."""
         self.ext = ext
-        self._every = max(1, read_every)
+        self._every = read_every
         self.count = 0
         """Calls given an index so far (the next call's index)."""
         self.broken: list[int] = []
@@ -106,7 +109,7 @@ class RegionCalls:
         """Tokens the extractor held when the region was last read."""
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._sent: list[_Sent] = []
-        if stream_arguments and streams_arguments(ext.kinds):
+        if read_every > 0 and streams_arguments(ext.kinds):
             ext.settled = []
 
     @property

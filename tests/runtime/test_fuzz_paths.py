@@ -94,7 +94,7 @@ async def runtime_paths(
     finished with its finish reason (``reasons``, default "stop"); their answers as a
     client reads them (less the calls a streamed request reports broken)."""
     rng = random.Random(seed)
-    rt = ReasoningRuntime()
+    rt = ReasoningRuntime(argument_step=rng.randint(1, 4))
     live = []
     streams = []
     for i, ids in enumerate(outputs):

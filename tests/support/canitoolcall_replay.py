@@ -252,10 +252,6 @@ async def assemble(stream: RequestStream) -> tuple[str, str, list[tuple[str, str
 STREAMED_BREAKS: dict[str, str] = {
     "llama/l3-truncated-inside-parameters": "max_tokens cut the call after its first "
     "argument was sent (streamed arguments)",
-    "qwen3-hermes/vllm-invalid-json-missing-brace": "the call object never closes; its "
-    "arguments were sent (streamed arguments) but for their closing brace",
-    "qwen3-xml/q38-truncated-in-parameter": "max_tokens cut the call inside its second "
-    "parameter, after its first was sent (streamed arguments)",
 }
 """Fixtures where a call goes wrong after its first argument was sent, in the runtime's
 streamed-arguments observation (``runtime-arguments``) only: a sent entry cannot be taken

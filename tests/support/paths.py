@@ -96,7 +96,7 @@ async def served(
     """One request alone in a runtime, ``k`` tokens a step, read as chunks or as SSE,
     without the calls its writer reports broken (``runtime/wire/region_calls.py``: a call
     sent as it was written that its region then did not read as; the whole read has none)."""
-    rt = ReasoningRuntime()
+    rt = ReasoningRuntime(argument_step=1)  # (streamed: the open region read every token)
     stream = rt.add(
         "r", parser, prompt_ids, tools=tools, sse=sse, stream_arguments=stream_arguments
     )

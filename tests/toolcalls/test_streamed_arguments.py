@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import reasonspan
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.wire.openai import ChoiceDeltaToolCall
-from reasonspan.runtime.wire.region_calls import RegionCalls
+from reasonspan.runtime.wire.region_calls import READ_EVERY, RegionCalls
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
 TOK = tokenizer("qwen-3")
@@ -88,12 +88,14 @@ def run(
     finish: str = "stop",
     prompt: list[int] | None = None,
     make: Any = parser,
+    step: int = READ_EVERY,
 ) -> tuple[str, list[list[ChoiceDeltaToolCall]], RegionCalls, str | None]:
-    """The runtime, streamed arguments, stepped at ``cuts``: content, every chunk's
-    ``tool_calls`` entries, the request's writer and its finish reason."""
+    """The runtime, streamed arguments (the open region read every ``step`` tokens),
+    stepped at ``cuts``: content, every chunk's ``tool_calls`` entries, the request's writer
+    and its finish reason."""
 
     async def go() -> tuple[str, list[list[ChoiceDeltaToolCall]], RegionCalls, str | None]:
-        rt = ReasoningRuntime()
+        rt = ReasoningRuntime(argument_step=step)
         stream = rt.add(
             "r", make(), ANSWER_ONLY if prompt is None else prompt, tools=TOOLS,
             stream_arguments=True,
@@ -176,7 +178,7 @@ def test_entries_join_to_the_whole_read_at_any_split(
     want = [("write_file", compact(a)) for a in calls]
     assert [(c.name, c.arguments) for c in whole.tool_calls] == want
     cuts = data.draw(st.lists(st.integers(0, len(ids)), max_size=12))
-    content, entries, writer, reason = run(ids, cuts)
+    content, entries, writer, reason = run(ids, cuts, step=data.draw(st.sampled_from([1, 3, 16])))
     assert joined(entries) == want
     assert content == (whole.content or "")
     assert writer.broken == [] and reason == "tool_calls"
@@ -222,19 +224,21 @@ def test_a_call_invalid_in_its_first_argument_is_never_sent() -> None:
 
 def test_a_call_cut_after_it_committed_never_shows_whole_arguments() -> None:
     """``max_tokens`` cuts a call inside its second argument: the stream already sent its
-    name and first argument (the documented price of streaming), the whole read drops it.
-    What was sent never parses as JSON (the closing brace waits for the region), so no
-    client runs a call the model did not finish, and the finish reason says "length"."""
-    out = coder("write_file", {"path": "/tmp/build.sh", "content": "rm -rf /tmp/build"})
+    name, its first argument and the start of the second (the documented price of
+    streaming), the whole read drops it. What was sent never parses as JSON (the closing
+    brace waits for the region), so no client runs a call the model did not finish, and
+    the finish reason says "length"."""
+    script = "rm -rf /tmp/build && " + "echo step; " * 40
+    out = coder("write_file", {"path": "/tmp/build.sh", "content": script})
     ids = TOK.encode(out)
-    cut = ids[: next(i for i in range(len(ids)) if "rm -rf /" in TOK.decode(ids[:i]))]
+    cut = ids[: next(i for i in range(len(ids)) if "echo step; " * 20 in TOK.decode(ids[:i]))]
     whole = parser().parse(cut, ANSWER_ONLY, tools=TOOLS, finish_reason="length")
     assert whole.tool_calls == []
     _, entries, writer, reason = run(cut, list(range(len(cut))), finish="length")
     [(name, arguments)] = joined(entries)
     assert name == "write_file" and writer.broken == [0] and reason == "length"
-    assert arguments.startswith('{"path":"/tmp/build.sh","content":"rm')  # streaming
-    assert '{"path":"/tmp/build.sh","content":"rm -rf /"'.startswith(arguments)
+    assert arguments.startswith('{"path":"/tmp/build.sh","content":"rm')
+    assert compact({"path": "/tmp/build.sh", "content": script}).startswith(arguments)
     try:
         json.loads(arguments)
     except ValueError:
@@ -246,13 +250,17 @@ def test_a_call_cut_after_it_committed_never_shows_whole_arguments() -> None:
 def test_a_call_whose_body_breaks_after_its_arguments_never_closes_them() -> None:
     """CanIToolCall's ``vllm-invalid-json-missing-brace``: the arguments object is whole
     but the call object never closes. The whole read has no call; the stream sent the
-    arguments but for their closing brace."""
-    out = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}\n</tool_call>'
-    ids = TOK.encode(out)
+    arguments as far as it read the open region (a long second one, so it is read while it
+    is written), never their closing brace."""
+    args = {"city": "Oslo", "note": "bring an umbrella, " * 12}
+    body = json.dumps({"name": "get_weather", "arguments": args})[:-1]  # no closing brace
+    ids = TOK.encode(f"<tool_call>\n{body}\n</tool_call>")
     assert parser().parse(ids, ANSWER_ONLY, tools=TOOLS, finish_reason="stop").tool_calls == []
     _, entries, writer, _ = run(ids, list(range(len(ids))))
-    assert joined(entries) == [("get_weather", '{"city":"Oslo","days":2')]
-    assert writer.broken == [0]
+    [(name, arguments)] = joined(entries)
+    assert name == "get_weather" and writer.broken == [0]
+    assert arguments.startswith('{"city":"Oslo","note":"bring an umbrella')
+    assert compact(args).startswith(arguments) and arguments != compact(args)
 
 
 def test_arguments_before_the_name_are_sent_whole() -> None:

@@ -599,7 +599,7 @@ async def _runtime(
 ) -> tuple[str, str, list[ToolCall]]:
     """The runtime's answer as a client assembles it; with ``stream_arguments``, less the
     calls its writer reports broken (sent as written, then cut: the whole read has none)."""
-    rt = ReasoningRuntime()
+    rt = ReasoningRuntime(argument_step=1)
     stream = rt.add(
         "r", fam.make(), fam.prompt_ids(), tools=TOOLS, stream_arguments=stream_arguments
     )

@@ -423,7 +423,7 @@ async def _runtime(
 ) -> tuple[str, str, list[tuple[str, str]]]:
     """The runtime's answer as a client assembles it; with ``stream_arguments``, less the
     calls its writer reports broken (sent as written, then cut: the whole read has none)."""
-    rt = ReasoningRuntime()
+    rt = ReasoningRuntime(argument_step=1)
     stream = rt.add("r", _parser(fam), prompt, tools=TOOLS, stream_arguments=stream_arguments)
     for i in range(0, len(ids), k):
         delta = ids[i : i + k]
