@@ -34,6 +34,9 @@ PARSER_DEPS=(
 )
 NO_DEPS=("vllm==$VLLM_VERSION" "xgrammar==0.2.8")
 TEST_DEPS=(pytest hypothesis)
+# What vLLM's own parser tests import beyond its parsers (scripts/vllm_upstream_tests.sh),
+# and what reading its source distribution's metadata without compiling it needs.
+UPSTREAM_DEPS=("llguidance>=1.7,<1.8" einops setuptools-rust setuptools-scm)
 
 # pip's complaints about vLLM's unmet (GPU) requirements, and this machine's empty local
 # index folders, are expected: filter them, keep every other line.
@@ -48,7 +51,7 @@ else
     python3 -m venv "$venv"
     pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
     "${pip[@]}" --no-deps "$TORCH_WHEEL" "${NO_DEPS[@]}" 2> >(quiet >&2)
-    "${pip[@]}" "${PARSER_DEPS[@]}" "${TEST_DEPS[@]}" 2> >(quiet >&2)
+    "${pip[@]}" "${PARSER_DEPS[@]}" "${TEST_DEPS[@]}" "${UPSTREAM_DEPS[@]}" 2> >(quiet >&2)
     echo "$stamp" >"$venv/.reasonspan-stamp"
 fi
 # The checkout under test, with the plugin's entry point (and the demo extra: the
