@@ -52,6 +52,10 @@ _TOP, _VALUE, _VALUE_OR_CLOSE, _KEY, _KEY_OR_CLOSE, _COLON, _COMMA_OR_CLOSE = ra
 
 _encode = msgspec.json.encode
 
+MAX_NUMBER = 10_000
+"""Characters a number may have (Python reads no integer past 4,300 digits): a longer one
+fails rather than being read again with every piece of text that extends it."""
+
 
 def _end(pattern: re.Pattern[str], text: str, i: int) -> int:
     """Where a pattern that matches the empty string stops matching at ``i``."""
@@ -252,6 +256,8 @@ class JsonTokens:
             return i + len(literal)
         end = _end(_NUMBER_PREFIX, text, i)
         if end >= len(text):
+            if end - i > MAX_NUMBER:
+                return self._fail(out, "a number longer than any a call can carry")
             return -1  # the number may go on
         token = text[i:end]
         if not _NUMBER.fullmatch(token):

@@ -28,13 +28,20 @@ _KEY, _KEY_END = "<arg_key>", "</arg_key>"
 _VALUE, _VALUE_END = "<arg_value>", "</arg_value>"
 _TRAILING_TAG = re.compile(r"</?[A-Za-z_:|]*>?\Z")
 _NAME, _PAIR, _IN_VALUE = range(3)
+_NAME_MAX = 256
+"""Characters the function name and the space around it may have here: more is not
+followed (the whole read decides), rather than searched again with every piece of text."""
+_WINDOW = 4096
+"""Characters read past before the reader drops them from its text (:meth:`_compact`)."""
+_TAG_MAX = 64
+"""How far back from the end of the text a trailing tag is looked for."""
 
 
 class KvCallReader:
     """The partial reader of kind ``kv`` (module doc): one call per region."""
 
-    __slots__ = ("_call", "_i", "_key", "_keys", "_sent", "_start", "_state", "_streamed",
-                 "_text", "_tools", "calls", "done")  # fmt: skip
+    __slots__ = ("_call", "_emit", "_i", "_key", "_keys", "_parts", "_start", "_state",
+                 "_streamed", "_text", "_tools", "calls", "done")  # fmt: skip
 
     def __init__(self, tools: Tools) -> None:
         self.calls: list[PartialCall] = []
@@ -47,7 +54,10 @@ class KvCallReader:
         self._key = ""
         self._start = 0
         self._streamed = False
-        self._sent = 0
+        self._emit = 0
+        """Streamed: where the value's text not sent yet begins."""
+        self._parts: list[str] = []
+        """Not streamed: the value's text already dropped from :attr:`_text`."""
         self.done = False
 
     def feed(self, text: str) -> None:
@@ -56,6 +66,24 @@ class KvCallReader:
         self._text += text
         while not self.done and self._step():
             pass
+        self._compact()
+
+    def _compact(self) -> None:
+        """Drop the text read past (a long value's: kept aside when it is not streamed), so
+        a call of any length costs each character a bounded number of times."""
+        keep = self._i
+        if self._state == _IN_VALUE:
+            if self._streamed:
+                keep = min(keep, self._emit)
+            elif keep > self._start:
+                self._parts.append(self._text[self._start : keep])
+                self._start = keep
+        if keep < _WINDOW:
+            return
+        self._text = self._text[keep:]
+        self._i -= keep
+        self._start -= keep
+        self._emit -= keep
 
     def _stop(self) -> bool:
         call = self._call
@@ -67,8 +95,10 @@ class KvCallReader:
     def _step(self) -> bool:
         text = self._text
         if self._state == _NAME:
-            at = text.find(_KEY)
+            at = text.find(_KEY, 0, _NAME_MAX)
             if at < 0:
+                if len(text) >= _NAME_MAX:
+                    self.done = True  # no name this short: the whole read decides
                 return False  # a call with no pair is sent whole, at the close
             head = text[:at].strip(_WS)
             if not head or "<" in head or any(c in head for c in _WS):
@@ -110,7 +140,8 @@ class KvCallReader:
         self._streamed = call.committed and schema_types(
             self._tools.property_schema(call.name, key)
         ) == ["string"]
-        self._sent = 0
+        self._emit = self._start
+        self._parts = []
         if self._streamed:
             call.arguments.append(f',"{encoded(key)}":"')
         self._i, self._state = self._start, _IN_VALUE
@@ -126,7 +157,7 @@ class KvCallReader:
                 j += 1
             rest = text[j:]
             if rest.startswith(_KEY):
-                return self._decided(text[self._start : at], j)
+                return self._decided(at, j)
             if _KEY.startswith(rest) or _TRAILING_TAG.fullmatch(rest):
                 # The end of the text so far, the next key beginning, or a tag that ends
                 # the body if the output ends right after it: wait.
@@ -134,26 +165,27 @@ class KvCallReader:
             at = text.find(_VALUE_END, at + 1)
         undecided = len(text) if at < 0 else at
         if at < 0:
-            cut = text.rfind("<", self._start)
+            cut = text.rfind("<", max(self._start, len(text) - _TAG_MAX))
             if cut >= 0 and _TRAILING_TAG.match(text, cut):
                 undecided = cut
         self._i = max(self._start, undecided - len(_VALUE_END))
         if self._streamed:
-            shown = text[self._start : undecided]
-            if shown.endswith("\n"):
-                shown = shown[:-1]
-            if len(shown) > self._sent:
-                call.arguments.append(encoded(shown[self._sent :]))
-                self._sent = len(shown)
+            end = undecided
+            if end - 1 >= self._emit and text[end - 1] == "\n":
+                end -= 1  # the layout a missing </arg_value> leaves, if the body ends here
+            if end > self._emit:
+                call.arguments.append(encoded(text[self._emit : end]))
+                self._emit = end
         return False
 
-    def _decided(self, raw: str, resume: int) -> bool:
-        """The value is ``raw``; reading goes on at ``resume`` (the next key)."""
+    def _decided(self, stop: int, resume: int) -> bool:
+        """The value ends at ``stop``; reading goes on at ``resume`` (the next key)."""
         call = self._call
         assert call is not None
         if self._streamed:
-            call.arguments.append(encoded(raw[self._sent :]) + '"')
+            call.arguments.append(encoded(self._text[self._emit : stop]) + '"')
         else:
+            raw = "".join(self._parts) + self._text[self._start : stop]
             typed = typed_value(raw, self._tools.property_schema(call.name, self._key))
             member = _member(self._key, typed)
             if member is None:

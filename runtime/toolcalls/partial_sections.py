@@ -31,6 +31,10 @@ from reasonspan.runtime.toolcalls.sections import plain_name
 
 _SPACE = " \t\r\n"
 _BETWEEN, _HEAD, _ARGS, _AFTER, _SKIP = range(5)
+_HEAD_MAX = 1024
+"""Characters a call's head may have here: a longer one is not followed (the calls go
+whole), rather than searched again with every piece of text."""
+_WINDOW = 4096
 
 
 class SectionCallsReader:
@@ -68,6 +72,8 @@ class SectionCallsReader:
             self._text += text
         while not self.done and self._state != _ARGS and self._step():
             pass
+        if self._i > _WINDOW:  # drop the text read past
+            self._text, self._i = self._text[self._i :], 0
 
     def _malformed(self) -> bool:
         """The whole section does not read: every committed call is broken."""
@@ -86,17 +92,21 @@ class SectionCallsReader:
             if stray and (at >= 0 or not self._begin.startswith(gap.lstrip(_SPACE))):
                 return self._malformed()
             if at < 0:
+                # (text skipped between calls is read once: only a marker's start waits)
+                self._i = max(i, len(text) - len(self._begin) + 1)
                 return False
             self._i = at + len(self._begin)
             self._state = _HEAD
             return True
         if self._state == _HEAD:
-            at = text.find(self._sep, i)
-            stop = text.find(self._end, i)
+            at = text.find(self._sep, i, i + _HEAD_MAX)
+            stop = text.find(self._end, i, i + _HEAD_MAX)
             if stop >= 0 and (at < 0 or stop < at):
                 self._state = _SKIP  # no separator before its end: dropped
                 return True
             if at < 0:
+                if len(text) - i >= _HEAD_MAX:
+                    self.done = True  # a head this long is not followed: sent whole
                 return False
             name = self._name_of(text[i:at])
             if name is None:
@@ -131,6 +141,7 @@ class SectionCallsReader:
         if following >= 0 and (stop < 0 or following < stop):
             return self._malformed()
         if stop < 0:
+            self._i = max(i, len(text) - max(len(self._end), len(self._begin)) + 1)
             return False
         self._i = stop + len(self._end)
         self._state = _BETWEEN

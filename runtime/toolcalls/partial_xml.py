@@ -20,7 +20,7 @@ is then broken, and nothing after it is read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from reasonspan.runtime.core.tool_types import InvalidArgumentsError, Tools, dump_arguments
@@ -59,12 +59,12 @@ def _tag(text: str, i: int, tag: tuple[str, str]) -> tuple[str, int] | str:
     if rest != lead:
         return _NO
     start = i + len(lead)
-    at = text.find(end[0], start)
-    line = text.find("\n", start)
+    at = text.find(end[0], start, start + _NAME_MAX)
+    line = text.find("\n", start, start + _NAME_MAX)
     if line >= 0 and (at < 0 or line < at):
         return _NO
     if at < 0:
-        return _WAIT
+        return _WAIT if len(text) - start < _NAME_MAX else _NO
     if at == start:
         return _NO
     tail = text[at : at + len(end)]
@@ -81,16 +81,26 @@ def _starts(text: str, i: int, literal: str) -> str | bool:
     return rest == literal
 
 
+_NAME_MAX = 256
+"""Characters a function or parameter name may have here: a longer one is not followed
+(the whole read decides), rather than searched again with every piece of text."""
+_WINDOW = 4096
+"""Characters read past before the reader drops them from its text (:meth:`_compact`)."""
+
+
 @dataclass
 class _Value:
-    """The parameter being read."""
+    """The parameter being read (positions in the reader's text)."""
 
     key: str
     start: int
     scan: int
     streamed: bool
-    sent: int = 0
-    """Characters of the value (layout removed) sent so far, when streamed."""
+    emit: int = -1
+    """Streamed: where the text not sent yet begins (-1: nothing sent, the value's first
+    character not known yet)."""
+    parts: list[str] = field(default_factory=list)
+    """Not streamed: the value's text already dropped from the reader's text."""
 
 
 class XmlCallsReader:
@@ -122,7 +132,31 @@ class XmlCallsReader:
             else:
                 progressed = self._between()
             if not progressed:
-                return
+                break
+        self._compact()
+
+    def _compact(self) -> None:
+        """Drop the text read past (a long value's: kept aside when it is not streamed), so
+        a call of any length costs each character a bounded number of times."""
+        v = self._value
+        if v is None:
+            keep = self._i
+        elif v.streamed:
+            keep = min(v.scan, v.emit if v.emit >= 0 else v.start)
+        else:
+            keep = v.scan
+        if keep < _WINDOW:
+            return
+        if v is not None:
+            if not v.streamed:
+                v.parts.append(self._text[v.start : keep])
+                v.start = keep
+            v.start -= keep
+            v.scan -= keep
+            if v.emit >= 0:
+                v.emit -= keep
+        self._text = self._text[keep:]
+        self._i -= keep
 
     def _stop(self) -> bool:
         """Text the whole read refuses: a committed call is broken; nothing more."""
@@ -194,14 +228,17 @@ class XmlCallsReader:
         stop, resume = end
         call = self._call
         assert call is not None
-        raw = self._text[value.start : stop]
-        if raw.startswith("\n"):
-            raw = raw[1:]
-        if raw.endswith("\n"):
-            raw = raw[:-1]
+        text = self._text
         if value.streamed:
-            call.arguments.append(encoded(raw[value.sent :]) + '"')
+            lead = value.emit if value.emit >= 0 else _lead(text, value.start, stop)
+            tail = stop - 1 if stop - 1 >= lead and text[stop - 1] == "\n" else stop
+            call.arguments.append(encoded(text[lead:tail]) + '"')
         else:
+            raw = "".join(value.parts) + text[value.start : stop]
+            if raw.startswith("\n"):
+                raw = raw[1:]
+            if raw.endswith("\n"):
+                raw = raw[:-1]
             typed = typed_value(raw, self._tools.property_schema(call.name, value.key))
             got = _member(value.key, typed)
             if got is None:
@@ -216,16 +253,17 @@ class XmlCallsReader:
         """Send the value's characters the text has shown are not its end."""
         call = self._call
         assert call is not None
-        shown = self._text[value.start : value.scan]
-        if shown.startswith("\n"):
-            shown = shown[1:]
-        elif not shown:
-            return
-        if shown.endswith("\n"):
-            shown = shown[:-1]  # the layout newline, if the value ends right after it
-        if len(shown) > value.sent:
-            call.arguments.append(encoded(shown[value.sent :]))
-            value.sent = len(shown)
+        text = self._text
+        if value.emit < 0:
+            if len(text) <= value.start:
+                return
+            value.emit = _lead(text, value.start, len(text))
+        end = value.scan
+        if end - 1 >= value.emit and text[end - 1] == "\n":
+            end -= 1  # the layout newline, if the value ends right after it
+        if end > value.emit:
+            call.arguments.append(encoded(text[value.emit : end]))
+            value.emit = end
 
     def _value_end(self, value: _Value) -> tuple[int, int] | None:
         """``(end of the value, where reading goes on)`` once the text decides it; else
@@ -301,6 +339,11 @@ class XmlCallsReader:
         if not call.committed:
             call.committed = True
             self.calls.append(call)
+
+
+def _lead(text: str, start: int, stop: int) -> int:
+    """Where a value beginning at ``start`` begins after the template's layout newline."""
+    return start + 1 if start < stop and text[start] == "\n" else start
 
 
 def _member(key: str, value: Any) -> str | None:

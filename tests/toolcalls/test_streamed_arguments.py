@@ -328,3 +328,80 @@ def test_glm_key_value_calls_stream_too() -> None:
     _, entries, writer, _ = run(ids, list(range(len(ids))), prompt=prompt, make=make)
     assert joined(entries) == want and writer.broken == []
     assert pieces(entries, 0) >= 10
+
+
+def test_each_reader_follows_a_very_long_argument() -> None:
+    """A few hundred kilobytes of one argument, read 64 characters at a time by each
+    kind's partial reader (so the readers drop the text they read past, and keep aside a
+    long value that is not streamed): what each reported is the whole read's text, or a
+    prefix of it where the last value is only decided by the end of the body."""
+    from reasonspan.runtime.core.tool_types import as_tools
+    from reasonspan.runtime.toolcalls import (
+        json_calls,
+        kimi_calls,
+        kv_calls,
+        partial_json,
+        partial_kv,
+        partial_sections,
+        partial_xml,
+        xml_calls,
+    )
+    from reasonspan.runtime.toolcalls.partial import PartialReader
+
+    tools = as_tools(TOOLS)
+    text = 'a line with <b>tags</b>, "quotes" and \\ slashes\n' * 6000
+    raw = json.dumps({"rows": list(range(30_000))})
+    cases: list[tuple[str, PartialReader, Any, str, bool]] = [
+        (
+            "xml, a string",
+            partial_xml._qwen_reader(tools),
+            xml_calls.parse_xml,
+            f"<function=write_file>\n<parameter=path>\na\n</parameter>\n"
+            f"<parameter=content>\n{text}\n</parameter>\n</function>",
+            True,
+        ),
+        (
+            "xml, not a string",
+            partial_xml._qwen_reader(tools),
+            xml_calls.parse_xml,
+            f"<function=write_file>\n<parameter=path>\na\n</parameter>\n"
+            f"<parameter=data>\n{raw}\n</parameter>\n<parameter=mode>\n1\n</parameter>\n"
+            "</function>",
+            True,
+        ),
+        (
+            "kv, a string",
+            partial_kv._reader(tools),
+            kv_calls.parse_kv,
+            "write_file<arg_key>path</arg_key><arg_value>a</arg_value><arg_key>content"
+            f"</arg_key><arg_value>{text}</arg_value><arg_key>mode</arg_key><arg_value>1",
+            False,
+        ),
+        (
+            "json",
+            partial_json.JsonCallsReader(tools),
+            json_calls.parse_json,
+            json.dumps({"name": "write_file", "arguments": {"path": "a", "content": text}}),
+            True,
+        ),
+        (
+            "kimi section",
+            partial_sections._kimi_reader(tools),
+            kimi_calls.parse_kimi_k2,
+            "<|tool_call_begin|>functions.write_file:0<|tool_call_argument_begin|>"
+            + json.dumps({"path": "a", "content": text})
+            + "<|tool_call_end|>",
+            True,
+        ),
+    ]
+    for name, reader, whole_read, body, to_the_end in cases:
+        for i in range(0, len(body), 64):
+            reader.feed(body[i : i + 64])
+        [want] = whole_read(body, tools)
+        [call] = reader.calls
+        got = "".join(call.arguments)
+        assert not call.broken and call.name == want.name, name
+        if to_the_end:
+            assert call.complete and got == want.arguments, name
+        else:
+            assert len(got) > len(text) and want.arguments.startswith(got), name
