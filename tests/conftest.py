@@ -19,6 +19,7 @@ from __future__ import annotations
 import gc
 import importlib
 import importlib.machinery
+import importlib.util
 import os
 import resource
 import sys
@@ -64,6 +65,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="run the long adversarial tests (marked slow) and every case of the sampled ones;"
         " same as REASONSPAN_LONG=1",
+    )
+
+
+def _vllm_line() -> str:
+    """Whether the vLLM plugin's tests ran here (they need vLLM: tests/integrations/)."""
+    if importlib.util.find_spec("vllm") is not None:
+        return "vllm plugin tests: collected (vLLM is installed)"
+    return (
+        "vllm plugin tests: not collected, vLLM is not installed here "
+        "(bash scripts/vllm_env.sh builds .venv-vllm, which runs them; .ci/run does)"
     )
 
 
@@ -127,3 +138,4 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     peaks = _PEAKS or {"main": _peak_mib()}
     line = ", ".join(f"{name} {mib} MiB" for name, mib in sorted(peaks.items()))
     terminalreporter.write_line(f"peak RSS per process: {line}")
+    terminalreporter.write_line(_vllm_line())

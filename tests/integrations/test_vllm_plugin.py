@@ -123,6 +123,7 @@ def three_ways(family: str, tok: Any, text: str, prompt: str | None = None) -> A
 # -- registration ----------------------------------------------------------------------
 
 
+@pytest.mark.sampled(every=3)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_family_registers(family: str) -> None:
     rcls = ReasoningParserManager.get_reasoning_parser(plugin.own_name(family))
@@ -182,6 +183,7 @@ def test_the_names_it_replaces_are_vllms() -> None:
 # -- streaming == non-streaming == parse() ---------------------------------------------------
 
 
+@pytest.mark.sampled(every=3)
 @pytest.mark.parametrize("family", sorted(set(CALLS) & set(WITH_CALLS)))
 def test_a_call_after_reasoning_reads_the_same_three_ways(family: str) -> None:
     """Each family's own call format (tests/support/hostile.py) after its reasoning: the
