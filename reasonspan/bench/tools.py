@@ -14,7 +14,8 @@ and typed, their ``delta.tool_calls`` built and encoded.
 - in the batch: :class:`ReasoningRuntime` with N requests stepping one token each, every
   chunk encoded as SSE bytes (as the ``serve`` suite), the tool-heavy one twice: each
   call sent whole, and its arguments sent as they are written (``stream_arguments``, a
-  server's ``stream=True``).
+  server's ``stream=True``); and a third transcript, one long call writing a file
+  (:func:`long_call`), both ways: streaming's cost where streaming matters.
 
 The figures to read are the ratios: tool-heavy ns/token over plain ns/token (the target
 is at most 2), and streamed arguments over whole calls (at most 1.2).
@@ -83,6 +84,26 @@ def transcripts(tok: LoadedTokenizer, n_tokens: int = 1000) -> tuple[list[int], 
     return tool_heavy, plain
 
 
+def long_call(tok: LoadedTokenizer, n_tokens: int = 1000) -> list[int]:
+    """A transcript of about ``n_tokens`` tokens that is one call writing a file: the
+    reasoning of :func:`transcripts`, then a Hermes ``write_file`` call whose ``content``
+    (a Python file: newlines, quotes, non-ASCII escaped in JSON) is most of the tokens."""
+    reasoning = tok.encode(long_reasoning())[: n_tokens // 5]
+    lines: list[str] = []
+    while True:
+        i = len(lines)
+        doc = f'"""Step {i}: "quoted", Zürich."""'
+        lines.append(f"def step_{i}(x):\n    {doc}\n    return x + {i}\n")
+        args = {"path": "steps.py", "content": "\n".join(lines)}
+        call = json.dumps({"name": "write_file", "arguments": args}, ensure_ascii=False)
+        ids = (
+            tok.encode("<think>\n") + reasoning + tok.encode("\n</think>\n\n")
+            + tok.encode(f"<tool_call>\n{call}\n</tool_call>")
+        )  # fmt: skip
+        if len(ids) >= n_tokens:
+            return ids
+
+
 def _per_request(tok: LoadedTokenizer, ids: list[int], repeats: int) -> float:
     parser = build_parser_sync("qwen3", tok)
     prompt = tok.encode(PROMPT)
@@ -128,6 +149,7 @@ def bench_tools(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
     repeats = plan.repeats
     sizes: Sequence[int] = plan.serve_sizes or SIZES
     heavy, plain = transcripts(tok)
+    long = long_call(tok)
     n = len(heavy)
     rows: list[Row] = []
     base = _per_request(tok, plain, repeats)
@@ -140,26 +162,38 @@ def bench_tools(tok: LoadedTokenizer, plan: Plan) -> list[Row]:
     runs = max(3, repeats // 10)
     streamed_note = "× = whole calls / arguments streamed (≥ 0.83 meets the 1.2× target)"
     for size in sizes:
-        total = size * n
-        b, o, st = interleaved_medians(
+        b, o, st, lw, ls = interleaved_medians(
             [
                 _runtime(tok, plain, size),
                 _runtime(tok, heavy, size),
                 _runtime(tok, heavy, size, stream_arguments=True),
+                _runtime(tok, long, size),
+                _runtime(tok, long, size, stream_arguments=True),
             ],
             runs,
         )
-        for case, t, ratio, why in (
-            (f"ReasoningRuntime + SSE, plain, {size} concurrent", b, None, note),
-            (f"ReasoningRuntime + SSE, tool-heavy, {size} concurrent", o, b / o, note),
+        prefix = "ReasoningRuntime + SSE"
+        for case, t, ratio, why, length in (
+            (f"{prefix}, plain, {size} concurrent", b, None, note, n),
+            (f"{prefix}, tool-heavy, {size} concurrent", o, b / o, note, n),
             (
-                f"ReasoningRuntime + SSE, tool-heavy, arguments streamed, {size} concurrent",
+                f"{prefix}, tool-heavy, arguments streamed, {size} concurrent",
                 st,
                 o / st,
                 streamed_note,
+                n,
+            ),
+            (f"{prefix}, one long call, {size} concurrent", lw, None, streamed_note, len(long)),
+            (
+                f"{prefix}, one long call, arguments streamed, {size} concurrent",
+                ls,
+                lw / ls,
+                streamed_note,
+                len(long),
             ),
         ):
+            total = size * length
             rows.append(
-                Row("tools", case, t / total, t / n / 1e3, total, ratio, why, batch=size, k=1)
+                Row("tools", case, t / total, t / length / 1e3, total, ratio, why, batch=size, k=1)
             )
     return rows

@@ -44,7 +44,6 @@ _RUN = re.compile(r'[^"\\\x00-\x1f]*')
 _NUMBER_PREFIX = re.compile(r"-?[0-9]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
-_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _LITERALS = {"t": "true", "f": "false", "n": "null"}
 
 # What the grammar expects next.
@@ -55,6 +54,51 @@ _encode = msgspec.json.encode
 MAX_NUMBER = 10_000
 """Characters a number may have (Python reads no integer past 4,300 digits): a longer one
 fails rather than being read again with every piece of text that extends it."""
+
+
+_loads = json.loads
+
+
+def _closing_quote(text: str, i: int) -> int:
+    """Where the string read from ``i`` closes (a quote after an even run of backslashes);
+    -1: not in the text yet."""
+    j = i
+    while True:
+        q = text.find('"', j)
+        if q < 0:
+            return -1
+        k = q - 1
+        while k >= i and text[k] == "\\":
+            k -= 1
+        if (q - 1 - k) % 2 == 0:
+            return q
+        j = q + 1
+
+
+def _whole_escapes(seg: str) -> int:
+    """How much of ``seg`` (string text the text so far cuts) ends on whole escapes: a
+    trailing backslash, a ``\\u`` with fewer than four digits, or a high surrogate whose
+    low half may follow, wait for more."""
+    n = len(seg)
+    k = n
+    while k > 0 and seg[k - 1] == "\\":
+        k -= 1
+    if (n - k) % 2:
+        return _whole_escapes(seg[: n - 1])
+    at = seg.rfind("\\u", max(0, n - 12))
+    while at >= 0:
+        k = at
+        while k > 0 and seg[k - 1] == "\\":
+            k -= 1
+        if (at - k) % 2 == 0:  # an escape, not an escaped backslash before a u
+            digits = seg[at + 2 : at + 6]
+            if len(digits) < 4:  # (what is before it may be a high surrogate)
+                return _whole_escapes(seg[:at]) if _HEX4.match(digits + "0000") else n
+            if 0xD800 <= int(digits, 16) <= 0xDBFF and at + 6 == n:
+                return at  # a high surrogate: its low half may come next
+            return n
+        at = seg.rfind("\\u", max(0, n - 12), at)
+    return n
 
 
 def _end(pattern: re.Pattern[str], text: str, i: int) -> int:
@@ -127,55 +171,24 @@ class JsonTokens:
     # ------------------------------------------------------------------ strings
 
     def _in_string(self, text: str, i: int, out: list[Event]) -> int:
-        """Read string text from ``i``: a run, then one quote or escape. -1: wait."""
-        j = _end(_RUN, text, i)
-        if j > i:
-            self._piece(text[i:j], out)
-        if j >= len(text):
-            return j
-        c = text[j]
-        if c == '"':
+        """Read string text from ``i``: up to its closing quote, or as much of it as the
+        text holds whole (an escape it cuts waits), decoded in one go by ``json`` (its
+        strict rules, so what it refuses fails here too). -1: wait."""
+        end = _closing_quote(text, i)
+        seg = text[i:] if end < 0 else text[i:end]
+        if end < 0:
+            seg = seg[: _whole_escapes(seg)]
+        if seg:
+            try:
+                piece = _loads('"' + seg + '"')
+                piece.encode("utf-8")  # a lone surrogate: no JSON text carries it
+            except (ValueError, UnicodeEncodeError):
+                return self._fail(out, "a control character, a bad escape or a lone surrogate")
+            self._piece(piece, out)
+        if end >= 0:
             self._close_string(out)
-            return j + 1
-        if c != "\\":
-            return self._fail(out, "a control character inside a string")
-        got = self._escape(text, j)
-        if got is None:
-            return -1 if j == i else j  # (the run before it is read; the escape waits)
-        if not got[0]:
-            return self._fail(out, "an invalid escape or a lone surrogate in a string")
-        self._piece(got[0], out)
-        return got[1]
-
-    def _escape(self, text: str, j: int) -> tuple[str, int] | None:
-        """The escape at ``j``: ``(its text, where reading goes on)``, ``("", j)`` when
-        ``json`` refuses it or the text cannot be sent (a lone surrogate), None: wait."""
-        n = len(text)
-        if j + 1 >= n:
-            return None
-        c = text[j + 1]
-        if c != "u":
-            got = _ESCAPES.get(c)
-            return (got, j + 2) if got is not None else ("", j)
-        if j + 6 > n:
-            return None if _HEX4.match(text[j + 2 :] + "0000") else ("", j)
-        if not _HEX4.fullmatch(text, j + 2, j + 6):
-            return "", j
-        cp = int(text[j + 2 : j + 6], 16)
-        if 0xDC00 <= cp <= 0xDFFF:
-            return "", j
-        if not 0xD800 <= cp <= 0xDBFF:
-            return chr(cp), j + 6
-        # A high surrogate: whole only with the low half that follows it.
-        low = text[j + 6 : j + 12]
-        if len(low) < 6 and "\\u".startswith(low[:2]) and _HEX4.match(low[2:] + "0000"):
-            return None
-        if not (low[:2] == "\\u" and _HEX4.fullmatch(low, 2)):
-            return "", j
-        lo = int(low[2:], 16)
-        if not 0xDC00 <= lo <= 0xDFFF:
-            return "", j
-        return chr(0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00)), j + 12
+            return end + 1
+        return i + len(seg) if seg else -1
 
     def _piece(self, piece: str, out: list[Event]) -> None:
         if self._string == 2:

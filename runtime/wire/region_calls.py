@@ -27,7 +27,6 @@ call the model did not finish (the truncated ``rm -rf /tmp/build`` is never a co
 from __future__ import annotations
 
 import codecs
-from collections.abc import Sequence
 
 from reasonspan.runtime.core.holdback import Spill
 from reasonspan.runtime.toolcalls import ToolCall, ToolCallExtractor
@@ -41,12 +40,13 @@ from reasonspan.runtime.toolcalls.partial import (
 from reasonspan.runtime.wire.call_messages import new_tool_call_id
 from reasonspan.runtime.wire.openai import ChoiceDeltaToolCall, ChoiceDeltaToolCallFunction
 
-READ_EVERY = 16
-"""Tokens of a region read at a time: a client sees the arguments at most that far
-behind the model (about a line of code), and a region costs one read per that many
-tokens, not one per token. A call shorter than that is sent whole when its region closes
-(it never breaks after it was sent). Measured (``bench --suite tools``, ``BENCHMARKS.md``):
-streaming costs about 1.2× the whole-call path per token at 16, 1.4× at 4."""
+READ_EVERY = 32
+"""Tokens of a region read at a time, once it holds twice that many: a client sees the
+arguments at most that far behind the model (a line or two of code); a call shorter than
+twice that is sent whole when its region closes (usable only then anyway: it never breaks
+after it was sent, and costs what a whole call costs); a long one costs one read per that
+many tokens, about 1.15x the whole-call path per token (16: up to 1.33x at 256 concurrent
+requests, a fixed 0.85 us a token; ``bench --suite tools``, ``BENCHMARKS.md``)."""
 
 Fed = tuple[list[int], bytearray, list[Spill], list[ChoiceDeltaToolCall] | None]
 
@@ -116,9 +116,24 @@ class RegionCalls:
     def streams(self) -> bool:
         return self.ext.settled is not None
 
-    def feed(self, ids: list[int], labels: bytes | bytearray, spill: Sequence[Spill]) -> Fed:
+    def feed(
+        self, ids: list[int], labels: bytes | bytearray, spill: tuple[Spill, ...] | list[Spill]
+    ) -> Fed:
         """The extractor's ``feed``, with the entries these tokens make (None: none)."""
-        ids, out_labels, out_spill, done = self.ext.feed(ids, labels, tuple(spill))
+        ext = self.ext
+        ids, out_labels, out_spill, done = ext.feed(ids, labels, spill)
+        settled = ext.settled
+        if settled is None:
+            return ids, out_labels, out_spill, [self._whole(c) for c in done] if done else None
+        if not settled:
+            # The common case, a token of an open region (or none): read every few tokens,
+            # a region first once it holds twice that many (a shorter call goes whole).
+            held = ext.held_count
+            if ext.regions == self._region:
+                if held - self._seen < self._every:
+                    return ids, out_labels, out_spill, None
+            elif held < 2 * self._every:
+                return ids, out_labels, out_spill, None
         return ids, out_labels, out_spill, self._entries(done)
 
     def finish(self, finish_reason: str | None) -> Fed:
@@ -141,7 +156,10 @@ class RegionCalls:
             settled.clear()
         ext = self.ext
         held = ext.held_count
-        if held and (held - self._seen >= self._every or ext.regions != self._region):
+        if ext.regions == self._region:
+            if held - self._seen >= self._every:
+                self._follow(out)
+        elif held >= 2 * self._every:
             self._follow(out)
         return out or None
 

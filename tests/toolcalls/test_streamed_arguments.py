@@ -234,7 +234,7 @@ def test_a_call_cut_after_it_committed_never_shows_whole_arguments() -> None:
     cut = ids[: next(i for i in range(len(ids)) if "echo step; " * 20 in TOK.decode(ids[:i]))]
     whole = parser().parse(cut, ANSWER_ONLY, tools=TOOLS, finish_reason="length")
     assert whole.tool_calls == []
-    _, entries, writer, reason = run(cut, list(range(len(cut))), finish="length")
+    _, entries, writer, reason = run(cut, list(range(len(cut))), finish="length", step=4)
     [(name, arguments)] = joined(entries)
     assert name == "write_file" and writer.broken == [0] and reason == "length"
     assert arguments.startswith('{"path":"/tmp/build.sh","content":"rm')
@@ -256,7 +256,7 @@ def test_a_call_whose_body_breaks_after_its_arguments_never_closes_them() -> Non
     body = json.dumps({"name": "get_weather", "arguments": args})[:-1]  # no closing brace
     ids = TOK.encode(f"<tool_call>\n{body}\n</tool_call>")
     assert parser().parse(ids, ANSWER_ONLY, tools=TOOLS, finish_reason="stop").tool_calls == []
-    _, entries, writer, _ = run(ids, list(range(len(ids))))
+    _, entries, writer, _ = run(ids, list(range(len(ids))), step=4)
     [(name, arguments)] = joined(entries)
     assert name == "get_weather" and writer.broken == [0]
     assert arguments.startswith('{"city":"Oslo","note":"bring an umbrella')
