@@ -49,4 +49,4 @@ def equip(
     rec.cites = parser.machine.spec.citations != "none"
     reader = parser.tool_call_reader() if extractor is None else None
     if reader is not None:
-        rec.tools = ToolCallStream(reader, parser.tokenizer)
+        rec.tools = ToolCallStream(reader, parser.tokenizer, argument_step)

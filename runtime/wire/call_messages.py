@@ -15,6 +15,7 @@ content text for the user's own tool parser.
 
 from __future__ import annotations
 
+import codecs
 import json
 import uuid
 from collections.abc import Sequence
@@ -22,6 +23,14 @@ from typing import NamedTuple, Protocol
 
 from reasonspan.runtime.core.labels import TOOL_CALL
 from reasonspan.runtime.toolcalls import ToolCall
+from reasonspan.runtime.toolcalls.json_stream import OPEN_OBJECT, Event, JsonTokens
+from reasonspan.runtime.toolcalls.partial_args import (
+    CLOSED,
+    FAILED,
+    FIRST_MEMBER,
+    GOING,
+    ArgumentWriter,
+)
 from reasonspan.runtime.wire.openai import ChoiceDeltaToolCall, ChoiceDeltaToolCallFunction
 from reasonspan.tokenizer.loader import LoadedTokenizer
 
@@ -70,14 +79,26 @@ class ToolCallStream:
     is the reader's ``in_call``, a function of the labelled tokens alone, so every split
     of the output gives the same calls."""
 
-    __slots__ = ("_pending", "_tokenizer", "count", "reader")
+    __slots__ = ("_live", "_pending", "_sent", "_step", "_tokenizer", "broken", "count", "reader")
 
-    def __init__(self, reader: ToolCallReader, tokenizer: LoadedTokenizer) -> None:
+    def __init__(
+        self, reader: ToolCallReader, tokenizer: LoadedTokenizer, argument_step: int = 0
+    ) -> None:
         self.reader = reader
         self._tokenizer = tokenizer
         self._pending: list[tuple[str, list[int]]] = []
         self.count = 0
-        """Calls completed so far (the next call's index)."""
+        """Calls completed so far."""
+        self._step = argument_step if tokenizer.byte_level else 0
+        """Stream a call's arguments, read every that many tokens once it has twice that
+        many (0: each call whole; so is every call of a tokenizer whose text is not its
+        tokens' bytes)."""
+        self._live: _LiveCall | None = None
+        self._sent = 0
+        """Calls given an index so far (the next call's index)."""
+        self.broken: list[int] = []
+        """Indexes of streamed calls whose message never completed (cut inside its
+        arguments): what was sent of them is all they get."""
 
     def calls(
         self, token_ids: Sequence[int], labels: bytes | bytearray, *, final: bool = False
@@ -107,9 +128,117 @@ class ToolCallStream:
     def feed(
         self, token_ids: Sequence[int], labels: bytes | bytearray, *, final: bool = False
     ) -> list[ChoiceDeltaToolCall] | None:
-        """The ``tool_calls`` entries completed by these decided tokens (None: nothing)."""
+        """The ``tool_calls`` entries these decided tokens make (None: nothing): each call
+        whole once complete or, streaming, its arguments as written (:class:`_LiveCall`:
+        the rest of a streamed call is sent when its message ends; one cut inside its
+        arguments is reported in :attr:`broken`)."""
+        live = self._live
         calls = self.calls(token_ids, labels, final=final)
-        return call_deltas(calls, self.count - len(calls)) if calls else None
+        out: list[ChoiceDeltaToolCall] = []
+        for call in calls:
+            if live is not None and live.index >= 0 and not out and call.name == live.name:
+                head = "".join(live.sent)  # (a streamed call is the first one completed)
+                if not call.arguments.startswith(head):
+                    self.broken.append(live.index)
+                elif len(call.arguments) > len(head):
+                    out.append(_argument_entry(live.index, call.arguments[len(head) :]))
+                live = self._live = None
+                continue
+            out += call_deltas([call], self._sent)
+            self._sent += 1
+        pending = self._pending
+        if live is not None and (not pending or pending[-1][1] is not live.ids):
+            if live.index >= 0:
+                self.broken.append(live.index)
+            live = self._live = None
+        if self._step and pending and self.reader.in_call:
+            name, ids = pending[-1]
+            if live is None:
+                live = self._live = _LiveCall(name, ids)
+            got = live.read(self._tokenizer.token_bytes, self._step)
+            if got is not None and live.index < 0:
+                live.index = self._sent
+                self._sent += 1
+                out += call_deltas([ToolCall(name, got)], live.index)
+            elif got:
+                out.append(_argument_entry(live.index, got))
+        return out or None
+
+
+class _LiveCall:
+    """A harmony call whose arguments stream. Its raw text (what the whole call sends) is
+    read every few tokens and re-read by the JSON lexer only to know when its first member
+    is whole and valid (then the call is sent) and where its object closes (that brace,
+    and what follows it, waits for the message's end). A call whose text is not an object
+    or fails before its first member is sent whole, as written, when its message ends."""
+
+    __slots__ = ("cut", "decoder", "ids", "index", "name", "raw", "read_to", "sent",
+                 "state", "tokens", "writer")  # fmt: skip
+
+    def __init__(self, name: str, ids: list[int]) -> None:
+        self.name = name
+        self.ids = ids
+        """The call's argument ids (the pending entry's own list: it grows in place)."""
+        self.index = -1
+        """Its index once sent (-1: not yet)."""
+        self.read_to = 0
+        self.raw: list[str] = []
+        self.sent: list[str] = []
+        self.cut = -1
+        """Where its object's closing brace is in its raw text (-1: not seen)."""
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.tokens = JsonTokens(one_value=True)
+        self.writer = ArgumentWriter([])
+        self.state = GOING
+        """``GOING``, ``FIRST_MEMBER`` (valid through its first member), ``CLOSED`` or
+        ``FAILED``: the lexer's verdict on the object so far."""
+
+    def read(self, token_bytes: list[bytes], step: int) -> str | None:
+        """The argument text to send now ("": nothing new; None: not sent yet)."""
+        ids = self.ids
+        if len(ids) - self.read_to < (step if self.read_to else 2 * step):
+            return "" if self.index >= 0 else None
+        text = self.decoder.decode(b"".join([token_bytes[t] for t in ids[self.read_to :]]))
+        self.read_to = len(ids)
+        before = sum(map(len, self.raw))
+        self.raw.append(text)
+        self._check(text, before)
+        if self.index < 0 and self.state not in (FIRST_MEMBER, CLOSED):
+            return None
+        raw = "".join(self.raw)
+        end = self.cut if self.cut >= 0 else len(raw)
+        head = sum(map(len, self.sent))
+        more = raw[head:end] if end > head else ""
+        if more:
+            self.sent.append(more)
+        return more
+
+    def _check(self, text: str, before: int) -> None:
+        if self.state in (CLOSED, FAILED):
+            return
+        events: list[Event] = []
+        self.tokens.feed(text, events)
+        for kind, value in events:
+            if not self.writer.out and kind != OPEN_OBJECT:
+                self.state = FAILED  # not an object
+                return
+            got = self.writer.event(kind, value)
+            if got == FAILED:
+                self.state = FAILED
+                return
+            if got == FIRST_MEMBER and self.state == GOING:
+                self.state = FIRST_MEMBER
+            elif got == CLOSED:
+                self.state = CLOSED
+                self.cut = before + len(text) - len(self.tokens.rest) - 1
+                return
+
+
+def _argument_entry(index: int, arguments: str) -> ChoiceDeltaToolCall:
+    """A later entry of a streamed call: its index and the next argument text."""
+    return ChoiceDeltaToolCall(
+        index=index, function=ChoiceDeltaToolCallFunction(arguments=arguments)
+    )
 
 
 def call_deltas(calls: Sequence[ToolCall], first_index: int) -> list[ChoiceDeltaToolCall]:

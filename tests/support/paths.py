@@ -111,10 +111,11 @@ async def served(
 def without_broken(stream: RequestStream, answer: Answer) -> Answer:
     """``answer`` less the calls the request's writer reports broken (sent as written, then
     not read as a call: the whole read has none; ``runtime/wire/region_calls.py``)."""
-    writer = stream._rec.call_writer
-    if writer is None or not writer.broken:
+    rec = stream._rec
+    broken = set(rec.call_writer.broken if rec.call_writer is not None else ())
+    broken |= set(rec.tools.broken if rec.tools is not None else ())
+    if not broken:
         return answer
-    broken = set(writer.broken)
     reasoning, content, calls = answer
     return reasoning, content, [c for i, c in enumerate(calls) if i not in broken]
 

@@ -23,11 +23,14 @@ from hypothesis import strategies as st
 
 import reasonspan
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
+from reasonspan.runtime.wire.call_messages import ToolCallStream
 from reasonspan.runtime.wire.openai import ChoiceDeltaToolCall
 from reasonspan.runtime.wire.region_calls import READ_EVERY, RegionCalls
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
 TOK = tokenizer("qwen-3")
+Writer = RegionCalls | ToolCallStream
+"""A request's writer of its ``tool_calls`` entries (the extractor's, or harmony's)."""
 ANSWER_ONLY = TOK.encode(
     "<|im_start|>user\nWrite it.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
 )
@@ -89,12 +92,12 @@ def run(
     prompt: list[int] | None = None,
     make: Any = parser,
     step: int = READ_EVERY,
-) -> tuple[str, list[list[ChoiceDeltaToolCall]], RegionCalls, str | None]:
+) -> tuple[str, list[list[ChoiceDeltaToolCall]], Writer, str | None]:
     """The runtime, streamed arguments (the open region read every ``step`` tokens),
     stepped at ``cuts``: content, every chunk's ``tool_calls`` entries, the request's writer
     and its finish reason."""
 
-    async def go() -> tuple[str, list[list[ChoiceDeltaToolCall]], RegionCalls, str | None]:
+    async def go() -> tuple[str, list[list[ChoiceDeltaToolCall]], Writer, str | None]:
         rt = ReasoningRuntime(argument_step=step)
         stream = rt.add(
             "r", make(), ANSWER_ONLY if prompt is None else prompt, tools=TOOLS,
@@ -113,7 +116,8 @@ def run(
             reason = choice.finish_reason or reason
             if choice.delta.tool_calls:
                 entries.append(list(choice.delta.tool_calls))
-        writer = stream._rec.call_writer
+        rec = stream._rec
+        writer = rec.call_writer if rec.call_writer is not None else rec.tools
         assert writer is not None
         return "".join(content), entries, writer, reason
 
@@ -405,3 +409,39 @@ def test_each_reader_follows_a_very_long_argument() -> None:
             assert call.complete and got == want.arguments, name
         else:
             assert len(got) > len(text) and want.arguments.startswith(got), name
+
+
+def test_harmony_calls_stream_too() -> None:
+    """gpt-oss's harmony call messages (the family fixture: Qwen3's base tokenizer with
+    harmony's special tokens added, as ``tests/support/fixtures.py`` says; the facts of the
+    format from the published openai/gpt-oss chat template): a long call streams its raw
+    argument text, as the whole call sends it, once its first member is whole; the entries
+    join to ``parse()``'s; a call cut inside its arguments keeps what was sent, never its
+    closing brace, and is reported broken."""
+    tok = tokenizer(FAMILY_TOKENIZERS["openai_gptoss"])
+
+    def make() -> reasonspan.ReasoningParser:
+        return reasonspan.create_parser_sync("openai_gptoss", tok)
+
+    args = {"path": "steps.py", "content": CODE[:6000]}
+    out = (
+        "<|channel|>analysis<|message|>Write the file.<|end|>"
+        "<|start|>assistant<|channel|>commentary to=functions.write_file <|constrain|>json"
+        f"<|message|>{json.dumps(args)}<|call|>"
+    )
+    ids = tok.encode(out)
+    prompt = tok.encode("<|start|>user<|message|>Write it.<|end|><|start|>assistant")
+    whole = make().parse(ids, prompt, tools=TOOLS, finish_reason="stop")
+    want = [(c.name, c.arguments) for c in whole.tool_calls]
+    assert want == [("write_file", json.dumps(args))]  # as written, not re-encoded
+    for step in (1, 4, READ_EVERY):
+        _, entries, _, _ = run(ids, list(range(len(ids))), prompt=prompt, make=make, step=step)
+        assert joined(entries) == want, step
+        assert pieces(entries, 0) >= 10, step
+    cut = ids[: len(ids) * 2 // 3]
+    assert make().parse(cut, prompt, tools=TOOLS, finish_reason="length").tool_calls == []
+    rt = ReasoningRuntime(argument_step=4)
+    stream = rt.add("r", make(), prompt, tools=TOOLS, stream_arguments=True)
+    rt.step([stream.engine_id], cut, [0, len(cut)])
+    rt.finish("r", "length")
+    assert stream._rec.tools is not None and stream._rec.tools.broken == [0]
