@@ -49,7 +49,7 @@ from typing import Any
 from reasonspan.runtime.core.holdback import Cursor, Spill
 from reasonspan.runtime.core.labels import CONTENT, DELIMITER, REASONING
 from reasonspan.runtime.core.machine import Machine
-from reasonspan.runtime.core.markers import resolve_markers
+from reasonspan.runtime.core.markers import compile_machine
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
@@ -192,18 +192,10 @@ class InklingParser(ReasoningParser):
         """An :class:`InklingMachine` (module doc), one per tokenizer and switches."""
         thinking, prompt_start = cls.resolve_switches(kwargs)
         spec = cls.resolve_spec(tokenizer)
-        key = ("inkling", spec, thinking, prompt_start)
-        cached = tokenizer.cache.get(key)
-        if isinstance(cached, InklingMachine):
-            return cached
-        id_markers, byte_markers = resolve_markers(spec, tokenizer)
-        machine = InklingMachine(
+        return compile_machine(
             spec,
             tokenizer,
             thinking=thinking,
             prompt_start=prompt_start,
-            id_markers=id_markers,
-            byte_markers=byte_markers,
+            machine_class=InklingMachine,
         )
-        tokenizer.cache[key] = machine
-        return machine

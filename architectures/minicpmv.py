@@ -43,7 +43,7 @@ from typing import Any
 from reasonspan.runtime.core.holdback import Cursor, Spill
 from reasonspan.runtime.core.labels import CONTENT, DELIMITER, REASONING
 from reasonspan.runtime.core.machine import Machine
-from reasonspan.runtime.core.markers import compile_machine, resolve_markers
+from reasonspan.runtime.core.markers import compile_machine
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
@@ -152,18 +152,10 @@ class MiniCPMVParser(ReasoningParser):
         thinking, prompt_start = cls.resolve_switches(kwargs)
         if prompt_start:
             return compile_machine(cls.spec, tokenizer, thinking=thinking, prompt_start=True)
-        key = ("minicpmv_quiet", cls.spec)
-        cached = tokenizer.cache.get(key)
-        if isinstance(cached, QuietBlockMachine):
-            return cached
-        id_markers, byte_markers = resolve_markers(cls.spec, tokenizer)
-        machine = QuietBlockMachine(
+        return compile_machine(
             cls.spec,
             tokenizer,
             thinking=thinking,
             prompt_start=False,
-            id_markers=id_markers,
-            byte_markers=byte_markers,
+            machine_class=QuietBlockMachine,
         )
-        tokenizer.cache[key] = machine
-        return machine

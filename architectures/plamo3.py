@@ -52,7 +52,7 @@ from reasonspan.runtime.core.holdback import Cursor, Spill
 from reasonspan.runtime.core.labels import CONTENT, DELIMITER, REASONING
 from reasonspan.runtime.core.machine import Machine
 from reasonspan.runtime.core.marker_tables import CUT, KIND_MASK, Trans
-from reasonspan.runtime.core.markers import resolve_markers
+from reasonspan.runtime.core.markers import compile_machine
 from reasonspan.runtime.core.spec import ReasoningSpec
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.parser.registry import register
@@ -183,18 +183,10 @@ class Plamo3Parser(ReasoningParser):
         spec = cls.spec
         if not thinking:
             spec = msgspec.structs.replace(spec, start=(), end=(), tool=(), text_markers=())
-        key = ("plamo3", spec, thinking, prompt_start)
-        cached = tokenizer.cache.get(key)
-        if isinstance(cached, Plamo3Machine):
-            return cached
-        id_markers, byte_markers = resolve_markers(spec, tokenizer)
-        machine = Plamo3Machine(
+        return compile_machine(
             spec,
             tokenizer,
             thinking=thinking,
             prompt_start=prompt_start,
-            id_markers=id_markers,
-            byte_markers=byte_markers,
+            machine_class=Plamo3Machine,
         )
-        tokenizer.cache[key] = machine
-        return machine

@@ -51,15 +51,22 @@ def resolve_markers(
 
 
 def compile_machine(
-    spec: ReasoningSpec, tokenizer: LoadedTokenizer, *, thinking: bool, prompt_start: bool
+    spec: ReasoningSpec,
+    tokenizer: LoadedTokenizer,
+    *,
+    thinking: bool,
+    prompt_start: bool,
+    machine_class: type[Machine] = Machine,
 ) -> Machine:
-    """Build (or fetch from the tokenizer's cache) the machine for these switches."""
-    key = ("machine", spec, thinking, prompt_start)
+    """Build (or fetch from the tokenizer's cache) the machine for these switches: the base
+    routing, or a family's subclass of it that takes the same arguments (``machine_class``:
+    Inkling's, PLaMo 3's, MiniCPM-V's quiet one)."""
+    key = ("machine", machine_class, spec, thinking, prompt_start)
     cached = tokenizer.cache.get(key)
-    if isinstance(cached, Machine):
+    if isinstance(cached, machine_class):
         return cached
     id_markers, byte_markers = resolve_markers(spec, tokenizer)
-    machine = Machine(
+    machine = machine_class(
         spec,
         tokenizer,
         thinking=thinking,
