@@ -46,27 +46,10 @@ def ends_in_json_value(buf: Bytes, markers: tuple[bytes, ...], i: int) -> bool:
         )
         if j < 0:
             return False
-        depth, inside, escaped = 0, False, False
-        for k in range(j, len(buf)):
-            b = buf[k]
-            if inside:
-                if escaped:
-                    escaped = False
-                elif b == 0x5C:  # backslash
-                    escaped = True
-                elif b == 0x22:
-                    inside = False
-            elif b == 0x22:  # double quote
-                inside = True
-            elif b in b"{[":
-                depth += 1
-            elif b in b"}]":
-                depth -= 1
-                if depth == 0:
-                    i = k + 1
-                    break
-        else:
+        ends, inside = _top_level_ends(buf, j, first=True)
+        if not ends:
             return inside  # the value runs to the end of buf
+        i = ends[0]
 
 
 def ends_in_string(buf: Bytes, start: int, quote: bytes) -> bool:
@@ -128,9 +111,17 @@ def value_ends(body: Bytes, most: int = 8) -> list[int]:
     of them, latest first. A region that runs to the end of the output and does not read
     as calls is tried up to each of these, so prose after a complete call
     (``{"name": "f", …} I used f.``) does not lose the call."""
+    return _top_level_ends(body)[0][::-1][:most]
+
+
+def _top_level_ends(buf: Bytes, start: int = 0, first: bool = False) -> tuple[list[int], bool]:
+    """The offsets just after each ``}`` or ``]`` that closes a top-level value of
+    ``buf[start:]`` (double-quoted strings skipped; ``first``: only the first), and whether
+    ``buf`` ends inside a string."""
     ends: list[int] = []
     depth, inside, escaped = 0, False, False
-    for k, b in enumerate(body):
+    for k in range(start, len(buf)):
+        b = buf[k]
         if inside:
             if escaped:
                 escaped = False
@@ -146,4 +137,6 @@ def value_ends(body: Bytes, most: int = 8) -> list[int]:
             depth -= 1
             if depth == 0:
                 ends.append(k + 1)
-    return ends[::-1][:most]
+                if first:
+                    break
+    return ends, inside
