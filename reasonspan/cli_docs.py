@@ -1,6 +1,6 @@
-"""The README's command-line flag tables, generated from the argparse parsers themselves so
-a flag added, renamed or retyped can never leave the README behind (tests/test_docs.py
-checks the README's copy, as it does for the families table)."""
+"""The command-line flag tables of docs/cli.md, generated from the argparse parsers
+themselves so a flag added, renamed or retyped can never leave the docs behind
+(tests/test_docs.py checks the page's copy, as it does for docs/families.md)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import argparse
 from collections.abc import Sequence
 
 COMMANDS = ("serve", "split", "bench", "demo", "detect")
-"""The subcommands documented, in the README's order."""
+"""The subcommands documented, in docs/cli.md's order."""
 
 
 def subparsers() -> dict[str, argparse.ArgumentParser]:
@@ -93,7 +93,7 @@ def command_markdown(name: str, parser: argparse.ArgumentParser) -> str:
 
 
 def flags_markdown(commands: Sequence[str] = COMMANDS) -> str:
-    """The flag tables of ``commands``, from the parsers ``reasonspan`` builds (the README's
+    """The flag tables of ``commands``, from the parsers ``reasonspan`` builds (the page's
     legend under them is added by :mod:`reasonspan.docs`)."""
     parsers = subparsers()
     return "\n\n".join(command_markdown(name, parsers[name]) for name in commands)

@@ -1,16 +1,17 @@
-"""The README's generated tables: the families table (from the registry) and the command
-line's flag tables (from the argparse parsers, :mod:`reasonspan.cli_docs`), so the docs
-cannot drift.
+"""The generated reference pages under docs/: the families table (docs/families.md, from the
+registry) and the command line's flag tables (docs/cli.md, from the argparse parsers,
+:mod:`reasonspan.cli_docs`), so the docs cannot drift from the code.
 
 The table is rendered from each family's ``spec`` and from what its ``resolve_switches``
 hook actually does with chat_template_kwargs (probed, not hard-coded), so a family whose
 hook reads ``thinking_mode`` or ``reasoning_effort`` is documented as faithfully as one that
-only lists ``thinking_switches``. Regenerate the README's copies with::
+only lists ``thinking_switches``. Regenerate the pages, from the clone's root, with::
 
-    python -m reasonspan.docs --write README.md
+    python -m reasonspan.docs --write
 
-and check them (as tests/test_docs.py does) with ``--check README.md``. Each table sits
-between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` (NAME: ``families``, ``flags``).
+and check them (as tests/test_docs.py does) with ``--check``. Each table sits between
+``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` on its page (:data:`PAGES`), so the prose
+around it stays hand-written.
 """
 
 from __future__ import annotations
@@ -28,17 +29,22 @@ from reasonspan.runtime.parser.switches import PROBE_VALUES, SwitchEffect, defau
 
 
 def section_markers(name: str) -> tuple[str, str]:
-    """The comments that bound generated section ``name`` in a README."""
+    """The comments that bound generated section ``name`` on its page."""
     return f"<!-- {name}:start -->", f"<!-- {name}:end -->"
 
 
 BEGIN, END = section_markers("families")
-REGENERATE = "python -m reasonspan.docs --write README.md"
+REGENERATE = "python -m reasonspan.docs --write"
+"""The command that rewrites every generated section (run from the clone's root)."""
+
+PAGES: dict[str, str] = {"families": "docs/families.md", "flags": "docs/cli.md"}
+"""The page each generated section lives on, relative to the clone's root (the README links
+to them: its first screen stays short)."""
 
 
 def builtin_families() -> list[type[ReasoningParser]]:
     """The families shipped in reasonspan.architectures (entry-point plugins left out, so
-    an installed plugin never makes the README look stale)."""
+    an installed plugin never makes the page look stale)."""
     return [c for c in families() if c.__module__.startswith("reasonspan.architectures")]
 
 
@@ -48,9 +54,16 @@ _ANGLE = re.compile(r"<[^\s<>]+>")
 
 
 def _code(text: str) -> str:
-    """A marker as a code span that survives a Markdown table (``|`` escaped, newlines shown)."""
+    """A marker as a code span that survives a Markdown table (``|`` escaped, newlines
+    shown). A marker holding backticks (xLAM's fence) is delimited by a run of backticks it
+    does not hold, padded with spaces, as CommonMark asks; one backtick would end the span
+    at the marker's own."""
     shown = text.replace("\n", "\\n").replace("|", "\\|")
-    return f"`{shown}`"
+    if "`" not in shown:
+        return f"`{shown}`"
+    runs = {len(run) for run in re.findall(r"`+", shown)}
+    fence = "`" * next(n for n in range(1, len(shown) + 2) if n not in runs)
+    return f"{fence} {shown} {fence}"
 
 
 def _prose(text: str) -> str:
@@ -165,73 +178,97 @@ HEADER = (
 
 
 def families_markdown(classes: Sequence[type[ReasoningParser]] | None = None) -> str:
-    """The supported-families table (built-in families unless ``classes`` is given)."""
+    """The supported-families table (built-in families unless ``classes`` is given), with
+    its legend; its links are relative to docs/, where the table lives."""
     rows = [family_row(c) for c in (builtin_families() if classes is None else classes)]
     legend = (
         "† matched on the bytes of several tokens where the tokenizer has no single token "
         'for it. "default start": where a turn starts when no prompt is given and the model '
         "folder has no chat template (a folder with one decides it by rendering it, see "
-        '"Why the answer is in the wrong field"); "template" means checked against the '
-        "official template's generation prompt, \"documented\" the family's documentation or "
-        "reference parser.\n\n"
+        "[Why the answer is in the wrong field]"
+        "(../README.md#why-the-answer-is-in-the-wrong-field)); "
+        '"template" means checked against the official template\'s generation prompt, '
+        '"documented" the family\'s documentation or reference parser.\n\n'
         f"Generated from the registry by `{REGENERATE}`; do not edit by hand."
     )
     return "\n".join([HEADER, *rows]) + "\n\n" + legend
 
 
-def readme_section(readme: str, name: str = "families") -> str:
-    """The text between section ``name``'s markers in a README (raises if they are missing)."""
+def section(text: str, name: str) -> str:
+    """The text between section ``name``'s markers in ``text`` (raises if they are missing)."""
     begin, end = section_markers(name)
     try:
-        _head, rest = readme.split(begin, 1)
+        _head, rest = text.split(begin, 1)
         body, _tail = rest.split(end, 1)
     except ValueError:
-        raise ValueError(f"README has no {begin} ... {end} section") from None
+        raise ValueError(f"no {begin} ... {end} section") from None
     return body.strip("\n")
 
 
-def replace_section(readme: str, table: str, name: str = "families") -> str:
-    """``readme`` with the text between section ``name``'s markers replaced by ``table``."""
-    readme_section(readme, name)  # validates the markers
+def replace_section(text: str, table: str, name: str) -> str:
+    """``text`` with the text between section ``name``'s markers replaced by ``table``."""
+    section(text, name)  # validates the markers
     begin, end = section_markers(name)
-    head, rest = readme.split(begin, 1)
+    head, rest = text.split(begin, 1)
     _body, tail = rest.split(end, 1)
     return f"{head}{begin}\n{table}\n{end}{tail}"
 
 
 def generated() -> dict[str, str]:
-    """Every generated section of the README, by name."""
+    """Every generated section, by name (its page: :data:`PAGES`)."""
     from reasonspan.cli_docs import flags_markdown
 
     legend = f"Generated from the argument parsers by `{REGENERATE}`; do not edit by hand."
     return {"families": families_markdown(), "flags": f"{flags_markdown()}\n\n{legend}"}
 
 
+def stale(root: Path, sections: dict[str, str] | None = None) -> list[str]:
+    """One line per generated section under ``root`` that differs from ``sections`` (default:
+    :func:`generated`) or whose page or markers are missing; empty when all are current."""
+    problems: list[str] = []
+    for name, table in (generated() if sections is None else sections).items():
+        page = PAGES[name]
+        try:
+            current = section((root / page).read_text(encoding="utf-8"), name)
+        except (OSError, ValueError) as exc:
+            problems.append(f"{page}: cannot read its {name} section ({exc})")
+            continue
+        if current != table:
+            problems.append(f"{page}: the {name} table is stale")
+    return problems
+
+
+def write(root: Path, sections: dict[str, str] | None = None) -> list[Path]:
+    """Replace every generated section on its page under ``root``; the pages written."""
+    written: list[Path] = []
+    for name, table in (generated() if sections is None else sections).items():
+        path = root / PAGES[name]
+        path.write_text(replace_section(path.read_text(encoding="utf-8"), table, name), "utf-8")
+        written.append(path)
+    return written
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m reasonspan.docs",
-        description="Print the generated tables, or write/check a README's copies.",
+        description="Print the generated tables, or write/check their copies in docs/.",
     )
     group = ap.add_mutually_exclusive_group()
-    group.add_argument("--write", metavar="README", help="replace the tables in this file")
-    group.add_argument("--check", metavar="README", help="exit 1 if this file's tables are stale")
+    group.add_argument("--write", action="store_true", help="replace the tables on their pages")
+    group.add_argument("--check", action="store_true", help="exit 1 if a page's table is stale")
+    ap.add_argument("--root", default=".", help="the clone's root (default: %(default)s)")
     args = ap.parse_args(argv)
+    root = Path(args.root)
     sections = generated()
     if args.write:
-        path = Path(args.write)
-        text = path.read_text(encoding="utf-8")
-        for name, table in sections.items():
-            text = replace_section(text, table, name)
-        path.write_text(text, "utf-8")
-        print(f"wrote the {', '.join(sections)} tables to {path}")
+        for path in write(root, sections):
+            print(f"wrote {path}")
         return 0
     if args.check:
-        text = Path(args.check).read_text(encoding="utf-8")
-        stale = [name for name, table in sections.items() if readme_section(text, name) != table]
-        if stale:
-            print(f"{args.check}: the {', '.join(stale)} table(s) are stale; run: {REGENERATE}")
-            return 1
-        return 0
+        problems = stale(root, sections)
+        for line in problems:
+            print(f"{line}; run, from the clone's root: {REGENERATE}")
+        return 1 if problems else 0
     print("\n\n".join(sections.values()))
     return 0
 

@@ -1,9 +1,12 @@
-"""The README's generated tables (families from the registry, command-line flags from the
-argparse parsers) must stay in step with what they are generated from."""
+"""The generated reference pages (docs/families.md from the registry, docs/cli.md from the
+argparse parsers) must stay in step with what they are generated from; the hand-written
+docs/canitoolcall.md with the replay harness; and every relative link of the Markdown
+files must lead somewhere."""
 
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import pytest
@@ -12,16 +15,26 @@ import reasonspan
 from reasonspan import docs
 from reasonspan.runtime.parser import switches
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
 
 
-def test_readme_table_matches_registry() -> None:
-    current = docs.readme_section(README.read_text(encoding="utf-8"))
-    expected = docs.families_markdown()
-    assert current == expected, (
-        f"README.md's families table disagrees with the registry; regenerate it with: "
-        f"{docs.REGENERATE}"
+@pytest.mark.parametrize("name", sorted(docs.PAGES))
+def test_generated_page_matches_the_code(name: str) -> None:
+    page = docs.PAGES[name]
+    current = docs.section((ROOT / page).read_text(encoding="utf-8"), name)
+    assert current == docs.generated()[name], (
+        f"{page}'s {name} table disagrees with the code it is generated from; regenerate it, "
+        f"from the clone's root, with: {docs.REGENERATE}"
     )
+
+
+@pytest.mark.parametrize("name", sorted(docs.PAGES))
+def test_the_readme_links_each_generated_page_and_holds_no_copy(name: str) -> None:
+    """The tables moved out of the README (its first screen stays short); it links them."""
+    readme = README.read_text(encoding="utf-8")
+    assert f"]({docs.PAGES[name]})" in readme
+    assert docs.section_markers(name)[0] not in readme
 
 
 def _rows() -> dict[str, list[str]]:
@@ -75,28 +88,29 @@ def test_switch_probe_finds_hook_keys() -> None:
 
 
 def test_write_then_check_roundtrip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    readme = tmp_path / "README.md"
-    begin, end = docs.section_markers("flags")
-    readme.write_text(
-        f"# x\n\nbefore\n{docs.BEGIN}\nold table\n{docs.END}\nmiddle\n{begin}\nold\n{end}\nafter\n",
-        "utf-8",
-    )
-    assert docs.main(["--check", str(readme)]) == 1
+    (tmp_path / "docs").mkdir()
+    for name, page in docs.PAGES.items():
+        begin, end = docs.section_markers(name)
+        (tmp_path / page).write_text(f"# {name}\n\nbefore\n{begin}\nold\n{end}\nafter\n", "utf-8")
+    root = ["--root", str(tmp_path)]
+    assert docs.main(["--check", *root]) == 1
     out = capsys.readouterr().out
-    assert docs.REGENERATE in out and "families, flags" in out
-    assert docs.main(["--write", str(readme)]) == 0
-    text = readme.read_text(encoding="utf-8")
-    assert text.startswith("# x\n\nbefore\n") and text.endswith(f"{end}\nafter\n")
-    assert f"{docs.END}\nmiddle\n{begin}" in text
-    assert docs.main(["--check", str(readme)]) == 0
+    for name, page in docs.PAGES.items():  # each stale page named, with the command
+        assert f"{page}: the {name} table is stale; run, from the clone's root: " in out
+    assert out.count(docs.REGENERATE) == len(docs.PAGES)
+    assert docs.main(["--write", *root]) == 0
+    for name, page in docs.PAGES.items():
+        text = (tmp_path / page).read_text(encoding="utf-8")
+        begin, end = docs.section_markers(name)
+        assert text.startswith(f"# {name}\n\nbefore\n{begin}\n")
+        assert text.endswith(f"{end}\nafter\n")
+    assert docs.main(["--check", *root]) == 0
 
 
-def test_readme_flag_tables_match_the_parsers() -> None:
-    current = docs.readme_section(README.read_text(encoding="utf-8"), "flags")
-    assert current == docs.generated()["flags"], (
-        f"README.md's flag tables disagree with the argument parsers; regenerate them with: "
-        f"{docs.REGENERATE}"
-    )
+def test_check_names_a_missing_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert docs.main(["--check", "--root", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert f"{docs.PAGES['families']}: cannot read its families section" in out
 
 
 @pytest.mark.parametrize("command", ["serve", "split", "bench"])
@@ -136,9 +150,9 @@ def test_a_new_flag_makes_the_flag_table_stale(monkeypatch: pytest.MonkeyPatch) 
 
 def test_missing_markers_are_an_error() -> None:
     with pytest.raises(ValueError, match="families:start"):
-        docs.readme_section("# no markers here\n")
+        docs.section("# no markers here\n", "families")
     with pytest.raises(ValueError, match="flags:start"):
-        docs.readme_section("# no markers here\n", "flags")
+        docs.section("# no markers here\n", "flags")
 
 
 def test_the_readme_sync_example_runs() -> None:
@@ -160,3 +174,136 @@ def test_the_readme_sync_example_runs() -> None:
     assert isinstance(tok, reasonspan.LoadedTokenizer)
     res = parser.parse(tok.encode("<think>a</think>b"))
     assert (res.reasoning, res.content) == ("a", "b")
+
+
+# ---------------------------------------------------------------------- CanIToolCall page
+
+
+def _normal(text: str) -> str:
+    """Text with every run of whitespace made one space (prose wraps anywhere)."""
+    return " ".join(text.split())
+
+
+def test_the_canitoolcall_page_agrees_with_the_replay_harness() -> None:
+    """The page's table is the replay's output, copied by hand (a replay of the whole corpus
+    takes minutes): what the harness knows without replaying is checked here, so a fixture
+    added to the corpus, or a miss fixed or added, makes the page fail until it is rerun."""
+    from tests.support import canitoolcall_replay as replay
+
+    redo = (
+        "docs/canitoolcall.md (or the README's sentence linking it) is behind "
+        "tests/support/canitoolcall_replay.py; rerun `python -m tests.support.canitoolcall_replay`"
+        " (and with `--whole`) and update the reasonspan rows and the misses"
+    )
+    fixtures = replay.corpus()
+    page = (ROOT / "docs" / "canitoolcall.md").read_text(encoding="utf-8")
+    size = f"{len(fixtures)} recorded outputs over {len({f.family for f in fixtures})} families"
+    assert size in _normal(page) and size in _normal(README.read_text(encoding="utf-8")), redo
+    misses = len(replay.KNOWN_MISSES)
+    assert f"passes all but {misses}," in _normal(README.read_text(encoding="utf-8")), redo
+    rows = re.findall(r"^\| \*\*reasonspan\*\*, [^|]+((?:\| \*\*\d+\*\* )+)\|$", page, re.M)
+    assert len(rows) == 2, "the page lost a reasonspan row (calls whole, arguments streamed)"
+    for row in rows:
+        passed, soft, failed, of = (int(n) for n in re.findall(r"\d+", row))
+        assert (failed, passed + soft + failed, of) == (misses, len(fixtures), len(fixtures)), redo
+    listed = page.split("## The misses", 1)[1].split("\n## ", 1)[0]
+    assert set(re.findall(r"`([\w.-]+/[\w.-]+)`", listed)) == set(replay.KNOWN_MISSES), redo
+    for fixture_id in replay.STREAMED_BREAKS:
+        assert f"`{fixture_id}`" in page, redo
+
+
+# ---------------------------------------------------------------------- links
+
+MARKDOWN = sorted([*ROOT.glob("*.md"), *(ROOT / "docs").glob("*.md")])
+"""The Markdown files of the clone: the top-level ones and docs/."""
+
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+_CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
+_LINK = re.compile(r"\]\(<?([^()\s<>]+)>?(?:\s+\"[^\"]*\")?\)")
+_REFERENCE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)", re.M)
+_HEADING = re.compile(r"^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+
+
+def _prose_lines(text: str) -> list[str]:
+    """The lines outside fenced code blocks (a ``# comment`` there is no heading)."""
+    lines: list[str] = []
+    fence = ""
+    for line in text.splitlines():
+        m = _FENCE.match(line)
+        if m and (not fence or m.group(1) == fence):
+            fence = "" if fence else m.group(1)
+        elif not fence:
+            lines.append(line)
+    return lines
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def github_anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a Markdown file's headings: the heading's text lower-cased,
+    links reduced to their text, punctuation (code-span backticks too) dropped, spaces made
+    hyphens, and ``-1``, ``-2`` ... added to repeats; plus explicit ``<a id/name>`` anchors."""
+    anchors: set[str] = set(re.findall(r"<a\s+(?:name|id)=\"([^\"]+)\"", text))
+    seen: dict[str, int] = {}
+    for line in _prose_lines(text):
+        m = _HEADING.match(line)
+        if not m:
+            continue
+        heading = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", m.group(1))
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        anchors.add(f"{slug}-{count}" if count else slug)
+    return anchors
+
+
+def relative_links(text: str) -> list[str]:
+    """The link targets in a Markdown file that are not URLs (no scheme), outside code."""
+    # A code span may wrap inside a paragraph, never across blocks or table rows.
+    blocks = re.split(r"\n\s*\n|\n(?=\|)|(?<=\|)\n", "\n".join(_prose_lines(text)))
+    prose = "\n\n".join(_CODE_SPAN.sub("", block) for block in blocks)
+    targets = _LINK.findall(prose) + _REFERENCE.findall(prose)
+    return [t for t in targets if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", t)]
+
+
+def broken_links(path: Path) -> list[str]:
+    """Each relative link of ``path`` whose file, or heading anchor in a Markdown file, is
+    missing, as ``target (why)``."""
+    broken: list[str] = []
+    for target in relative_links(path.read_text(encoding="utf-8")):
+        file_part, _, anchor = target.partition("#")
+        dest = (path.parent / file_part).resolve() if file_part else path
+        if not dest.exists():
+            broken.append(f"{target} (no such file)")
+        elif anchor and dest.suffix == ".md" and anchor not in github_anchors(_read(dest)):
+            broken.append(f"{target} (no heading with that anchor in {dest.name})")
+    return broken
+
+
+def test_the_link_checker_finds_what_it_should(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "a.md").write_text(
+        "# Title\n\n## Tool calls\n\n## Tool calls\n\n### Structured output (extra `grammar`)\n"
+        "```python\n# not a heading\n[in code](missing.md)\n```\n"
+        "[ok](#tool-calls) [ok](#tool-calls-1) [ok](#structured-output-extra-grammar) "
+        "[ok](docs/b.md#b) `[in a span](missing.md)` [web](https://example.com/x.md)\n"
+        "[bad](#not-a-heading) [bad](docs/c.md) [bad](docs/b.md#nowhere)\n\n[ref]: docs/d.md\n",
+        "utf-8",
+    )
+    (tmp_path / "docs" / "b.md").write_text("# B\n\n[back](../a.md#title)\n", "utf-8")
+    assert broken_links(tmp_path / "a.md") == [
+        "#not-a-heading (no heading with that anchor in a.md)",
+        "docs/c.md (no such file)",
+        "docs/b.md#nowhere (no heading with that anchor in b.md)",
+        "docs/d.md (no such file)",
+    ]
+    assert broken_links(tmp_path / "docs" / "b.md") == []
+
+
+@pytest.mark.parametrize("path", MARKDOWN, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_resolves(path: Path) -> None:
+    """A link into the docs (a file, or a heading's anchor) that leads nowhere fails here:
+    the README's sections link the pages under docs/ and back."""
+    assert not broken_links(path), f"{path.relative_to(ROOT)}: {broken_links(path)}"
