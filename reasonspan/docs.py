@@ -33,7 +33,6 @@ def section_markers(name: str) -> tuple[str, str]:
     return f"<!-- {name}:start -->", f"<!-- {name}:end -->"
 
 
-BEGIN, END = section_markers("families")
 REGENERATE = "python -m reasonspan.docs --write"
 """The command that rewrites every generated section (run from the clone's root)."""
 
