@@ -472,7 +472,7 @@ def test_bench_quick_runs(capsys: pytest.CaptureFixture[str]) -> None:
     [["serve", "--max-model-len", "0"], ["bench", "--suite", "nope"], ["nope"], ["split"]],
 )
 def test_argument_errors_are_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    """argparse's errors too are one line on stderr, exit 2 (the README's promise)."""
+    """argparse's errors too are one line on stderr, exit 2 (docs/cli.md's promise, "Errors and exit codes")."""
     with pytest.raises(SystemExit) as exited:
         main(argv)
     err = capsys.readouterr().err
