@@ -72,14 +72,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
         "families/test_matrix_control_tokens.py",
         "toolcalls/test_toolcalls_mistral_llama_gemma.py",
     ),
-    "qwen3": (
-        "families/test_fidelity.py",
-        "families/test_matrix_added_tokens_b.py",
-        "families/test_matrix_core.py",
-        "toolcalls/test_tool_calls.py",
-        "toolcalls/test_toolcalls_core.py",
-        "toolcalls/test_toolcalls_xml.py",
-    ),
     "qwen3_instruct": ("batch/test_sse_path.py", "support/canitoolcall_replay.py"),
 }
 

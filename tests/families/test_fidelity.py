@@ -7,31 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import reasonspan
-from reasonspan import Label, ParseResult, ReasoningParser
+from reasonspan import Label, ParseResult
+from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.strategies import splits
 
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def parser_for(family: str, kwargs: dict[str, Any] | None = None) -> ReasoningParser:
-    return reasonspan.create_parser_sync(family, tokenizer(FAMILY_TOKENIZERS[family]), kwargs)
-
-
-def streamed(
-    parser: ReasoningParser, deltas: list[list[int]], prompt: list[int] | None
-) -> tuple[str, str]:
-    split = reasonspan.TextSplitter(parser, prompt)
-    r = c = ""
-    for d in deltas:
-        a, b = split.feed(d)
-        r, c = r + a, c + b
-    a, b = split.finish()
-    return r + a, c + b
+SETTINGS = fc.SETTINGS
+parser_for = fc.parser_for
 
 
 def check_split(
@@ -44,16 +30,9 @@ def check_split(
     prompt: str | None = None,
     kwargs: dict[str, Any] | None = None,
 ) -> ParseResult:
-    """parse() gives the expected text, and so does TextSplitter for a random split."""
-    parser = parser_for(family, kwargs)
-    tok = parser.tokenizer
-    ids = tok.encode(output)
-    pids = tok.encode(prompt) if prompt is not None else None
-    res = parser.parse(ids, prompt_token_ids=pids)
-    assert (res.reasoning or None, res.content or None) == (reasoning, content)
-    deltas = data.draw(splits(ids), label="deltas")
-    assert streamed(parser, deltas, pids) == (reasoning or "", content or "")
-    return res
+    """:func:`tests.support.family_cases.check_split` of one unnamed case."""
+    case = fc.Split("", output, reasoning, content, prompt, kwargs or {})
+    return fc.check_split(data, family, case)
 
 
 # ---------------------------------------------------------------- nemotron_v3
@@ -107,13 +86,6 @@ QWEN_Q = "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n"
 @pytest.mark.parametrize(
     ("family", "prompt", "output", "reasoning", "content"),
     [
-        # The template's own split: newlines next to the markers are layout.
-        ("qwen3", QWEN_Q, "<think>\nhm\n\n</think>\n\nIt is 4.", "hm", "It is 4."),
-        ("qwen3", QWEN_Q + "<think>\n", "a\n\nb\n</think>\n\nc\n", "a\n\nb", "c\n"),
-        # An empty block has no reasoning text (its newline tokens are still reasoning).
-        ("qwen3", QWEN_Q, "<think>\n\n</think>\n\nHi", None, "Hi"),
-        # Truncated: no end marker, so nothing is trimmed at the end.
-        ("qwen3", QWEN_Q + "<think>\n", "still\n\n", "still\n\n", None),
         ("mimo", QWEN_Q + "<think>\n", "<think>\nx\n</think>\n\ny", "x", "y"),
         ("glm47", None, "<think>\nx\n</think>\ny", "x", "y"),
         ("glm45", None, "<think>\n\n</think>\n\ny", None, "y"),
@@ -130,23 +102,9 @@ def test_newlines_next_to_markers_are_not_text(
     reasoning: str | None,
     content: str | None,
 ) -> None:
-    kwargs = {"enable_thinking": True} if family == "mimo" else None
-    res = check_split(data, family, output, reasoning, content, prompt=prompt, kwargs=kwargs)
-    # Token labels stay honest: every newline token is still reasoning or content.
-    tok = tokenizer(FAMILY_TOKENIZERS[family])
-    assert res.reasoning_tokens + len(res.content_token_ids) + res.delimiter_tokens == len(
-        tok.encode(output)
-    )
-    if "\n\n</think>" in output or output.endswith("\n\n"):
-        assert any("\n" in tok.decode([t]) for t in res.reasoning_token_ids)
-
-
-def test_empty_think_block_counts_its_newline_tokens_as_reasoning() -> None:
-    parser = parser_for("qwen3")
-    tok = parser.tokenizer
-    res = parser.parse(tok.encode("<think>\n\n</think>\n\nHi"), tok.encode(QWEN_Q))
-    assert res.reasoning in ("", None) and res.content == "Hi"
-    assert res.reasoning_tokens == len(tok.encode("\n\n")) and res.reasoning_tokens > 0
+    kwargs = {"enable_thinking": True} if family == "mimo" else {}
+    case = fc.Split("", output, reasoning, content, prompt, kwargs)
+    fc.check_layout_newlines(data, family, case)
 
 
 # ---------------------------------------------------------------- mimo
@@ -229,7 +187,6 @@ def test_family_text(
 @pytest.mark.parametrize(
     ("family", "kwargs", "output", "leak"),
     [
-        ("qwen3", {}, "<think>a</think>b</think>c", "</think>"),
         ("mimo", {}, "<think>a</think>b</think>c", "</think>"),
         ("mimo", {"enable_thinking": True}, "a</think>b</think>c", "</think>"),
         (
@@ -252,10 +209,7 @@ def test_no_marker_text_leaks_into_content(
     family: str, kwargs: dict[str, Any], output: str, leak: str
 ) -> None:
     """A marker in the content is a defect unless the family documents it as content."""
-    parser = parser_for(family, kwargs)
-    res = parser.parse(parser.tokenizer.encode(output))
-    assert res.content and leak not in res.content
-    assert res.reasoning and leak not in res.reasoning
+    fc.check_no_leak(family, kwargs, output, leak)
 
 
 # ---------------------------------------------------------------- adjacent text markers

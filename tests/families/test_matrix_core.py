@@ -1,4 +1,6 @@
-"""The matrix rows of the think-tag families, on real tokenizers (expected text by hand)."""
+"""The matrix rows of the think-tag families not yet in their own module
+(``tests/families/test_<family>.py``), on real tokenizers (expected text by hand); the
+checks are :mod:`tests.support.family_cases`."""
 
 from __future__ import annotations
 
@@ -6,10 +8,8 @@ from typing import Any
 
 import pytest
 
-import reasonspan
-from reasonspan import Label
-from tests.support.cases import split_both_ways
-from tests.support.fixtures import tokenizer
+from tests.support import family_cases as fc
+from tests.support.family_cases import Row, Seed
 
 # (family, tokenizer, prompt or None, output, kwargs, reasoning, content, reasoning_ended)
 Case = tuple[str, str, str | None, str, dict[str, Any], str | None, str | None, bool]
@@ -172,82 +172,6 @@ CASES: list[tuple[str, Case]] = [
     (
         "holo2 off",
         ("holo2", "qwen-3", CHATML, "x</think>y", {"thinking": False}, None, "x</think>y", True),
-    ),
-    # qwen3
-    (
-        "qwen3 start in output",
-        (
-            "qwen3",
-            "qwen-3",
-            CHATML,
-            "<think>\nhm\n</think>\n\nIt is 4.",
-            {},
-            # The template's own split: newlines next to the markers are layout.
-            "hm",
-            "It is 4.",
-            True,
-        ),
-    ),
-    (
-        "qwen3.5 start in prompt",
-        (
-            "qwen3",
-            "qwen-3.5",
-            CHATML + "<think>\n",
-            "hm\n</think>\n\nIt is 4.",
-            {},
-            "hm",
-            "It is 4.",
-            True,
-        ),
-    ),
-    (
-        "qwen3 off via template",
-        (
-            "qwen3",
-            "qwen-3",
-            CHATML + "<think>\n\n</think>\n\n",
-            "It is 4.",
-            {},
-            None,
-            "It is 4.",
-            True,
-        ),
-    ),
-    (
-        "qwen3 off via kwargs",
-        (
-            "qwen3",
-            "qwen-3",
-            CHATML,
-            "It is <think>4</think>.",
-            {"enable_thinking": False},
-            None,
-            "It is <think>4</think>.",
-            True,
-        ),
-    ),
-    (
-        "qwen3 unpaired tool_call",
-        (
-            "qwen3",
-            "qwen-3",
-            CHATML,
-            "<think>I need the tool.<tool_call>\n{}\n</tool_call>",
-            {},
-            "I need the tool.",
-            "<tool_call>\n{}\n</tool_call>",
-            True,
-        ),
-    ),
-    (
-        "qwen3 repeated end dropped",
-        ("qwen3", "qwen-3", CHATML, "<think>a</think>b</think>c", {}, "a", "bc", True),
-    ),
-    ("qwen3 truncated", ("qwen3", "qwen-3", CHATML, "<think>a b c", {}, "a b c", None, False)),
-    (
-        "qwen3 content only is reasoning (truncated R)",
-        ("qwen3", "qwen-3", CHATML, "Just text", {}, "Just text", None, False),
     ),
     # glm: starts in content unless <think>; a <think> after content re-enters.
     (
@@ -452,20 +376,7 @@ CASES: list[tuple[str, Case]] = [
 @pytest.mark.parametrize("case", [c for _, c in CASES], ids=[name for name, _ in CASES])
 def test_family_case(case: Case) -> None:
     family, tok_name, prompt, output, kwargs, reasoning, content, ended = case
-    res = split_both_ways(family, tok_name, output, prompt=prompt, kwargs=kwargs)
-    assert (res.reasoning, res.content, res.reasoning_ended) == (reasoning, content, ended)
-
-
-def test_tool_marker_is_labelled_tool_and_kept_in_content() -> None:
-    tok = tokenizer("qwen-3")
-    parser = reasonspan.create_parser_sync("qwen3", tok)
-    ids = tok.encode("<think>a<tool_call>{}")
-    res = parser.parse(ids)
-    tool_id = tok.single_token_id("<tool_call>")
-    i = ids.index(tool_id)  # type: ignore[arg-type]
-    assert res.labels[i] == Label.TOOL
-    assert tool_id in res.content_token_ids
-    assert res.labels[0] == Label.DELIMITER
+    fc.check_row(family, Row("", output, reasoning, content, ended, prompt, kwargs, tok_name))
 
 
 # Multi-turn prompts: an old </think> in the history never decides the answer by itself.
@@ -484,22 +395,6 @@ PROMPTS = [
         "deepseek-r1",
         R1_TURN + "<think>\nold</think>4<｜end▁of▁sentence｜><｜User｜>And 3+3?<｜Assistant｜>",
         True,
-    ),
-    (
-        "qwen3 history, thinking on",
-        "qwen3",
-        "qwen-3",
-        CHATML
-        + "<think>\nold\n</think>\n\n4<|im_end|>\n<|im_start|>user\nAnd 3+3?<|im_end|>\n<|im_start|>assistant\n",
-        True,
-    ),
-    (
-        "qwen3 history, thinking off",
-        "qwen3",
-        "qwen-3",
-        CHATML
-        + "<think>\nold\n</think>\n\n4<|im_end|>\n<|im_start|>user\nAnd 3+3?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
-        False,
     ),
     (
         "glm45 history",
@@ -538,19 +433,13 @@ PROMPTS = [
     ids=[p[0] for p in PROMPTS],
 )
 def test_prompt_seeding(family: str, tok_name: str, prompt: str, expected: bool) -> None:
-    tok = tokenizer(tok_name)
     kwargs = {"thinking": True} if family == "deepseek_v3" else {}
-    parser = reasonspan.create_parser_sync(family, tok, kwargs)
-    assert parser.is_prompt_in_reasoning(tok.encode(prompt)) is expected
+    fc.check_seed(family, Seed("", prompt, expected, kwargs, tok_name))
 
 
 @pytest.mark.parametrize(
     ("family", "tok_name", "enable", "expected"),
     [
-        ("qwen3", "qwen-3", True, True),
-        ("qwen3", "qwen-3", False, False),
-        ("qwen3", "qwen-3.5", True, True),
-        ("qwen3", "qwen-3.5", False, False),
         ("glm47", "glm-4.7-flash", True, True),
         ("glm47", "glm-4.7-flash", False, False),
         ("minimax_m2", "minimax", True, True),
@@ -560,16 +449,4 @@ def test_prompt_seeding_with_real_templates(
     family: str, tok_name: str, enable: bool, expected: bool
 ) -> None:
     """Render the model's own chat template (history with reasoning) and seed from it."""
-    from reasonspan.prompts import render_prompt
-
-    tok = tokenizer(tok_name)
-    assert tok.chat_template, f"{tok_name} ships no chat template"
-    messages: list[dict[str, Any]] = [
-        {"role": "user", "content": "What is 2+2?"},
-        {"role": "assistant", "content": "4", "reasoning_content": "2+2=4"},
-        {"role": "user", "content": "And 3+3?"},
-    ]
-    prompt, how = render_prompt(tok, messages, enable_thinking=enable)
-    assert how == "the model's chat template"
-    parser = reasonspan.create_parser_sync(family, tok)
-    assert parser.is_prompt_in_reasoning(prompt) is expected
+    fc.check_template_seed(family, tok_name, enable, expected)

@@ -225,21 +225,6 @@ def test_output_without_a_call_finishes_with_stop() -> None:
     assert got.calls == {} and got.content == "Sunny." and got.finish == "stop"
 
 
-def test_other_families_keep_tool_markers_in_the_content() -> None:
-    """No general tool parser: qwen3's <tool_call> block is content for the user's own."""
-    tok = tokenizer("qwen-3")
-    qwen = reasonspan.create_parser_sync("qwen3", tok)
-    assert qwen.tool_call_reader() is None
-    runtime = ReasoningRuntime()
-    stream = runtime.add("q", qwen, tok.encode("<|im_start|>assistant\n"))
-    call = '<tool_call>\n{"name": "get_weather", "arguments": {}}\n</tool_call>'
-    ids = tok.encode("<think>hmm</think>" + call)
-    runtime.step([stream.engine_id], ids, [0, len(ids)])
-    runtime.finish("q", "stop")
-    got = read(stream)
-    assert got.calls == {} and got.content == call and got.finish == "stop"
-
-
 def test_an_engine_that_stops_on_call_without_sending_it() -> None:
     """Engines often stop on <|call|> and leave it out of the output: still a tool call."""
     name, args = CALLS[0]
