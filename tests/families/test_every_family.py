@@ -22,12 +22,6 @@ TESTS = FAMILIES_DIR.parent
 # Family -> the files (under tests/) that hold its cases until they move to its module.
 NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
     "declared": ("runtime/test_declared.py",),
-    "deepseek_v3": (
-        "families/test_fidelity.py",
-        "families/test_matrix_added_tokens_b.py",
-        "families/test_matrix_core.py",
-        "toolcalls/test_hostile_calls.py",
-    ),
     "deepseek_v3_0324": ("toolcalls/test_toolcalls_deepseek_kimi.py",),
     "deepseek_v4": ("families/test_matrix_more.py", "toolcalls/test_toolcalls_deepseek_kimi.py"),
     "deepseek_v41": ("toolcalls/test_toolcalls_deepseek_kimi.py",),

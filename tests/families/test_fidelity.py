@@ -434,15 +434,3 @@ def test_blank_before_the_models_own_start_is_dropped(
     data: st.DataObject, family: str, output: str, reasoning: str | None, content: str | None
 ) -> None:
     check_split(data, family, output, reasoning, content, prompt=R1_Q)
-
-
-def test_blank_before_start_only_applies_in_reasoning() -> None:
-    """A turn that starts in content (thinking off on V3.1) has no lead rule at all."""
-    parser = parser_for("deepseek_v3")
-    assert not parser.machine.has_lead
-    on = parser_for("deepseek_v3", {"thinking": True})
-    assert on.machine.has_lead
-    ids = on.tokenizer.encode("\n<think>x</think>y")
-    res = on.parse(ids)
-    assert (res.reasoning, res.content) == ("x", "y")
-    assert res.labels[0] == Label.DELIMITER

@@ -114,59 +114,6 @@ CASES: list[tuple[str, Case]] = [
         ),
     ),
     ("qwq", ("qwq", "qwq-32b", CHATML + "<think>\n", "hm</think>4", {}, "hm", "4", True)),
-    # deepseek_v3: thinking off by default, on with thinking / enable_thinking.
-    (
-        "v3 off by default",
-        (
-            "deepseek_v3",
-            "deepseek-v3.1",
-            R1_TURN + "</think>",
-            "It is 4.",
-            {},
-            None,
-            "It is 4.",
-            True,
-        ),
-    ),
-    (
-        "v3 off keeps markers as content",
-        (
-            "deepseek_v3",
-            "deepseek-v3.1",
-            None,
-            "<think>x</think>y",
-            {},
-            None,
-            "<think>x</think>y",
-            True,
-        ),
-    ),
-    (
-        "v3 on",
-        (
-            "deepseek_v3",
-            "deepseek-v3.2",
-            R1_TURN + "<think>",
-            "2+2=4.</think>It is 4.",
-            {"thinking": True},
-            "2+2=4.",
-            "It is 4.",
-            True,
-        ),
-    ),
-    (
-        "v3 on, enable_thinking",
-        (
-            "deepseek_v3",
-            "deepseek-v3.1",
-            R1_TURN + "<think>",
-            "x</think>y",
-            {"enable_thinking": True},
-            "x",
-            "y",
-            True,
-        ),
-    ),
     # holo2: as v3 but on by default.
     ("holo2 on", ("holo2", "qwen-3", CHATML + "<think>\n", "x</think>y", {}, "x", "y", True)),
     (
@@ -417,13 +364,6 @@ PROMPTS = [
         "]~b]ai\n<mm:think>old</mm:think>A[e~[\n]~b]user\nQ[e~[\n]~b]ai\n<mm:think>\n",
         True,
     ),
-    (
-        "v3 on, off-turn history",
-        "deepseek_v3",
-        "deepseek-v3.1",
-        R1_TURN + "</think>4<｜end▁of▁sentence｜><｜User｜>Q<｜Assistant｜><think>",
-        True,
-    ),
 ]
 
 
@@ -433,8 +373,7 @@ PROMPTS = [
     ids=[p[0] for p in PROMPTS],
 )
 def test_prompt_seeding(family: str, tok_name: str, prompt: str, expected: bool) -> None:
-    kwargs = {"thinking": True} if family == "deepseek_v3" else {}
-    fc.check_seed(family, Seed("", prompt, expected, kwargs, tok_name))
+    fc.check_seed(family, Seed("", prompt, expected, tokenizer=tok_name))
 
 
 @pytest.mark.parametrize(
