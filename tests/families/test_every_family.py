@@ -25,17 +25,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
     "deepseek_v3_0324": ("toolcalls/test_toolcalls_deepseek_kimi.py",),
     "deepseek_v4": ("families/test_matrix_more.py", "toolcalls/test_toolcalls_deepseek_kimi.py"),
     "deepseek_v41": ("toolcalls/test_toolcalls_deepseek_kimi.py",),
-    "glm45": (
-        "families/test_fidelity.py",
-        "families/test_matrix_core.py",
-        "toolcalls/test_toolcalls_xml.py",
-    ),
-    "glm47": (
-        "families/test_fidelity.py",
-        "families/test_matrix_added_tokens_b.py",
-        "families/test_matrix_core.py",
-        "toolcalls/test_toolcalls_xml.py",
-    ),
     "holo2": ("families/test_fidelity.py", "families/test_matrix_core.py"),
     "kimi_k3": (
         "families/test_fidelity.py",

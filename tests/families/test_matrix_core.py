@@ -120,62 +120,6 @@ CASES: list[tuple[str, Case]] = [
         "holo2 off",
         ("holo2", "qwen-3", CHATML, "x</think>y", {"thinking": False}, None, "x</think>y", True),
     ),
-    # glm: starts in content unless <think>; a <think> after content re-enters.
-    (
-        "glm45 start in output",
-        (
-            "glm45",
-            "glm-4.5v",
-            "<|user|>\nhi<|assistant|>\n",
-            "<think>a</think>b",
-            {},
-            "a",
-            "b",
-            True,
-        ),
-    ),
-    (
-        "glm45 content only",
-        ("glm45", "glm-4.5v", "<|user|>\nhi<|assistant|>\n", "Hello", {}, None, "Hello", True),
-    ),
-    (
-        "glm45 re-enter",
-        ("glm45", "glm-4.5v", None, "<think>a</think>b<think>c</think>d", {}, "ac", "bd", True),
-    ),
-    (
-        "glm45 tool ends reasoning",
-        ("glm45", "glm-4.5v", None, "<think>a<tool_call>f", {}, "a", "<tool_call>f", True),
-    ),
-    (
-        "glm45 off",
-        (
-            "glm45",
-            "glm-4.5v",
-            None,
-            "<think>a</think>b",
-            {"enable_thinking": False},
-            None,
-            "<think>a</think>b",
-            True,
-        ),
-    ),
-    (
-        "glm47 prefilled",
-        (
-            "glm47",
-            "glm-4.7-flash",
-            "<|user|>hi<|assistant|><think>",
-            "a</think>b",
-            {},
-            "a",
-            "b",
-            True,
-        ),
-    ),
-    (
-        "glm47 off via template",
-        ("glm47", "glm-4.7-flash", "<|user|>hi<|assistant|></think>", "b", {}, None, "b", True),
-    ),
     # minimax_m2: end marker only, the turn starts in reasoning.
     (
         "minimax_m2",
@@ -344,20 +288,6 @@ PROMPTS = [
         True,
     ),
     (
-        "glm45 history",
-        "glm45",
-        "glm-4.5v",
-        "<|user|>hi<|assistant|><think>old</think>A<|user|>again<|assistant|>",
-        False,
-    ),
-    (
-        "glm45 prefilled",
-        "glm45",
-        "glm-4.5v",
-        "<|user|>hi<|assistant|><think>old</think>A<|user|>again<|assistant|><think>",
-        True,
-    ),
-    (
         "minimax_m3 multi-token prefill",
         "minimax_m3",
         "qwen-3",
@@ -379,8 +309,6 @@ def test_prompt_seeding(family: str, tok_name: str, prompt: str, expected: bool)
 @pytest.mark.parametrize(
     ("family", "tok_name", "enable", "expected"),
     [
-        ("glm47", "glm-4.7-flash", True, True),
-        ("glm47", "glm-4.7-flash", False, False),
         ("minimax_m2", "minimax", True, True),
     ],
 )

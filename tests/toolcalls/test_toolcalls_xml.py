@@ -18,8 +18,6 @@ from tests.support.xml_calls import (
     Family,
     args_of,
     canonical,
-    glm45_call,
-    glm47_call,
     m3_call,
     m3_expect,
     make,
@@ -46,24 +44,6 @@ FAMILIES = {
         minimax_call,
         "<minimax:tool_call>",
         "<minimax:tool_call>\nnot an invoke\n</minimax:tool_call>",
-    ),
-    "glm45": Family(
-        "glm45",
-        "glm-4.5v",
-        "<|user|>\nq<|assistant|>",
-        "<think>plan</think>\n",
-        glm45_call,
-        "<tool_call>",
-        "<tool_call>two words</tool_call>",
-    ),
-    "glm47": Family(
-        "glm47",
-        "glm-4.7-flash",
-        "<|user|>q<|assistant|><think>",
-        "plan</think>",
-        glm47_call,
-        "<tool_call>",
-        "<tool_call>put<arg_key>s</arg_key>no value</tool_call>",
     ),
     "minimax-m3": Family(
         "minimax_m3",
@@ -119,16 +99,3 @@ def test_minimax_append_think_reads_calls_from_the_content() -> None:
     res = p.parse(tok.encode(out), prompt, tools=TOOLS)
     assert args_of(res.tool_calls) == [("put", canonical({"n": 5}))]
     assert res.content == "<think>plan\n</think>\n\nOn it." and not res.reasoning
-
-
-def test_glm_last_value_missing_its_close() -> None:
-    f = FAMILIES["glm47"]
-    tok, prompt = setup(f)
-    out = "plan</think><tool_call>put<arg_key>s</arg_key><arg_value>a</arg_value>"
-    out += "<arg_key>n</arg_key><arg_value>7</tool_call>"
-    res = make(f).parse(tok.encode(out), prompt, tools=TOOLS)
-    assert args_of(res.tool_calls) == [("put", canonical({"s": "a", "n": 7}))]
-    assert not res.content
-    # text after that </tool_call> is still the value: the call never closes (cut), dropped
-    res = make(f).parse(tok.encode(out + " more"), prompt, tools=TOOLS)
-    assert res.tool_calls == [] and not res.content
