@@ -90,6 +90,7 @@ FORM_FORBIDDEN: Mapping[str, frozenset[int]] = MappingProxyType(
         "tools": frozenset({FORM_BYTES, FORM_DECODE}),
         "citations": frozenset({FORM_BYTES, FORM_DECODE}),
         "swap": frozenset({FORM_BYTES, FORM_DECODE}),
+        "logprobs": frozenset({FORM_BYTES, FORM_DECODE}),
         # A tokenizer whose token texts are not their bytes: no token tables.
         "no_token_text": frozenset({FORM_BYTES, FORM_DECODE}),
         # A call extractor inside a region holds tokens: nothing passes it.

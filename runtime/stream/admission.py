@@ -1,18 +1,21 @@
 """What the runtime sets up for a new request besides its batch slot: its key, and the
 per-request machinery of its record (call extractor, stop matcher, citations, tool-call
-reader), so ``ReasoningRuntime.add`` reads as the order of admission.
+reader, log probabilities), so ``ReasoningRuntime.add`` reads as the order of admission;
+and a step without the rows of requests that ended early.
 
 It must not know the batch or the output path: it sees one record and its parser.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from reasonspan.runtime.core.errors import InvalidOptionError
 from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.stream.logprobs import MAX_TOP_LOGPROBS, RequestLogprobs
 from reasonspan.runtime.stream.request import RequestKey, StreamRecord
 from reasonspan.runtime.stream.stops import StopMatcher
 from reasonspan.runtime.toolcalls import Tools
@@ -26,6 +29,22 @@ def request_key(request_id: object) -> RequestKey:
     if isinstance(request_id, bool) or not isinstance(request_id, (str, int, np.integer)):
         raise TypeError(f"add(): request ids are str or int, not {type(request_id).__name__}")
     return request_id if isinstance(request_id, str) else int(request_id)
+
+
+def completion_id_of(key: RequestKey) -> str:
+    """The chunks' ``id`` when the server gives none: a string id itself, else
+    ``chatcmpl-<id>``."""
+    return key if isinstance(key, str) else f"chatcmpl-{key}"
+
+
+def new_logprobs(parser: ReasoningParser, top: object) -> RequestLogprobs | None:
+    """The request's log-probability carrier (``top``: how many likeliest tokens per
+    position, 0 to 20; None: it asked for none)."""
+    if top is None:
+        return None
+    if isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= MAX_TOP_LOGPROBS:
+        raise InvalidOptionError("logprobs", top, f"None or an int from 0 to {MAX_TOP_LOGPROBS}")
+    return RequestLogprobs(top, parser.tokenizer.token_bytes)
 
 
 def equip(
@@ -50,3 +69,28 @@ def equip(
     reader = parser.tool_call_reader() if extractor is None else None
     if reader is not None:
         rec.tools = ToolCallStream(reader, parser.tokenizer, argument_step)
+
+
+def without_rows(
+    gone: Collection[int], request_ids: Any, token_ids: Any, offsets: Any
+) -> tuple[np.ndarray[Any, Any] | None, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """A step without the rows of the requests in ``gone`` (ended early; their tokens are
+    dropped quietly). None: there are none, so an unknown id in it is a real error."""
+    rids = np.asarray(request_ids, dtype=np.int64)
+    toks = np.asarray(token_ids, dtype=np.int64)
+    offs = np.asarray(offsets, dtype=np.int64)
+    if not gone or offs.shape[0] != rids.shape[0] + 1:
+        return None, toks, offs
+    dropped = np.isin(rids, np.fromiter(gone, np.int64, len(gone)))
+    if not dropped.any():
+        return None, toks, offs
+    keep = ~dropped
+    counts = np.diff(offs)[keep]
+    starts = offs[:-1][keep]
+    toks = (
+        np.concatenate([toks[s : s + c] for s, c in zip(starts, counts, strict=True)])
+        if counts.size
+        else toks[:0]
+    )
+    offs = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return rids[keep], toks, offs

@@ -18,10 +18,11 @@ from typing import Any, Protocol, Self
 import anyio
 
 from reasonspan.runtime.batch.errors import BatchTokenError
-from reasonspan.runtime.batch.types import BatchFinish, Spill
+from reasonspan.runtime.batch.types import BatchFinish
 from reasonspan.runtime.core.errors import ReasonspanError
 from reasonspan.runtime.core.labels import REASONING, TOOL_CALL
 from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.stream.logprobs import RequestLogprobs
 from reasonspan.runtime.stream.stops import StopMatcher
 from reasonspan.runtime.text.citations import Citation, as_content
 from reasonspan.runtime.text.decoder_states import DecoderState
@@ -171,6 +172,8 @@ class StreamRecord:
     arguments as they are written (``runtime/wire/region_calls.py``)."""
     stop: StopMatcher | None = None
     """The request's stop strings, matched on its content text (None: none)."""
+    logprobs: RequestLogprobs | None = None
+    """Its log probabilities, carried to its chunks (None: it did not ask for them)."""
     cites: bool = False
     """The family writes inline citations (``ReasoningSpec.citations``): each delta may
     carry ``citations``, so every step of the request goes through :meth:`emit_text`."""
@@ -285,6 +288,8 @@ class StreamRecord:
         """The engine ended the request: send the text (and calls) its held tokens make,
         and say which finish reason to send (:meth:`ReasoningRuntime.finish`)."""
         ids, labels, spill = tail.token_ids, bytearray(tail.labels), list(tail.spill)
+        if self.logprobs is not None:
+            self.logprobs.route(labels)
         calls = None
         if self.call_writer is not None:
             writer = self.call_writer
@@ -315,6 +320,8 @@ class StreamRecord:
         if tail.reasoning_as_content:
             # Nothing but reasoning came: present it as the content, as parse() does.
             reasoning, content = "", held + content
+            if self.logprobs is not None:
+                self.logprobs.as_content()
             if self.cites:
                 got = self.pending_citations + self.text_decoder().take_citations()
                 self.pending_citations = as_content(got, len(held))
@@ -334,46 +341,6 @@ class StreamRecord:
             finish_reason = "tool_calls"  # as OpenAI: the turn ended to call its tools
         return finish_reason
 
-    def step_with_stop(
-        self, alias: bool, room: int, ids: list[int], labels: bytes, spill: tuple[Spill, ...]
-    ) -> bool:
-        """One step of a request with stop strings: its tokens are decoded one at a time,
-        so the text after a match is cut at the token that completed it. True: a stop
-        string matched (the runtime ends the request with "stop")."""
-        rec = self
-        stop = rec.stop
-        assert stop is not None
-        calls = None
-        if rec.call_writer is not None:
-            ids, out_labels, out_spill, calls = rec.call_writer.feed(ids, labels, spill)
-            labels, spill = bytes(out_labels), tuple(out_spill)
-        r_parts: list[str] = []
-        c_parts: list[str] = []
-        hit = False
-        dec = rec.text_decoder()
-        if len(ids) == 1:
-            r, c = dec.feed(ids, labels, spill)
-            c, hit = stop.feed(c)
-            r_parts.append(r)
-            c_parts.append(c)
-        else:
-            at: dict[int, list[Spill]] = {}
-            for i, data, channel, after in spill:
-                at.setdefault(i, []).append((0, data, channel, after))
-            for i, t in enumerate(ids):
-                r, c = dec.feed([t], labels[i : i + 1], at.get(i, ()))
-                c, hit = stop.feed(c)
-                r_parts.append(r)
-                c_parts.append(c)
-                if hit:
-                    break
-        if hit:
-            calls = None
-        elif rec.tools is not None and (TOOL_CALL in labels or rec.tools.reader.busy):
-            calls = rec.message_calls(ids, labels)
-        rec.emit_text(alias, room, "".join(r_parts), "".join(c_parts), calls)
-        return hit
-
     def message_calls(
         self, ids: list[int], labels: bytes | bytearray, *, final: bool = False
     ) -> list[ChoiceDeltaToolCall] | None:
@@ -387,12 +354,18 @@ class StreamRecord:
         return self.tools.feed(ids, labels, final=final)
 
     def chunk(self, delta: ChoiceDelta, finish: FinishReason | None = None) -> ChatCompletionChunk:
-        """A ``chat.completion.chunk`` of this request carrying ``delta``."""
+        """A ``chat.completion.chunk`` of this request carrying ``delta`` (and the log
+        probabilities decided since its last chunk, if it asked for them)."""
+        lp = self.logprobs
         return ChatCompletionChunk(
             id=self.completion_id,
             created=self.created,
             model=self.model,
-            choices=[ChunkChoice(0, delta, finish)],
+            choices=[
+                ChunkChoice(0, delta, finish)
+                if lp is None
+                else ChunkChoice(0, delta, finish, lp.sendable(self.include_reasoning))
+            ],
         )
 
     def emit_text(
@@ -469,6 +442,8 @@ class StreamRecord:
                     merge_tool_call_deltas(d.tool_calls, delta.tool_calls)
                 if delta.citations:
                     d.citations = (d.citations or []) + delta.citations
+                if rec.logprobs is not None:
+                    rec.logprobs.add_to(last.choices[0], rec.include_reasoning)
                 rec.coalesced += 1
                 rec.notify()
                 return

@@ -54,7 +54,14 @@ from reasonspan.runtime.core.errors import InvalidOptionError
 from reasonspan.runtime.core.labels import TOOL_CALL
 from reasonspan.runtime.core.machine import Spill
 from reasonspan.runtime.parser.contract import ReasoningParser
-from reasonspan.runtime.stream.admission import equip, request_key
+from reasonspan.runtime.stream.admission import (
+    completion_id_of,
+    equip,
+    new_logprobs,
+    request_key,
+    without_rows,
+)
+from reasonspan.runtime.stream.logprobs import StepLogprobs, hand_out
 from reasonspan.runtime.stream.request import DuplicateRequestIdError as DuplicateRequestIdError
 from reasonspan.runtime.stream.request import RequestCancelledError as RequestCancelledError
 from reasonspan.runtime.stream.request import RequestKey as RequestKey
@@ -65,6 +72,7 @@ from reasonspan.runtime.stream.request import RuntimeClosedError as RuntimeClose
 from reasonspan.runtime.stream.request import StreamRecord
 from reasonspan.runtime.stream.sse_path import SSEPath
 from reasonspan.runtime.stream.sse_templates import role_delta
+from reasonspan.runtime.stream.stop_step import step_with_stop
 from reasonspan.runtime.stream.stops import stop_strings
 from reasonspan.runtime.stream.threads import RuntimeFromThread as RuntimeFromThread
 from reasonspan.runtime.toolcalls import Tools
@@ -172,6 +180,7 @@ class ReasoningRuntime:
         sse: bool = False,
         include_usage: bool = False,
         stream_arguments: bool = False,
+        logprobs: int | None = None,
         **options: Any,
     ) -> RequestStream:
         """Admit a request (``options`` as :meth:`ReasoningBatch.add`) and return its stream.
@@ -186,7 +195,9 @@ class ReasoningRuntime:
         in its content (:meth:`step`; an empty or non-string entry raises
         :class:`InvalidOptionError`). ``sse=True``: read as SSE bytes (``sse_events``, a usage
         chunk last with ``include_usage``), its plain text written by the batch-wide output
-        path (``sse_path``); it can still be read as chunks. Nothing is kept when this raises.
+        path (``sse_path``); it can still be read as chunks. ``logprobs`` (0 to 20 likeliest
+        tokens per position): its chunks carry the log probabilities the engine hands
+        :meth:`step` (``runtime/stream/logprobs.py``). Nothing is kept when this raises.
         """
         closed = self._closed
         if closed is not None:
@@ -204,9 +215,7 @@ class ReasoningRuntime:
         rec = StreamRecord(
             key=key,
             engine_id=engine_id,
-            completion_id=completion_id
-            if completion_id is not None
-            else (key if isinstance(key, str) else f"chatcmpl-{key}"),
+            completion_id=completion_id if completion_id is not None else completion_id_of(key),
             model=model if model is not None else self.model,
             parser=parser,
             skip_special_tokens=bool(skip),
@@ -219,6 +228,7 @@ class ReasoningRuntime:
         )
         offered = tools if tool_choice != "none" else None
         equip(rec, parser, offered, stops, include_usage, self.argument_step * stream_arguments)
+        rec.logprobs = new_logprobs(parser, logprobs)
         # Everything that can fail is above or in batch.add(), which validates first
         # (a response_format that does not compile, or no grammar engine installed).
         if response_format is not None:
@@ -395,6 +405,7 @@ class ReasoningRuntime:
         request_ids: np.ndarray[Any, Any] | Sequence[int],
         token_ids: np.ndarray[Any, Any] | Sequence[int],
         offsets: np.ndarray[Any, Any] | Sequence[int],
+        logprobs: StepLogprobs | None = None,
     ) -> BatchStepResult:
         """One engine step for the whole batch (engine ids); pushes text to each stream.
 
@@ -403,21 +414,14 @@ class ReasoningRuntime:
         alone (its stream ends with :class:`RequestTokenError`, naming its request id; the
         engine hears of it from :meth:`take_aborted`) and the other requests' tokens are
         applied; the returned result then has no row for it. Any other invalid input
-        (unknown ids, offsets that do not fit) raises before any request changes.
-
-        Stop strings (``add(..., stop=...)``) are matched on the request's content text
-        as it is decoded, across tokens and steps: the text from the first match on is
-        never sent, the request is finished here with finish_reason "stop" (usage counts
-        every token the engine sent for it), and its engine id comes out of
-        :meth:`take_aborted` so the engine stops generating for it. They are not matched
-        inside reasoning: a model drafts and quotes freely while it thinks (the prompt,
-        the answer it is about to give, a blank line), so a stop string there would end
-        the request before its answer; a stop string means "the answer ends here". A
-        match never spans reasoning and content text. With several tokens in one step,
-        the text after the match is cut exactly, but a tool call completed in that step
-        is not sent (the runtime does not order calls and text within a step)."""
+        (unknown ids, offsets that do not fit, ``logprobs`` whose shape is not the step's)
+        raises before any request changes. A request that matches one of its stop strings
+        is finished here with "stop" (``runtime/stream/stop_step.py``). ``logprobs``: the
+        engine's log probabilities of this step's tokens, for the requests that asked."""
         if self._closed is not None:
             raise RuntimeClosedError("step() on a closed runtime") from self._closed
+        if logprobs is not None:
+            logprobs = logprobs.checked(len(token_ids))
         t0 = time.perf_counter_ns() if self.time_steps else 0
         room = self.buffer_size
         sse = self._sse
@@ -434,6 +438,9 @@ class ReasoningRuntime:
             written = sse.write_row(slots[0], labs, toks, 0, offs[1], room)
             if not written:
                 rows = sse.emit(res, room)
+        if logprobs is not None:  # a request whose entries are wrong fails alone
+            for rec, exc in hand_out(logprobs, self._by_engine, request_ids, token_ids, offsets):
+                self._fail(rec, RequestFailedError(rec.engine_id, rec.parser.name, exc))
         if written:
             self.steps += 1
             if t0:
@@ -453,6 +460,8 @@ class ReasoningRuntime:
             # stop strings, chunk) fails that request alone; the step and the other
             # requests go on. (A try costs nothing until it catches.)
             try:
+                if got.logprobs is not None:
+                    got.logprobs.route(labels)
                 if got.stop is not None:
                     self._step_with_stop(got, ids, labels, spill)
                     continue
@@ -470,6 +479,7 @@ class ReasoningRuntime:
                     got.include_reasoning
                     and not got.hold_reasoning
                     and not got.cites
+                    and got.logprobs is None
                     and len(got.queue) < room
                 ):
                     # The common case (it runs once per request-token): a new chunk.
@@ -508,7 +518,7 @@ class ReasoningRuntime:
                 res = self.batch.step(rids_in, toks_in, offs_in)
                 break
             except UnknownRequestError as err:
-                rids, toks, offs = self._without_gone(rids_in, toks_in, offs_in)
+                rids, toks, offs = without_rows(self._gone, rids_in, toks_in, offs_in)
                 if rids is None:
                     raise err from None
                 rids_in, toks_in, offs_in = rids, toks, offs
@@ -518,7 +528,7 @@ class ReasoningRuntime:
                     raise
                 # Only this request fails; the step is retried without its rows.
                 self._fail(bad, RequestTokenError(bad.key, err))
-                rids, toks, offs = self._without_gone(rids_in, toks_in, offs_in)
+                rids, toks, offs = without_rows(self._gone, rids_in, toks_in, offs_in)
                 if rids is None:
                     raise
                 rids_in, toks_in, offs_in = rids, toks, offs
@@ -527,30 +537,6 @@ class ReasoningRuntime:
             if failed is not None:
                 self._fail(failed, exc)
         return res
-
-    def _without_gone(
-        self, request_ids: Any, token_ids: Any, offsets: Any
-    ) -> tuple[np.ndarray[Any, Any] | None, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-        """The step without the rows of ended-early requests (None: there are none, so
-        the unknown id is a real error)."""
-        rids = np.asarray(request_ids, dtype=np.int64)
-        toks = np.asarray(token_ids, dtype=np.int64)
-        offs = np.asarray(offsets, dtype=np.int64)
-        if not self._gone or offs.shape[0] != rids.shape[0] + 1:
-            return None, toks, offs
-        gone = np.isin(rids, np.fromiter(self._gone, np.int64, len(self._gone)))
-        if not gone.any():
-            return None, toks, offs
-        keep = ~gone
-        counts = np.diff(offs)[keep]
-        starts = offs[:-1][keep]
-        toks = (
-            np.concatenate([toks[s : s + c] for s, c in zip(starts, counts, strict=True)])
-            if counts.size
-            else toks[:0]
-        )
-        offs = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        return rids[keep], toks, offs
 
     def finish(self, request_id: RequestKey, finish_reason: FinishReason = "stop") -> None:
         """The engine ended the request: flush held tokens, send the final chunk and usage.
@@ -606,9 +592,9 @@ class ReasoningRuntime:
     def _step_with_stop(
         self, rec: StreamRecord, ids: list[int], labels: bytes, spill: tuple[Spill, ...]
     ) -> None:
-        """One step of a request with stop strings (:meth:`StreamRecord.step_with_stop`);
+        """One step of a request with stop strings (``stop_step.step_with_stop``);
         on a match the request ends here with "stop"."""
-        if rec.step_with_stop(self.alias, self.buffer_size, ids, labels, spill):
+        if step_with_stop(rec, self.alias, self.buffer_size, ids, labels, spill):
             self._end_on_stop(rec)
 
     def _end_on_stop(self, rec: StreamRecord) -> None:

@@ -1,35 +1,34 @@
 """The vectorized output path: a step's plain text tokens to SSE event bytes, batch-wide.
 
-Most generated tokens are plain text in the middle of a channel: the request's decoder
-holds no partial character, its formatter has nothing pending, and the token's bytes are
-a whole UTF-8 text that the formatter would not hold back. For such a token the event a
-server writes is fixed bytes: the request's event prefix (``data: {"object":...,"id":...,
+Most generated tokens are plain text in the middle of a channel: the request's decoder holds
+no partial character, its formatter has nothing pending, and the token's bytes are a whole
+UTF-8 text that the formatter would not hold back. For such a token the event a server
+writes is fixed bytes: the request's event prefix (``data: {"object":...,"id":...,
 "delta":{"content":"``), the token's JSON-escaped text (:class:`TokenText`, escaped by
 msgspec), and the common suffix. :class:`SSEPath` finds those rows of a step with a few
 numpy gathers over per-slot arrays (is the request's channel plain now, which token table
 does it use) and per-token tables, and writes their events straight into the requests'
-queues. A paragraph break whose trailing newlines the trim holds until the next text,
-and the row after it, are written from the token texts too, while the path holds those
-newlines for the trim (``runtime/text/trails.py``, :meth:`SSEPath._write_trail`). A row that is
-not plain otherwise (a split character, a trim after a marker, the marker itself), of a
-request whose options add nothing to a text chunk, is decoded here by the request's own
-decoder (``decoder.feed``, the call the exact path makes) and its text written from the
-same templates, escaped by msgspec (:meth:`SSEPath._decode_rows`). The runtime's exact
+queues. A paragraph break whose trailing newlines the trim holds until the next text, and
+the row after it, are written from the token texts too, while the path holds those newlines
+for the trim (``runtime/text/trails.py``, :meth:`SSEPath._write_trail`). A row that is not
+plain otherwise (a split character, a trim after a marker, the marker itself), of a request
+whose options add nothing to a text chunk, is decoded here by the request's own decoder
+(``decoder.feed``, the call the exact path makes) and its text written from the same
+templates, escaped by msgspec (:meth:`SSEPath._decode_rows`). The runtime's exact
 per-request path takes every other row (held-back tokens, tool-call regions and their
-openers, stop strings, harmony's tool messages, citations, a full queue) and then tells
-this path, through :meth:`SSEPath.refresh`, whether the request is plain again. A step
-of a few requests takes a scalar loop instead of the numpy gathers, and a step of one
-request with one token (a server decoding for one user) :meth:`SSEPath.emit_one`.
+openers, stop strings, harmony's tool messages, citations, log probabilities, a full queue)
+and then tells this path, through :meth:`SSEPath.refresh`, whether the request is plain
+again. A step of a few requests takes a scalar loop instead of the numpy gathers, and a step
+of one request with one token (a server decoding for one user) :meth:`SSEPath.emit_one`.
 
-A request that offers tools rides it too while its call extractor only passes answer
-tokens through (outside a region, openers matched on ids): the openers are left out of
-its table, so a call region starts on the exact path, and while the extractor holds any
-token (a region, and whatever comes after its opener, reasoning too) every row of the
-request takes the exact path, in order behind them. Only requests added with
-``sse=True`` (their stream is read as event bytes) ride it. The
-bytes are identical to encoding the chunk Structs (``runtime.sse.chunk_events``): the
-prefix and suffix are cut from such an encoding at add time, and the escaped pieces come
-from msgspec itself.
+A request that offers tools rides it too while its call extractor only passes answer tokens
+through (outside a region, openers matched on ids): the openers are left out of its table,
+so a call region starts on the exact path, and while the extractor holds any token (a
+region, and whatever comes after its opener, reasoning too) every row of the request takes
+the exact path, in order behind them. Only requests added with ``sse=True`` (their stream is
+read as event bytes) ride it. The bytes are identical to encoding the chunk Structs
+(``runtime.sse.chunk_events``): the prefix and suffix are cut from such an encoding at add
+time, and the escaped pieces come from msgspec itself.
 """
 
 from __future__ import annotations
@@ -253,7 +252,7 @@ class SSEPath:
         self.recs[slot] = rec
         rec.sse_slot = slot
         self.count += 1
-        if rec.hold_reasoning or rec.stop or rec.tools or rec.cites or rec.calls:
+        if rec.hold_reasoning or rec.stop or rec.tools or rec.cites or rec.calls or rec.logprobs:
             self.refresh(rec)
             return True
         # A plain request starts as every plain request of its parser and options does (no
@@ -337,6 +336,7 @@ class SSEPath:
             or rec.stop is not None
             or rec.tools is not None
             or rec.cites
+            or rec.logprobs is not None
         ):
             self._py[0][slot] = 0
             return

@@ -82,12 +82,46 @@ class ChoiceDelta(msgspec.Struct, omit_defaults=True, gc=False):
     citations: list[Citation] | None = None
 
 
+class TopLogprob(msgspec.Struct, gc=False):
+    """One of the likeliest tokens at a position: its text, log probability and UTF-8
+    bytes (``bytes``: a token that is part of a character has text that is not its own)."""
+
+    token: str
+    logprob: float
+    bytes: list[int]
+
+
+class TokenLogprob(msgspec.Struct, gc=False):
+    """One generated token's entry in ``logprobs.content`` / ``logprobs.reasoning``, as
+    OpenAI writes it: the token, its log probability, its bytes and the requested number
+    of likeliest tokens at its position (``top_logprobs``)."""
+
+    token: str
+    logprob: float
+    bytes: list[int]
+    top_logprobs: list[TopLogprob]
+
+
+class ChoiceLogprobs(msgspec.Struct, omit_defaults=True, gc=False):
+    """A choice's ``logprobs`` (``runtime/stream/logprobs.py``): ``content`` holds one entry
+    per token of the answer (its text and its tool calls), ``reasoning`` (an extension,
+    beside ``delta.reasoning``) one per reasoning token; a marker token (``</think>``)
+    is in neither, as its text is in neither. Each list is in the order of generation;
+    a chunk carries the entries of the tokens decided since the previous chunk."""
+
+    content: list[TokenLogprob] | None = None
+    reasoning: list[TokenLogprob] | None = None
+
+
 class ChunkChoice(msgspec.Struct, gc=False):
-    """One choice of a chunk (``gc=False``: see :class:`ChoiceDelta`)."""
+    """One choice of a chunk (``gc=False``: see :class:`ChoiceDelta`). ``logprobs`` is
+    sent only for a request that asked for them (UNSET is left out of the encoding, so
+    every other chunk's bytes are the batch-wide output path's)."""
 
     index: int
     delta: ChoiceDelta
     finish_reason: FinishReason | None = None
+    logprobs: ChoiceLogprobs | msgspec.UnsetType = msgspec.UNSET
 
 
 class CompletionTokensDetails(msgspec.Struct):
@@ -141,6 +175,7 @@ class Choice(msgspec.Struct):
     index: int
     message: ChatMessage
     finish_reason: FinishReason | None = None
+    logprobs: ChoiceLogprobs | msgspec.UnsetType = msgspec.UNSET
 
 
 class ChatCompletion(msgspec.Struct, kw_only=True, tag_field="object", tag="chat.completion"):
@@ -204,6 +239,7 @@ class CompletionBuilder:
         "_created",
         "_finish",
         "_id",
+        "_logprobs",
         "_model",
         "_reasoning",
         "_usage",
@@ -214,6 +250,7 @@ class CompletionBuilder:
         self._content: list[str] = []
         self._calls: dict[int, _CallParts] = {}
         self._citations: list[Citation] = []
+        self._logprobs: ChoiceLogprobs | None = None
         self._finish: FinishReason | None = None
         self._usage: Usage | None = None
         self._id = ""
@@ -234,8 +271,24 @@ class CompletionBuilder:
                 self._citations += d.citations
             if choice.finish_reason is not None:
                 self._finish = choice.finish_reason
+            if choice.logprobs is not msgspec.UNSET:
+                self._add_logprobs(choice.logprobs)
         if chunk.usage is not None:
             self._usage = chunk.usage
+
+    def _add_logprobs(self, got: ChoiceLogprobs) -> None:
+        """Join a chunk's entries to the message's (a request that asked for logprobs
+        gets ``content``, empty or not, as OpenAI sends it)."""
+        mine = self._logprobs
+        if mine is None:
+            mine = self._logprobs = ChoiceLogprobs(content=[])
+        if got.content:
+            assert mine.content is not None
+            mine.content.extend(got.content)
+        if got.reasoning:
+            if mine.reasoning is None:
+                mine.reasoning = []
+            mine.reasoning.extend(got.reasoning)
 
     def _add_calls(self, entries: list[ChoiceDeltaToolCall]) -> None:
         for entry in entries:
@@ -275,6 +328,7 @@ class CompletionBuilder:
                         citations=self._citations or None,
                     ),
                     finish_reason=self._finish,
+                    logprobs=msgspec.UNSET if self._logprobs is None else self._logprobs,
                 )
             ],
             usage=self._usage if self._usage is not None else usage_for(0, 0, 0),
