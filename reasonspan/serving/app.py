@@ -311,6 +311,7 @@ class Server:
                 # A streamed answer sends a call's arguments as they are written, as
                 # OpenAI does; a whole one reads each call once its markup closed.
                 stream_arguments=req.stream,
+                logprobs=req.logprobs_top,
             )
         except InvalidOptionError as exc:
             raise RequestError(str(exc), param=exc.key) from None

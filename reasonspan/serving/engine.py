@@ -15,7 +15,10 @@ the family's format, chosen deterministically by a hash of the prompt. It honour
 ``max_tokens``, thinking budgets and ``response_format`` (it samples under the grammar's
 mask, as :mod:`reasonspan.runtime.stream.simulation` describes, and stops when the document is
 complete) and ignores the decoding parameters of ``EngineRequest.sampling`` (temperature,
-seed, ...), which mean nothing to a script. With
+seed, ...), which mean nothing to a script. A request that asks for ``logprobs`` gets
+simulated ones (:func:`simulated_logprobs`: a fixed function of each token id, the
+sampled token first among its ``top_logprobs``), so the path from the engine to each
+chunk is the one a real engine's values take. With
 ``threaded=True`` its loop runs on a thread of its own and reaches the runtime through
 :meth:`ReasoningRuntime.from_thread`, as an engine around GPU kernels would.
 """
@@ -34,6 +37,7 @@ import numpy as np
 
 from reasonspan.runtime.batch.result import BatchStepResult
 from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.stream.logprobs import StepLogprobs
 from reasonspan.runtime.stream.runtime import ReasoningRuntime, RuntimeFromThread
 from reasonspan.runtime.stream.simulation import SimRequest, SimulatedEngine
 from reasonspan.serving.protocol import ChatCompletionRequest, SamplingParams
@@ -129,6 +133,8 @@ class SimulatedServingEngine:
         """Requests with a grammar (``response_format``): sampled under their masks."""
         self._masks: dict[int, np.ndarray[Any, Any]] = {}
         """Next-token bitmask rows of the constrained requests whose grammar is active."""
+        self._logprobs: dict[int, tuple[int, int]] = {}
+        """Requests that asked for log probabilities: their top count and vocabulary size."""
 
     def submit(self, request: EngineRequest) -> None:
         limit = request.request.token_limit
@@ -145,6 +151,9 @@ class SimulatedServingEngine:
                 constrained=request.request.structured_output,
             )
         )
+        top = request.request.logprobs_top
+        if top is not None:
+            self._logprobs[request.engine_id] = (top, len(request.parser.tokenizer.token_bytes))
         if request.request.structured_output and self._runtime is not None:
             self._constrained.add(request.engine_id)
             self._fill_masks(self._runtime)  # the first token may be the grammar's
@@ -164,6 +173,7 @@ class SimulatedServingEngine:
             self._forced.pop(eid, None)
             self._budget.pop(eid, None)
             self._constrained.discard(eid)
+            self._logprobs.pop(eid, None)
         sim.admit()
         sim.finished.clear()  # a server runs forever: keep nothing per finished request
         if not sim.active:
@@ -181,7 +191,8 @@ class SimulatedServingEngine:
         """The runtime's part of a step (on the event loop): labels and text, finished
         requests, the forced tokens of the next step; returns the ids to abort."""
         rids, toks, offs, done = step
-        res = runtime.step(rids, toks, offs)
+        lp = simulated_logprobs(rids, toks, offs, self._logprobs) if self._logprobs else None
+        res = runtime.step(rids, toks, offs, logprobs=lp)
         self._forced = _forced_tokens(res)
         if self._budget:
             left = res.budget_remaining.tolist()
@@ -191,6 +202,7 @@ class SimulatedServingEngine:
         for r in done:
             self._budget.pop(r.request_id, None)
             self._constrained.discard(r.request_id)
+            self._logprobs.pop(r.request_id, None)
             runtime.finish(r.request_id, "length" if r.finish_reason == "length" else "stop")
         if self._constrained:
             if res.grammar_stopped.any():  # the document is complete: end it there
@@ -201,6 +213,7 @@ class SimulatedServingEngine:
                         self.sim.stop(rid)
                         self._constrained.discard(rid)
                         self._budget.pop(rid, None)
+                        self._logprobs.pop(rid, None)
                         runtime.finish(rid, "stop")
             self._fill_masks(runtime)
         self.steps += 1
@@ -298,3 +311,27 @@ def _forced_tokens(res: BatchStepResult) -> dict[int, list[int]]:
         return {}
     ids = res.request_ids[rows].tolist()
     return {rid: res.forced_token_ids(rid) for rid in ids}
+
+
+def simulated_logprobs(
+    rids: Any, toks: Any, offs: Any, asked: dict[int, tuple[int, int]]
+) -> StepLogprobs:
+    """The step's log probabilities, simulated: token ``t`` was sampled with log
+    probability ``-(t % 997) / 1000``; the likeliest tokens at its position are ``t``
+    itself and then ``t + 1``, ``t + 2``, ... (within the vocabulary), each 1 less likely
+    than the last. Enough columns for the largest ``top_logprobs`` asked in the step."""
+    toks = np.asarray(toks, dtype=np.int64)
+    values = -(toks % 997) / 1000.0
+    rows = np.asarray(rids, dtype=np.int64).tolist()
+    k = max((asked[r][0] for r in rows if r in asked), default=0)
+    if not k:
+        return StepLogprobs(values)
+    vocab = np.full(toks.shape[0], 1 << 62, dtype=np.int64)
+    bounds = np.asarray(offs, dtype=np.int64).tolist()
+    for row, rid in enumerate(rows):
+        if rid in asked:
+            vocab[bounds[row] : bounds[row + 1]] = asked[rid][1]
+    steps = np.arange(k, dtype=np.int64)
+    top_ids = (toks[:, None] + steps[None, :]) % vocab[:, None]
+    top_values = values[:, None] - steps[None, :].astype(np.float64)
+    return StepLogprobs(values, top_ids, top_values)

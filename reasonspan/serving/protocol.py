@@ -256,6 +256,12 @@ class ChatCompletionRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=
         return self.max_completion_tokens if self.max_completion_tokens else self.max_tokens
 
     @property
+    def logprobs_top(self) -> int | None:
+        """What the runtime's ``add(logprobs=...)`` takes: the likeliest tokens to report per
+        position (None: no log probabilities)."""
+        return (self.top_logprobs or 0) if self.logprobs else None
+
+    @property
     def include_usage(self) -> bool:
         return bool(self.stream_options and self.stream_options.include_usage)
 
@@ -409,6 +415,8 @@ def _check_unsupported(req: ChatCompletionRequest) -> None:
             "send simulated_output or simulated_output_ids, not both",
             param="simulated_output_ids",
         )
+    if req.top_logprobs and not req.logprobs:
+        raise RequestError("top_logprobs needs logprobs set to true", param="top_logprobs")
 
 
 _TOOL_CHOICES = ("none", "auto", "required")
