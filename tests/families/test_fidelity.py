@@ -87,7 +87,6 @@ QWEN_Q = "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n"
     ("family", "prompt", "output", "reasoning", "content"),
     [
         ("mimo", QWEN_Q + "<think>\n", "<think>\nx\n</think>\n\ny", "x", "y"),
-        ("minimax_m2", None, "plan\n\n</think>\n\nanswer", "plan", "answer"),
     ],
 )
 @SETTINGS

@@ -120,33 +120,6 @@ CASES: list[tuple[str, Case]] = [
         "holo2 off",
         ("holo2", "qwen-3", CHATML, "x</think>y", {"thinking": False}, None, "x</think>y", True),
     ),
-    # minimax_m2: end marker only, the turn starts in reasoning.
-    (
-        "minimax_m2",
-        (
-            "minimax_m2",
-            "minimax",
-            "]~b]user\nhi[e~[\n]~b]ai\n<think>\n",
-            "a</think>b",
-            {},
-            "a",
-            "b",
-            True,
-        ),
-    ),
-    (
-        "minimax_m2 tool",
-        (
-            "minimax_m2",
-            "minimax",
-            None,
-            "a<minimax:tool_call>x",
-            {},
-            "a",
-            "<minimax:tool_call>x",
-            True,
-        ),
-    ),
     # minimax_m3: <mm:think> is one token in M3's vocabulary and five elsewhere.
     (
         "minimax_m3 single-token",
@@ -304,16 +277,3 @@ PROMPTS = [
 )
 def test_prompt_seeding(family: str, tok_name: str, prompt: str, expected: bool) -> None:
     fc.check_seed(family, Seed("", prompt, expected, tokenizer=tok_name))
-
-
-@pytest.mark.parametrize(
-    ("family", "tok_name", "enable", "expected"),
-    [
-        ("minimax_m2", "minimax", True, True),
-    ],
-)
-def test_prompt_seeding_with_real_templates(
-    family: str, tok_name: str, enable: bool, expected: bool
-) -> None:
-    """Render the model's own chat template (history with reasoning) and seed from it."""
-    fc.check_template_seed(family, tok_name, enable, expected)

@@ -1,5 +1,5 @@
 """The matrix rows of deepseek_v4, seed_oss, nemotron_v3, ernie45, step3p5, hy_v3, olmo3,
-hunyuan_a13b, minimax_m2_append_think, each against its row of the model matrix.
+hunyuan_a13b, each against its row of the model matrix.
 
 Every case runs twice: ``parse()`` of the whole output, and ``TextSplitter`` fed one token
 at a time; both must give the expected text (the stream after applying its finish signal).
@@ -561,39 +561,3 @@ def test_hunyuan_a13b_multi_turn_history() -> None:
     assert in_reasoning("hunyuan_a13b", history + "<think>\n")
     unclosed = "<|startoftext|>Q1<|extra_0|><think>\nold<|eos|>Q2<|extra_0|>"
     assert not in_reasoning("hunyuan_a13b", unclosed)
-
-
-# ---------------------------------------------------------------------------- minimax_m2_append_think
-
-
-def test_minimax_m2_append_think_everything_is_content() -> None:
-    out = "Let me think.\n</think>\n\nHello<minimax:tool_call>x</minimax:tool_call>"
-    res = split("minimax_m2_append_think", out, prompt="]~b]ai\n<think>\n")
-    assert texts(res) == (None, "<think>" + out)
-    assert res.reasoning_tokens == 0 and set(res.labels) == {Label.CONTENT}
-    truncated = split("minimax_m2_append_think", "half a thou")
-    assert texts(truncated) == (None, "<think>half a thou")
-    assert truncated.reasoning_ended
-    # The prefix is unconditional, as vLLM's parser (`"<think>" + model_output`): an empty
-    # output is content `<think>`, streamed or whole (split checks both).
-    empty = split("minimax_m2_append_think", "")
-    assert texts(empty) == (None, "<think>")
-    assert empty.token_ids == [] and empty.reasoning_tokens == 0
-    assert not in_reasoning("minimax_m2_append_think", "]~b]ai\n<think>\n")
-
-
-async def test_minimax_m2_append_think_empty_output_is_served_as_its_prefix() -> None:
-    """A server streaming an empty output sends the content `<think>` too (the prefix
-    comes out of the request's finish), as parse() returns it."""
-    from reasonspan.runtime.stream.runtime import ReasoningRuntime
-
-    parser = parser_for("minimax_m2_append_think")
-    runtime = ReasoningRuntime()
-    stream = runtime.add(1, parser, parser.tokenizer.encode("]~b]ai\n<think>\n"))
-    runtime.finish(1)
-    content = ""
-    async for chunk in stream:
-        if chunk.choices:
-            assert not chunk.choices[0].delta.reasoning
-            content += chunk.choices[0].delta.content or ""
-    assert content == "<think>"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pytest
 
-import reasonspan
 from tests.support import xml_calls
 from tests.support.xml_calls import (
     NS,
@@ -21,7 +20,6 @@ from tests.support.xml_calls import (
     m3_call,
     m3_expect,
     make,
-    minimax_call,
     qwen_call,
     setup,
 )
@@ -35,15 +33,6 @@ FAMILIES = {
         qwen_call,
         "<tool_call>",
         "<tool_call>\n<parameter=s>\nno function\n</parameter>\n</tool_call>",
-    ),
-    "minimax-m2": Family(
-        "minimax_m2",
-        "minimax",
-        "]~b]user\nq[e~[\n]~b]ai\n<think>\n",
-        "plan\n</think>\n\n",
-        minimax_call,
-        "<minimax:tool_call>",
-        "<minimax:tool_call>\nnot an invoke\n</minimax:tool_call>",
     ),
     "minimax-m3": Family(
         "minimax_m3",
@@ -78,24 +67,3 @@ def test_qwen_coder_bare_function_and_prose_that_mentions_it() -> None:
     prose = "Write <function=name> to call a tool."
     res = make(f).parse(tok.encode(prose), prompt, tools=TOOLS)
     assert res.tool_calls == [] and res.content == prose
-
-
-def test_minimax_several_invokes_in_one_block() -> None:
-    f = FAMILIES["minimax-m2"]
-    tok, prompt = setup(f)
-    block = (
-        '<minimax:tool_call>\n<invoke name="put">\n<parameter name="n">1</parameter>\n</invoke>\n'
-        '<invoke name="ping">\n</invoke>\n</minimax:tool_call>'
-    )
-    res = make(f).parse(tok.encode("plan\n</think>\n\n" + block), prompt, tools=TOOLS)
-    assert args_of(res.tool_calls) == [("put", canonical({"n": 1})), ("ping", "{}")]
-    assert not res.content
-
-
-def test_minimax_append_think_reads_calls_from_the_content() -> None:
-    tok, prompt = setup(FAMILIES["minimax-m2"])
-    out = "plan\n</think>\n\nOn it.\n" + minimax_call("put", {"n": 5})
-    p = reasonspan.create_parser_sync("minimax_m2_append_think", tok)
-    res = p.parse(tok.encode(out), prompt, tools=TOOLS)
-    assert args_of(res.tool_calls) == [("put", canonical({"n": 5}))]
-    assert res.content == "<think>plan\n</think>\n\nOn it." and not res.reasoning
