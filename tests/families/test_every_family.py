@@ -39,11 +39,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
         "toolcalls/test_toolcalls_mistral_llama_gemma.py",
     ),
     "mimo": ("families/test_fidelity.py", "families/test_matrix_added_tokens_b.py"),
-    "minimax_m3": (
-        "families/test_fidelity.py",
-        "families/test_matrix_core.py",
-        "toolcalls/test_toolcalls_xml.py",
-    ),
     "mistral": (
         "families/test_fidelity.py",
         "families/test_matrix_control_tokens.py",

