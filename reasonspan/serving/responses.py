@@ -27,7 +27,7 @@ a 400 saying so (send the earlier items in ``input``), as is ``background: true`
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -98,7 +98,7 @@ class ResponsesRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True)
     truncation: Literal["auto", "disabled"] | None = None
     user: str | None = None
     service_tier: str | None = None
-    top_logprobs: int | None = None
+    top_logprobs: Annotated[int, msgspec.Meta(ge=0, le=20)] | None = None
     max_tool_calls: int | None = None
     prompt_cache_key: str | None = None
     safety_identifier: str | None = None
@@ -360,7 +360,19 @@ def to_chat_request(req: ResponsesRequest, items: list[Item]) -> ChatCompletionR
         parallel_tool_calls=req.parallel_tool_calls,
         metadata=req.metadata,
         user=req.user,
+        logprobs=wants_logprobs(req) or None,
+        top_logprobs=req.top_logprobs,
     )
+
+
+LOGPROBS_INCLUDE = "message.output_text.logprobs"
+"""The ``include`` entry that asks for the answer's log probabilities."""
+
+
+def wants_logprobs(req: ResponsesRequest) -> bool:
+    """The answer's ``output_text`` carries log probabilities: ``include`` asks for them,
+    or ``top_logprobs`` is set (it means nothing otherwise)."""
+    return LOGPROBS_INCLUDE in (req.include or ()) or req.top_logprobs is not None
 
 
 def effort_off(req: ResponsesRequest) -> bool:

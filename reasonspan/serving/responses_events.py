@@ -12,6 +12,11 @@ then per item ``response.output_item.added``, ``response.content_part.added``, i
 and ``response.output_item.done``; last ``response.completed``, or ``response.incomplete``
 with ``incomplete_details.reason: "max_output_tokens"`` when the token limit cut the turn.
 Every event carries its ``sequence_number``.
+
+Log probabilities (``include: ["message.output_text.logprobs"]`` or ``top_logprobs``): the
+``output_text`` part carries the entries of the answer's tokens (``runtime/stream/logprobs.py``:
+its calls' tokens too, as Chat Completions' ``logprobs.content`` does), and each
+``response.output_text.delta`` the entries decided since the one before it.
 """
 
 from __future__ import annotations
@@ -23,8 +28,14 @@ from typing import Any
 import msgspec
 
 from reasonspan.runtime.core.errors import ReasonspanError
-from reasonspan.runtime.wire.openai import ChatCompletion, ChatCompletionChunk, FinishReason, Usage
-from reasonspan.serving.responses import ResponsesRequest, tools_echo
+from reasonspan.runtime.wire.openai import (
+    ChatCompletion,
+    ChatCompletionChunk,
+    ChoiceLogprobs,
+    FinishReason,
+    Usage,
+)
+from reasonspan.serving.responses import ResponsesRequest, tools_echo, wants_logprobs
 from reasonspan.serving.segments import Closed, Delta, Opened, Segment, Segments, encode_events
 from reasonspan.serving.segments import Event as SegmentEvent
 
@@ -37,14 +48,19 @@ def _item_id(kind: str) -> str:
 
 
 def _item(
-    kind: str, item_id: str, text: str, status: str, call: tuple[str, str] = ("", "")
+    kind: str,
+    item_id: str,
+    text: str,
+    status: str,
+    call: tuple[str, str] = ("", ""),
+    logprobs: list[Any] | None = None,
 ) -> dict[str, Any]:
     """One output item of a kind, as the response and its events carry it."""
     if kind == "reasoning":
         content = [{"type": "reasoning_text", "text": text}] if status != "in_progress" else []
         return {"type": "reasoning", "id": item_id, "summary": [], "content": content}
     if kind == "text":
-        parts = [] if status == "in_progress" else [_text_part(text)]
+        parts = [] if status == "in_progress" else [_text_part(text, logprobs)]
         return {
             "type": "message",
             "id": item_id,
@@ -62,8 +78,15 @@ def _item(
     }
 
 
-def _text_part(text: str) -> dict[str, Any]:
-    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+def _text_part(text: str, logprobs: list[Any] | None = None) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": logprobs or []}
+
+
+def _answer_entries(got: ChoiceLogprobs | msgspec.UnsetType) -> list[Any]:
+    """A choice's ``logprobs.content`` entries as plain objects ([]: none)."""
+    if isinstance(got, msgspec.UnsetType) or not got.content:
+        return []
+    return msgspec.to_builtins(got.content)  # type: ignore[no-any-return]
 
 
 def _usage(usage: Usage | None) -> dict[str, Any] | None:
@@ -141,7 +164,8 @@ def response_of(shape: ResponseShape, completion: ChatCompletion) -> dict[str, A
     if reasoning:
         output.append(_item("reasoning", _item_id("reasoning"), reasoning, status))
     if msg.content:
-        output.append(_item("text", _item_id("text"), msg.content, status))
+        entries = _answer_entries(choice.logprobs)
+        output.append(_item("text", _item_id("text"), msg.content, status, logprobs=entries))
     for call in msg.tool_calls or ():
         ids = (call.id, call.function.name)
         output.append(_item("call", _item_id("call"), call.function.arguments, "completed", ids))
@@ -165,6 +189,11 @@ class ResponseEvents:
         self._segments = Segments()
         self._ids: dict[int, str] = {}
         self._done: list[dict[str, Any]] = []
+        self._logprobs = wants_logprobs(shape.req)
+        self._pending: list[Any] = []
+        """Answer entries not sent with a text delta yet (:meth:`chunk`)."""
+        self._sent: dict[int, list[Any]] = {}
+        """Per text item, every entry its deltas carried (its ``.done`` and part repeat them)."""
 
     def _event(self, kind: str, data: dict[str, Any]) -> bytes:
         data = {"type": kind, "sequence_number": self._seq, **data}
@@ -195,6 +224,8 @@ class ResponseEvents:
         """``prefix`` (the event up to its text, the same for every delta of the item)
         + the text as a JSON string + the sequence number: what msgspec would write for
         the whole event, without building it."""
+        if self._logprobs and seg.kind == "text":
+            return self._delta_with_logprobs(seg, text)
         if not seg.prefix:
             kind = _DELTA_EVENT[seg.kind]
             head = {"type": kind, **self._where(seg)}
@@ -210,6 +241,14 @@ class ResponseEvents:
             (seg.prefix, _encode(text), b',"sequence_number":', str(seq).encode(), b"}\n\n")
         )
 
+    def _delta_with_logprobs(self, seg: Segment, text: str) -> bytes:
+        """A text delta with the entries decided since the last one (the slower way: only
+        a request that asked for log probabilities takes it)."""
+        entries, self._pending = self._pending, []
+        self._sent.setdefault(seg.index, []).extend(entries)
+        where = {**self._where(seg), "content_index": 0, "logprobs": entries, "delta": text}
+        return self._event(_DELTA_EVENT["text"], where)
+
     def _closed(self, seg: Segment, status: str) -> list[bytes]:
         text, where = seg.joined, self._where(seg)
         out = []
@@ -218,14 +257,27 @@ class ResponseEvents:
             out.append(self._event("response.function_call_arguments.done", done))
         else:
             kind = "reasoning_text" if seg.kind == "reasoning" else "output_text"
-            extra: dict[str, Any] = {"logprobs": []} if seg.kind == "text" else {}
+            extra: dict[str, Any] = {}
+            entries: list[Any] = []
+            if seg.kind == "text":
+                entries = self._sent.setdefault(seg.index, [])
+                entries += self._pending  # (a trailing newline's: its text was trimmed)
+                self._pending = []
+                extra["logprobs"] = entries
             done = {**where, "content_index": 0, "text": text, **extra}
             out.append(self._event(f"response.{kind}.done", done))
-            part = _text_part(text) if seg.kind == "text" else {"type": kind, "text": text}
+            part = _text_part(text, entries) if seg.kind == "text" else {"type": kind, "text": text}
             part_done = {**where, "content_index": 0, "part": part}
             out.append(self._event("response.content_part.done", part_done))
         item_status = "completed" if seg.kind == "call" else status
-        item = _item(seg.kind, where["item_id"], text, item_status, (seg.call_id, seg.name))
+        item = _item(
+            seg.kind,
+            where["item_id"],
+            text,
+            item_status,
+            (seg.call_id, seg.name),
+            self._sent.get(seg.index),
+        )
         self._done.append(item)
         out.append(
             self._event("response.output_item.done", {"output_index": seg.index, "item": item})
@@ -244,11 +296,22 @@ class ResponseEvents:
         return out
 
     def chunk(self, chunk: ChatCompletionChunk) -> list[bytes]:
+        if self._logprobs:
+            for choice in chunk.choices:
+                self._pending += _answer_entries(choice.logprobs)
         return self._events(self._segments.feed(chunk))
 
     def end(self, finish: FinishReason | None, usage: Usage | None) -> list[bytes]:
         status = status_of(finish)
         out = self._events(self._segments.end(), status)
+        messages = [item for item in self._done if item["type"] == "message"]
+        if self._pending and messages:
+            # Decided after the message's text closed (a call after it): the final response
+            # carries them in the message's part, as a whole response does.
+            messages[-1]["content"][0]["logprobs"] = [
+                *messages[-1]["content"][0]["logprobs"],
+                *self._pending,
+            ]
         snap = self.shape.snapshot(status, self._done, usage, finish)
         kind = "response.incomplete" if status == "incomplete" else "response.completed"
         out.append(self._event(kind, {"response": snap}))

@@ -7,6 +7,7 @@ gpt-oss: ``tests/serving/test_server.py``'s models)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -145,3 +146,81 @@ def test_bad_logprobs_fields_are_a_400_naming_the_field(
     got = httpx.post(f"{running.base_url}/chat/completions", json=sent, timeout=30)
     assert got.status_code == 400, got.text
     assert got.json()["error"]["param"] == param
+
+
+RESPONSES_TOOL = {
+    "type": "function",
+    "name": "get_weather",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "note": {"type": "string"}},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("calls", "note"),
+    [(False, ""), (True, ""), (True, "Sunny spells, " * 40)],
+    ids=["text", "text-then-call", "text-then-streamed-call"],
+)
+def test_responses_output_text_carries_the_answers_logprobs(
+    client: openai.OpenAI, calls: bool, note: str
+) -> None:
+    """``include: ["message.output_text.logprobs"]``: the message's ``output_text`` part
+    holds the answer's entries (its call's tokens too); streamed, the text deltas carry them
+    as they are decided, and the part's ``.done`` and the final response all of them, as the
+    whole response does (a call sent whole comes after the entries of its tokens, so the
+    text is still open when they are decided; a call streamed as it is written closes the
+    text first: the entries of its tokens join the message in the final response)."""
+    model = "qwen3"
+    # A long second argument streams (a call is sent once its first argument is whole).
+    args = json.dumps({"city": "Bern", "note": note} if note else {"city": "Bern"})
+    call = f'<tool_call>\n{{"name": "get_weather", "arguments": {args}}}\n</tool_call>'
+    output = "<think>\nLook it up.\n</think>\n\nChecking the weather." + (
+        "\n" + call if calls else ""
+    )
+    want, _ = expected(model, output, 2)
+    kw: dict[str, Any] = {
+        "model": model,
+        "input": MESSAGES[0]["content"],
+        "include": ["message.output_text.logprobs"],
+        "top_logprobs": 2,
+        "tools": [RESPONSES_TOOL] if calls else [],
+        "extra_body": {"simulated_output": output},
+    }
+    whole = client.responses.create(**kw)
+    [message] = [item for item in whole.output if item.type == "message"]
+    assert entries(message.content[0].logprobs) == want  # type: ignore[union-attr]
+    assert [i.type for i in whole.output].count("function_call") == int(calls)
+
+    events = list(client.responses.create(**kw, stream=True))
+    deltas = [e for e in events if e.type == "response.output_text.delta"]
+    streamed = [x for e in deltas for x in entries(e.logprobs)]  # type: ignore[union-attr]
+    [done] = [e for e in events if e.type == "response.output_text.done"]
+    at_close = entries(done.logprobs)  # type: ignore[union-attr]
+    assert streamed and at_close[: len(streamed)] == streamed
+    assert at_close == want if not note else at_close == want[: len(at_close)] != want
+    final = events[-1].response  # type: ignore[union-attr]
+    [message] = [item for item in final.output if item.type == "message"]
+    assert entries(message.content[0].logprobs) == want  # type: ignore[union-attr]
+
+
+def test_responses_without_logprobs_send_empty_lists(client: openai.OpenAI) -> None:
+    output = script("qwen3")
+    kw: dict[str, Any] = {
+        "model": "qwen3",
+        "input": "Hi",
+        "extra_body": {"simulated_output": output},
+    }
+    whole = client.responses.create(**kw)
+    assert all(
+        not part.logprobs  # type: ignore[union-attr]
+        for item in whole.output
+        if item.type == "message"
+        for part in item.content
+    )
+
+
+def test_responses_top_logprobs_outside_0_to_20_is_a_400(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError, match="top_logprobs"):
+        client.responses.create(model="qwen3", input="Hi", top_logprobs=21)
