@@ -34,6 +34,7 @@ from reasonspan.runtime.parser.registry import (
     register,
 )
 from reasonspan.runtime.parser.splitter import TextSplitter
+from reasonspan.runtime.stream.logprobs import StepLogprobs
 from reasonspan.runtime.stream.runtime import (
     ReasoningRuntime,
     RequestCancelledError,
@@ -79,6 +80,7 @@ __all__ = [
     "RequestStream",
     "RequestTokenError",
     "RequestUsage",
+    "StepLogprobs",
     "TextFormatter",
     "TextSplitter",
     "TokenizerLoadError",

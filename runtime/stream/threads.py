@@ -11,6 +11,7 @@ import numpy as np
 from anyio.from_thread import BlockingPortal
 
 from reasonspan.runtime.batch.result import BatchStepResult
+from reasonspan.runtime.stream.logprobs import StepLogprobs
 from reasonspan.runtime.stream.request import RequestKey
 from reasonspan.runtime.wire.openai import FinishReason
 
@@ -25,6 +26,7 @@ class EngineSide(Protocol):
         request_ids: np.ndarray[Any, Any],
         token_ids: np.ndarray[Any, Any],
         offsets: np.ndarray[Any, Any],
+        logprobs: StepLogprobs | None = None,
     ) -> BatchStepResult: ...
 
     def finish(self, request_id: RequestKey, finish_reason: FinishReason = "stop") -> None: ...
@@ -54,8 +56,9 @@ class RuntimeFromThread:
         request_ids: np.ndarray[Any, Any],
         token_ids: np.ndarray[Any, Any],
         offsets: np.ndarray[Any, Any],
+        logprobs: StepLogprobs | None = None,
     ) -> BatchStepResult:
-        return self._portal.call(self.runtime.step, request_ids, token_ids, offsets)
+        return self._portal.call(self.runtime.step, request_ids, token_ids, offsets, logprobs)
 
     def finish(self, request_id: RequestKey, finish_reason: FinishReason = "stop") -> None:
         self._portal.call(self.runtime.finish, request_id, finish_reason)
