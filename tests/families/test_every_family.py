@@ -32,18 +32,7 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
         "toolcalls/test_hostile_calls.py",
         "toolcalls/test_toolcalls_deepseek_kimi.py",
     ),
-    "llama3_json": ("toolcalls/test_toolcalls_mistral_llama_gemma.py",),
-    "llama4_pythonic": (
-        "toolcalls/test_hostile_calls.py",
-        "toolcalls/test_toolcalls_core.py",
-        "toolcalls/test_toolcalls_mistral_llama_gemma.py",
-    ),
     "mimo": ("families/test_fidelity.py", "families/test_matrix_added_tokens_b.py"),
-    "mistral": (
-        "families/test_fidelity.py",
-        "families/test_matrix_control_tokens.py",
-        "toolcalls/test_toolcalls_mistral_llama_gemma.py",
-    ),
     "qwen3_instruct": ("batch/test_sse_path.py", "support/canitoolcall_replay.py"),
 }
 

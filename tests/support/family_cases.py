@@ -8,7 +8,9 @@ logic that runs a case lives once and a family's cases live in its own module
 - a :class:`Seed`: whether a prompt leaves the turn in reasoning (:func:`check_seed`), and
   the same from the model's own chat template (:func:`check_template_seed`);
 - a fidelity :class:`Split`: ``parse()`` and ``TextSplitter`` under a random split drawn by
-  hypothesis (:func:`check_split`, :func:`check_layout_newlines`).
+  hypothesis (:func:`check_split`, :func:`check_layout_newlines`);
+- a raw split, special tokens kept, its labels checked against one-token ``stream()`` too
+  (:func:`split_raw`, :func:`labelled`, :func:`scan`).
 
 Every check builds the parser on the case's tokenizer (the family's fixture unless the
 case names another), so a family module loads only the tokenizers its own cases name.
@@ -26,7 +28,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 import reasonspan
-from reasonspan import ParseResult, ReasoningParser
+from reasonspan import Label, ParseResult, ReasoningParser
 from tests.support.cases import split_both_ways
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.strategies import splits
@@ -164,3 +166,57 @@ def check_no_leak(family: str, kwargs: Mapping[str, Any], output: str, leak: str
     res = parser.parse(parser.tokenizer.encode(output))
     assert res.content and leak not in res.content
     assert res.reasoning and leak not in res.reasoning
+
+
+def split_raw(
+    family: str,
+    tok_name: str,
+    output: str | list[int],
+    prompt: str | None = None,
+    kwargs: Mapping[str, Any] | None = None,
+) -> ParseResult:
+    """parse() the output; check that one-token streaming (``stream()`` and
+    ``TextSplitter``) gives the same labels and text, and return parse().
+
+    Special tokens are kept in the text: these cases assert the raw split."""
+    tok = tokenizer(tok_name)
+    parser = parser_for(family, kwargs, tok_name)
+    ids = tok.encode(output) if isinstance(output, str) else output
+    pids = tok.encode(prompt) if prompt is not None else None
+    res = parser.parse(ids, prompt_token_ids=pids, skip_special_tokens=False)
+
+    parser.reset()
+    state = parser.is_prompt_in_reasoning(pids) if pids is not None else parser.default_reasoning
+    assert state == res.started_in_reasoning
+    labels = b""
+    for t in ids:
+        d = parser.stream([t], state)
+        state = d.is_still_reasoning
+        labels += d.labels
+    tail = parser.finish(state)
+    assert labels + tail.labels == res.labels
+    assert tail.is_still_reasoning == (not res.reasoning_ended)
+
+    split = reasonspan.TextSplitter(parser, pids, skip_special_tokens=False)
+    r = c = ""
+    for t in ids:
+        a, b = split.feed([t])
+        r, c = r + a, c + b
+    a, b = split.finish()
+    assert ((r + a) or None, (c + b) or None) == (res.reasoning, res.content)
+    return res
+
+
+def labelled(res: ParseResult, tok_name: str, label: Label) -> list[str]:
+    """The text of each token of ``res`` that carries ``label``."""
+    tok = tokenizer(tok_name)
+    return [
+        tok.decode([t]) for t, lab in zip(res.token_ids, res.labels, strict=True) if lab == label
+    ]
+
+
+def scan(family: str, tok_name: str, prompt: str, kwargs: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``prompt`` leaves the family's turn in reasoning, on ``tok_name``."""
+    return parser_for(family, kwargs, tok_name).is_prompt_in_reasoning(
+        tokenizer(tok_name).encode(prompt)
+    )
