@@ -26,12 +26,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
     "deepseek_v4": ("families/test_matrix_more.py", "toolcalls/test_toolcalls_deepseek_kimi.py"),
     "deepseek_v41": ("toolcalls/test_toolcalls_deepseek_kimi.py",),
     "holo2": ("families/test_fidelity.py", "families/test_matrix_core.py"),
-    "kimi_k3": (
-        "families/test_fidelity.py",
-        "families/test_matrix_control_tokens.py",
-        "toolcalls/test_hostile_calls.py",
-        "toolcalls/test_toolcalls_deepseek_kimi.py",
-    ),
     "mimo": ("families/test_fidelity.py", "families/test_matrix_added_tokens_b.py"),
     "qwen3_instruct": ("batch/test_sse_path.py", "support/canitoolcall_replay.py"),
 }

@@ -219,14 +219,6 @@ def test_no_marker_text_leaks_into_content(
         ("olmo3", None, "<think></think>No thoughts here.", None, "No thoughts here."),
         ("olmo3", None, "<think>a</think><think>", "a", "<think>"),
         ("olmo3", None, "<think>\n</think>\nHi", "\n", "\nHi"),
-        (
-            "kimi_k3",
-            None,
-            "<|open|>think<|sep|><|close|>think<|sep|><|open|>response<|sep|>Hi"
-            "<|close|>response<|sep|><|close|>message<|sep|>",
-            None,
-            "Hi",
-        ),
     ],
 )
 @SETTINGS

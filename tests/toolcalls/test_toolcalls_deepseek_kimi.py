@@ -18,7 +18,6 @@ from tests.support import section_calls
 from tests.support.section_calls import (
     DS_PROMPT,
     K2_PROMPT,
-    K3_PROMPT,
     NOTE,
     TOOLS,
     WEATHER,
@@ -30,7 +29,6 @@ from tests.support.section_calls import (
     every_path,
     expected,
     kimi_k2,
-    kimi_k3,
 )
 
 FAMILIES = {
@@ -76,16 +74,6 @@ FAMILIES = {
         think=("<think>", "</think>"),
         leak=("<|tool",),
         json_arguments=True,
-    ),
-    "kimi_k3": Family(
-        "kimi_k3",
-        "qwen-3_base_with_kimi_k3_special_tokens",
-        K3_PROMPT,
-        kimi_k3,
-        think=("", "<|close|>think<|sep|>"),
-        answer=("<|open|>response<|sep|>", "<|close|>response<|sep|>"),
-        tail="<|close|>message<|sep|>",
-        leak=("<|open|>", "<|close|>", "<|sep|>"),
     ),
 }
 NAMES = sorted(FAMILIES)
@@ -259,34 +247,6 @@ def test_dsml_string_false_values_are_json_as_the_reference_encoder_writes_them(
     )
     res = every_path(fam, "plan</think>" + body)
     assert res.tool_calls == [expected("get_weather", {"city": 3, "days": "4", "hourly": "true"})]
-
-
-def test_kimi_k3_types_and_escaped_attributes() -> None:
-    fam = FAMILIES["kimi_k3"]
-    tok = fam.tokenizer()
-    tools = (
-        '<|open|>tools<|sep|><|open|>call tool="note" index="1"<|sep|>'
-        '<|open|>argument key="q&amp;a" type="string"<|sep|>fish & chips<|close|>argument<|sep|>'
-        '<|open|>argument key="n" type="null"<|sep|>null<|close|>argument<|sep|>'
-        # no type attribute: the schema types it (array)
-        '<|open|>argument key="tags"<|sep|>["x"]<|close|>argument<|sep|>'
-        # a closer written as text inside a value: the next element decides where it ends
-        '<|open|>argument key="text" type="string"<|sep|>a<|close|>argument<|sep|> b'
-        "<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>"
-    )
-    out = "plan<|close|>think<|sep|><|open|>response<|sep|><|close|>response<|sep|>" + tools
-    res = fam.make().parse(tok.encode(out), fam.prompt_ids(), tools=TOOLS)
-    assert res.tool_calls == [
-        expected(
-            "note",
-            {
-                "q&a": "fish & chips",
-                "n": None,
-                "tags": ["x"],
-                "text": "a<|close|>argument<|sep|> b",
-            },
-        )
-    ]
 
 
 def test_deepseek_v3_0324_has_no_reasoning() -> None:
