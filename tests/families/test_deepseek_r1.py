@@ -30,6 +30,7 @@ import reasonspan
 from reasonspan import ParseResult, ReasoningParser
 from reasonspan.runtime.core.labels import TOOL_CALL
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
 from tests.support import paths
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
@@ -241,3 +242,10 @@ def test_any_split_and_the_runtime_give_the_parse(
     assert whole.tool_calls == (want[: len(whole.tool_calls)] if cut else want)
     if not cut:
         assert BEGIN not in (whole.content or "") and CALL_END not in (whole.content or "")
+
+
+@pytest.mark.parametrize("case", fc.params(fc.BLANK_BEFORE_START))
+@fc.SETTINGS
+@given(data=st.data())
+def test_blank_before_the_models_own_start_is_dropped(data: st.DataObject, case: fc.Split) -> None:
+    fc.check_split(data, "deepseek_r1", case)

@@ -25,8 +25,6 @@ NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
     "deepseek_v3_0324": ("toolcalls/test_toolcalls_deepseek_kimi.py",),
     "deepseek_v4": ("families/test_matrix_more.py", "toolcalls/test_toolcalls_deepseek_kimi.py"),
     "deepseek_v41": ("toolcalls/test_toolcalls_deepseek_kimi.py",),
-    "holo2": ("families/test_fidelity.py", "families/test_matrix_core.py"),
-    "mimo": ("families/test_fidelity.py", "families/test_matrix_added_tokens_b.py"),
     "qwen3_instruct": ("batch/test_sse_path.py", "support/canitoolcall_replay.py"),
 }
 

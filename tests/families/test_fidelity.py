@@ -78,56 +78,6 @@ def test_nemotron_splitter_holds_what_the_swap_may_move(
     check_split(data, "nemotron_v3", output, reasoning, content, prompt=prompt, kwargs=kwargs)
 
 
-# ---------------------------------------------------------------- newlines around markers
-
-QWEN_Q = "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n"
-
-
-@pytest.mark.parametrize(
-    ("family", "prompt", "output", "reasoning", "content"),
-    [
-        ("mimo", QWEN_Q + "<think>\n", "<think>\nx\n</think>\n\ny", "x", "y"),
-    ],
-)
-@SETTINGS
-@given(data=st.data())
-def test_newlines_next_to_markers_are_not_text(
-    data: st.DataObject,
-    family: str,
-    prompt: str | None,
-    output: str,
-    reasoning: str | None,
-    content: str | None,
-) -> None:
-    kwargs = {"enable_thinking": True} if family == "mimo" else {}
-    case = fc.Split("", output, reasoning, content, prompt, kwargs)
-    fc.check_layout_newlines(data, family, case)
-
-
-# ---------------------------------------------------------------- mimo
-
-
-def test_mimo_thinks_only_when_asked() -> None:
-    off = parser_for("mimo")
-    on = parser_for("mimo", {"enable_thinking": True})
-    assert off.spec.name == "mimo" and reasonspan.get_parser_class("mimo") is not type(
-        parser_for("qwen3")
-    )
-    tok = off.tokenizer
-    prompt = tok.encode(QWEN_Q)
-    assert not off.default_reasoning and on.default_reasoning
-    assert not off.is_prompt_in_reasoning(prompt) and on.is_prompt_in_reasoning(prompt)
-    # Off: the answer is content...
-    res = off.parse(tok.encode("Hello."), prompt)
-    assert (res.reasoning, res.content) == (None, "Hello.")
-    # ...and a block the model writes anyway is split off; no marker leaks into content.
-    res = off.parse(tok.encode("<think>\nhm\n</think>\n\nHello."), prompt)
-    assert (res.reasoning, res.content) == ("hm", "Hello.")
-    # On: the template prefills <think>, so the output starts inside reasoning.
-    res = on.parse(tok.encode("hm\n</think>\n\nHello."), tok.encode(QWEN_Q + "<think>\n"))
-    assert (res.reasoning, res.content) == ("hm", "Hello.")
-
-
 # ---------------------------------------------------------------- cohere, inkling, granite
 
 COHERE_Q = "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>q<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|>"
@@ -184,8 +134,6 @@ def test_family_text(
 @pytest.mark.parametrize(
     ("family", "kwargs", "output", "leak"),
     [
-        ("mimo", {}, "<think>a</think>b</think>c", "</think>"),
-        ("mimo", {"enable_thinking": True}, "a</think>b</think>c", "</think>"),
         (
             "gemma4",
             {"enable_thinking": True},
@@ -309,33 +257,3 @@ async def test_harmony_runtime_chunks_carry_no_tool_call_text() -> None:
     assert usage.completion_tokens == len(ids)
     assert usage.completion_tokens_details is not None
     assert usage.completion_tokens_details.reasoning_tokens == len(tok.encode("Need the weather."))
-
-
-# ---------------------------------------------------------------- text before R1's own <think>
-
-R1_Q = "<｜User｜>q<｜Assistant｜><think>\n"
-
-
-@pytest.mark.parametrize("family", ["deepseek_r1", "holo2"])
-@pytest.mark.parametrize(
-    ("output", "reasoning", "content"),
-    [
-        # vLLM deepseek_r1: the output is partitioned on its first <think>.
-        ("\n<think>x</think>y", "x", "y"),
-        ("\n \n\n<think>x</think>y", "x", "y"),
-        ("<think>x</think>y", "x", "y"),
-        # No start marker: the blank run is the reasoning's first text.
-        ("\nx</think>y", "\nx", "y"),
-        ("\n\n", "\n\n", None),
-        ("\n</think>y", "\n", "y"),
-        # Text that is not blank was already reasoning: kept (bounded hold, module doc).
-        ("ok\n<think>x</think>y", "ok\nx", "y"),
-        ("\nok<think>x</think>y", "\nokx", "y"),
-    ],
-)
-@SETTINGS
-@given(data=st.data())
-def test_blank_before_the_models_own_start_is_dropped(
-    data: st.DataObject, family: str, output: str, reasoning: str | None, content: str | None
-) -> None:
-    check_split(data, family, output, reasoning, content, prompt=R1_Q)

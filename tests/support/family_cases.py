@@ -220,3 +220,21 @@ def scan(family: str, tok_name: str, prompt: str, kwargs: Mapping[str, Any] | No
     return parser_for(family, kwargs, tok_name).is_prompt_in_reasoning(
         tokenizer(tok_name).encode(prompt)
     )
+
+
+R1_PROMPT = "<｜User｜>q<｜Assistant｜><think>\n"
+BLANK_BEFORE_START = [
+    # vLLM deepseek_r1: the output is partitioned on its first <think>.
+    Split("newline then start", "\n<think>x</think>y", "x", "y", R1_PROMPT),
+    Split("blank run then start", "\n \n\n<think>x</think>y", "x", "y", R1_PROMPT),
+    Split("start", "<think>x</think>y", "x", "y", R1_PROMPT),
+    # No start marker: the blank run is the reasoning's first text.
+    Split("no start", "\nx</think>y", "\nx", "y", R1_PROMPT),
+    Split("blank only", "\n\n", "\n\n", None, R1_PROMPT),
+    Split("blank then end", "\n</think>y", "\n", "y", R1_PROMPT),
+    # Text that is not blank was already reasoning: kept (bounded hold, module doc).
+    Split("text then start", "ok\n<think>x</think>y", "ok\nx", "y", R1_PROMPT),
+    Split("blank, text, start", "\nok<think>x</think>y", "\nokx", "y", R1_PROMPT),
+]
+"""Blank text before the model's own ``<think>`` is dropped: the lead rule of the families
+whose turn starts in reasoning with DeepSeek-R1's markers (deepseek_r1, holo2)."""
