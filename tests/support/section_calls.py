@@ -387,3 +387,14 @@ CHECKS: dict[str, Callable[[Family], None]] = {
     "any_split_and_the_runtime_give_the_parse": any_split_and_the_runtime_give_the_parse,
 }
 """Every check a section-style family runs (``pytest.mark.parametrize`` over the names)."""
+
+
+def section_one_bad_call_keeps_its_siblings(fam: Family) -> None:
+    """A DeepSeek JSON section with one call that does not read keeps the others: the same
+    section reader as Kimi K2's, one rule for both."""
+    block = fam.render([WEATHER, ("note", {"tags": ["x"]}), NOTE])
+    bad = block.replace('{"tags": ["x"]}', '{"tags": ["x"}')
+    assert bad != block
+    res = every_path(fam, fam.think[1] + "Sure." + bad)
+    assert res.tool_calls == [expected(*WEATHER), expected(*NOTE)]
+    assert res.content == "Sure."

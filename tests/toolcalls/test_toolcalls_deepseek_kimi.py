@@ -1,13 +1,11 @@
-"""Section-style tool calls of the families not yet in their own module
-(``tests/families/test_<family>.py``): DeepSeek V3-0324, V3.1, V4 DSML, V4.1 spaced DSML
-and Kimi K2 sections, K3 XTML. Each family's :class:`~tests.support.section_calls.Family`
-runs through :data:`tests.support.section_calls.CHECKS` (assembled outputs, cuts, malformed
-blocks, markers inside arguments, any split and the runtime); its own quirks follow.
+"""Kimi K2's tool-call sections: its :class:`~tests.support.section_calls.Family` runs
+through :data:`tests.support.section_calls.CHECKS` (assembled outputs, cuts, malformed
+blocks, markers inside arguments, any split and the runtime); its own quirks follow. The
+DeepSeek families' and Kimi K3's section cases live in their modules
+(``tests/families/test_<family>.py``).
 
-Tokenizers: DeepSeek's are real (``deepseek-v3``, ``deepseek-v3.1``, ``deepseek-v4``; V4.1
-has V4's vocabulary). Kimi's are named stand-ins: ``qwen-3_base_with_kimi_k2_special_tokens``
-and ``qwen-3_base_with_kimi_k3_special_tokens`` (Qwen3's real tokenizer with the family's
-special tokens added, tests/support/fixtures.py).
+Tokenizer: a named stand-in, ``qwen-3_base_with_kimi_k2_special_tokens`` (Qwen3's real
+tokenizer with Kimi K2's special tokens added, tests/support/fixtures.py).
 """
 
 from __future__ import annotations
@@ -16,15 +14,11 @@ import pytest
 
 from tests.support import section_calls
 from tests.support.section_calls import (
-    DS_PROMPT,
     K2_PROMPT,
     NOTE,
     TOOLS,
     WEATHER,
     Family,
-    deepseek_v3,
-    deepseek_v31,
-    dsml,
     dumps,
     every_path,
     expected,
@@ -32,40 +26,6 @@ from tests.support.section_calls import (
 )
 
 FAMILIES = {
-    "deepseek_v3_0324": Family(
-        "deepseek_v3_0324",
-        "deepseek-v3",
-        DS_PROMPT,
-        deepseek_v3,
-        leak=("｜tool",),
-        json_arguments=True,
-    ),
-    "deepseek_v31": Family(
-        "deepseek_v31",
-        "deepseek-v3.1",
-        DS_PROMPT + "<think>",
-        deepseek_v31,
-        think=("", "</think>"),
-        kwargs={"thinking": True},
-        leak=("｜tool",),
-        json_arguments=True,
-    ),
-    "deepseek_v4": Family(
-        "deepseek_v4",
-        "deepseek-v4",
-        DS_PROMPT + "<think>",
-        dsml("tool_calls"),
-        think=("", "</think>"),
-        leak=("DSML",),
-    ),
-    "deepseek_v41": Family(
-        "deepseek_v41",
-        "deepseek-v4",
-        DS_PROMPT + "<think>",
-        dsml("calls", " "),
-        think=("", "</think>"),
-        leak=("DSML",),
-    ),
     "kimi_k2": Family(
         "kimi_k2",
         "qwen-3_base_with_kimi_k2_special_tokens",
@@ -77,48 +37,12 @@ FAMILIES = {
     ),
 }
 NAMES = sorted(FAMILIES)
-NAMES = sorted(FAMILIES)
 
 
 @pytest.mark.parametrize("check", list(section_calls.CHECKS))
 @pytest.mark.parametrize("name", NAMES)
 def test_section_calls(name: str, check: str) -> None:
     section_calls.CHECKS[check](FAMILIES[name])
-
-
-def test_dsml_values_typed_by_string_attribute_then_schema() -> None:
-    fam = FAMILIES["deepseek_v4"]
-    tok = fam.tokenizer()
-    body = (
-        '\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name="get_weather">\n'
-        '<｜DSML｜parameter name="city" string="true">007</｜DSML｜parameter>\n'
-        '<｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>\n'
-        # no string attribute: typed from the schema (boolean)
-        '<｜DSML｜parameter name="hourly">true</｜DSML｜parameter>\n'
-        # string="false" but not JSON: the schema decides (an undeclared key: the text)
-        '<｜DSML｜parameter name="extra" string="false">not json</｜DSML｜parameter>\n'
-        "</｜DSML｜invoke>\n"
-        '<｜DSML｜invoke name="note"/>\n'
-        "</｜DSML｜tool_calls>"
-    )
-    res = fam.make().parse(tok.encode("plan</think>" + body), fam.prompt_ids(), tools=TOOLS)
-    assert res.tool_calls == [
-        expected("get_weather", {"city": "007", "days": 3, "hourly": True, "extra": "not json"}),
-        expected("note", {}),
-    ]
-
-
-def test_dsml_block_inside_v4_reasoning_ends_it() -> None:
-    # `<｜DSML｜tool_calls>` ends V4's reasoning; its `<` merges with the text before (`.<`)
-    fam = FAMILIES["deepseek_v4"]
-    tok = fam.tokenizer()
-    out = "I will call." + fam.render([WEATHER]).lstrip("\n")
-    ids = tok.encode(out)
-    assert tok.decode(ids[3:4]) == ".<"
-    res = fam.make().parse(ids, fam.prompt_ids(), tools=TOOLS)
-    assert res.reasoning == "I will call."
-    assert res.content is None
-    assert res.tool_calls == [expected(*WEATHER)]
 
 
 def test_kimi_k2_keeps_text_around_the_section_and_skips_noise() -> None:
@@ -219,41 +143,3 @@ def test_kimi_k2_one_bad_call_keeps_its_siblings(bad: str) -> None:
     broken = bad.removesuffix("<|tool_call_end|>")
     res = every_path(fam, "<think>plan</think>Sure." + _k2_section(first, broken, last))
     assert res.tool_calls == [] and res.content == "Sure." + _k2_section(first, broken, last)
-
-
-@pytest.mark.parametrize("name", ["deepseek_v3_0324", "deepseek_v31"])
-def test_deepseek_section_one_bad_call_keeps_its_siblings(name: str) -> None:
-    # the same section reader as Kimi K2: one rule for both
-    fam = FAMILIES[name]
-    block = fam.render([WEATHER, ("note", {"tags": ["x"]}), NOTE])
-    bad = block.replace('{"tags": ["x"]}', '{"tags": ["x"}')
-    assert bad != block
-    res = every_path(fam, fam.think[1] + "Sure." + bad)
-    assert res.tool_calls == [expected(*WEATHER), expected(*NOTE)]
-    assert res.content == "Sure."
-
-
-def test_dsml_string_false_values_are_json_as_the_reference_encoder_writes_them() -> None:
-    # the README said string="false" values are typed from the schema; DeepSeek's
-    # encoder writes every non-string value as JSON with string="false", and its reader
-    # reads it back with json.loads: a schema's "string" does not make `3` a string
-    fam = FAMILIES["deepseek_v4"]
-    body = (
-        '\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name="get_weather">\n'
-        '<｜DSML｜parameter name="city" string="false">3</｜DSML｜parameter>\n'
-        '<｜DSML｜parameter name="days" string="false">"4"</｜DSML｜parameter>\n'
-        '<｜DSML｜parameter name="hourly" string="true">true</｜DSML｜parameter>\n'
-        "</｜DSML｜invoke>\n</｜DSML｜tool_calls>"
-    )
-    res = every_path(fam, "plan</think>" + body)
-    assert res.tool_calls == [expected("get_weather", {"city": 3, "days": "4", "hourly": "true"})]
-
-
-def test_deepseek_v3_0324_has_no_reasoning() -> None:
-    fam = FAMILIES["deepseek_v3_0324"]
-    tok = fam.tokenizer()
-    assert tok.single_token_id("<think>") is None
-    out = "Sure.\n" + deepseek_v3([WEATHER])
-    res = fam.make().parse(tok.encode(out), fam.prompt_ids(), tools=TOOLS)
-    assert res.reasoning is None and res.content == "Sure."
-    assert res.tool_calls == [expected(*WEATHER)]

@@ -1,0 +1,26 @@
+"""deepseek_v41 (DeepSeek-V4.1): V4's markers and DSML tool calls with a space after the
+DSML token (``<｜DSML｜ calls>`` … ``</｜DSML｜ calls>``).
+
+Tokenizer: DeepSeek-V4's real one (``deepseek-v4``; V4.1 has V4's vocabulary). The
+tool-call checks are data run by :mod:`tests.support.section_calls`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support import section_calls
+
+CALLS = section_calls.Family(
+    "deepseek_v41",
+    "deepseek-v4",
+    section_calls.DS_PROMPT + "<think>",
+    section_calls.dsml("calls", " "),
+    think=("", "</think>"),
+    leak=("DSML",),
+)
+
+
+@pytest.mark.parametrize("check", list(section_calls.CHECKS))
+def test_section_calls(check: str) -> None:
+    section_calls.CHECKS[check](CALLS)
