@@ -22,7 +22,6 @@ TESTS = FAMILIES_DIR.parent
 # Family -> the files (under tests/) that hold its cases until they move to its module.
 NOT_YET_MOVED: dict[str, tuple[str, ...]] = {
     "declared": ("runtime/test_declared.py",),
-    "qwen3_instruct": ("batch/test_sse_path.py", "support/canitoolcall_replay.py"),
 }
 
 
