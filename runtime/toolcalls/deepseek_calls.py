@@ -28,7 +28,7 @@ from reasonspan.runtime.toolcalls.sections import (
 CALL_BEGIN = "<｜tool▁call▁begin｜>"
 CALL_END = "<｜tool▁call▁end｜>"
 SEP = "<｜tool▁sep｜>"
-_FENCE = "```"
+FENCE = "```"
 
 
 def _v3_call(text: str, i: int) -> tuple[ToolCall, int] | None:
@@ -40,9 +40,9 @@ def _v3_call(text: str, i: int) -> tuple[ToolCall, int] | None:
         return None
     name = plain_name(text[sep + len(SEP) : line_end])
     j = skip_space(text, line_end)
-    if name is None or not text.startswith(_FENCE, j):
+    if name is None or not text.startswith(FENCE, j):
         return None
-    j += len(_FENCE)
+    j += len(FENCE)
     if text.startswith("json", j):
         j += len("json")
     got = json_object_at(text, j)
@@ -50,9 +50,9 @@ def _v3_call(text: str, i: int) -> tuple[ToolCall, int] | None:
         return None
     args, j = got
     j = skip_space(text, j)
-    if not text.startswith(_FENCE, j):
+    if not text.startswith(FENCE, j):
         return None
-    return call_from(name, args), j + len(_FENCE)
+    return call_from(name, args), j + len(FENCE)
 
 
 _v31_call = head_then_json(SEP, plain_name)

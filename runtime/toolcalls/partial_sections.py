@@ -1,6 +1,10 @@
 """Section kinds read while their region is open (``partial.py``): Kimi K2's
-``<|tool_call_begin|>ID<|tool_call_argument_begin|>{…}<|tool_call_end|>`` and DeepSeek
-V3.1's ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>``.
+``<|tool_call_begin|>ID<|tool_call_argument_begin|>{…}<|tool_call_end|>``, DeepSeek
+V3.1's ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>`` and DeepSeek V3 /
+R1's ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{…}\n```<｜tool▁call▁end｜>``.
+
+A kind is its markers, a *head* reader (where a call's arguments begin, and its name) and
+the closers between its arguments and its call-end marker (V3's closing fence).
 
 The reading rules are :mod:`.sections`' (calls one after another; a call whose head names
 no function, or whose arguments are not one object followed by its call-end marker, is
@@ -27,7 +31,7 @@ from reasonspan.runtime.toolcalls.partial_args import (
     GOING,
     ArgumentWriter,
 )
-from reasonspan.runtime.toolcalls.sections import plain_name
+from reasonspan.runtime.toolcalls.sections import plain_name, skip_space
 
 _SPACE = " \t\r\n"
 _BETWEEN, _HEAD, _ARGS, _AFTER, _SKIP = range(5)
@@ -36,24 +40,75 @@ _HEAD_MAX = 1024
 whole), rather than searched again with every piece of text."""
 _WINDOW = 4096
 
+Head = Callable[[str, int], "tuple[int, str | None] | None"]
+"""``(text, i)`` -> where the arguments of the call whose head starts at ``text[i]`` begin,
+and its function's name (None: the call is dropped, read on to its call-end marker);
+None: wait for more text."""
+_DROP = (-1, None)
+
+
+def sep_head(sep: str, end: str, name_of: Callable[[str], str | None]) -> Head:
+    """A head that is a name (as ``name_of`` reads it) up to the separator marker ``sep``,
+    the arguments right after it."""
+
+    def head(text: str, i: int) -> tuple[int, str | None] | None:
+        at = text.find(sep, i, i + _HEAD_MAX)
+        stop = text.find(end, i, i + _HEAD_MAX)
+        if stop >= 0 and (at < 0 or stop < at):
+            return _DROP  # no separator before its end
+        if at < 0:
+            return None
+        name = name_of(text[i:at])
+        return _DROP if name is None else (at + len(sep), name)
+
+    return head
+
+
+def _v3_head(text: str, i: int) -> tuple[int, str | None] | None:
+    """``function<｜tool▁sep｜>NAME\n```json`` (``json`` optional), as
+    :func:`.deepseek_calls._v3_call` reads it."""
+    sep, end = deepseek_calls.SEP, deepseek_calls.CALL_END
+    at = text.find(sep, i, i + _HEAD_MAX)
+    stop = text.find(end, i, i + _HEAD_MAX)
+    if stop >= 0 and (at < 0 or stop < at):
+        return _DROP
+    if at < 0:
+        return None
+    if text[i:at].strip() != "function":
+        return _DROP
+    line_end = text.find("\n", at, i + _HEAD_MAX)
+    if stop >= 0 and (line_end < 0 or stop < line_end):
+        return _DROP
+    if line_end < 0:
+        return None
+    name = plain_name(text[at + len(sep) : line_end])
+    j = skip_space(text, line_end)
+    if name is None:
+        return _DROP
+    fence = deepseek_calls.FENCE
+    if (fence + "json").startswith(text[j : j + len(fence) + 4]) and len(text) - j < len(fence) + 4:
+        return None  # the fence and its tag may still come
+    if not text.startswith(fence, j):
+        return _DROP
+    j += len(fence)
+    return (j + len("json") if text.startswith("json", j) else j), name
+
 
 class SectionCallsReader:
     """The partial reader of one section kind (module doc)."""
 
-    __slots__ = ("_begin", "_call", "_end", "_i", "_name_of", "_noise", "_sep", "_state",
+    __slots__ = ("_begin", "_call", "_closers", "_end", "_head", "_i", "_k", "_noise", "_state",
                  "_text", "_tokens", "_writer", "calls", "done")  # fmt: skip
 
     def __init__(
-        self,
-        begin: str,
-        sep: str,
-        end: str,
-        name_of: Callable[[str], str | None],
-        noise: bool,
+        self, begin: str, head: Head, end: str, noise: bool, closers: tuple[str, ...] = ()
     ) -> None:
+        """``closers``: what comes, after optional whitespace each, between a call's
+        arguments and its call-end marker ``end``."""
         self.calls: list[PartialCall] = []
-        self._begin, self._sep, self._end = begin, sep, end
-        self._name_of = name_of
+        self._begin, self._head, self._end = begin, head, end
+        self._closers = (*closers, end)
+        self._k = 0
         self._noise = noise
         self._text = ""
         self._i = 0
@@ -99,16 +154,12 @@ class SectionCallsReader:
             self._state = _HEAD
             return True
         if self._state == _HEAD:
-            at = text.find(self._sep, i, i + _HEAD_MAX)
-            stop = text.find(self._end, i, i + _HEAD_MAX)
-            if stop >= 0 and (at < 0 or stop < at):
-                self._state = _SKIP  # no separator before its end: dropped
-                return True
-            if at < 0:
+            got = self._head(text, i)
+            if got is None:
                 if len(text) - i >= _HEAD_MAX:
                     self.done = True  # a head this long is not followed: sent whole
                 return False
-            name = self._name_of(text[i:at])
+            start, name = got
             if name is None:
                 self._state = _SKIP  # no function named: dropped, siblings kept
                 return True
@@ -116,22 +167,25 @@ class SectionCallsReader:
             self._tokens = JsonTokens(one_value=True)
             self._writer = None
             self._state = _ARGS
-            rest, self._text, self._i = text[at + len(self._sep) :], "", 0
+            rest, self._text, self._i = text[start:], "", 0
             self._arguments(rest)
             return True
         if self._state == _AFTER:
-            j = i
-            while j < len(text) and text[j] in _SPACE:
-                j += 1
-            got = text[j : j + len(self._end)]
-            if got == self._end:
-                self._i = j + len(self._end)
-                self._state = _BETWEEN
-                self._call = None
+            j = skip_space(text, i)
+            want = self._closers[self._k]
+            got = text[j : j + len(want)]
+            if got == want:
+                self._i = j + len(want)
+                self._k += 1
+                if self._k == len(self._closers):
+                    self._k = 0
+                    self._state = _BETWEEN
+                    self._call = None
                 return True
-            if self._end.startswith(got):
+            if want.startswith(got):
                 return False
             self._lost()
+            self._k = 0
             self._state = _SKIP
             return True
         # _SKIP: a dropped call runs to its call-end marker; a call-begin first means the
@@ -213,18 +267,21 @@ def _section_start(body: str, begin: str, noise: bool) -> bool | None:
 
 @partial_kind("kimi_k2", _kimi_accepts)
 def _kimi_reader(tools: Tools) -> SectionCallsReader:
-    return SectionCallsReader(
-        kimi_calls.CALL_BEGIN,
-        kimi_calls.ARGS_BEGIN,
-        kimi_calls.CALL_END,
-        kimi_calls.name_from_id,
-        noise=True,
-    )
+    end = kimi_calls.CALL_END
+    head = sep_head(kimi_calls.ARGS_BEGIN, end, kimi_calls.name_from_id)
+    return SectionCallsReader(kimi_calls.CALL_BEGIN, head, end, noise=True)
 
 
 @partial_kind("deepseek_v31", _deepseek_accepts)
 def _deepseek_reader(tools: Tools) -> SectionCallsReader:
+    end = deepseek_calls.CALL_END
+    head = sep_head(deepseek_calls.SEP, end, plain_name)
+    return SectionCallsReader(deepseek_calls.CALL_BEGIN, head, end, noise=False)
+
+
+@partial_kind("deepseek_v3", _deepseek_accepts)
+def _deepseek_v3_reader(tools: Tools) -> SectionCallsReader:
+    end = deepseek_calls.CALL_END
     return SectionCallsReader(
-        deepseek_calls.CALL_BEGIN, deepseek_calls.SEP, deepseek_calls.CALL_END, plain_name,
-        noise=False,
-    )  # fmt: skip
+        deepseek_calls.CALL_BEGIN, _v3_head, end, noise=False, closers=(deepseek_calls.FENCE,)
+    )

@@ -341,6 +341,7 @@ def test_each_reader_follows_a_very_long_argument() -> None:
     prefix of it where the last value is only decided by the end of the body."""
     from reasonspan.runtime.core.tool_types import as_tools
     from reasonspan.runtime.toolcalls import (
+        deepseek_calls,
         json_calls,
         kimi_calls,
         kv_calls,
@@ -397,6 +398,15 @@ def test_each_reader_follows_a_very_long_argument() -> None:
             + "<|tool_call_end|>",
             True,
         ),
+        (
+            "deepseek v3 section",
+            partial_sections._deepseek_v3_reader(tools),
+            deepseek_calls.parse_deepseek_v3,
+            "<｜tool▁call▁begin｜>function<｜tool▁sep｜>write_file\n```json\n"
+            + json.dumps({"path": "a", "content": text})
+            + "\n```<｜tool▁call▁end｜>",
+            True,
+        ),
     ]
     for name, reader, whole_read, body, to_the_end in cases:
         for i in range(0, len(body), 64):
@@ -445,3 +455,85 @@ def test_harmony_calls_stream_too() -> None:
     rt.step([stream.engine_id], cut, [0, len(cut)])
     rt.finish("r", "length")
     assert stream._rec.tools is not None and stream._rec.tools.broken == [0]
+
+
+DS_TOK = tokenizer(FAMILY_TOKENIZERS["deepseek_r1"])
+DS_PROMPT = DS_TOK.encode("<｜User｜>Write it.<｜Assistant｜><think>\n")
+"""DeepSeek-R1's generation prompt (its template opens ``<think>``)."""
+
+
+def deepseek_v3_calls(calls: list[tuple[str, dict[str, Any]]], tag: str = "json") -> str:
+    """R1's chat template: ``function<sep>NAME``, a fenced JSON object, calls a line apart."""
+    return (
+        "<｜tool▁calls▁begin｜>"
+        + "\n".join(
+            f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```{tag}\n"
+            f"{json.dumps(args, ensure_ascii=False)}\n```<｜tool▁call▁end｜>"
+            for name, args in calls
+        )
+        + "<｜tool▁calls▁end｜>"
+    )
+
+
+def _deepseek_r1() -> reasonspan.ReasoningParser:
+    return reasonspan.create_parser_sync("deepseek_r1", DS_TOK)
+
+
+def test_deepseek_fenced_calls_stream_too() -> None:
+    """DeepSeek-R1's sections (its real tokenizer: every marker one token): a long code
+    argument after the first streams in many pieces, and the entries join to the whole
+    read; the fence's ``json`` tag may be left out."""
+    for tag in ("json", ""):
+        args = {"path": "steps.py", "content": CODE}
+        out = "Plan.\n</think>\n\nWriting.\n" + deepseek_v3_calls([("write_file", args)], tag)
+        ids = DS_TOK.encode(out)
+        whole = _deepseek_r1().parse(ids, DS_PROMPT, tools=TOOLS, finish_reason="stop")
+        want = [("write_file", compact(args))]
+        assert [(c.name, c.arguments) for c in whole.tool_calls] == want
+        content, entries, writer, reason = run(
+            ids, list(range(0, len(ids), 3)), prompt=DS_PROMPT, make=_deepseek_r1
+        )
+        assert joined(entries) == want and writer.broken == [] and reason == "tool_calls"
+        assert content == whole.content and pieces(entries, 0) >= 10, tag
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(calls=st.lists(ARGS, min_size=1, max_size=3), data=st.data())
+def test_deepseek_fenced_entries_join_to_the_whole_read_at_any_split(
+    calls: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    """One to three fenced calls (values with quotes, markup, emoji): at any split and read
+    step, the streamed entries join to exactly ``parse()``'s calls."""
+    out = "Plan.\n</think>\n\n" + deepseek_v3_calls([("write_file", a) for a in calls])
+    ids = DS_TOK.encode(out)
+    whole = _deepseek_r1().parse(ids, DS_PROMPT, tools=TOOLS, finish_reason="stop")
+    want = [("write_file", compact(a)) for a in calls]
+    assert [(c.name, c.arguments) for c in whole.tool_calls] == want
+    cuts = data.draw(st.lists(st.integers(0, len(ids)), max_size=12))
+    step = data.draw(st.sampled_from([1, 3, 16]))
+    _, entries, writer, _ = run(ids, cuts, prompt=DS_PROMPT, make=_deepseek_r1, step=step)
+    assert joined(entries) == want and writer.broken == []
+
+
+def test_deepseek_fenced_call_dropped_or_broken_as_the_whole_read_says() -> None:
+    """A call whose fence never closes before its call-end marker does not read: its
+    sibling still does; streamed, the broken call keeps what was sent and never closes."""
+    good = ("get_weather", {"city": "Bern", "days": 2})
+    bad = deepseek_v3_calls([("write_file", {"path": "a", "content": CODE})]).replace(
+        "\n```<｜tool▁call▁end｜>", "\n<｜tool▁call▁end｜>"
+    )
+    body = (
+        bad.removesuffix("<｜tool▁calls▁end｜>")
+        + "\n"
+        + deepseek_v3_calls([good]).removeprefix("<｜tool▁calls▁begin｜>")
+    )
+    ids = DS_TOK.encode("Plan.\n</think>\n\n" + body)
+    whole = _deepseek_r1().parse(ids, DS_PROMPT, tools=TOOLS, finish_reason="stop")
+    assert [(c.name, c.arguments) for c in whole.tool_calls] == [("get_weather", compact(good[1]))]
+    _, entries, writer, _ = run(
+        ids, list(range(0, len(ids), 5)), prompt=DS_PROMPT, make=_deepseek_r1
+    )
+    got = joined(entries)
+    assert writer.broken == [0]
+    assert got[0][0] == "write_file" and not got[0][1].endswith("}")
+    assert got[1] == ("get_weather", compact(good[1]))
