@@ -173,8 +173,8 @@ class SectionCallsReader:
         if self._state == _AFTER:
             j = skip_space(text, i)
             want = self._closers[self._k]
-            got = text[j : j + len(want)]
-            if got == want:
+            seen = text[j : j + len(want)]
+            if seen == want:
                 self._i = j + len(want)
                 self._k += 1
                 if self._k == len(self._closers):
@@ -182,7 +182,7 @@ class SectionCallsReader:
                     self._state = _BETWEEN
                     self._call = None
                 return True
-            if want.startswith(got):
+            if want.startswith(seen):
                 return False
             self._lost()
             self._k = 0
