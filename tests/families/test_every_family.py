@@ -1,11 +1,13 @@
 """Every registered family has its own test module, ``tests/families/test_<family>.py``.
 
-Adding a family should mean one module in ``architectures/`` and one test file here, and a
-reader looking for a family's cases should find them in one place. Most families' cases
-still sit in the shared case tables (the matrix files, the fidelity cases, the tool-call
-suites), so this is a ratchet: :data:`NOT_YET_MOVED` names, for each family without its own
-module, the files that hold its cases today. The list can only shrink: a family that gets
-its module must leave the list, and a new family must come with its module.
+Adding a family means one module in ``architectures/`` and one test file here, and a reader
+looking for a family's cases finds them in one place: its matrix rows, fidelity cases and
+tool-call cases, declared as data where a shared check runs them (``tests/support/``:
+``family_cases`` for rows, seeds and splits; ``xml_calls``, ``section_calls`` and
+``end_calls`` for the tool-call formats). Tables that compare families (aliases, the
+hostile-input and gap-separator tables, the SSE path's call texts) stay in their shared
+files. :data:`NOT_YET_MOVED` names, for a family without its module, the files that hold
+its cases today; it can only shrink, and a new family must come with its module.
 """
 
 from __future__ import annotations
