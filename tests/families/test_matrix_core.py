@@ -114,46 +114,6 @@ CASES: list[tuple[str, Case]] = [
         ),
     ),
     ("qwq", ("qwq", "qwq-32b", CHATML + "<think>\n", "hm</think>4", {}, "hm", "4", True)),
-    # kimi_k2 (fixture: real Qwen3 tokenizer + Kimi's section tokens)
-    (
-        "kimi start in output",
-        (
-            "kimi_k2",
-            "qwen-3_base_with_kimi_k2_special_tokens",
-            "<|im_assistant|>assistant<|im_middle|>",
-            "<think>a</think>b",
-            {},
-            "a",
-            "b",
-            True,
-        ),
-    ),
-    (
-        "kimi tool section ends reasoning",
-        (
-            "kimi_k2",
-            "qwen-3_base_with_kimi_k2_special_tokens",
-            None,
-            "<think>a<|tool_calls_section_begin|>x",
-            {},
-            "a",
-            "<|tool_calls_section_begin|>x",
-            True,
-        ),
-    ),
-    (
-        "kimi off",
-        (
-            "kimi_k2",
-            "qwen-3_base_with_kimi_k2_special_tokens",
-            None,
-            "<think>a</think>b",
-            {"thinking": False},
-            None,
-            "<think>a</think>b",
-            True,
-        ),
-    ),
     # step3 / step3p5
     (
         "step3 turn-scoped",
