@@ -249,3 +249,69 @@ def test_any_split_and_the_runtime_give_the_parse(
 @given(data=st.data())
 def test_blank_before_the_models_own_start_is_dropped(data: st.DataObject, case: fc.Split) -> None:
     fc.check_split(data, "deepseek_r1", case)
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+R1_TURN = "<｜User｜>What is 2+2?<｜Assistant｜>"
+ROWS = [
+    # The template prefills <think>; a missing start is tolerated.
+    fc.Row(
+        "start in prompt",
+        "2+2=4.</think>It is 4.",
+        "2+2=4.",
+        "It is 4.",
+        prompt=R1_TURN + "<think>\n",
+    ),
+    fc.Row(
+        "start in output",
+        "<think>\n2+2=4.\n</think>\n\nIt is 4.",
+        "\n2+2=4.\n",
+        "\n\nIt is 4.",
+        prompt=R1_TURN,
+    ),
+    fc.Row("missing start", "2+2=4.</think>It is 4.", "2+2=4.", "It is 4.", prompt=R1_TURN),
+    fc.Row("truncated", "<think>Still thinking", "Still thinking", None, False, prompt=R1_TURN),
+    fc.Row("empty reasoning", "<think></think>It is 4.", None, "It is 4.", prompt=R1_TURN),
+    fc.Row("repeated end kept in content", "a</think>b</think>c", "a", "b</think>c"),
+    fc.Row(
+        "distill qwen",
+        "hm</think>4",
+        "hm",
+        "4",
+        prompt=R1_TURN + "<think>\n",
+        tokenizer="deepseek-r1-distill-qwen-7b",
+    ),
+    fc.Row(
+        "distill llama",
+        "hm</think>4",
+        "hm",
+        "4",
+        prompt=R1_TURN + "<think>\n",
+        tokenizer="deepseek-r1-distill-llama-8b",
+    ),
+]
+
+
+@pytest.mark.parametrize("row", fc.params(ROWS))
+def test_matrix_row(row: fc.Row) -> None:
+    fc.check_row("deepseek_r1", row)
+
+
+def test_qwq_alias_row() -> None:
+    """QwQ-32B is served by this family under the alias ``qwq``, on its own tokenizer."""
+    chatml = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n"
+    fc.check_row("qwq", fc.Row("qwq", "hm</think>4", "hm", "4", prompt=chatml, tokenizer="qwq-32b"))
+
+
+# Multi-turn prompts: an old </think> in the history never decides the answer by itself.
+HISTORY = R1_TURN + "<think>\nold</think>4<｜end▁of▁sentence｜><｜User｜>And 3+3?<｜Assistant｜>"
+SEEDS = [
+    fc.Seed("history, new turn prefilled", HISTORY + "<think>\n", True),
+    fc.Seed("history, new turn bare", HISTORY, True),
+]
+
+
+@pytest.mark.parametrize("seed", fc.params(SEEDS))
+def test_prompt_seeding(seed: fc.Seed) -> None:
+    fc.check_seed("deepseek_r1", seed)

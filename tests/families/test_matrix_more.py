@@ -1,4 +1,4 @@
-"""The matrix rows of seed_oss, nemotron_v3, ernie45, step3p5, hy_v3, olmo3,
+"""The matrix rows of seed_oss, nemotron_v3, ernie45, hy_v3, olmo3,
 hunyuan_a13b, each against its row of the model matrix.
 
 Every case runs twice: ``parse()`` of the whole output, and ``TextSplitter`` fed one token
@@ -238,21 +238,6 @@ def test_ernie45_multi_turn_history() -> None:
     )
     assert in_reasoning("ernie45", history)
     assert in_reasoning("ernie45", history + "<think>\n")
-
-
-# ---------------------------------------------------------------------------- step3p5
-
-
-def test_step3p5_row() -> None:
-    """As deepseek_r1 (prompt start, missing start tolerated, truncated = reasoning), one
-    newline trimmed on each side of </think>; its module already covers the row."""
-    assert texts(split("step3p5", "<think>\na\n\n</think>\n\nb")) == ("\na\n", "\nb")
-    res = split("step3p5", "a\nb")
-    assert texts(res) == ("a\nb", None) and not res.reasoning_ended
-    history = "<|BOT|>assistant\n<think>x</think>y<|EOT|><|BOT|>user\nq<|EOT|><|BOT|>assistant\n"
-    tok = "deepseek-v3.1_base_with_step3_special_tokens"
-    parser = parser_for("step3p5", tok=tokenizer(tok))
-    assert parser.is_prompt_in_reasoning(parser.tokenizer.encode(history))
 
 
 # ---------------------------------------------------------------------------- hy_v3

@@ -29,6 +29,7 @@ import reasonspan
 from reasonspan import ReasoningParser
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
@@ -191,3 +192,12 @@ def test_every_split_of_mixed_outputs() -> None:
         res = every_path(parser, PROMPT, TOK.encode("".join(chosen)), TOOLS)
         whole = sum(p.count(BEGIN) for p in chosen)
         assert len(res.tool_calls) == (whole if "</think>" in chosen else 0), chosen
+
+
+def test_matrix_row_turn_scoped() -> None:
+    """An old block in the history is history: the new turn's prefilled <think> decides."""
+    prompt = (
+        "<|BOT|>assistant\n<think>old</think>A<|EOT|><|BOT|>user\nQ<|EOT|><|BOT|>assistant\n"
+        "<think>\n"
+    )
+    fc.check_row("step3", fc.Row("turn-scoped", "a</think>b", "a", "b", prompt=prompt))

@@ -27,6 +27,8 @@ import reasonspan
 from reasonspan import ReasoningParser
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
+from tests.support.cases import split_with_parser
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
@@ -128,7 +130,8 @@ def test_an_empty_reasoning_block_then_calls() -> None:
 def test_a_close_marker_inside_a_value_is_text() -> None:
     args = {"text": f"wrap it in {CLOSE} please"}
     ids = TOK.encode("t" + END + call_text("note", args))
-    assert ids.count(TOK.single_token_id(CLOSE)) == 2
+    close = TOK.single_token_id(CLOSE)
+    assert close is not None and ids.count(close) == 2
     res = every_path(parser, PROMPT, ids, TOOLS)
     assert res.tool_calls == [call("note", args)]
 
@@ -195,3 +198,29 @@ def test_every_split_of_mixed_outputs() -> None:
         whole = [p for p in chosen if p.startswith(OPEN + "\n<function=")]
         # (no </think>: the whole output is reasoning, calls included)
         assert len(res.tool_calls) == (len(whole) if END in chosen else 0), chosen
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+ROWS = [
+    fc.Row("trims one newline each side", "a\n\n</think>\n\nb", "a\n", "\nb", tokenizer="qwen-3"),
+    fc.Row("single newlines", "a\n</think>\nb", "a", "b", tokenizer="qwen-3"),
+]
+
+
+@pytest.mark.parametrize("row", fc.params(ROWS))
+def test_matrix_row(row: fc.Row) -> None:
+    fc.check_row("step3p5", row)
+
+
+def test_matrix_row_as_deepseek_r1() -> None:
+    """As deepseek_r1 (prompt start, missing start tolerated, truncated = reasoning), one
+    newline trimmed on each side of </think>."""
+    parser = fc.parser_for("step3p5")
+    res = split_with_parser(parser, "<think>\na\n\n</think>\n\nb")
+    assert (res.reasoning, res.content) == ("\na\n", "\nb")
+    res = split_with_parser(parser, "a\nb")
+    assert (res.reasoning, res.content) == ("a\nb", None) and not res.reasoning_ended
+    history = "<|BOT|>assistant\n<think>x</think>y<|EOT|><|BOT|>user\nq<|EOT|><|BOT|>assistant\n"
+    step3 = fc.parser_for("step3p5", None, "deepseek-v3.1_base_with_step3_special_tokens")
+    assert step3.is_prompt_in_reasoning(step3.tokenizer.encode(history))
