@@ -39,7 +39,7 @@ _decoder = json.JSONDecoder()
 _WS = " \t\r\n"
 
 
-def _head_ok(head: str) -> bool:
+def head_ok(head: str) -> bool:
     """``NAME`` or ``NAME[CALL_ID]ID``: what precedes ``[ARGS]`` (or what the end cut)."""
     name, marker, call_id = head.partition(CALL_ID)
     if not _NAME.fullmatch(name.strip(_WS)):
@@ -70,9 +70,9 @@ def _calls(text: str) -> list[ToolCall | None] | None:
         at = text.find(ARGS, i)
         if at < 0:
             # No [ARGS] yet: a name the end of the output cut, or not this kind.
-            return calls if _head_ok(text[i:]) else None
+            return calls if head_ok(text[i:]) else None
         head = text[i:at]
-        if not _head_ok(head):
+        if not head_ok(head):
             return None
         name = head.partition(CALL_ID)[0].strip(_WS)
         j = at + len(ARGS)

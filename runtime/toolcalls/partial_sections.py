@@ -1,7 +1,10 @@
 """Section kinds read while their region is open (``partial.py``): Kimi K2's
 ``<|tool_call_begin|>ID<|tool_call_argument_begin|>{…}<|tool_call_end|>``, DeepSeek
 V3.1's ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>`` and DeepSeek V3 /
-R1's ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{…}\n```<｜tool▁call▁end｜>``.
+R1's ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{…}\n```<｜tool▁call▁end｜>``;
+and Mistral's v11 calls ``NAME[ARGS]{…}[TOOL_CALLS]NAME[ARGS]{…}``, a section whose calls
+begin with ``[TOOL_CALLS]`` (the region's opener, read as the first call's) and have no
+call-end marker.
 
 A kind is its markers, a *head* reader (where a call's arguments begin, and its name) and
 the closers between its arguments and its call-end marker (V3's closing fence).
@@ -22,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from reasonspan.runtime.core.tool_types import Tools
-from reasonspan.runtime.toolcalls import deepseek_calls, kimi_calls
+from reasonspan.runtime.toolcalls import deepseek_calls, kimi_calls, mistral_calls
 from reasonspan.runtime.toolcalls.json_stream import OPEN_OBJECT, Event, JsonTokens
 from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
 from reasonspan.runtime.toolcalls.partial_args import (
@@ -45,6 +48,8 @@ Head = Callable[[str, int], "tuple[int, str | None] | None"]
 and its function's name (None: the call is dropped, read on to its call-end marker);
 None: wait for more text."""
 _DROP = (-1, None)
+_MALFORMED = (-2, None)
+"""A head that makes the whole section not this kind (every committed call is broken)."""
 
 
 def sep_head(sep: str, end: str, name_of: Callable[[str], str | None]) -> Head:
@@ -160,6 +165,8 @@ class SectionCallsReader:
                     self.done = True  # a head this long is not followed: sent whole
                 return False
             start, name = got
+            if got == _MALFORMED:
+                return self._malformed()
             if name is None:
                 self._state = _SKIP  # no function named: dropped, siblings kept
                 return True
@@ -188,8 +195,15 @@ class SectionCallsReader:
             self._k = 0
             self._state = _SKIP
             return True
-        # _SKIP: a dropped call runs to its call-end marker; a call-begin first means the
-        # section is malformed.
+        # _SKIP: a dropped call runs to its call-end marker (with none, to the next call's
+        # begin); a call-begin first means the section is malformed.
+        if not self._end:
+            at = text.find(self._begin, i)
+            if at < 0:
+                self._i = max(i, len(text) - len(self._begin) + 1)
+                return False
+            self._i, self._state, self._call = at, _BETWEEN, None
+            return True
         stop = text.find(self._end, i)
         following = text.find(self._begin, i)
         if following >= 0 and (stop < 0 or following < stop):
@@ -263,6 +277,34 @@ def _section_start(body: str, begin: str, noise: bool) -> bool | None:
     if len(body) < len(begin):
         return None if begin.startswith(body) else False
     return body.startswith(begin)
+
+
+def _mistral_head(text: str, i: int) -> tuple[int, str | None] | None:
+    """``NAME`` or ``NAME[CALL_ID]ID`` up to ``[ARGS]``, as :mod:`.mistral_calls` reads it."""
+    at = text.find(mistral_calls.ARGS, i, i + _HEAD_MAX)
+    following = text.find(mistral_calls.TOOL_CALLS, i, i + _HEAD_MAX)
+    if following >= 0 and (at < 0 or following < at):
+        return _MALFORMED
+    if at < 0:
+        return None
+    head = text[i:at]
+    if not mistral_calls.head_ok(head):
+        return _MALFORMED
+    return at + len(mistral_calls.ARGS), head.partition(mistral_calls.CALL_ID)[0].strip(_SPACE)
+
+
+def _mistral_accepts(body: str) -> bool | None:
+    """The v11 form: a name first (a v3 JSON list is the ``json`` kind's)."""
+    return None if not body else body[0] not in "[{"
+
+
+@partial_kind("mistral", _mistral_accepts)
+def _mistral_reader(tools: Tools) -> SectionCallsReader:
+    reader = SectionCallsReader(
+        mistral_calls.TOOL_CALLS, _mistral_head, "", noise=False, closers=()
+    )
+    reader.feed(mistral_calls.TOOL_CALLS)  # the region's opener begins its first call
+    return reader
 
 
 @partial_kind("kimi_k2", _kimi_accepts)

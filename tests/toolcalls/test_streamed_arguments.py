@@ -537,3 +537,73 @@ def test_deepseek_fenced_call_dropped_or_broken_as_the_whole_read_says() -> None
     assert writer.broken == [0]
     assert got[0][0] == "write_file" and not got[0][1].endswith("}")
     assert got[1] == ("get_weather", compact(good[1]))
+
+
+MS_TOK = tokenizer(FAMILY_TOKENIZERS["mistral"])
+"""A base tokenizer (Qwen2.5's) with Mistral's special tokens added (``[TOOL_CALLS]``,
+``[ARGS]``, ``[CALL_ID]`` single tokens, as in mistral-common's v11 tokenizers)."""
+MS_PROMPT = MS_TOK.encode("[SYSTEM_PROMPT]Be brief.[/SYSTEM_PROMPT][INST]Write it.[/INST]")
+
+
+def _mistral() -> reasonspan.ReasoningParser:
+    return reasonspan.create_parser_sync("mistral", MS_TOK)
+
+
+def mistral_v11(calls: list[tuple[str, dict[str, Any]]], call_id: bool = False) -> str:
+    """mistral-common's v11 form: ``[TOOL_CALLS]NAME[ARGS]{…}`` per call (a rendered
+    history may write ``[CALL_ID]ID`` before ``[ARGS]``)."""
+    return "".join(
+        f"[TOOL_CALLS]{name}" + (f"[CALL_ID]c{i}x9" if call_id else "")
+        + f"[ARGS]{json.dumps(args, ensure_ascii=False)}"
+        for i, (name, args) in enumerate(calls)
+    )  # fmt: skip
+
+
+def test_mistral_v11_calls_stream_too() -> None:
+    """Devstral writing a file: the ``content`` argument after ``path`` streams in many
+    pieces, with ``[CALL_ID]`` or without, and the entries join to the whole read."""
+    for call_id in (False, True):
+        args = {"path": "steps.py", "content": CODE}
+        ids = MS_TOK.encode("Writing it." + mistral_v11([("write_file", args)], call_id))
+        whole = _mistral().parse(ids, MS_PROMPT, tools=TOOLS, finish_reason="stop")
+        want = [("write_file", compact(args))]
+        assert [(c.name, c.arguments) for c in whole.tool_calls] == want
+        content, entries, writer, reason = run(
+            ids, list(range(0, len(ids), 2)), prompt=MS_PROMPT, make=_mistral
+        )
+        assert joined(entries) == want and writer.broken == [] and reason == "tool_calls"
+        assert content == whole.content and pieces(entries, 0) >= 10, call_id
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(calls=st.lists(ARGS, min_size=1, max_size=3), data=st.data())
+def test_mistral_v11_entries_join_to_the_whole_read_at_any_split(
+    calls: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    out = "Sure." + mistral_v11([("write_file", a) for a in calls], data.draw(st.booleans()))
+    ids = MS_TOK.encode(out)
+    whole = _mistral().parse(ids, MS_PROMPT, tools=TOOLS, finish_reason="stop")
+    want = [("write_file", compact(a)) for a in calls]
+    assert [(c.name, c.arguments) for c in whole.tool_calls] == want
+    cuts = data.draw(st.lists(st.integers(0, len(ids)), max_size=12))
+    step = data.draw(st.sampled_from([1, 3, 16]))
+    _, entries, writer, _ = run(ids, cuts, prompt=MS_PROMPT, make=_mistral, step=step)
+    assert joined(entries) == want and writer.broken == []
+
+
+def test_mistral_v11_a_call_cut_by_max_tokens_is_broken_and_its_sibling_kept() -> None:
+    """The end of the output cuts the second call inside its arguments: the whole read keeps
+    the first; streamed, the second (sent once its first argument was whole) is broken and
+    its arguments never close."""
+    first = ("get_weather", {"city": "Bern", "days": 2})
+    second = ("write_file", {"path": "a.py", "content": CODE})
+    text = mistral_v11([first, second])
+    ids = MS_TOK.encode(text)[:-40]
+    whole = _mistral().parse(ids, MS_PROMPT, tools=TOOLS, finish_reason="length")
+    assert [(c.name, c.arguments) for c in whole.tool_calls] == [(first[0], compact(first[1]))]
+    _, entries, writer, reason = run(
+        ids, list(range(0, len(ids), 4)), finish="length", prompt=MS_PROMPT, make=_mistral
+    )
+    got = joined(entries)
+    assert got[0] == (first[0], compact(first[1])) and writer.broken == [1]
+    assert got[1][0] == "write_file" and not got[1][1].endswith("}") and reason == "length"
