@@ -23,9 +23,12 @@ import anyio
 import pytest
 
 import reasonspan
-from reasonspan import ReasoningParser
+from reasonspan import (
+    ReasoningParser,
+)
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
@@ -205,3 +208,44 @@ def test_every_split_of_mixed_outputs() -> None:
         res = every_path(parser, PROMPT, TOK.encode("".join(chosen)), TOOLS)
         whole = [p for p in chosen if p.startswith(OPEN + '\n{"')]
         assert len(res.tool_calls) == (len(whole) if END in chosen else 0), chosen
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+ERNIE_Q = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n"
+
+
+def test_response_wrapper_and_newlines() -> None:
+    assert fc.in_reasoning("ernie45", ERNIE_Q)
+    out = "abc\n</think>\n\n<response>\ndef\n</response>\n"
+    res = fc.split("ernie45", out, prompt=ERNIE_Q)
+    assert fc.texts(res) == ("abc\n", "def")
+    # Labels stay honest: the newlines are content tokens, only their text is trimmed.
+    assert res.content_token_ids
+    assert fc.texts(fc.split("ernie45", "abc\n</think>\ndef", prompt=ERNIE_Q)) == ("abc\n", "def")
+    assert fc.texts(fc.split("ernie45", "abc</think>\n\n\ndef\n\nghi")) == ("abc", "def\n\nghi")
+
+
+def test_start_truncated_empty_repeated() -> None:
+    assert fc.texts(fc.split("ernie45", "<think>abc</think>\n\ndef")) == ("abc", "def")
+    res = fc.split("ernie45", "abc", prompt=ERNIE_Q)
+    assert fc.texts(res) == ("abc", None) and not res.reasoning_ended
+    out = "</think>\n\n<response>\ndef\n</response>"
+    assert fc.texts(fc.split("ernie45", out, prompt=ERNIE_Q)) == (None, "def")
+    assert fc.texts(fc.split("ernie45", "a</think>\nb</think>c", prompt=ERNIE_Q)) == (
+        "a",
+        "b</think>c",
+    )
+    # No thinking switch in this family: chat_template_kwargs leave parsing unchanged.
+    off = {"enable_thinking": False}
+    assert fc.texts(fc.split("ernie45", "a</think>b", kwargs=off)) == ("a", "b")
+
+
+def test_multi_turn_history() -> None:
+    history = (
+        "<|im_start|>user\nQ1<|im_end|>\n<|im_start|>assistant\n<think>\nold\n</think>\n\n"
+        "<response>\nA1\n</response><|im_end|>\n<|im_start|>user\nQ2<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+    assert fc.in_reasoning("ernie45", history)
+    assert fc.in_reasoning("ernie45", history + "<think>\n")

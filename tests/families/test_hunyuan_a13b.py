@@ -25,10 +25,13 @@ import anyio
 import pytest
 
 import reasonspan
-from reasonspan import ReasoningParser
+from reasonspan import (
+    ReasoningParser,
+)
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
 from reasonspan.runtime.wire.openai import FinishReason
+from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
@@ -185,3 +188,48 @@ def test_every_split_of_mixed_outputs() -> None:
         whole = sum(p.count('"name"') for p in chosen)
         # (an unclosed <think> block holds the rest of the output, calls included)
         assert len(res.tool_calls) == (whole if END in chosen else 0), chosen
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+A13B_Q = "<|startoftext|>Q<|extra_0|>"
+
+
+def test_think_and_answer() -> None:
+    out = "<think>\nplan\n</think>\n<answer>\nHello\n</answer>"
+    res = fc.split("hunyuan_a13b", out, prompt=A13B_Q)
+    assert fc.texts(res) == ("plan", "Hello")
+    assert res.reasoning_ended
+    # The end marker starts inside a token ("\n\n" before "</") and still matches.
+    out = "<think>\nplan\n\n</think>\n<answer>\nHello\n</answer>"
+    assert fc.texts(fc.split("hunyuan_a13b", out)) == ("plan\n", "Hello")
+
+
+def test_fast_think_answer_only_and_no_markers() -> None:
+    assert not fc.in_reasoning("hunyuan_a13b", A13B_Q)
+    fast = "<think>\n\n</think>\n<answer>\nHello\n</answer>"
+    assert fc.texts(fc.split("hunyuan_a13b", fast, prompt=A13B_Q)) == (None, "Hello")
+    fast = "<think>\n\n</think>\n<answer>Hello</answer>"
+    assert fc.texts(fc.split("hunyuan_a13b", fast, prompt=A13B_Q)) == (None, "Hello")
+    assert fc.texts(fc.split("hunyuan_a13b", "<answer>\nHi\n</answer>")) == (None, "Hi")
+    assert fc.texts(fc.split("hunyuan_a13b", "Just text.")) == (None, "Just text.")
+
+
+def test_truncated_empty_repeated() -> None:
+    res = fc.split("hunyuan_a13b", "<think>\nplan")
+    assert fc.texts(res) == ("plan", None) and not res.reasoning_ended
+    res = fc.split("hunyuan_a13b", "<think>\nplan\n</think>\n<answer>\n")
+    assert fc.texts(res) == ("plan", None) and res.reasoning_ended
+    out = "<think>\na\n</think>\n<answer>\nb\n</think>\n<answer>\nc\n</answer>"
+    assert fc.texts(fc.split("hunyuan_a13b", out)) == ("a", "bc")
+
+
+def test_multi_turn_history() -> None:
+    history = (
+        "<|startoftext|>Q1<|extra_0|><think>\nold\n</think>\n<answer>\nA1\n</answer><|eos|>"
+        "Q2<|extra_0|>"
+    )
+    assert not fc.in_reasoning("hunyuan_a13b", history)
+    assert fc.in_reasoning("hunyuan_a13b", history + "<think>\n")
+    unclosed = "<|startoftext|>Q1<|extra_0|><think>\nold<|eos|>Q2<|extra_0|>"
+    assert not fc.in_reasoning("hunyuan_a13b", unclosed)

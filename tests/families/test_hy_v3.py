@@ -24,11 +24,19 @@ from typing import Any
 
 import anyio
 import pytest
+from tokenizers import Tokenizer
+from tokenizers.models import WordLevel
 
 import reasonspan
-from reasonspan import ReasoningParser
+from reasonspan import (
+    InvalidOptionError,
+    LoadedTokenizer,
+    MissingMarkerError,
+    ReasoningParser,
+)
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
@@ -212,3 +220,97 @@ def test_every_split_of_mixed_outputs() -> None:
         res = every_path(parser, PROMPT, TOK.encode("".join(chosen)), TOOLS)
         whole = sum(p.count(f"<tool_call{S}>") for p in chosen)
         assert len(res.tool_calls) == (whole if THINK_END in chosen else 0), chosen
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+HY = ":opensource"
+HY_Q = f"<｜hy_begin_of_sentence{HY}｜><｜hy_User{HY}｜>Capital of France?<｜hy_Assistant{HY}｜>"
+
+
+def test_resolves_the_suffixed_markers() -> None:
+    parser = fc.parser_for("hy_v3", {"reasoning_effort": "high"})
+    assert parser.machine.spec.start == (f"<think{HY}>",)
+    assert parser.machine.spec.turn == (f"<｜hy_Assistant{HY}｜>",)
+    end_id = parser.tokenizer.single_token_id(f"</think{HY}>")
+    assert parser.end_marker_token_ids() == [end_id]
+    # The base vocabulary's bare <think>/</think> are single tokens too, but ordinary here.
+    assert parser.tokenizer.single_token_id("</think>") is not None
+    out = f"a</think>b</think{HY}>Paris"
+    assert fc.texts(
+        fc.split("hy_v3", out, prompt=HY_Q + f"<think{HY}>", kwargs={"reasoning_effort": "high"})
+    ) == (
+        "a</think>b",
+        "Paris",
+    )
+
+
+async def test_reasoning_end_token_id_uses_the_suffix() -> None:
+    tok = tokenizer(FAMILY_TOKENIZERS["hy_v3"])
+    cls = reasonspan.get_parser_class("hy_v3")
+    assert await cls.reasoning_end_token_id(tok) == tok.single_token_id(f"</think{HY}>")
+
+
+def test_reasoning_effort() -> None:
+    default = fc.parser_for("hy_v3")
+    assert not default.thinking_enabled
+    no_think = HY_Q + f"<think{HY}></think{HY}>"
+    assert not default.is_prompt_in_reasoning(default.tokenizer.encode(no_think))
+    res = fc.split("hy_v3", "Paris.", prompt=no_think)
+    assert fc.texts(res) == (None, "Paris.")
+    out = f"x</think{HY}>y"
+    assert fc.texts(fc.split("hy_v3", out, kwargs={"reasoning_effort": "no_think"})) == (None, out)
+    high = {"reasoning_effort": "high"}
+    assert fc.in_reasoning("hy_v3", HY_Q + f"<think{HY}>", high)
+    assert fc.texts(fc.split("hy_v3", f"Recall.</think{HY}>Paris.", kwargs=high)) == (
+        "Recall.",
+        "Paris.",
+    )
+    assert fc.texts(
+        fc.split("hy_v3", f"<think{HY}>r</think{HY}>c", kwargs={"reasoning_effort": "low"})
+    ) == (
+        "r",
+        "c",
+    )
+    res = fc.split("hy_v3", "Recalling", kwargs=high)
+    assert fc.texts(res) == ("Recalling", None) and not res.reasoning_ended
+    assert fc.texts(fc.split("hy_v3", f"</think{HY}>Paris", kwargs=high)) == (None, "Paris")
+    with pytest.raises(InvalidOptionError):
+        fc.parser_for("hy_v3", {"reasoning_effort": 1})
+
+
+def test_multi_turn_history() -> None:
+    high = {"reasoning_effort": "high"}
+    history = (
+        f"<｜hy_begin_of_sentence{HY}｜><｜hy_User{HY}｜>Q1<｜hy_Assistant{HY}｜>"
+        f"<think{HY}></think{HY}>A1<｜hy_eos{HY}｜><｜hy_User{HY}｜>Q2<｜hy_Assistant{HY}｜>"
+    )
+    assert fc.in_reasoning("hy_v3", history + f"<think{HY}>", high)
+    assert fc.in_reasoning("hy_v3", history, high)
+    assert not fc.in_reasoning("hy_v3", history + f"<think{HY}></think{HY}>", high)
+
+
+def test_suffix_from_config_preview_and_ambiguity() -> None:
+    def with_bare_turn(tok: LoadedTokenizer) -> LoadedTokenizer:
+        # The bare-suffix variants need the bare turn marker (the prompt scan's bound).
+        copy = Tokenizer.from_str(tok.tokenizer.to_str())
+        copy.add_special_tokens(["<｜hy_Assistant｜>"])
+        return LoadedTokenizer(copy, tok.source, config={"token_suffix": ""})
+
+    base = tokenizer(FAMILY_TOKENIZERS["hy_v3"])
+    # tokenizer_config.json's token_suffix wins when its pair is in the vocabulary.
+    configured = with_bare_turn(base)
+    assert fc.parser_for("hy_v3", tok=configured).machine.spec.start == ("<think>",)
+    # A preview vocabulary (bare pair only) resolves to the bare markers.
+    preview_tok = with_bare_turn(tokenizer("qwen-3"))
+    preview_tok.config.clear()
+    preview = fc.parser_for("hy_v3", {"reasoning_effort": "high"}, tok=preview_tok)
+    assert preview.machine.spec.start == ("<think>",)
+    # Without any turn marker the scan cannot be bounded: the wrong tokenizer is an error.
+    with pytest.raises(MissingMarkerError, match=r"<｜hy_Assistant｜>.*assistant-turn marker"):
+        fc.parser_for("hy_v3", {"reasoning_effort": "high"}, tok=tokenizer("qwen-3"))
+    # Two suffixed pairs and no token_suffix: refuse to guess.
+    tiny = Tokenizer(WordLevel({"a": 0, "[UNK]": 1}, unk_token="[UNK]"))
+    tiny.add_special_tokens(["<think:a>", "</think:a>", "<think:b>", "</think:b>"])
+    with pytest.raises(MissingMarkerError, match="token_suffix"):
+        fc.parser_for("hy_v3", tok=LoadedTokenizer(tiny, "tiny"))

@@ -24,7 +24,12 @@ from typing import Any
 import pytest
 
 import reasonspan
-from reasonspan import Label, ReasoningParser
+from reasonspan import (
+    InvalidOptionError,
+    Label,
+    ReasoningParser,
+)
+from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path
 
@@ -170,3 +175,98 @@ def test_random_outputs_give_the_test_s_calls_on_every_path(seed: int) -> None:
         want.append(canon("put", args))
     res = every_path(parser, PROMPT_ON, TOK.encode(text), TOOLS)
     assert got(res) == want, text
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+NEMO_Q = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+NEMO_ON = NEMO_Q + "<think>\n"
+NEMO_OFF = NEMO_Q + "<think></think>"
+
+
+def test_as_qwen3() -> None:
+    assert fc.in_reasoning("nemotron_v3", NEMO_ON)
+    assert fc.texts(fc.split("nemotron_v3", "plan\n</think>\n\nHello", prompt=NEMO_ON)) == (
+        "plan\n",
+        "\n\nHello",
+    )
+    assert fc.texts(fc.split("nemotron_v3", "<think>plan</think>Hello")) == ("plan", "Hello")
+    res = fc.split("nemotron_v3", "still going", prompt=NEMO_ON)
+    assert fc.texts(res) == ("still going", None) and not res.reasoning_as_content
+    assert fc.texts(fc.split("nemotron_v3", "</think>Hello", prompt=NEMO_ON)) == (None, "Hello")
+    call = '<tool_call>\n{"name": "f"}\n</tool_call>'
+    assert fc.texts(fc.split("nemotron_v3", "use f" + call, prompt=NEMO_ON)) == ("use f", call)
+    # Repeated </think> in content is dropped; a later <think> opens a block again.
+    assert fc.texts(fc.split("nemotron_v3", "a</think>b</think>c<think>d</think>e")) == (
+        "ad",
+        "bce",
+    )
+
+
+def test_thinking_off_content_and_leaked_block() -> None:
+    off = {"enable_thinking": False}
+    assert not fc.in_reasoning("nemotron_v3", NEMO_OFF, off)
+    res = fc.split("nemotron_v3", "Hello", prompt=NEMO_OFF, kwargs=off)
+    assert fc.texts(res) == (None, "Hello") and not res.reasoning_as_content
+    # A block the model writes anyway is split off when an answer follows it ...
+    res = fc.split("nemotron_v3", "<think>greet</think>Hello", prompt=NEMO_OFF, kwargs=off)
+    assert fc.texts(res) == ("greet", "Hello") and not res.reasoning_as_content
+    # ... and is the answer when nothing follows it.
+    res = fc.split("nemotron_v3", "<think>Hello there</think>", prompt=NEMO_OFF, kwargs=off)
+    assert fc.texts(res) == (None, "Hello there")
+    assert res.reasoning_as_content and res.reasoning_tokens == 0
+    assert Label.REASONING not in res.labels
+
+
+def test_force_nonempty_content() -> None:
+    force = {"force_nonempty_content": True}
+    res = fc.split("nemotron_v3", "only thoughts", prompt=NEMO_ON, kwargs=force)
+    assert fc.texts(res) == (None, "only thoughts")
+    assert res.reasoning_as_content and not res.reasoning_ended
+    assert res.content_token_ids == [t for t in res.token_ids]
+    res = fc.split("nemotron_v3", "thoughts</think>", prompt=NEMO_ON, kwargs=force)
+    assert fc.texts(res) == (None, "thoughts") and res.reasoning_ended
+    # Content (a tool call counts) means no swap; nor does the default without the switch.
+    call = "<tool_call>\n{}\n</tool_call>"
+    res = fc.split("nemotron_v3", "t" + call, prompt=NEMO_ON, kwargs=force)
+    assert fc.texts(res) == ("t", call) and not res.reasoning_as_content
+    res = fc.split("nemotron_v3", "thoughts</think>", prompt=NEMO_ON)
+    assert fc.texts(res) == ("thoughts", None) and not res.reasoning_as_content
+    with pytest.raises(InvalidOptionError):
+        fc.parser_for("nemotron_v3", {"force_nonempty_content": "yes"})
+
+
+def test_stream_signals_the_swap_at_finish() -> None:
+    """Streaming labels + the finish() signal == parse(), for every cut of the output."""
+    parser = fc.parser_for("nemotron_v3", {"force_nonempty_content": True})
+    assert parser.may_return_reasoning_as_content
+    assert not fc.parser_for("nemotron_v3").may_return_reasoning_as_content
+    ids = parser.tokenizer.encode("a b c d</think>")
+    whole = parser.parse(ids, prompt_token_ids=parser.tokenizer.encode(NEMO_ON))
+    for cut in range(len(ids) + 1):
+        parser.reset()
+        first = parser.stream(ids[:cut], True)
+        second = parser.stream(ids[cut:], first.is_still_reasoning)
+        assert not first.reasoning_as_content and not second.reasoning_as_content
+        tail = parser.finish()
+        assert tail.reasoning_as_content
+        streamed = first.labels + second.labels + tail.labels
+        assert streamed.replace(bytes([Label.REASONING]), bytes([Label.CONTENT])) == whole.labels
+    # reset() forgets what the last request saw.
+    parser.reset()
+    parser.stream(parser.tokenizer.encode("x</think>answer"), True)
+    assert not parser.finish().reasoning_as_content
+    parser.reset()
+    parser.stream(parser.tokenizer.encode("y</think>"), True)
+    assert parser.finish().reasoning_as_content
+
+
+def test_multi_turn_history() -> None:
+    history = (
+        "<|im_start|>user\nQ1<|im_end|>\n<|im_start|>assistant\n<think>\nold\n</think>\n\nA1"
+        "<|im_end|>\n<|im_start|>user\nQ2<|im_end|>\n<|im_start|>assistant\n"
+    )
+    assert fc.in_reasoning("nemotron_v3", history + "<think>\n")
+    assert fc.in_reasoning("nemotron_v3", history)
+    assert not fc.in_reasoning("nemotron_v3", history, {"enable_thinking": False})
+    assert not fc.in_reasoning("nemotron_v3", history + "<think></think>")

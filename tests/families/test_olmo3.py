@@ -29,10 +29,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import reasonspan
-from reasonspan import LoadedTokenizer, ParseResult, ReasoningParser
+from reasonspan import (
+    LoadedTokenizer,
+    ParseResult,
+    ReasoningParser,
+)
 from reasonspan.runtime.core.labels import TOOL_CALL
 from reasonspan.runtime.core.nesting import MAX_NESTING
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
 from tests.support import paths
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
@@ -271,3 +276,57 @@ def test_any_split_and_the_runtime_give_the_parse(
         assert sent == (got[0], got[1], [(c.name, c.arguments) for c in whole.tool_calls])
     else:  # a cut output returns a prefix of the calls, never a half call
         assert whole.tool_calls == want[: len(whole.tool_calls)]
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+
+def test_markers_are_several_tokens_and_tokenize_in_context() -> None:
+    tok = tokenizer(FAMILY_TOKENIZERS["olmo3"])
+    assert tok.single_token_id("<think>") is None and tok.single_token_id("</think>") is None
+    ends = {tuple(tok.encode(p + "</think>"))[-3:] for p in ("x", "x ", "x.")}
+    assert len(ends) == 3  # "</" "think" ">", " </" …, ".</" …
+    starts = {tuple(tok.encode(p + "<think>"))[-3:] for p in ("x", "x ")}
+    assert len(starts) == 2  # "<th" "ink" ">" vs " <" "think" ">"
+    for before in ("x", "x ", "x.", "x\n"):
+        assert fc.texts(fc.split("olmo3", before + "</think>answer")) == (before, "answer")
+    assert fc.texts(fc.split("olmo3", "Hi <think>r</think> c")) == ("Hi r", " c")
+
+
+def test_prompt_start_and_output_start() -> None:
+    q = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+    assert fc.in_reasoning("olmo3", q + "<think>")
+    assert fc.texts(fc.split("olmo3", "plan</think>Hello", prompt=q + "<think>")) == (
+        "plan",
+        "Hello",
+    )
+    assert fc.texts(fc.split("olmo3", "<think>plan</think>Hello", prompt=q)) == ("plan", "Hello")
+    res = fc.split("olmo3", "<think>still", prompt=q)
+    assert fc.texts(res) == ("still", None) and not res.reasoning_ended
+    assert fc.texts(fc.split("olmo3", "</think>Hello", prompt=q)) == (None, "Hello")
+    closed = q + "<think>\n</think>\n"
+    assert not fc.in_reasoning("olmo3", closed)
+    assert fc.texts(fc.split("olmo3", "Hello", prompt=closed)) == (None, "Hello")
+    # Repeated markers after the answer are text.
+    assert fc.texts(fc.split("olmo3", "a</think>b</think>c<think>d")) == ("a", "b</think>c<think>d")
+
+
+def test_holds_a_partial_marker_until_it_is_decided() -> None:
+    parser = fc.parser_for("olmo3")
+    tok = parser.tokenizer
+    first = parser.stream(tok.encode("plan</"), True)
+    assert first.held_token_count == 1
+    second = parser.stream(tok.encode("think"), first.is_still_reasoning)
+    assert second.held_token_count == 2 and second.is_still_reasoning
+    third = parser.stream(tok.encode(">ok"), second.is_still_reasoning)
+    assert not third.is_still_reasoning and third.held_token_count == 0
+
+
+def test_multi_turn_history() -> None:
+    history = (
+        "<|im_start|>user\nQ1<|im_end|>\n<|im_start|>assistant\n<think>old</think>A1<|im_end|>\n"
+        "<|im_start|>user\nQ2<|im_end|>\n<|im_start|>assistant\n"
+    )
+    assert fc.in_reasoning("olmo3", history)
+    unclosed = history.replace("<think>old</think>A1", "<think>cut off")
+    assert not fc.in_reasoning("olmo3", unclosed + "<think>\n</think>\n")

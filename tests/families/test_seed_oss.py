@@ -24,9 +24,12 @@ import anyio
 import pytest
 
 import reasonspan
-from reasonspan import ReasoningParser
+from reasonspan import (
+    ReasoningParser,
+)
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
@@ -202,3 +205,55 @@ def test_every_split_of_mixed_outputs() -> None:
         res = every_path(parser, PROMPT, TOK.encode("".join(chosen)), TOOLS)
         whole = [p for p in chosen if p.startswith(OPEN + "\n<function=")]
         assert len(res.tool_calls) == len(whole), chosen
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+SEED_Q = "<seed:bos>user\nHi<seed:eos>\n<seed:bos>assistant\n"
+
+
+def test_start_in_prompt_or_output() -> None:
+    assert fc.texts(fc.split("seed_oss", "<seed:think>ok</seed:think>Hi", prompt=SEED_Q)) == (
+        "ok",
+        "Hi",
+    )
+    prefilled = SEED_Q + "<seed:think>"
+    assert fc.in_reasoning("seed_oss", prefilled)
+    assert fc.texts(fc.split("seed_oss", "ok</seed:think>Hi", prompt=prefilled)) == ("ok", "Hi")
+
+
+def test_truncated_empty_content_only() -> None:
+    res = fc.split("seed_oss", "<seed:think>so far", prompt=SEED_Q)
+    assert fc.texts(res) == ("so far", None) and not res.reasoning_ended
+    assert fc.texts(fc.split("seed_oss", "<seed:think></seed:think>Hi", prompt=SEED_Q)) == (
+        None,
+        "Hi",
+    )
+    off = {"enable_thinking": False}
+    assert not fc.in_reasoning("seed_oss", SEED_Q + "<seed:think>", off)
+    assert fc.texts(fc.split("seed_oss", "Hi", prompt=SEED_Q, kwargs=off)) == (None, "Hi")
+    assert fc.texts(fc.split("seed_oss", "<seed:think>x</seed:think>y", kwargs=off)) == (
+        None,
+        "<seed:think>x</seed:think>y",
+    )
+
+
+def test_tool_call_and_repeats() -> None:
+    call = "<seed:tool_call>\n<function=f>\n</function>\n</seed:tool_call>"
+    res = fc.split("seed_oss", "<seed:think>use f" + call, prompt=SEED_Q)
+    assert fc.texts(res) == ("use f", call)
+    assert fc.texts(fc.split("seed_oss", "<seed:think>a</seed:think>b</seed:think>c")) == (
+        "a",
+        "b</seed:think>c",
+    )
+
+
+def test_multi_turn_history() -> None:
+    history = (
+        "<seed:bos>user\nQ1<seed:eos>\n<seed:bos>assistant\n<seed:think>old</seed:think>A1"
+        "<seed:eos>\n<seed:bos>user\nQ2<seed:eos>\n<seed:bos>assistant\n"
+    )
+    # The old </seed:think> is behind the current turn's <seed:bos>: the turn starts fresh.
+    assert fc.in_reasoning("seed_oss", history)
+    assert not fc.in_reasoning("seed_oss", history, {"enable_thinking": False})
+    assert not fc.in_reasoning("seed_oss", history + "<seed:think></seed:think>")

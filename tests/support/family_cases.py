@@ -28,8 +28,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 import reasonspan
-from reasonspan import Label, ParseResult, ReasoningParser
-from tests.support.cases import split_both_ways
+from reasonspan import Label, LoadedTokenizer, ParseResult, ReasoningParser
+from tests.support.cases import split_both_ways, split_with_parser
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.strategies import splits
 
@@ -38,11 +38,39 @@ SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[Healt
 
 
 def parser_for(
-    family: str, kwargs: Mapping[str, Any] | None = None, tok_name: str | None = None
+    family: str,
+    kwargs: Mapping[str, Any] | None = None,
+    tok_name: str | None = None,
+    *,
+    tok: LoadedTokenizer | None = None,
 ) -> ReasoningParser:
-    """The family's parser on ``tok_name`` (default: the family's fixture tokenizer)."""
-    tok = tokenizer(tok_name or FAMILY_TOKENIZERS[family])
+    """The family's parser on ``tok``, or the fixture ``tok_name`` (default: the family's
+    fixture tokenizer)."""
+    tok = tok or tokenizer(tok_name or FAMILY_TOKENIZERS[family])
     return reasonspan.create_parser_sync(family, tok, dict(kwargs or {}))
+
+
+def split(
+    family: str,
+    output: str,
+    *,
+    prompt: str | None = None,
+    kwargs: Mapping[str, Any] | None = None,
+) -> ParseResult:
+    """parse() the output on the family's fixture; check that 1-token streaming presents
+    the same text (:func:`tests.support.cases.split_with_parser`); return it."""
+    return split_with_parser(parser_for(family, kwargs), output, prompt=prompt)
+
+
+def texts(res: ParseResult) -> tuple[str | None, str | None]:
+    """A result's reasoning and content."""
+    return res.reasoning, res.content
+
+
+def in_reasoning(family: str, prompt: str, kwargs: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``prompt`` leaves the family's turn in reasoning, on its fixture."""
+    parser = parser_for(family, kwargs)
+    return parser.is_prompt_in_reasoning(parser.tokenizer.encode(prompt))
 
 
 @dataclass(frozen=True)
