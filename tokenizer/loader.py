@@ -34,7 +34,7 @@ class LoadedTokenizer:
         tokenizer: Tokenizer,
         source: str,
         *,
-        raw_json: str | None = None,
+        raw_json: str | bytes | None = None,
         config: dict[str, Any] | None = None,
         chat_template: str | None = None,
         model_config: dict[str, Any] | None = None,
@@ -45,7 +45,10 @@ class LoadedTokenizer:
         self.model_config: dict[str, Any] = model_config or {}
         template = chat_template if chat_template is not None else self.config.get("chat_template")
         self.chat_template: str | None = template if isinstance(template, str) else None
-        self._raw_json = raw_json
+        # The file as UTF-8 bytes, not a str: a str of a byte-level vocabulary's JSON takes
+        # 2-4 bytes a character (31 MB for Qwen3's 10 MB file, 54 MB for GLM-4.5V's), and
+        # it lives as long as the tokenizer. Read for the byte table and by the grammar.
+        self._raw = raw_json.encode("utf-8") if isinstance(raw_json, str) else raw_json
         vocab = tokenizer.get_vocab(with_added_tokens=True)
         self.vocab_size: int = (max(vocab.values()) + 1) if vocab else 0
         _check_id_range(vocab, source)
@@ -62,7 +65,7 @@ class LoadedTokenizer:
         """The same vocabulary without the folder's files (no chat template, no configs),
         sharing this one's byte table: parsers built on it use their family's documented
         start state instead of the template's (what a bare ``tokenizer.json`` gives)."""
-        out = LoadedTokenizer(self.tokenizer, self.source, raw_json=self._raw_json)
+        out = LoadedTokenizer(self.tokenizer, self.source, raw_json=self._raw)
         out._token_bytes = self.token_bytes
         out._byte_level = self._byte_level
         out._special_ids = self._special_ids
@@ -87,8 +90,13 @@ class LoadedTokenizer:
                     )
         return self._token_bytes
 
+    @property
+    def _raw_json(self) -> str | None:
+        """The tokenizer.json text it was loaded from (None for an in-memory Tokenizer)."""
+        return None if self._raw is None else self._raw.decode("utf-8")
+
     def _parsed(self) -> dict[str, Any]:
-        raw = self._raw_json if self._raw_json is not None else self.tokenizer.to_str()
+        raw = self._raw if self._raw is not None else self.tokenizer.to_str()
         data = json.loads(raw)
         return data if isinstance(data, dict) else {}
 
@@ -358,13 +366,14 @@ def _read_zip_member(path: Path, limit: int) -> bytes:
         return data
 
 
-def _read_tokenizer_text(path: Path, limit: int = MAX_TOKENIZER_BYTES) -> str:
+def _read_tokenizer_file(path: Path, limit: int = MAX_TOKENIZER_BYTES) -> tuple[bytes, str]:
+    """The tokenizer.json's bytes (kept by the LoadedTokenizer) and its text."""
     try:
         if path.suffix == ".zip":
             data = _read_zip_member(path, limit)
         else:
             data = _read_limited(path, limit)
-        return data.decode("utf-8")
+        return data, data.decode("utf-8")
     except TokenizerLoadError:
         raise
     except UnicodeDecodeError as exc:
@@ -394,7 +403,7 @@ def load_tokenizer_sync(
             )
     else:
         file = p
-    text = _read_tokenizer_text(file, max_bytes)
+    data, text = _read_tokenizer_file(file, max_bytes)
     parsed = _parse_json(text, file, "not a valid tokenizer.json")
     if not isinstance(parsed, dict) or not isinstance(parsed.get("model"), dict):
         raise TokenizerLoadError(str(file), "not a tokenizer.json: it has no 'model' section")
@@ -412,7 +421,7 @@ def load_tokenizer_sync(
     return LoadedTokenizer(
         tok,
         str(file),
-        raw_json=text,
+        raw_json=data,
         config=config,
         chat_template=template,
         model_config=model_config,

@@ -178,3 +178,19 @@ def test_vocabulary_only_drops_the_folder_files_and_shares_the_byte_table() -> N
         tok.vocab_size,
     )
     assert bare.cache is not tok.cache  # compiled machines depend on the template's absence
+
+
+def test_the_file_is_kept_as_its_bytes_and_read_back_as_its_text() -> None:
+    """The loaded tokenizer keeps tokenizer.json as UTF-8 bytes (a str of Qwen3's file took
+    31 MB, its bytes 11 MB, for as long as the tokenizer lives); the byte table is built from
+    them and the grammar engine reads the same text as the file's."""
+    path = folder("qwen-3") / "tokenizer.json"
+    tok = reasonspan.load_tokenizer_sync(path)
+    assert tok._raw == path.read_bytes()
+    assert tok._raw_json == path.read_text(encoding="utf-8")
+    from_text = reasonspan.LoadedTokenizer(tok.tokenizer, "x", raw_json=path.read_text("utf-8"))
+    in_memory = reasonspan.LoadedTokenizer(tok.tokenizer, "x")  # from tokenizer.to_str()
+    assert from_text._raw == tok._raw
+    assert tok.token_bytes == from_text.token_bytes == in_memory.token_bytes
+    assert tok.special_ids == in_memory.special_ids
+    assert tok.byte_level and in_memory.byte_level
