@@ -31,6 +31,7 @@ import reasonspan
 from reasonspan import ParseResult, ReasoningParser
 from reasonspan.runtime.core.labels import TOOL_CALL
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
 from tests.support import paths
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
@@ -249,3 +250,26 @@ def test_any_split_and_the_runtime_give_the_parse(
     assert sent == (got[0], got[1], [(c.name, c.arguments) for c in whole.tool_calls])
     # every action is read: the first ends an unclosed plan (text before it is the plan's)
     assert whole.tool_calls == want
+
+
+# ---------------------------------------------------------------------- fidelity
+
+COHERE_Q = "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>q<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|>"
+
+
+@fc.SETTINGS
+@given(data=st.data())
+def test_whitespace_after_the_openers_is_trimmed(data: st.DataObject) -> None:
+    case = fc.Split(
+        "openers",
+        "<|START_THINKING|>\n  plan<|END_THINKING|><|START_RESPONSE|> Hi<|END_RESPONSE|>",
+        "plan",
+        "Hi",
+        COHERE_Q + "<|CHATBOT_TOKEN|>",
+    )
+    fc.check_split(data, "cohere_command3", case)
+
+
+def test_no_marker_text_leaks_into_content() -> None:
+    out = "<|START_THINKING|>a<|END_THINKING|>b<|END_THINKING|>"
+    fc.check_no_leak("cohere_command3", {}, out, "<|")

@@ -38,6 +38,7 @@ from tests.families.test_cohere_command3 import (
     Call,
     expected,
 )
+from tests.support import family_cases as fc
 from tests.support import paths
 
 FAMILY = "cohere_command4"
@@ -130,3 +131,21 @@ def test_any_split_and_the_runtime_give_the_parse(
     k, sse = data.draw(st.sampled_from([1, 3, 8])), data.draw(st.booleans())
     sent = anyio.run(paths.served, make(), THINKING, ids, k, sse, TOOLS)
     assert sent == (got[0], got[1], [(c.name, c.arguments) for c in whole.tool_calls])
+
+
+# ---------------------------------------------------------------------- fidelity
+
+COHERE_Q = "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>q<|END_OF_TURN_TOKEN|><|START_OF_TURN_TOKEN|>"
+
+
+@fc.SETTINGS
+@given(data=st.data())
+def test_whitespace_after_the_openers_is_trimmed(data: st.DataObject) -> None:
+    case = fc.Split(
+        "openers",
+        "plan <|END_THINKING|>\n<|START_TEXT|>\nHi<|END_TEXT|>",
+        "plan ",
+        "Hi",
+        COHERE_Q + "<|CHATBOT_TOKEN|><|START_THINKING|>",
+    )
+    fc.check_split(data, "cohere_command4", case)

@@ -10,6 +10,7 @@ import pytest
 
 import reasonspan
 from reasonspan import InvalidOptionError, Label, ReasoningParser
+from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
 TOK_NAME = FAMILY_TOKENIZERS["gemma4"]
@@ -218,3 +219,11 @@ def test_tokens_are_labelled_the_same_for_every_split() -> None:
         b = OFF.stream(ids[cut:], a.is_still_reasoning)
         assert a.labels + b.labels == whole.labels
         assert not b.is_still_reasoning
+
+
+# ---------------------------------------------------------------------- fidelity
+
+
+def test_no_marker_text_leaks_into_content() -> None:
+    out = "<|channel>thought\na<channel|>b<channel|>"
+    fc.check_no_leak("gemma4", {"enable_thinking": True}, out, "channel")

@@ -13,11 +13,14 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import reasonspan
 from reasonspan import InvalidOptionError, Label, ReasoningParser
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import Answer, every_path, read_chunks, split_at
 
@@ -396,3 +399,23 @@ def test_prose_that_names_the_string_form_stays_content() -> None:
     res = every_path(parser, TURN, TOK.encode(out), TOOLS)
     assert res.tool_calls == []
     assert res.content == out
+
+
+# ---------------------------------------------------------------------- fidelity
+
+# The phrases are parsed by default.
+PHRASES = [
+    fc.Split("phrases", f"{START} x {END} y", " x ", " y"),
+    fc.Split("no phrases", "no phrases here", None, "no phrases here"),
+]
+
+
+@pytest.mark.parametrize("case", fc.params(PHRASES))
+@fc.SETTINGS
+@given(data=st.data())
+def test_phrases_split_under_any_split(data: st.DataObject, case: fc.Split) -> None:
+    fc.check_split(data, "granite", case)
+
+
+def test_no_marker_text_leaks_into_content() -> None:
+    fc.check_no_leak("granite", {}, f"{START}a{END}b", "Here is my")

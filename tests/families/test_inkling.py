@@ -21,12 +21,15 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import reasonspan
 from reasonspan import ReasoningParser
 from reasonspan.architectures.inkling import INKLING_TOOL_CALLS
 from reasonspan.runtime.core.tool_types import as_tools
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path
 
@@ -209,3 +212,36 @@ def test_a_header_is_dropped_without_tools_too() -> None:
     res = p.parse(TOK.encode("<|message_model|>note" + body), PROMPT)
     assert res.tool_calls == []
     assert res.content == "<|content_invoke_tool_json|>" + payload("note", {})
+
+
+# ---------------------------------------------------------------------- fidelity
+
+# Framing tokens are structure; no marker text reaches the content.
+FRAMES = [
+    fc.Split(
+        "thinking then text",
+        "<|content_thinking|>t<|end_message|><|message_model|><|content_text|>Hi<|end_message|>",
+        "t",
+        "Hi",
+        "<|message_model|>",
+    ),
+    fc.Split(
+        "text to the end of sampling",
+        "<|content_text|>Hi<|content_model_end_sampling|>",
+        None,
+        "Hi",
+        "<|message_model|>",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", fc.params(FRAMES))
+@fc.SETTINGS
+@given(data=st.data())
+def test_framing_tokens_are_structure(data: st.DataObject, case: fc.Split) -> None:
+    fc.check_split(data, "inkling", case)
+
+
+def test_no_marker_text_leaks_into_content() -> None:
+    out = "<|content_thinking|>a<|end_message|><|message_model|><|content_text|>b<|end_message|>"
+    fc.check_no_leak("inkling", {}, out, "<|")

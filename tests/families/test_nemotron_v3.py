@@ -22,6 +22,8 @@ import random
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import reasonspan
 from reasonspan import (
@@ -270,3 +272,58 @@ def test_multi_turn_history() -> None:
     assert fc.in_reasoning("nemotron_v3", history)
     assert not fc.in_reasoning("nemotron_v3", history, {"enable_thinking": False})
     assert not fc.in_reasoning("nemotron_v3", history + "<think></think>")
+
+
+# ---------------------------------------------------------------------- fidelity
+
+SWAPS = [
+    fc.Split(
+        "forced, only thoughts",
+        "only thoughts",
+        None,
+        "only thoughts",
+        NEMO_Q + "<think>\n",
+        {"force_nonempty_content": True},
+    ),
+    fc.Split(
+        "forced, empty answer",
+        "a b</think>",
+        None,
+        "a b",
+        NEMO_Q + "<think>\n",
+        {"force_nonempty_content": True},
+    ),
+    fc.Split(
+        "forced, answer",
+        "plan</think>Hi",
+        "plan",
+        "Hi",
+        NEMO_Q + "<think>\n",
+        {"force_nonempty_content": True},
+    ),
+    fc.Split(
+        "off, leaked block only",
+        "<think>Hello</think>",
+        None,
+        "Hello",
+        NEMO_Q + "<think></think>",
+        {"enable_thinking": False},
+    ),
+    fc.Split(
+        "off, leaked block then answer",
+        "<think>g</think>Hi",
+        "g",
+        "Hi",
+        NEMO_Q + "<think></think>",
+        {"enable_thinking": False},
+    ),
+]
+
+
+@pytest.mark.parametrize("case", fc.params(SWAPS))
+@fc.SETTINGS
+@given(data=st.data())
+def test_splitter_holds_what_the_swap_may_move(data: st.DataObject, case: fc.Split) -> None:
+    """TextSplitter, fed any split, returns parse()'s text: reasoning that becomes the
+    content is never returned as reasoning first."""
+    fc.check_split(data, "nemotron_v3", case)

@@ -330,3 +330,34 @@ def test_multi_turn_history() -> None:
     assert fc.in_reasoning("olmo3", history)
     unclosed = history.replace("<think>old</think>A1", "<think>cut off")
     assert not fc.in_reasoning("olmo3", unclosed + "<think>\n</think>\n")
+
+
+# ---------------------------------------------------------------------- fidelity
+
+# Qwen2.5's vocabulary merges "></": one token ends <think> and begins </think>.
+BACK_TO_BACK = [
+    fc.Split("empty block", "<think></think>No thoughts here.", None, "No thoughts here."),
+    fc.Split("block then start", "<think>a</think><think>", "a", "<think>"),
+    fc.Split("newlines", "<think>\n</think>\nHi", "\n", "\nHi"),
+]
+
+
+@pytest.mark.parametrize("case", fc.params(BACK_TO_BACK))
+@fc.SETTINGS
+@given(data=st.data())
+def test_back_to_back_text_markers_both_match(data: st.DataObject, case: fc.Split) -> None:
+    fc.check_split(data, "olmo3", case)
+
+
+def test_the_merged_token_ends_one_marker_and_begins_the_next() -> None:
+    parser = fc.parser_for("olmo3")
+    tok = parser.tokenizer
+    ids = tok.encode("<think></think>No")
+    assert b"></" in [tok.token_bytes[t] for t in ids]  # the fixture really merges them
+    res = parser.parse(ids)
+    # Every token of both markers is consumed; ">No" ends the second and spills "No".
+    assert res.delimiter_tokens == len(ids) and res.content == "No"
+    assert res.reasoning_ended
+    # The prompt scan reads the same pair: a pre-closed block means content.
+    assert not parser.is_prompt_in_reasoning(tok.encode("<|im_start|>assistant\n<think></think>"))
+    assert parser.is_prompt_in_reasoning(tok.encode("<|im_start|>assistant\n</think><think>"))

@@ -7,10 +7,14 @@ the label the harmony format gives it), never from the parser under test.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import reasonspan
 from reasonspan import Label, MissingMarkerError, ReasoningParser
+from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
+from tests.support.strategies import splits
 
 R, C, D, T = Label.REASONING, Label.CONTENT, Label.DELIMITER, Label.TOOL_CALL
 TOK = tokenizer(FAMILY_TOKENIZERS["openai_gptoss"])
@@ -413,3 +417,67 @@ def test_messages_of_a_channel_join_with_newline(
         r, c = r + a, c + b
     a, b = split.finish()
     assert (r + a or None, c + b or None) == (reasoning, content)
+
+
+# ---------------------------------------------------------------------- fidelity
+
+HARMONY_CALL = (
+    "<|start|>assistant to=functions.get_weather<|channel|>commentary <|constrain|>json"
+    '<|message|>{"location": "Paris"}<|call|>'
+)
+HARMONY_OUT = (
+    "<|channel|>analysis<|message|>Need the weather.<|end|>"
+    "<|start|>assistant<|channel|>commentary<|message|>Checking now.<|end|>" + HARMONY_CALL
+)
+
+
+@fc.SETTINGS
+@given(data=st.data())
+def test_harmony_tool_call_is_its_own_channel(data: st.DataObject) -> None:
+    """content holds the final and recipient-less commentary text only; the tool call's
+    text is handed over separately, split or whole; usage counts it as completion."""
+    case = fc.Split("harmony", HARMONY_OUT, "Need the weather.", "Checking now.")
+    res = fc.check_split(data, "openai_gptoss", case)
+    assert res.tool_call_text == HARMONY_CALL
+    tok = tokenizer(FAMILY_TOKENIZERS["openai_gptoss"])
+    assert res.tool_call_token_ids == tok.encode(HARMONY_CALL)
+    assert not set(res.tool_call_token_ids) & set(res.content_token_ids)
+    assert res.reasoning_tokens == len(tok.encode("Need the weather."))
+    # Streamed: the splitter hands the same text over, however the output is cut.
+    parser = fc.parser_for("openai_gptoss")
+    ids = tok.encode(HARMONY_OUT)
+    split = reasonspan.TextSplitter(parser)
+    calls = ""
+    for d in data.draw(splits(ids), label="deltas"):
+        split.feed(d)
+        calls += split.take_tool_call_text()
+    split.finish()
+    assert calls + split.take_tool_call_text() == HARMONY_CALL
+
+
+async def test_harmony_runtime_chunks_carry_no_tool_call_text() -> None:
+    import numpy as np
+
+    from reasonspan.runtime.stream.runtime import ReasoningRuntime
+
+    tok = tokenizer(FAMILY_TOKENIZERS["openai_gptoss"])
+    parser = fc.parser_for("openai_gptoss")
+    runtime = ReasoningRuntime()
+    prompt = tok.encode("<|start|>user<|message|>Weather?<|end|><|start|>assistant")
+    stream = runtime.add(1, parser, prompt)
+    ids = tok.encode(HARMONY_OUT)
+    for t in ids:
+        runtime.step(np.array([1]), np.array([t]), np.array([0, 1]))
+    runtime.finish(1)
+    reasoning = content = ""
+    usage = None
+    async for chunk in stream:
+        delta = chunk.choices[0].delta
+        reasoning += delta.reasoning or ""
+        content += delta.content or ""
+        usage = chunk.usage or usage
+    assert (reasoning, content) == ("Need the weather.", "Checking now.")
+    assert usage is not None
+    assert usage.completion_tokens == len(ids)
+    assert usage.completion_tokens_details is not None
+    assert usage.completion_tokens_details.reasoning_tokens == len(tok.encode("Need the weather."))
