@@ -25,7 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import reasonspan
-from reasonspan import ReasoningParser
+from reasonspan import Label, ReasoningParser
 from reasonspan.architectures.inkling import INKLING_TOOL_CALLS
 from reasonspan.runtime.core.tool_types import as_tools
 from reasonspan.runtime.toolcalls import ToolCall
@@ -245,3 +245,63 @@ def test_framing_tokens_are_structure(data: st.DataObject, case: fc.Split) -> No
 def test_no_marker_text_leaks_into_content() -> None:
     out = "<|content_thinking|>a<|end_message|><|message_model|><|content_text|>b<|end_message|>"
     fc.check_no_leak("inkling", {}, out, "<|")
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+INKLING = FAMILY_TOKENIZERS["inkling"]
+
+INKLING_TURN = "<|message_model|>"
+
+
+def test_prompt_tail_seeds_the_state() -> None:
+    assert fc.scan("inkling", INKLING, "Hi<|end_message|>" + INKLING_TURN + "<|content_thinking|>")
+    assert not fc.scan("inkling", INKLING, "Hi<|end_message|>" + INKLING_TURN)
+    assert not fc.scan("inkling", INKLING, "Hi<|end_message|>" + INKLING_TURN + "<|content_text|>")
+    # An open thinking block of an earlier message does not reach past the message start.
+    assert not fc.scan("inkling", INKLING, INKLING_TURN + "<|content_thinking|>old" + INKLING_TURN)
+
+
+def test_thinking_then_text_block() -> None:
+    out = "<|content_thinking|>2+2=4<|end_message|><|message_model|><|content_text|>It is 4.<|end_message|>"
+    res = fc.split_raw("inkling", INKLING, out, INKLING_TURN)
+    assert res.reasoning == "2+2=4"
+    # Framing tokens are structure: consumed, never content text.
+    assert res.content == "It is 4."
+    assert fc.labelled(res, INKLING, Label.DELIMITER) == [
+        "<|content_thinking|>",
+        "<|end_message|>",
+        "<|message_model|>",
+        "<|content_text|>",
+        "<|end_message|>",
+    ]
+    split = reasonspan.TextSplitter(
+        fc.parser_for("inkling", None, INKLING), skip_special_tokens=True
+    )
+    r, c = split.feed(tokenizer(INKLING).encode(out))
+    r2, c2 = split.finish()
+    assert (r + r2, c + c2) == ("2+2=4", "It is 4.")
+
+
+def test_second_thinking_block_after_a_close() -> None:
+    out = (
+        "<|content_thinking|>A<|end_message|><|message_model|><|content_text|>x<|end_message|>"
+        "<|message_model|><|content_thinking|>B<|content_model_end_sampling|>"
+    )
+    res = fc.split_raw("inkling", INKLING, out, INKLING_TURN)
+    assert res.reasoning == "AB"
+    assert res.reasoning_ended
+    assert "<|content_model_end_sampling|>" in fc.labelled(res, INKLING, Label.DELIMITER)
+
+
+def test_tool_block_ends_reasoning_and_truncation() -> None:
+    prompt = INKLING_TURN + "<|content_thinking|>"
+    call = '<|content_invoke_tool_json|>{"name":"get_weather","args":{}}'
+    res = fc.split_raw("inkling", INKLING, "Need weather." + call + "<|end_message|>", prompt)
+    # The tool block's opener stays for the tool parser; its framing close is consumed.
+    assert (res.reasoning, res.content) == ("Need weather.", call)
+    assert fc.labelled(res, INKLING, Label.TOOL) == ["<|content_invoke_tool_json|>"]
+    res = fc.split_raw("inkling", INKLING, "Still thinking", prompt)
+    assert (res.reasoning, res.content, res.reasoning_ended) == ("Still thinking", None, False)
+    res = fc.split_raw("inkling", INKLING, "Plain answer", INKLING_TURN)
+    assert (res.reasoning, res.content) == (None, "Plain answer")

