@@ -14,7 +14,8 @@ import json
 import shutil
 import tempfile
 import zipfile
-from functools import cache
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -516,10 +517,36 @@ def folder(name: str) -> Path:
     return synthetic_folder(name) if name in SYNTHETIC else real_folder(name)
 
 
-@cache
+_LOADED: dict[str, LoadedTokenizer] = {}
+
+
 def tokenizer(name: str) -> LoadedTokenizer:
-    """Load (once per test session) a real or synthetic fixture tokenizer by name."""
-    return load_tokenizer_sync(folder(name))
+    """Load (once per test session) a real or synthetic fixture tokenizer by name.
+
+    Kept for the session on purpose: a pytest-xdist worker runs ~10 modules that sweep
+    every family (~45 tokenizers, 1-3 s each to load), so a bounded cache reloads hundreds
+    of times (measured: 10-25 minutes more per worker with 16 kept). What grows with the
+    session is what is built on them; a module that builds a large table releases it
+    (:func:`release_tables`)."""
+    got = _LOADED.get(name)
+    if got is None:
+        got = _LOADED[name] = load_tokenizer_sync(folder(name))
+    return got
+
+
+@contextmanager
+def release_tables(key: str) -> Iterator[None]:
+    """Drop, when the block ends, the ``key`` table of each fixture tokenizer that got it
+    inside the block (those that had it before keep it): for a module that builds a large
+    per-tokenizer table few other modules use, such as llguidance's (~110 MB and 3-7 s
+    each), which would otherwise stay for the whole session."""
+    before = {name for name, tok in _LOADED.items() if key in tok.cache}
+    try:
+        yield
+    finally:
+        for name, tok in list(_LOADED.items()):
+            if name not in before:
+                tok.cache.pop(key, None)
 
 
 # Which tokenizer each registered family is tested on. Every registered family must have
