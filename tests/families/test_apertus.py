@@ -26,9 +26,11 @@ import anyio
 import pytest
 
 import reasonspan
-from reasonspan import ReasoningParser
+from reasonspan import Label, ReasoningParser
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
+from tests.support.cases import split_both_ways
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import Answer, every_path, read_chunks, split_at
 
@@ -223,3 +225,41 @@ def test_every_split_of_a_mixed_output() -> None:
         good = [p for p in chosen if p.startswith(PREFIX) and "broken" not in p]
         assert len(res.tool_calls) == len(good), chosen
         assert ("broken" in (res.content or "")) == any("broken" in p for p in chosen)
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+APERTUS = FAMILY_TOKENIZERS["apertus"]
+R, C, D = "Let me think it over.", "The answer is 42.", " And more."
+
+APERTUS_TURN = "<|user_start|>Hi?<|user_end|><|assistant_start|>"
+
+
+def test_model_opens_the_block() -> None:
+    assert not fc.scan("apertus", APERTUS, APERTUS_TURN)
+    assert not fc.default_state("apertus", APERTUS)
+    res = split_both_ways(
+        "apertus", APERTUS, f"<|inner_prefix|>{R}<|inner_suffix|>{C}", prompt=APERTUS_TURN
+    )
+    assert fc.texts_or_none(res) == (R, C)
+    assert fc.texts_or_none(split_both_ways("apertus", APERTUS, C, prompt=APERTUS_TURN)) == (
+        None,
+        C,
+    )
+    # Prefilled by a caller: the prompt scan sees the open block.
+    assert fc.scan("apertus", APERTUS, APERTUS_TURN + "<|inner_prefix|>")
+
+
+def test_think_tags_are_content() -> None:
+    out = f"<think>{R}</think>{C}"
+    assert fc.texts_or_none(split_both_ways("apertus", APERTUS, out)) == (None, out)
+
+
+def test_tools_span_leaves_reasoning() -> None:
+    # The documented choice (module doc): the span is an implicit end, kept in content,
+    # and the late <|inner_suffix|> is dropped.
+    span = '<|tools_prefix|>[{"weather": {"city": "Bern"}}]<|tools_suffix|>'
+    out = f"<|inner_prefix|>{R}{span}{D}<|inner_suffix|>{C}"
+    res = split_both_ways("apertus", APERTUS, out)
+    assert fc.texts_or_none(res) == (R, span + D + C)
+    assert fc.labelled_text(res, APERTUS, Label.TOOL) == "<|tools_prefix|>"

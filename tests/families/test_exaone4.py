@@ -21,9 +21,11 @@ import anyio
 import pytest
 
 import reasonspan
-from reasonspan import ReasoningParser
+from reasonspan import InvalidOptionError, ReasoningParser
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
+from tests.support.cases import split_both_ways
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
@@ -171,3 +173,28 @@ def test_every_split_of_a_mixed_output() -> None:
         complete = [p for p in chosen if p.startswith('<tool_call>{"')]
         # Before ``</think>`` everything is reasoning: a call there is not read.
         assert len(res.tool_calls) == (len(complete) if "</think>\n\n" in chosen else 0)
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+EXAONE = FAMILY_TOKENIZERS["exaone4"]
+R, C, D = "Let me think it over.", "The answer is 42.", " And more."
+
+EXAONE_TURN = "[|user|]Hi?[|endofturn|]\n[|assistant|]"
+
+
+def test_thinking_off_by_default() -> None:
+    assert not fc.default_state("exaone4", EXAONE)
+    assert not fc.scan("exaone4", EXAONE, EXAONE_TURN)
+    out = f"<think>{R}</think>{C}"
+    assert fc.texts_or_none(split_both_ways("exaone4", EXAONE, out)) == (None, out)
+
+
+def test_enable_thinking() -> None:
+    on = {"enable_thinking": True}
+    prompt = EXAONE_TURN + "<think>\n"
+    assert fc.scan("exaone4", EXAONE, prompt, on)
+    res = split_both_ways("exaone4", EXAONE, f"{R}</think>{C}", prompt=prompt, kwargs=on)
+    assert fc.texts_or_none(res) == (R, C)
+    with pytest.raises(InvalidOptionError, match="enable_thinking"):
+        reasonspan.create_parser_sync("exaone4", tokenizer(EXAONE), {"enable_thinking": "on"})

@@ -24,9 +24,11 @@ import anyio
 import pytest
 
 import reasonspan
-from reasonspan import ReasoningParser
+from reasonspan import InvalidOptionError, ReasoningParser
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
+from tests.support.cases import split_both_ways
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
@@ -194,3 +196,33 @@ def test_without_tools_the_markup_stays_in_the_content() -> None:
     text = "Ok. " + block(invoke("note", {}))
     res = off().parse(TOK.encode(text), ANSWER)
     assert res.tool_calls == [] and res.content == text
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+GIGA = FAMILY_TOKENIZERS["gigachat35"]
+R, C, D = "Let me think it over.", "The answer is 42.", " And more."
+
+GIGA_OLD = f"assistant<|role_sep|>\nold</think>{C}<|message_sep|>"
+GIGA_TURN = "user<|role_sep|>\nHi?<|message_sep|>assistant<|role_sep|>\n"
+
+
+def test_prefilled_by_default() -> None:
+    prompt = GIGA_OLD + GIGA_TURN + "<think>"
+    assert fc.scan("gigachat35", GIGA, prompt)
+    # The old </think> sits before the last <|role_sep|>: it never decides the scan.
+    assert fc.scan("gigachat35", GIGA, GIGA_OLD + GIGA_TURN)
+    res = split_both_ways("gigachat35", GIGA, f"{R}</think>{C}", prompt=prompt)
+    assert fc.texts_or_none(res) == (R, C)
+    # No implicit end: a <tool_call> written while reasoning is reasoning text.
+    out = f"{R}<tool_call>x"
+    assert fc.texts_or_none(split_both_ways("gigachat35", GIGA, out)) == (out, None)
+
+
+def test_reasoning_switch() -> None:
+    assert fc.default_state("gigachat35", GIGA)
+    assert not fc.default_state("gigachat35", GIGA, {"reasoning": False})
+    res = split_both_ways("gigachat35", GIGA, C, kwargs={"reasoning": False})
+    assert fc.texts_or_none(res) == (None, C)
+    with pytest.raises(InvalidOptionError, match="'reasoning'"):
+        reasonspan.create_parser_sync("gigachat35", tokenizer(GIGA), {"reasoning": "yes"})

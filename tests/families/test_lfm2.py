@@ -24,9 +24,11 @@ import anyio
 import pytest
 
 import reasonspan
-from reasonspan import ReasoningParser
+from reasonspan import InvalidOptionError, Label, ReasoningParser
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
+from tests.support.cases import split_both_ways
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import Answer, every_path, read_chunks, split_at
 
@@ -245,3 +247,38 @@ def test_every_split_of_a_mixed_output() -> None:
         good = [p for p in chosen if p.startswith(START) and "broken" not in p]
         assert len(res.tool_calls) == len(good), chosen
         assert ("broken" in (res.content or "")) == any("broken" in p for p in chosen)
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+LFM = FAMILY_TOKENIZERS["lfm2"]
+R, C, D = "Let me think it over.", "The answer is 42.", " And more."
+
+LFM_TURN = "<|im_start|>user\nHi?<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_thinks_when_it_chooses() -> None:
+    assert not fc.scan("lfm2", LFM, LFM_TURN)
+    out = f"<think>{R}</think>{C}"
+    assert fc.texts_or_none(split_both_ways("lfm2", LFM, out, prompt=LFM_TURN)) == (R, C)
+    assert fc.texts_or_none(split_both_ways("lfm2", LFM, C, prompt=LFM_TURN)) == (None, C)
+    # A block after content opens too.
+    out = f"{C}<think>{R}</think>{D}"
+    assert fc.texts_or_none(split_both_ways("lfm2", LFM, out)) == (R, C + D)
+
+
+def test_tool_call_ends_reasoning() -> None:
+    call = "<|tool_call_start|>[get_weather(city='Bern')]<|tool_call_end|>"
+    res = split_both_ways("lfm2", LFM, f"<think>{R}{call}")
+    assert fc.texts_or_none(res) == (R, call)
+    assert fc.labelled_text(res, LFM, Label.TOOL) == "<|tool_call_start|>"
+
+
+def test_think_switch() -> None:
+    out = f"<think>{R}</think>{C}"
+    assert fc.texts_or_none(split_both_ways("lfm2", LFM, out, kwargs={"think": False})) == (
+        None,
+        out,
+    )
+    with pytest.raises(InvalidOptionError, match="'think'"):
+        reasonspan.create_parser_sync("lfm2", tokenizer(LFM), {"think": "off"})

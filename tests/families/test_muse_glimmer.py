@@ -31,7 +31,9 @@ from typing import Any
 import pytest
 
 import reasonspan
-from reasonspan import Label
+from reasonspan import InvalidOptionError, Label
+from tests.support import family_cases as fc
+from tests.support.cases import split_both_ways
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path
 
@@ -123,3 +125,70 @@ def test_force_nonempty_content_returns_thinking_only_as_content(
         assert plain.content is None  # without the switch the content stays empty
         assert (res.reasoning or "", res.content) == forced
         assert res.reasoning_as_content
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+MUSE = FAMILY_TOKENIZERS["muse_glimmer"]
+R, C, D = "Let me think it over.", "The answer is 42.", " And more."
+
+MUSE_PROMPT = "<|start|>user<|message|>Hi?<|eot|><|start|>assistant"
+
+
+def test_self_then_user() -> None:
+    assert not fc.scan("muse_glimmer", MUSE, MUSE_PROMPT)
+    out = f" to=self<|message|>{R}<|eom|><|start|>assistant to=user<|message|>{C}<|eot|>"
+    res = split_both_ways("muse_glimmer", MUSE, out, prompt=MUSE_PROMPT)
+    assert fc.texts_or_none(res) == (R, C)
+    # No self message: all answer.
+    out = f" to=user<|message|>{C}<|eot|>"
+    assert fc.texts_or_none(split_both_ways("muse_glimmer", MUSE, out, prompt=MUSE_PROMPT)) == (
+        None,
+        C,
+    )
+
+
+def test_self_blocks_join_with_newline() -> None:
+    second = "Now check the units."
+    out = (
+        f" to=self<|message|>{R}<|eom|><|start|>assistant to=self<|message|>{second}<|eom|>"
+        f"<|start|>assistant to=user<|message|>{C}<|eot|>"
+    )
+    res = split_both_ways("muse_glimmer", MUSE, out, prompt=MUSE_PROMPT)
+    assert fc.texts_or_none(res) == (R + "\n" + second, C)
+    # The join is text only: the tokens of both bodies are reasoning, nothing else is.
+    assert fc.labelled_text(res, MUSE, Label.REASONING) == R + second
+
+
+def test_tool_channel_stays_in_content() -> None:
+    """Framed by its ``to=NAME<|message|>`` (tests/families/test_muse_glimmer.py)."""
+    body = '<atem:invoke name="get_weather">Paris</atem:invoke>'
+    framed = "to=get_weather<|message|>" + body
+    out = f" to=self<|message|>{R}<|eom|><|start|>assistant to=get_weather<|message|>{body}<|eom|>"
+    res = split_both_ways("muse_glimmer", MUSE, out, prompt=MUSE_PROMPT)
+    assert fc.texts_or_none(res) == (R, framed)
+    assert (
+        fc.labelled_text(res, MUSE, Label.TOOL) == "=get_weather<|message|>" + body
+    )  # " to": spilled
+    # A tool message right away ends reasoning before any self block.
+    out = f" to=get_weather<|message|>{body}<|eom|>"
+    assert fc.texts_or_none(split_both_ways("muse_glimmer", MUSE, out, prompt=MUSE_PROMPT)) == (
+        None,
+        framed,
+    )
+
+
+def test_prompt_inside_a_self_body() -> None:
+    assert fc.scan("muse_glimmer", MUSE, MUSE_PROMPT + " to=self<|message|>")
+    assert not fc.scan("muse_glimmer", MUSE, MUSE_PROMPT + " to=user<|message|>")
+
+
+def test_reasoning_strength() -> None:
+    for value in ("low", "medium", "high", "xhigh"):
+        reasonspan.create_parser_sync(
+            "muse_glimmer", tokenizer(MUSE), {"reasoning_strength": value}
+        )
+    with pytest.raises(InvalidOptionError, match="reasoning_strength"):
+        reasonspan.create_parser_sync(
+            "muse_glimmer", tokenizer(MUSE), {"reasoning_strength": "extreme"}
+        )

@@ -23,7 +23,10 @@ from typing import Any
 import pytest
 
 import reasonspan
-from reasonspan import ParseResult, ReasoningParser
+from reasonspan import LoadedTokenizer, ParseResult, ReasoningParser
+from reasonspan.detection import describe, detect
+from tests.support import family_cases as fc
+from tests.support.cases import split_both_ways
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path
 
@@ -162,3 +165,76 @@ def test_random_outputs_give_the_test_s_calls_on_every_path(seed: int) -> None:
         want += [canon(n, a) for n, a in pairs]
     res = every_path(parser, ON if thinking else OFF, TOK.encode(text), TOOLS)
     assert got(res) == want, text
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+NEMO = FAMILY_TOKENIZERS["nemotron_v1"]
+R, C, D = "Let me think it over.", "The answer is 42.", " And more."
+
+
+def llama_prompt(system: str | None, user: str = "Hi?") -> str:
+    head = "<|begin_of_text|>"
+    if system is not None:
+        head += f"<|start_header_id|>system<|end_header_id|>\n\n{system}<|eot_id|>"
+    return (
+        head
+        + f"<|start_header_id|>user<|end_header_id|>\n\n{user}<|eot_id|>"
+        + "<|start_header_id|>assistant<|end_header_id|>\n\n"
+    )
+
+
+def test_seeded_from_the_system_prompt() -> None:
+    on, off = llama_prompt("detailed thinking on"), llama_prompt("detailed thinking off")
+    assert fc.scan("nemotron_v1", NEMO, on)
+    assert not fc.scan("nemotron_v1", NEMO, off)
+    assert not fc.scan("nemotron_v1", NEMO, llama_prompt(None))
+    # Only the system message counts, not a user who quotes the phrase.
+    assert not fc.scan("nemotron_v1", NEMO, llama_prompt(None, "say detailed thinking on"))
+    assert not fc.default_state("nemotron_v1", NEMO)
+    out = f"<think>{R}</think>{C}"
+    for prompt in (on, off):  # the model's own block is split either way
+        assert fc.texts_or_none(split_both_ways("nemotron_v1", NEMO, out, prompt=prompt)) == (R, C)
+    # Where the seed matters: no <think> written (or cut short) is reasoning when on.
+    assert fc.texts_or_none(split_both_ways("nemotron_v1", NEMO, R, prompt=on)) == (R, None)
+    assert fc.texts_or_none(split_both_ways("nemotron_v1", NEMO, C, prompt=off)) == (None, C)
+
+
+def test_markers_are_text() -> None:
+    tok = tokenizer(NEMO)
+    assert tok.single_token_id("<think>") is None  # several tokens, as in Llama 3
+    # An old block in the history, before the last <|eot_id|>, does not decide the scan.
+    history = (
+        llama_prompt("detailed thinking on")
+        + f"<think>old</think>{C}<|eot_id|>"
+        + "<|start_header_id|>user<|end_header_id|>\n\nAgain?<|eot_id|>"
+        + "<|start_header_id|>assistant<|end_header_id|>\n\n"
+    )
+    assert fc.scan("nemotron_v1", NEMO, history)
+
+
+LLAMA_NEMOTRON_TEMPLATE = (
+    "{%- for message in messages %}{%- set content = message['content'] %}"
+    "{%- if message['role'] == 'assistant' %}"
+    "{%- set content = content.split('</think>')[-1].lstrip() %}{%- endif %}"
+    "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + content + "
+    "'<|eot_id|>' }}{%- endfor %}"
+    "{%- if add_generation_prompt %}"
+    "{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}"
+)
+
+
+def test_detect_needs_its_template() -> None:
+    # Plain-text markers: the vocabulary alone says nothing (no guess) ...
+    base = tokenizer(NEMO)
+    assert detect(base).parser is None
+    # ... a template that spells </think> (stripping old reasoning) and config.json do.
+    folder = LoadedTokenizer(
+        base.tokenizer,
+        base.source,
+        config=dict(base.config),
+        chat_template=LLAMA_NEMOTRON_TEMPLATE,
+        model_config={"model_type": "nemotron-nas", "architectures": ["DeciLMForCausalLM"]},
+    )
+    result = detect(folder)
+    assert result.parser == "nemotron_v1", describe(result)

@@ -23,9 +23,11 @@ import anyio
 import pytest
 
 import reasonspan
-from reasonspan import ReasoningParser
+from reasonspan import InvalidOptionError, Label, ReasoningParser
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
+from tests.support.cases import split_both_ways
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
@@ -205,3 +207,50 @@ def test_without_tools_the_markup_stays_in_the_content() -> None:
     text = "Ok." + call_text("get_time", {})
     res = low().parse(TOK.encode(text), CLOSED, skip_special_tokens=False)
     assert res.tool_calls == [] and res.content == text
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+SOLAR = FAMILY_TOKENIZERS["solar_open2"]
+R, C, D = "Let me think it over.", "The answer is 42.", " And more."
+
+SOLAR_TURN = "<|im:start|>user<|im:content|>Hi?<|im:end|><|im:start|>assistant<|im:content|>"
+SOLAR_OLD = f"<|im:start|>assistant<|im:content|><|think:start|>old<|think:end|>{C}<|im:end|>"
+
+
+def test_prefilled_open_block() -> None:
+    prompt = SOLAR_OLD + SOLAR_TURN + "<|think:start|>"
+    assert fc.scan("solar_open2", SOLAR, prompt)
+    res = split_both_ways("solar_open2", SOLAR, f"{R}<|think:end|>{C}", prompt=prompt)
+    assert fc.texts_or_none(res) == (R, C)
+    # Truncated before <|think:end|>: reasoning, as vLLM's split for an open effort.
+    assert fc.texts_or_none(split_both_ways("solar_open2", SOLAR, R, prompt=prompt)) == (R, None)
+
+
+def test_effort_switch() -> None:
+    # Unset and the open efforts leave the block open; any other string closes it.
+    assert fc.default_state("solar_open2", SOLAR)
+    for effort in ("medium", "high", "xhigh"):
+        assert fc.default_state("solar_open2", SOLAR, {"reasoning_effort": effort})
+    for effort in ("low", "minimal", "none", "High"):
+        assert not fc.default_state("solar_open2", SOLAR, {"reasoning_effort": effort})
+        res = split_both_ways("solar_open2", SOLAR, C, kwargs={"reasoning_effort": effort})
+        assert fc.texts_or_none(res) == (None, C)
+    # The closed pair in the prompt: the turn is content.
+    closed = SOLAR_TURN + "<|think:start|><|think:end|>"
+    assert not fc.scan("solar_open2", SOLAR, closed)
+    assert fc.texts_or_none(split_both_ways("solar_open2", SOLAR, C, prompt=closed)) == (None, C)
+
+
+def test_tool_call_ends_reasoning_and_stray_end_dropped() -> None:
+    call = "<|tool_call:start|>get_weather\n<|tool_arg:start|>city<|tool_arg:value|>Seoul"
+    res = split_both_ways("solar_open2", SOLAR, R + call)
+    assert fc.texts_or_none(res) == (R, call)
+    assert fc.labelled_text(res, SOLAR, Label.TOOL) == "<|tool_call:start|>"
+    res = split_both_ways("solar_open2", SOLAR, f"{R}<|think:end|>{C}<|think:end|>{D}")
+    assert fc.texts_or_none(res) == (R, C + D)
+
+
+def test_bad_effort_is_named() -> None:
+    with pytest.raises(InvalidOptionError, match="reasoning_effort"):
+        reasonspan.create_parser_sync("solar_open2", tokenizer(SOLAR), {"reasoning_effort": 2})

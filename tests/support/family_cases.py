@@ -266,3 +266,19 @@ BLANK_BEFORE_START = [
 ]
 """Blank text before the model's own ``<think>`` is dropped: the lead rule of the families
 whose turn starts in reasoning with DeepSeek-R1's markers (deepseek_r1, holo2)."""
+
+
+def default_state(family: str, tok_name: str, kwargs: Mapping[str, Any] | None = None) -> bool:
+    """Whether the family's turn starts in reasoning with no prompt, on ``tok_name``."""
+    return parser_for(family, kwargs, tok_name).default_reasoning
+
+
+def texts_or_none(res: ParseResult) -> tuple[str | None, str | None]:
+    """A result's reasoning and content, an empty text as None."""
+    return res.reasoning or None, res.content or None
+
+
+def labelled_text(res: ParseResult, tok_name: str, label: Label) -> str:
+    """The text of the tokens of ``res`` that carry ``label``, decoded together."""
+    tok = tokenizer(tok_name)
+    return tok.decode([t for t, lab in zip(res.token_ids, res.labels, strict=True) if lab == label])
