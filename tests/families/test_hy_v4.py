@@ -22,12 +22,17 @@ import json
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
+from tokenizers import AddedToken
 
 import reasonspan
-from reasonspan import ReasoningParser
+from reasonspan import Label, LoadedTokenizer, ReasoningParser
+from reasonspan.runtime.core.errors import MissingMarkerError
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
+from reasonspan.serving.protocol import ChatCompletionRequest
+from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
@@ -229,3 +234,80 @@ def test_every_split_of_mixed_outputs() -> None:
         whole = sum(p.count(f"<tool_call{S}>") for p in chosen)
         # (<tool_calls:S> ends the reasoning: a section inside it is read too)
         assert len(res.tool_calls) == whole, chosen
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+REASONING = "Two and two make four."
+ANSWER = "It is 4."
+
+SUFFIX = ":6124c78e"
+HY_START, HY_END = f"<think{SUFFIX}>", f"</think{SUFFIX}>"
+HY_TOOLS = f"<tool_calls{SUFFIX}>"
+
+
+def test_reads_the_suffix_from_the_vocabulary() -> None:
+    parser_cls = reasonspan.get_parser_class("hy_v4")
+    spec = parser_cls.resolve_spec(tokenizer(FAMILY_TOKENIZERS["hy_v4"]))
+    assert (spec.start, spec.end, spec.tool) == ((HY_START,), (HY_END,), (HY_TOOLS,))
+    res = fc.split("hy_v4", f"{REASONING}{HY_END}{ANSWER}")
+    assert res.started_in_reasoning
+    assert (res.reasoning, res.content) == (REASONING, ANSWER)
+    # The base vocabulary's bare "</think>" is ordinary text here.
+    plain = fc.split("hy_v4", f"{REASONING}</think>{ANSWER}")
+    assert (plain.reasoning, plain.content) == (f"{REASONING}</think>{ANSWER}", None)
+
+
+def test_echoed_start_is_consumed() -> None:
+    res = fc.split("hy_v4", f"{HY_START}{REASONING}{HY_END}{ANSWER}")
+    assert (res.reasoning, res.content) == (REASONING, ANSWER)
+    assert fc.labelled(res, FAMILY_TOKENIZERS["hy_v4"], Label.DELIMITER) == [HY_START, HY_END]
+
+
+def test_tool_calls_end_reasoning() -> None:
+    call = f"{HY_TOOLS}<tool_call{SUFFIX}>get_weather</tool_call{SUFFIX}></tool_calls{SUFFIX}>"
+    res = fc.split("hy_v4", REASONING + call)
+    assert (res.reasoning, res.content) == (REASONING, call)
+    assert fc.labelled(res, FAMILY_TOKENIZERS["hy_v4"], Label.TOOL) == [HY_TOOLS]
+
+
+@pytest.mark.parametrize("effort", [None, "", "low", "high", "medium"])
+def test_any_effort_but_no_think_thinks(effort: str | None) -> None:
+    res = fc.split("hy_v4", f"{REASONING}{HY_END}{ANSWER}", kwargs={"reasoning_effort": effort})
+    assert (res.reasoning, res.content) == (REASONING, ANSWER)
+
+
+def test_no_think_is_all_content() -> None:
+    out = f"{REASONING}{HY_END}{ANSWER}"
+    res = fc.split("hy_v4", out, kwargs={"reasoning_effort": "no_think"})
+    assert not res.started_in_reasoning
+    assert (res.reasoning, res.content) == (None, out)
+
+
+def test_chat_template_kwargs_beat_the_top_level_effort() -> None:
+    request = msgspec.convert(
+        {
+            "model": "hy",
+            "messages": [{"role": "user", "content": "Hi"}],
+            "reasoning_effort": "high",
+            "chat_template_kwargs": {"reasoning_effort": "no_think"},
+        },
+        ChatCompletionRequest,
+    )
+    res = fc.split("hy_v4", f"{REASONING}{HY_END}{ANSWER}", kwargs=request.template_kwargs())
+    assert res.reasoning is None
+
+
+def test_refuses_an_effort_that_is_not_a_string() -> None:
+    err = fc.refused("hy_v4", {"reasoning_effort": 3})
+    assert err.key == "reasoning_effort"
+
+
+def test_several_suffixes_are_an_error_naming_them() -> None:
+    base = tokenizer(FAMILY_TOKENIZERS["hy_v4"])
+    inner = type(base.tokenizer).from_str(base.tokenizer.to_str())
+    inner.add_special_tokens([AddedToken("<think:other>", special=True)])
+    tok = LoadedTokenizer(inner, "two-suffix-vocabulary", config=dict(base.config))
+    with pytest.raises(MissingMarkerError) as info:
+        reasonspan.create_parser_sync("hy_v4", tok)
+    assert SUFFIX in str(info.value) and ":other" in str(info.value)

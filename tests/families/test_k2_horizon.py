@@ -24,9 +24,10 @@ import anyio
 import pytest
 
 import reasonspan
-from reasonspan import ReasoningParser
+from reasonspan import Label, ReasoningParser
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
@@ -222,3 +223,82 @@ def test_a_call_outside_a_group_is_content() -> None:
     res = every_path(parser, PROMPT, TOK.encode("r</ifm|think>Ok." + text), TOOLS)
     assert res.tool_calls == []
     assert res.content is not None and res.content.startswith("Ok.")
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+REASONING = "Two and two make four."
+ANSWER = "It is 4."
+
+K2_PAIRS = {
+    "high": ("<ifm|think>", "</ifm|think>"),
+    "medium": ("<ifm|think_fast>", "</ifm|think_fast>"),
+    "low": ("<ifm|think_faster>", "</ifm|think_faster>"),
+}
+
+
+@pytest.mark.parametrize("effort", sorted(K2_PAIRS))
+def test_effort_picks_the_pair(effort: str) -> None:
+    start, end = K2_PAIRS[effort]
+    kwargs = {"reasoning_effort": effort}
+    res = fc.split("k2_horizon", f"{REASONING}{end}{ANSWER}", kwargs=kwargs)
+    assert res.started_in_reasoning
+    assert (res.reasoning, res.content) == (REASONING, ANSWER)
+    # A generated start is consumed.
+    gen = fc.split("k2_horizon", f"{start}{REASONING}{end}{ANSWER}", kwargs=kwargs)
+    assert (gen.reasoning, gen.content) == (REASONING, ANSWER)
+    # Another tier's closer is not this request's marker.
+    for other, (_, other_end) in K2_PAIRS.items():
+        if other != effort:
+            out = f"{REASONING}{other_end}{ANSWER}"
+            assert fc.split("k2_horizon", out, kwargs=kwargs).reasoning == out
+
+
+def test_default_is_high() -> None:
+    _, end = K2_PAIRS["high"]
+    res = fc.split("k2_horizon", f"{REASONING}{end}{ANSWER}")
+    assert (res.reasoning, res.content) == (REASONING, ANSWER)
+
+
+@pytest.mark.parametrize("effort", ["none", "xhigh", "HIGH", "", 3, None])
+def test_refuses_other_efforts(effort: object) -> None:
+    err = fc.refused("k2_horizon", {"reasoning_effort": effort})
+    assert err.key == "reasoning_effort"
+    assert all(f'"{tier}"' in str(err) for tier in K2_PAIRS)
+
+
+def test_tool_calls_end_reasoning() -> None:
+    call = "<ifm|tool_calls><ifm|tool_call>get_weather</ifm|tool_call></ifm|tool_calls>"
+    res = fc.split("k2_horizon", REASONING + call)
+    assert (res.reasoning, res.content) == (REASONING, call)
+    assert fc.labelled(res, FAMILY_TOKENIZERS["k2_horizon"], Label.TOOL) == ["<ifm|tool_calls>"]
+
+
+def test_end_of_turn_is_dropped_from_the_text() -> None:
+    _, end = K2_PAIRS["high"]
+    res = fc.split("k2_horizon", f"{REASONING}{end}{ANSWER}<|ifm|im_end|>")
+    assert res.content == ANSWER
+    assert fc.labelled(res, FAMILY_TOKENIZERS["k2_horizon"], Label.DELIMITER) == [
+        end,
+        "<|ifm|im_end|>",
+    ]
+
+
+def test_prompt_scan_reads_only_the_current_message() -> None:
+    history = (
+        "user\nHi<|ifm|im_end|>\nassistant\nOld thought</ifm|think>Old answer<|ifm|im_end|>\n"
+        "user\nAgain<|ifm|im_end|>\nassistant\n"
+    )
+    # The earlier closer never counts: primed or generated, this turn starts in reasoning.
+    assert fc.scan("k2_horizon", FAMILY_TOKENIZERS["k2_horizon"], history)
+    assert fc.scan("k2_horizon", FAMILY_TOKENIZERS["k2_horizon"], history + "<ifm|think>\n")
+    fast = {"reasoning_effort": "medium"}
+    assert fc.scan(
+        "k2_horizon", FAMILY_TOKENIZERS["k2_horizon"], history + "<ifm|think_fast>\n", fast
+    )
+    assert not fc.scan(
+        "k2_horizon",
+        FAMILY_TOKENIZERS["k2_horizon"],
+        history + "<ifm|think_fast>\nDone</ifm|think_fast>",
+        fast,
+    )

@@ -24,9 +24,10 @@ import anyio
 import pytest
 
 import reasonspan
-from reasonspan import ReasoningParser
+from reasonspan import Label, ReasoningParser
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import Answer, every_path, read_chunks, read_sse, split_at
 
@@ -151,3 +152,60 @@ def test_thinking_off_still_reads_calls() -> None:
 def test_either_switch_true_keeps_thinking_on() -> None:
     res = run(f"{R}</think>ok", thinking=False, enable_thinking=True)
     assert (res.reasoning, res.content) == (R, "ok")
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+REASONING = "Two and two make four."
+ANSWER = "It is 4."
+
+
+def test_starts_in_reasoning_and_think_closes_it() -> None:
+    res = fc.split("ling3", f"{REASONING}</think>{ANSWER}")
+    assert res.started_in_reasoning
+    assert (res.reasoning, res.content, res.reasoning_ended) == (REASONING, ANSWER, True)
+    # A start the model writes itself is consumed.
+    again = fc.split("ling3", f"<think>{REASONING}</think>{ANSWER}")
+    assert (again.reasoning, again.content) == (REASONING, ANSWER)
+    assert fc.labelled(again, FAMILY_TOKENIZERS["ling3"], Label.DELIMITER) == [
+        "<think>",
+        "</think>",
+    ]
+
+
+def test_tool_call_ends_reasoning_and_stays_in_content() -> None:
+    call = "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>"
+    res = fc.split("ling3", REASONING + call)
+    assert (res.reasoning, res.content) == (REASONING, call)
+    assert fc.labelled(res, FAMILY_TOKENIZERS["ling3"], Label.TOOL) == ["<tool_call>"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "thinking"),
+    [
+        ({}, True),
+        ({"enable_thinking": False}, False),
+        ({"thinking": False}, False),
+        ({"thinking": True}, True),
+        # vLLM reads the two as one: on when either given switch is true, whatever the order.
+        ({"thinking": True, "enable_thinking": False}, True),
+        ({"enable_thinking": True, "thinking": False}, True),
+        ({"thinking": False, "enable_thinking": False}, False),
+    ],
+)
+def test_switches(kwargs: dict[str, Any], thinking: bool) -> None:
+    res = fc.split("ling3", ANSWER, kwargs=kwargs)
+    assert res.started_in_reasoning is thinking
+    assert (res.reasoning, res.content) == ((ANSWER, None) if thinking else (None, ANSWER))
+
+
+def test_thinking_off_keeps_a_block_written_anyway_as_content() -> None:
+    out = f"<think>{REASONING}</think>{ANSWER}"
+    res = fc.split("ling3", out, kwargs={"enable_thinking": False})
+    assert not res.started_in_reasoning
+    assert (res.reasoning, res.content) == (None, out)  # tests/families/test_ling3.py
+
+
+def test_refuses_a_switch_that_is_not_a_bool() -> None:
+    err = fc.refused("ling3", {"enable_thinking": "no"})
+    assert err.key == "enable_thinking" and "a bool" in str(err)

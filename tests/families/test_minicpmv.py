@@ -25,6 +25,7 @@ import reasonspan
 from reasonspan import Label, ReasoningParser
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import Answer, every_path, read_chunks, read_sse, split_at
 
@@ -202,3 +203,42 @@ def test_values_typed_from_the_schema_in_xml() -> None:
     ``007`` stays a string for a string property."""
     res = run(xml("get_weather", {"city": "007", "days": 2}), OFF)
     assert res.tool_calls == [want("get_weather", {"city": "007", "days": 2})]
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+REASONING = "Two and two make four."
+ANSWER = "It is 4."
+
+MINICPMV_TURN = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_thinking_is_off_by_default() -> None:
+    res = fc.split("minicpmv", ANSWER, prompt=MINICPMV_TURN)
+    assert not res.started_in_reasoning
+    assert (res.reasoning, res.content) == (None, ANSWER)
+
+
+def test_block_written_with_thinking_off_stays_out_of_the_answer() -> None:
+    res = fc.split("minicpmv", f"<think>{REASONING}</think>{ANSWER}", prompt=MINICPMV_TURN)
+    assert res.content == ANSWER
+    assert res.reasoning is None  # dropped, as vLLM does (tests/families/test_minicpmv.py)
+
+
+def test_enable_thinking_starts_in_reasoning() -> None:
+    on = {"enable_thinking": True}
+    for out in (f"<think>{REASONING}</think>{ANSWER}", f"{REASONING}</think>{ANSWER}"):
+        res = fc.split("minicpmv", out, prompt=MINICPMV_TURN, kwargs=on)
+        assert res.started_in_reasoning
+        assert (res.reasoning, res.content) == (REASONING, ANSWER)
+
+
+def test_tool_call_ends_reasoning() -> None:
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {}}\n</tool_call>'
+    res = fc.split("minicpmv", REASONING + call, kwargs={"enable_thinking": True})
+    assert (res.reasoning, res.content) == (REASONING, call)
+    assert fc.labelled(res, FAMILY_TOKENIZERS["minicpmv"], Label.TOOL) == ["<tool_call>"]
+
+
+def test_refuses_a_switch_that_is_not_a_bool() -> None:
+    assert fc.refused("minicpmv", {"enable_thinking": "yes"}).key == "enable_thinking"

@@ -28,6 +28,7 @@ import reasonspan
 from reasonspan import Label, ReasoningParser
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
+from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import Answer, every_path, read_chunks, read_sse, split_at
 
@@ -185,3 +186,57 @@ def test_a_call_cut_by_the_end_of_the_output_is_not_returned(keep: int) -> None:
 def test_thinking_off_reads_calls_and_ends_at_the_tag() -> None:
     res = run(f"Sure.{block(request('ping', '{}'))}ignored", enable_thinking=False)
     assert (res.reasoning, res.content, res.tool_calls) == (None, "Sure.", [want("ping", {})])
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+REASONING = "Two and two make four."
+ANSWER = "It is 4."
+
+P_BEGIN = "<|plamo:begin_think:plamo|>"
+P_END = "<|plamo:end_think:plamo|>"
+P_TOOLS = "<|plamo:begin_tool_requests:plamo|>"
+P_EOT = "<|plamo:tag|>"
+
+
+def test_markers_are_several_tokens() -> None:
+    tok = tokenizer(FAMILY_TOKENIZERS["plamo3"])
+    for marker in (P_BEGIN, P_END, P_TOOLS):
+        assert len(tok.encode(marker)) > 1
+
+
+def test_reasoning_then_answer() -> None:
+    res = fc.split("plamo3", f"{REASONING}{P_END}{ANSWER}")
+    assert res.started_in_reasoning
+    assert (res.reasoning, res.content) == (REASONING, ANSWER)
+    assert "".join(fc.labelled(res, FAMILY_TOKENIZERS["plamo3"], Label.DELIMITER)) == P_END
+    # A begin marker repeated inside reasoning is consumed.
+    again = fc.split("plamo3", f"{P_BEGIN}{REASONING}{P_END}{ANSWER}")
+    assert (again.reasoning, again.content) == (REASONING, ANSWER)
+
+
+def test_tool_requests_end_reasoning() -> None:
+    call = f'{P_TOOLS}<|plamo:begin_tool_request:plamo|>{{"x": 1}}'
+    res = fc.split("plamo3", REASONING + call)
+    assert (res.reasoning, res.content) == (REASONING, call)
+    assert "".join(fc.labelled(res, FAMILY_TOKENIZERS["plamo3"], Label.TOOL)) == P_TOOLS
+
+
+def test_end_of_turn_ends_reasoning_and_is_dropped_after_content() -> None:
+    res = fc.split("plamo3", REASONING + P_EOT)
+    assert (res.reasoning, res.content, res.reasoning_ended) == (REASONING, None, True)
+    after = fc.split("plamo3", f"{REASONING}{P_END}{ANSWER}{P_EOT}")
+    assert after.content == ANSWER
+
+
+def test_thinking_off_is_all_content() -> None:
+    out = f"{REASONING}{P_END}{ANSWER}"
+    res = fc.split("plamo3", out, kwargs={"enable_thinking": False})
+    assert (res.reasoning, res.content, res.started_in_reasoning) == (None, out, False)
+
+
+def test_prompt_scan() -> None:
+    history = f"<|plamo:msg|>user\nHi{P_EOT}<|plamo:msg|>assistant\n"
+    assert fc.scan("plamo3", FAMILY_TOKENIZERS["plamo3"], history + P_BEGIN)
+    assert not fc.scan("plamo3", FAMILY_TOKENIZERS["plamo3"], history + P_BEGIN + "x" + P_END)
+    assert not fc.scan("plamo3", FAMILY_TOKENIZERS["plamo3"], f"<|plamo:msg|>user\nHi{P_EOT}")

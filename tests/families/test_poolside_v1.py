@@ -25,7 +25,9 @@ from typing import Any
 import pytest
 
 import reasonspan
-from reasonspan import ParseResult, ReasoningParser
+from reasonspan import Label, ParseResult, ReasoningParser
+from reasonspan.runtime.core.errors import MissingMarkerError
+from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path
 
@@ -180,3 +182,64 @@ def test_random_outputs_give_the_test_s_calls_on_every_path(seed: int) -> None:
     make = thinking if on else parser
     res = every_path(make, PROMPT_ON if on else PROMPT_OFF, TOK.encode(text), TOOLS)
     assert got(res) == want, text
+
+
+# ---------------------------------------------------------------------- matrix rows
+
+REASONING = "Two and two make four."
+ANSWER = "It is 4."
+
+POOL_TURN = "Earlier: <think>x</think> done.\n<assistant>"
+
+
+def test_thinking_is_off_by_default() -> None:
+    res = fc.split("poolside_v1", ANSWER)
+    assert (res.started_in_reasoning, res.reasoning, res.content) == (False, None, ANSWER)
+    # A block the model writes anyway is still split off.
+    block = fc.split("poolside_v1", f"<think>{REASONING}</think>{ANSWER}")
+    assert (block.reasoning, block.content) == (REASONING, ANSWER)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"enable_thinking": True},
+        {"thinking": True},
+        {"thinking": False, "enable_thinking": True},
+        {"enable_thinking": True, "thinking": False},
+    ],
+)
+def test_either_switch_turns_thinking_on(kwargs: dict[str, Any]) -> None:
+    res = fc.split("poolside_v1", f"{REASONING}</think>{ANSWER}", kwargs=kwargs)
+    assert res.started_in_reasoning
+    assert (res.reasoning, res.content) == (REASONING, ANSWER)
+
+
+def test_stray_end_in_content_is_dropped() -> None:
+    res = fc.split(
+        "poolside_v1", f"{REASONING}</think>{ANSWER}</think> More.", kwargs={"thinking": True}
+    )
+    assert (res.reasoning, res.content) == (REASONING, f"{ANSWER} More.")
+
+
+def test_tool_call_ends_reasoning() -> None:
+    call = "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>"
+    res = fc.split("poolside_v1", REASONING + call, kwargs={"thinking": True})
+    assert (res.reasoning, res.content) == (REASONING, call)
+    assert fc.labelled(res, FAMILY_TOKENIZERS["poolside_v1"], Label.TOOL) == ["<tool_call>"]
+
+
+def test_prompt_scan_stops_at_assistant() -> None:
+    on = {"enable_thinking": True}
+    # The earlier "</think>" would say "content"; the scan never reads past <assistant>.
+    assert fc.scan("poolside_v1", FAMILY_TOKENIZERS["poolside_v1"], POOL_TURN, on)
+    assert fc.scan("poolside_v1", FAMILY_TOKENIZERS["poolside_v1"], POOL_TURN + "<think>", on)
+    assert not fc.scan(
+        "poolside_v1", FAMILY_TOKENIZERS["poolside_v1"], POOL_TURN + "<think></think>", on
+    )
+    assert not fc.scan("poolside_v1", FAMILY_TOKENIZERS["poolside_v1"], POOL_TURN)
+
+
+def test_needs_the_assistant_token() -> None:
+    with pytest.raises(MissingMarkerError, match="<assistant>"):
+        reasonspan.create_parser_sync("poolside_v1", tokenizer(FAMILY_TOKENIZERS["ling3"]))

@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 import reasonspan
-from reasonspan import Label, LoadedTokenizer, ParseResult, ReasoningParser
+from reasonspan import InvalidOptionError, Label, LoadedTokenizer, ParseResult, ReasoningParser
 from tests.support.cases import split_both_ways, split_with_parser
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.strategies import splits
@@ -282,3 +282,10 @@ def labelled_text(res: ParseResult, tok_name: str, label: Label) -> str:
     """The text of the tokens of ``res`` that carry ``label``, decoded together."""
     tok = tokenizer(tok_name)
     return tok.decode([t for t, lab in zip(res.token_ids, res.labels, strict=True) if lab == label])
+
+
+def refused(family: str, kwargs: Mapping[str, Any]) -> InvalidOptionError:
+    """The error building the family's parser with ``kwargs`` raises (it must raise)."""
+    with pytest.raises(InvalidOptionError) as info:
+        parser_for(family, kwargs)
+    return info.value
