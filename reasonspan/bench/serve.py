@@ -32,6 +32,7 @@ from reasonspan.baseline import TextBaseline
 from reasonspan.bench.common import Family, Plan, Row, interleaved_medians, transcript_ids
 from reasonspan.runtime import ReasoningParser, build_parser_sync
 from reasonspan.runtime.stream.runtime import ReasoningRuntime, RequestStream
+from reasonspan.runtime.stream.text_events import TextEvent
 from reasonspan.runtime.wire.openai import (
     ChatCompletionChunk,
     ChoiceDelta,
@@ -135,6 +136,8 @@ class _Encoder(Protocol):
 
     def chunk(self, chunk: ChatCompletionChunk) -> list[bytes]: ...
 
+    def text(self, event: TextEvent) -> list[bytes]: ...
+
 
 def _messages_encoder(key: str) -> tuple[_Encoder, Callable[[RequestStream], list[bytes]]]:
     enc = MessageEvents(key, "bench", 16)
@@ -158,10 +161,12 @@ def runtime_to_protocol(
     finish_reason: FinishReason,
     protocol: str,
 ) -> Callable[[], int]:
-    """:func:`runtime_to_sse` for the Messages or Responses API: requests added as chunk
-    streams (``sse=False``), each step's chunks written as the protocol's event bytes by
-    the encoder the server uses (:mod:`reasonspan.serving.messages_events`,
-    :mod:`reasonspan.serving.responses_events`), the opening and closing events included."""
+    """:func:`runtime_to_sse` for the Messages or Responses API, as the server streams them:
+    requests on the runtime's output path (``sse=True``), each step's items
+    (``RequestStream.ready_items``: the path's text events, and chunks) written as the
+    protocol's event bytes by the encoder the server uses
+    (:mod:`reasonspan.serving.messages_events`, :mod:`reasonspan.serving.responses_events`),
+    the opening and closing events included."""
     n = tokens.shape[1]
     offsets = np.arange(n + 1, dtype=np.int64)
     runtime = ReasoningRuntime(model="bench")
@@ -170,20 +175,20 @@ def runtime_to_protocol(
 
     def run() -> int:
         r = next(runs)
-        streams = [runtime.add(f"{protocol}-{r}-{i}", parser, prompt) for i in range(n)]
+        streams = [runtime.add(f"{protocol}-{r}-{i}", parser, prompt, sse=True) for i in range(n)]
         encoders = [make(f"{protocol}-{r}-{i}") for i in range(n)]
         eids = np.asarray([s.engine_id for s in streams], dtype=np.int64)
         sent = sum(len(b) for enc, _end in encoders for b in enc.start())
         for step in tokens:
             runtime.step(eids, step, offsets)
             for s, (enc, _end) in zip(streams, encoders, strict=True):
-                for chunk in s.ready():
-                    for b in enc.chunk(chunk):
+                for item in s.ready_items():
+                    for b in enc.text(item) if type(item) is tuple else enc.chunk(item):  # type: ignore[arg-type]
                         sent += len(b)
         for s, (enc, end) in zip(streams, encoders, strict=True):
             runtime.finish(s.engine_id, finish_reason)
-            for chunk in s.ready():
-                for b in enc.chunk(chunk):
+            for item in s.ready_items():
+                for b in enc.text(item) if type(item) is tuple else enc.chunk(item):  # type: ignore[arg-type]
                     sent += len(b)
             sent += sum(len(b) for b in end(s))
         return sent

@@ -250,7 +250,9 @@ class Server:
             self._prepare_body, body, protocol, limiter=self.limiter
         )
         key = f"{protocol.key_prefix}{uuid.uuid4().hex}"
-        stream = await self._admit(key, ready, sse=ready.req.stream and protocol.sse_by_runtime)
+        # A streamed request rides the runtime's batch-wide output path, whatever its protocol:
+        # Chat Completions reads its event bytes, the others its text (``text_items``).
+        stream = await self._admit(key, ready, sse=ready.req.stream)
         running = self.metrics.running
         running[protocol.name] += 1
         if ready.req.stream:

@@ -28,9 +28,10 @@ from typing import Any, Literal
 import msgspec
 
 from reasonspan.runtime.core.errors import ReasonspanError
+from reasonspan.runtime.stream.text_events import TextEvent
 from reasonspan.runtime.wire.openai import ChatCompletion, ChatCompletionChunk, FinishReason
 from reasonspan.serving.messages import AnthropicError, AnthropicErrorDetail
-from reasonspan.serving.segments import Delta, Opened, Segments, encode_events
+from reasonspan.serving.segments import Delta, Opened, Segments, encode_events, json_string
 from reasonspan.serving.segments import Event as SegmentEvent
 
 StopReason = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use", "refusal"]
@@ -197,7 +198,7 @@ class MessageEvents:
                 out.append(event("content_block_start", start))
                 seg.prefix = _delta_prefix(seg.index, seg.kind)
             elif isinstance(ev, Delta):
-                out.append(seg.prefix + _encode(ev.text) + b"}}\n\n")
+                out.append(seg.prefix + json_string(ev.text) + b"}}\n\n")
             else:
                 if seg.kind == "reasoning":
                     sig = {"type": "signature_delta", "signature": signature(seg.joined)}
@@ -209,6 +210,13 @@ class MessageEvents:
     def chunk(self, chunk: ChatCompletionChunk) -> list[bytes]:
         """The events of one chunk of the request (none for a chunk with no text)."""
         return self._events(self._segments.feed(chunk))
+
+    def text(self, event: TextEvent) -> list[bytes]:
+        """The events of a text event of the runtime's output path."""
+        seg = self._segments.continued(event)
+        if seg is not None:  # one more delta of the open block
+            return [seg.prefix + b'"' + event[1] + b'"}}\n\n']
+        return self._events(self._segments.text(event))
 
     def end(
         self, finish: FinishReason | None, stop_sequence: str | None, output_tokens: int
@@ -228,7 +236,7 @@ class MessageEvents:
 
     def stream(
         self,
-        chunks: AsyncIterable[ChatCompletionChunk],
+        chunks: AsyncIterable[ChatCompletionChunk | TextEvent],
         finished: Callable[[], tuple[FinishReason | None, str | None, int]],
     ) -> AsyncIterator[bytes]:
         """Every event of the request. ``finished()`` gives ``(finish_reason,

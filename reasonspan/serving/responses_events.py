@@ -28,6 +28,7 @@ from typing import Any
 import msgspec
 
 from reasonspan.runtime.core.errors import ReasonspanError
+from reasonspan.runtime.stream.text_events import TextEvent
 from reasonspan.runtime.wire.openai import (
     ChatCompletion,
     ChatCompletionChunk,
@@ -36,7 +37,15 @@ from reasonspan.runtime.wire.openai import (
     Usage,
 )
 from reasonspan.serving.responses import ResponsesRequest, tools_echo, wants_logprobs
-from reasonspan.serving.segments import Closed, Delta, Opened, Segment, Segments, encode_events
+from reasonspan.serving.segments import (
+    Closed,
+    Delta,
+    Opened,
+    Segment,
+    Segments,
+    encode_events,
+    json_string,
+)
 from reasonspan.serving.segments import Event as SegmentEvent
 
 _PREFIX = {"reasoning": "rs", "text": "msg", "call": "fc"}
@@ -220,7 +229,7 @@ class ResponseEvents:
             out.append(self._event("response.content_part.added", added))
         return out
 
-    def _delta(self, seg: Segment, text: str) -> bytes:
+    def _delta(self, seg: Segment, text: str | bytes) -> bytes:
         """``prefix`` (the event up to its text, the same for every delta of the item)
         + the text as a JSON string + the sequence number: what msgspec would write for
         the whole event, without building it."""
@@ -238,15 +247,16 @@ class ResponseEvents:
         seq = self._seq
         self._seq += 1
         return b"".join(
-            (seg.prefix, _encode(text), b',"sequence_number":', str(seq).encode(), b"}\n\n")
+            (seg.prefix, json_string(text), b',"sequence_number":', str(seq).encode(), b"}\n\n")
         )
 
-    def _delta_with_logprobs(self, seg: Segment, text: str) -> bytes:
+    def _delta_with_logprobs(self, seg: Segment, text: str | bytes) -> bytes:
         """A text delta with the entries decided since the last one (the slower way: only
         a request that asked for log probabilities takes it)."""
         entries, self._pending = self._pending, []
         self._sent.setdefault(seg.index, []).extend(entries)
-        where = {**self._where(seg), "content_index": 0, "logprobs": entries, "delta": text}
+        delta = msgspec.json.decode(json_string(text)) if type(text) is bytes else text
+        where = {**self._where(seg), "content_index": 0, "logprobs": entries, "delta": delta}
         return self._event(_DELTA_EVENT["text"], where)
 
     def _closed(self, seg: Segment, status: str) -> list[bytes]:
@@ -301,6 +311,20 @@ class ResponseEvents:
                 self._pending += _answer_entries(choice.logprobs)
         return self._events(self._segments.feed(chunk))
 
+    def text(self, event: TextEvent) -> list[bytes]:
+        """The events of a text event of the runtime's output path."""
+        segments = self._segments
+        seg = segments.continued(event) if not self._logprobs else None
+        if seg is None:
+            return self._events(segments.text(event))
+        if not seg.prefix:  # (its first delta: the prefix is made there)
+            seg.text.pop()
+            return self._events(segments.text(event))
+        seq = self._seq
+        self._seq += 1
+        tail = b'","sequence_number":' + str(seq).encode() + b"}\n\n"
+        return [seg.prefix + b'"' + event[1] + tail]
+
     def end(self, finish: FinishReason | None, usage: Usage | None) -> list[bytes]:
         status = status_of(finish)
         out = self._events(self._segments.end(), status)
@@ -322,7 +346,7 @@ class ResponseEvents:
 
     def stream(
         self,
-        chunks: AsyncIterable[ChatCompletionChunk],
+        chunks: AsyncIterable[ChatCompletionChunk | TextEvent],
         finished: Callable[[], tuple[FinishReason | None, Usage | None]],
     ) -> AsyncIterator[bytes]:
         """Every event of the response; a request that fails ends with an ``error``

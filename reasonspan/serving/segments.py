@@ -7,6 +7,11 @@ ends; each protocol's encoder only names the events. A part opens when its kind 
 first arrives and closes when another part opens or the stream ends, so the parts keep
 the order the model wrote; a tool call is a part of its own from its first delta (which
 carries its id and name) and its arguments arrive as fragments that join to its JSON text.
+
+Text the runtime's output path wrote arrives still JSON-escaped (``RequestStream.text_items``,
+``runtime/stream/text_events.py``): a delta then holds those bytes, which an encoder puts
+between the quotes of its event as they are, and a segment's text is decoded only when it
+is asked for whole (:attr:`Segment.joined`).
 """
 
 from __future__ import annotations
@@ -15,7 +20,11 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+import msgspec
+
 from reasonspan.runtime.core.errors import ReasonspanError
+from reasonspan.runtime.core.labels import REASONING
+from reasonspan.runtime.stream.text_events import TextEvent
 from reasonspan.runtime.wire.openai import ChatCompletionChunk
 
 Kind = Literal["reasoning", "text", "call"]
@@ -28,7 +37,8 @@ class Segment:
 
     index: int
     kind: Kind
-    text: list[str] = field(default_factory=list)
+    text: list[str | bytes] = field(default_factory=list)
+    """Its text in pieces: ``str``, or ``bytes`` still JSON-escaped (module doc)."""
     call_id: str = ""
     name: str = ""
     prefix: bytes = b""
@@ -37,7 +47,19 @@ class Segment:
 
     @property
     def joined(self) -> str:
-        return "".join(self.text)
+        return "".join(p if type(p) is str else _unescape(p) for p in self.text)  # type: ignore[arg-type]
+
+
+_unescape_str = msgspec.json.Decoder(str).decode
+
+
+def _unescape(escaped: bytes) -> str:
+    return _unescape_str(b'"' + escaped + b'"')
+
+
+def json_string(text: str | bytes) -> bytes:
+    """A delta's text as a JSON string (escaped bytes are put between quotes as they are)."""
+    return b'"' + text + b'"' if type(text) is bytes else msgspec.json.encode(text)
 
 
 @dataclass(slots=True)
@@ -48,7 +70,8 @@ class Opened:
 @dataclass(slots=True)
 class Delta:
     segment: Segment
-    text: str
+    text: str | bytes
+    """``bytes``: JSON-escaped (:func:`json_string`)."""
 
 
 @dataclass(slots=True)
@@ -76,7 +99,24 @@ class Segments:
         out.append(Opened(seg))
         return seg
 
-    def _text(self, kind: Kind, text: str, out: list[Event]) -> None:
+    def continued(self, event: TextEvent) -> Segment | None:
+        """The open segment, the event's text added to it, when the event continues it
+        (the common case: no part opens or closes, so an encoder writes one delta and need
+        not look at events); None: :meth:`text` decides."""
+        seg = self._open
+        if seg is None or seg.kind != ("reasoning" if event[0] == REASONING else "text"):
+            return None
+        seg.text.append(event[1])
+        return seg
+
+    def text(self, event: TextEvent) -> list[Event]:
+        """The events of a text event of the runtime's output path (module doc)."""
+        out: list[Event] = []
+        channel, escaped = event
+        self._text("reasoning" if channel == REASONING else "text", escaped, out)
+        return out
+
+    def _text(self, kind: Kind, text: str | bytes, out: list[Event]) -> None:
         seg = self._open
         if seg is None or seg.kind != kind:
             seg = self._switch(kind, out)
@@ -119,22 +159,24 @@ class EventEncoder(Protocol):
 
     def chunk(self, chunk: ChatCompletionChunk) -> list[bytes]: ...
 
+    def text(self, event: TextEvent) -> list[bytes]: ...
+
     def error(self, exc: ReasonspanError) -> bytes: ...
 
 
 async def encode_events(
     encoder: EventEncoder,
-    chunks: AsyncIterable[ChatCompletionChunk],
+    items: AsyncIterable[ChatCompletionChunk | TextEvent],
     end: Callable[[], list[bytes]],
 ) -> AsyncIterator[bytes]:
-    """Every event of a request: the opening ones, those of each chunk, then ``end()``'s
-    (called once the chunks ended); a request that fails ends with the encoder's error
-    event instead."""
+    """Every event of a request: the opening ones, those of each item (a chunk, or a text
+    event of the runtime's output path), then ``end()``'s (called once the items ended); a
+    request that fails ends with the encoder's error event instead."""
     for b in encoder.start():
         yield b
     try:
-        async for chunk in chunks:
-            for b in encoder.chunk(chunk):
+        async for item in items:
+            for b in encoder.text(item) if type(item) is tuple else encoder.chunk(item):  # type: ignore[arg-type]
                 yield b
     except ReasonspanError as exc:
         yield encoder.error(exc)

@@ -49,8 +49,6 @@ class WireProtocol:
     name: ClassVar[str]
     path: ClassVar[str]
     key_prefix: ClassVar[str]
-    sse_by_runtime: ClassVar[bool] = False
-    """The runtime writes this protocol's SSE bytes itself (Chat Completions)."""
 
     def parse(self, body: bytes) -> Parsed:
         raise NotImplementedError
@@ -78,7 +76,6 @@ class ChatCompletions(WireProtocol):
     name = "chat.completions"
     path = "/v1/chat/completions"
     key_prefix = "chatcmpl-"
-    sse_by_runtime = True
 
     def parse(self, body: bytes) -> Parsed:
         return Parsed(parse_request(body))
@@ -129,7 +126,8 @@ class Messages(WireProtocol):
         assert isinstance(original, MessagesRequest)
         encoder = MessageEvents(key, original.model, input_tokens)
         return encoder.stream(
-            stream, lambda: (stream.finish_reason, stream.stop_sequence, _output_tokens(stream))
+            stream.text_items(),
+            lambda: (stream.finish_reason, stream.stop_sequence, _output_tokens(stream)),
         )
 
     def completion(
@@ -162,7 +160,7 @@ class Responses(WireProtocol):
         self, stream: RequestStream, parsed: Parsed, key: str, input_tokens: int
     ) -> AsyncIterator[bytes]:
         encoder = ResponseEvents(self._shape(parsed, key))
-        return encoder.stream(stream, lambda: (stream.finish_reason, stream.usage))
+        return encoder.stream(stream.text_items(), lambda: (stream.finish_reason, stream.usage))
 
     def completion(
         self, completion: ChatCompletion, stream: RequestStream, parsed: Parsed, key: str

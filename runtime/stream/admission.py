@@ -15,8 +15,9 @@ import numpy as np
 
 from reasonspan.runtime.core.errors import InvalidOptionError
 from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.stream.errors import RequestKey
 from reasonspan.runtime.stream.logprobs import MAX_TOP_LOGPROBS, RequestLogprobs
-from reasonspan.runtime.stream.request import RequestKey, StreamRecord
+from reasonspan.runtime.stream.request import StreamRecord
 from reasonspan.runtime.stream.stops import StopMatcher
 from reasonspan.runtime.toolcalls import Tools
 from reasonspan.runtime.wire.call_messages import ToolCallStream

@@ -17,13 +17,13 @@ from typing import Any, Protocol, Self
 
 import anyio
 
-from reasonspan.runtime.batch.errors import BatchTokenError
 from reasonspan.runtime.batch.types import BatchFinish
-from reasonspan.runtime.core.errors import ReasonspanError
 from reasonspan.runtime.core.labels import REASONING, TOOL_CALL
 from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.stream.errors import RequestCancelledError, RequestKey
 from reasonspan.runtime.stream.logprobs import RequestLogprobs
 from reasonspan.runtime.stream.stops import StopMatcher
+from reasonspan.runtime.stream.text_events import EventSplitter, Split, TextEvent, as_chunk
 from reasonspan.runtime.text.citations import Citation, as_content
 from reasonspan.runtime.text.decoder_states import DecoderState
 from reasonspan.runtime.text.decoding import LabelledDecoder
@@ -46,9 +46,6 @@ from reasonspan.runtime.wire.openai import (
 from reasonspan.runtime.wire.region_calls import RegionCalls
 from reasonspan.runtime.wire.sse import chunk_of_event, event_bytes, event_stream
 
-RequestKey = str | int
-"""A server's request id: a string (``"chatcmpl-…"``) or an int64."""
-
 
 class StreamOwner(Protocol):
     """What a :class:`RequestStream` needs of the runtime that fills it."""
@@ -61,66 +58,6 @@ class StreamOwner(Protocol):
     def _cancel(self, rec: StreamRecord) -> None:
         """The consumer went away: free the request's slot now."""
         ...
-
-
-class RequestCancelledError(ReasonspanError, RuntimeError):
-    """Raised to a consumer whose request was cancelled or aborted."""
-
-
-class RuntimeClosedError(ReasonspanError, RuntimeError):
-    """The runtime was closed, or its engine failed: open streams end with this error
-    (the engine's exception is its ``__cause__``), and no request can be added."""
-
-
-class DuplicateRequestIdError(ReasonspanError, ValueError):
-    """``add()`` of an id whose request is still open in this runtime."""
-
-    def __init__(self, key: RequestKey) -> None:
-        self.request_id = key
-        super().__init__(
-            f"request {key!r} is still open in this runtime; finish() or abort() it before "
-            "adding the id again"
-        )
-
-
-class RequestNotOpenError(ReasonspanError, KeyError):
-    """``finish()`` of an id that is not open in this runtime: never added, or already
-    finished by the engine. (An id the runtime ended itself -- aborted, cancelled, failed,
-    stopped on a stop string -- is not an error: the engine may not have heard yet.)"""
-
-    def __init__(self, key: RequestKey, where: str) -> None:
-        self.request_id = key
-        super().__init__(
-            f"{where}: request {key!r} is not open in this runtime (never added, or already "
-            "finished)"
-        )
-
-    def __str__(self) -> str:  # KeyError would repr() the message
-        return str(self.args[0])
-
-
-class RequestTokenError(ReasonspanError, ValueError):
-    """The engine sent a token id outside the vocabulary of one request: that request
-    fails alone with this error (the step goes on for the others). Named by the caller's
-    request id; the batch's own error, with the engine id and step position, is
-    ``__cause__``."""
-
-    def __init__(self, key: RequestKey, cause: BatchTokenError) -> None:
-        self.request_id = key
-        self.value = cause.value
-        self.vocab_size = cause.vocab_size
-        self.parser = cause.parser
-        value = cause.value
-        what = (
-            f"is outside the vocabulary [0, {cause.vocab_size})"
-            if isinstance(value, int) and not isinstance(value, bool)
-            else f"is of type {type(value).__name__}, not int"
-        )
-        super().__init__(
-            f"request {key!r}: the engine sent token id {value!r}, which {what} "
-            f"(parser {cause.parser!r})"
-        )
-        self.__cause__ = cause
 
 
 @dataclass(slots=True)
@@ -463,6 +400,7 @@ class RequestStream:
     def __init__(self, runtime: StreamOwner, record: StreamRecord) -> None:
         self._runtime = runtime
         self._rec = record
+        self._splitter: Split | None = None
 
     @property
     def request_id(self) -> RequestKey:
@@ -553,6 +491,31 @@ class RequestStream:
         """Every chunk delivered so far, without waiting (for a writer that polls after
         each step instead of awaiting each stream); raises the request's error, if any."""
         return [chunk_of_event(item) if isinstance(item, bytes) else item for item in self._drain()]
+
+    async def text_items(self) -> AsyncIterator[ChatCompletionChunk | TextEvent]:
+        """The request's items for a protocol that writes its own events: the output
+        path's text events as ``(channel, escaped text)``, every other item as a chunk
+        (``runtime/stream/text_events.py``)."""
+        split = self._split()
+        while (item := await self._next()) is not None:
+            yield split(item)
+
+    def ready_items(self) -> list[ChatCompletionChunk | TextEvent]:
+        """:meth:`text_items` delivered so far, without waiting."""
+        split = self._split()
+        return [split(item) for item in self._drain()]
+
+    def _split(self) -> Split:
+        """The request's splitter (made once: a request's templates do not change)."""
+        got = self._splitter
+        if got is None:
+            rec = self._rec
+            if rec.sse_slot < 0 and not any(type(item) is bytes for item in rec.queue):
+                return as_chunk  # (not on the output path, at least not yet)
+            alias = self._runtime.alias
+            cut = EventSplitter.of(rec.completion_id, rec.created, rec.model, alias)
+            got = self._splitter = as_chunk if cut is None else cut.split
+        return got
 
     def ready_events(self) -> list[bytes]:
         """:meth:`ready` as SSE event bytes (without the closing ``[DONE]``)."""

@@ -61,14 +61,14 @@ from reasonspan.runtime.stream.admission import (
     request_key,
     without_rows,
 )
+from reasonspan.runtime.stream.errors import DuplicateRequestIdError as DuplicateRequestIdError
+from reasonspan.runtime.stream.errors import RequestCancelledError as RequestCancelledError
+from reasonspan.runtime.stream.errors import RequestKey as RequestKey
+from reasonspan.runtime.stream.errors import RequestNotOpenError as RequestNotOpenError
+from reasonspan.runtime.stream.errors import RequestTokenError as RequestTokenError
+from reasonspan.runtime.stream.errors import RuntimeClosedError as RuntimeClosedError
 from reasonspan.runtime.stream.logprobs import StepLogprobs, hand_out
-from reasonspan.runtime.stream.request import DuplicateRequestIdError as DuplicateRequestIdError
-from reasonspan.runtime.stream.request import RequestCancelledError as RequestCancelledError
-from reasonspan.runtime.stream.request import RequestKey as RequestKey
-from reasonspan.runtime.stream.request import RequestNotOpenError as RequestNotOpenError
 from reasonspan.runtime.stream.request import RequestStream as RequestStream
-from reasonspan.runtime.stream.request import RequestTokenError as RequestTokenError
-from reasonspan.runtime.stream.request import RuntimeClosedError as RuntimeClosedError
 from reasonspan.runtime.stream.request import StreamRecord
 from reasonspan.runtime.stream.sse_path import SSEPath
 from reasonspan.runtime.stream.sse_templates import role_delta

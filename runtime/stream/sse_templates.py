@@ -10,15 +10,20 @@ not know slots or steps: it sees one request's chunk maker.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import msgspec
 
 from reasonspan.runtime.wire.openai import ChatCompletionChunk, ChoiceDelta
 from reasonspan.runtime.wire.sse import sse_event
 
-if TYPE_CHECKING:
-    from reasonspan.runtime.stream.request import StreamRecord
+
+class ChunkMaker(Protocol):
+    """What the templates are cut from: a request's record (``StreamRecord``), which makes
+    its chunks."""
+
+    def chunk(self, delta: ChoiceDelta) -> ChatCompletionChunk: ...
+
 
 SENTINEL = "\ue000reasonspan\ue001"
 """Text written into a template chunk where a token's escaped text goes (private-use
@@ -62,7 +67,7 @@ def role_delta() -> ChoiceDelta:
     return ChoiceDelta(role="assistant", content="")
 
 
-def shared_templates(rec: StreamRecord, alias: bool) -> SharedTemplates | None:
+def shared_templates(rec: ChunkMaker, alias: bool) -> SharedTemplates | None:
     """The request's templates with :data:`ID` for its id, split there, or None unless
     that id sits once in each prefix and in the role event, and nowhere else (then every
     request of the same model and ``created`` second has these templates but for its

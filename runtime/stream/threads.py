@@ -11,8 +11,8 @@ import numpy as np
 from anyio.from_thread import BlockingPortal
 
 from reasonspan.runtime.batch.result import BatchStepResult
+from reasonspan.runtime.stream.errors import RequestKey
 from reasonspan.runtime.stream.logprobs import StepLogprobs
-from reasonspan.runtime.stream.request import RequestKey
 from reasonspan.runtime.wire.openai import FinishReason
 
 T = TypeVar("T")
