@@ -7,11 +7,9 @@ newlines next to the markers are the template's layout, not text. A Hermes call 
 ``<tool_call>\\n{"name": …, "arguments": {…}}\\n</tool_call>``; Qwen3.5's is
 ``<tool_call>\\n<function=NAME>\\n<parameter=K>\\nV\\n</parameter>\\n</function>\\n</tool_call>``.
 
-Matrix rows, prompt seeding and fidelity cases are data run by
-:mod:`tests.support.family_cases`; the XML calls by :mod:`tests.support.xml_calls`. The
-Hermes cases build every output from known pieces, so the expected calls and text are the
-test's own: ``parse()``, ``TextSplitter`` over any split and the runtime agree; a cut call
-is never returned; a malformed body goes back to the content verbatim.
+Rows, seeds and fidelity cases run on :mod:`tests.support.family_cases`, the XML calls on
+:mod:`tests.support.xml_calls`; the Hermes cases build every output from known pieces (the
+expected calls and text are the test's own) and check every path against ``parse()``.
 """
 
 from __future__ import annotations
@@ -99,11 +97,8 @@ def test_tool_marker_is_labelled_tool_and_kept_in_content() -> None:
 
 
 # Multi-turn prompts: an old </think> in the history never decides the answer by itself.
-HISTORY = (
-    CHATML
-    + "<think>\nold\n</think>\n\n4<|im_end|>\n<|im_start|>user\nAnd 3+3?<|im_end|>\n"
-    + "<|im_start|>assistant\n"
-)
+OLD_TURN = "<think>\nold\n</think>\n\n4<|im_end|>\n<|im_start|>user\nAnd 3+3?<|im_end|>\n"
+HISTORY = CHATML + OLD_TURN + "<|im_start|>assistant\n"
 SEEDS = [
     Seed("history, thinking on", HISTORY, True),
     Seed("history, thinking off", HISTORY + "<think>\n\n</think>\n\n", False),
@@ -286,12 +281,6 @@ PIECES = st.lists(
 )
 
 
-def _stream(
-    p: reasonspan.ReasoningParser, ids: list[int], cuts: list[int]
-) -> tuple[str, str, list[ToolCall]]:
-    return split_at(p, PROMPT, ids, cuts, TOOLS)
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     reasoning=st.sampled_from(["", "<think>\nplan\n</think>\n\n", "<think>\nplan</think>"]),
@@ -309,7 +298,7 @@ def test_any_split_gives_the_parse(
     assert whole.token_ids == ids  # every token labelled exactly once, in order
     assert len(whole.labels) == len(ids)
     cuts = data.draw(st.lists(st.integers(0, len(ids)), max_size=8))
-    r, c, calls = _stream(parser(), ids, cuts)
+    r, c, calls = split_at(parser(), PROMPT, ids, cuts, TOOLS)
     assert r == (whole.reasoning or "")
     assert c == (whole.content or "")
     assert calls == whole.tool_calls
@@ -461,9 +450,8 @@ def test_without_tools_the_runtime_keeps_the_markup_in_the_content() -> None:
         stream = runtime.add("q", qwen, TOK.encode("<|im_start|>assistant\n"))
         runtime.step([stream.engine_id], ids, [0, len(ids)])
         runtime.finish("q", "stop")
-        done = await stream.collect()
-        msg = done.choices[0].message
-        return msg.content, msg.tool_calls, done.choices[0].finish_reason
+        choice = (await stream.collect()).choices[0]
+        return choice.message.content, choice.message.tool_calls, choice.finish_reason
 
     content, calls, finish = anyio.run(run)
     assert not calls and content == call_text and finish == "stop"
@@ -494,9 +482,8 @@ def test_xml_values_keep_all_but_the_layout_newline() -> None:
         "</function>\n</tool_call>"
     )
     res = xml_calls.make(XML).parse(tok.encode(XML.reasoning + body), prompt, tools=xml_calls.TOOLS)
-    assert xml_calls.args_of(res.tool_calls) == [
-        ("put", xml_calls.canonical({"s": "    indented\n"}))
-    ]
+    want = xml_calls.canonical({"s": "    indented\n"})
+    assert xml_calls.args_of(res.tool_calls) == [("put", want)]
 
 
 def test_xml_parameter_missing_its_close() -> None:
