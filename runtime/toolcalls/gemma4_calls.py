@@ -37,11 +37,14 @@ _WS = " \t\r\n"
 _EMPTY: Mapping[str, Any] = {}
 
 
-class _Bad(Exception):
+class NotThisKind(Exception):
     """The body is not Gemma 4 object notation."""
 
 
-class _Reader:
+class ValueReader:
+    """Reads Gemma 4 object notation from ``text[i]`` on (``partial_gemma4`` reads a
+    member's value with it too)."""
+
     __slots__ = ("i", "text")
 
     def __init__(self, text: str) -> None:
@@ -60,14 +63,14 @@ class _Reader:
 
     def expect(self, ch: str) -> None:
         if self.peek() != ch:
-            raise _Bad(ch)
+            raise NotThisKind(ch)
         self.i += 1
 
     def string(self) -> str:
         start = self.i + len(QUOTE)
         end = self.text.find(QUOTE, start)
         if end < 0:
-            raise _Bad("unterminated string")
+            raise NotThisKind("unterminated string")
         self.i = end + len(QUOTE)
         return self.text[start:end]
 
@@ -84,11 +87,11 @@ class _Reader:
         start = self.i
         while self.i < len(text) and text[self.i] not in ",}]":
             if text.startswith(QUOTE, self.i):
-                raise _Bad("quote inside a bare value")
+                raise NotThisKind("quote inside a bare value")
             self.i += 1
         bare = text[start : self.i].strip(_WS)
         if not bare:
-            raise _Bad("empty value")
+            raise NotThisKind("empty value")
         return typed_value(bare, schema or None)
 
     def obj(self, schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -107,10 +110,10 @@ class _Reader:
             else:
                 colon = self.text.find(":", self.i)
                 if colon < 0:
-                    raise _Bad("key without ':'")
+                    raise NotThisKind("key without ':'")
                 key = self.text[self.i : colon].strip(_WS)
                 if not key or any(c in key for c in "{}[],") or QUOTE in key:
-                    raise _Bad("bad key")
+                    raise NotThisKind("bad key")
                 self.i = colon + 1
             sub = props.get(key)
             out[key] = self.value(sub if isinstance(sub, Mapping) else _EMPTY)
@@ -119,7 +122,7 @@ class _Reader:
             if ch == "}":
                 return out
             if ch != ",":
-                raise _Bad("expected ',' or '}'")
+                raise NotThisKind("expected ',' or '}'")
 
     def array(self, schema: Mapping[str, Any]) -> list[Any]:
         self.expect("[")
@@ -136,7 +139,12 @@ class _Reader:
             if ch == "]":
                 return out
             if ch != ",":
-                raise _Bad("expected ',' or ']'")
+                raise NotThisKind("expected ',' or ']'")
+
+
+def name_ok(name: str) -> bool:
+    """A function name as Gemma 4 writes it after ``call:``."""
+    return bool(_NAME.fullmatch(name))
 
 
 @body_kind("gemma4")
@@ -148,13 +156,13 @@ def parse_gemma4(body: str, tools: Tools) -> list[ToolCall] | None:
     if brace < 0:
         return None
     name = text[len(PREFIX) : brace].strip(_WS)
-    if not _NAME.fullmatch(name):
+    if not name_ok(name):
         return None
-    reader = _Reader(text)
+    reader = ValueReader(text)
     reader.i = brace
     try:
         args = reader.obj(tools.parameters(name))
-    except _Bad:
+    except NotThisKind:
         return None
     if reader.peek():
         return None  # text after the call's object

@@ -607,3 +607,107 @@ def test_mistral_v11_a_call_cut_by_max_tokens_is_broken_and_its_sibling_kept() -
     got = joined(entries)
     assert got[0] == (first[0], compact(first[1])) and writer.broken == [1]
     assert got[1][0] == "write_file" and not got[1][1].endswith("}") and reason == "length"
+
+
+G4_TOK = tokenizer(FAMILY_TOKENIZERS["gemma4"])
+"""Qwen3's tokenizer with Gemma 4's special tokens added (``<|tool_call>``, ``<tool_call|>``,
+``<|"|>`` single tokens, as in Gemma 4's vocabulary)."""
+G4_PROMPT = G4_TOK.encode("<|turn>user\nWrite it.<turn|>\n<|turn>model\n")
+G4Q = '<|"|>'
+
+
+def gemma4_value(value: Any) -> str:
+    """Gemma 4's chat template's object notation: strings between ``<|"|>``, other values
+    bare, objects and arrays nested."""
+    if isinstance(value, str):
+        return f"{G4Q}{value}{G4Q}"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{gemma4_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(gemma4_value(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def gemma4_call(name: str, args: dict[str, Any]) -> str:
+    return f"<|tool_call>call:{name}{gemma4_value(args)}<tool_call|>"
+
+
+def _gemma4() -> reasonspan.ReasoningParser:
+    return reasonspan.create_parser_sync("gemma4", G4_TOK)
+
+
+def test_gemma4_calls_stream_too() -> None:
+    """Gemma 4 writing a file: ``content`` after ``path`` streams (quotes, backslashes,
+    braces and commas in it are text), a nested value after it is read whole, and the
+    entries join to the whole read."""
+    args = {"path": "steps.py", "content": CODE + "{a, b}: [c]", "mode": 420}
+    ids = G4_TOK.encode("Writing it." + gemma4_call("write_file", args))
+    whole = _gemma4().parse(ids, G4_PROMPT, tools=TOOLS, finish_reason="stop")
+    want = [("write_file", compact(args))]
+    assert [(c.name, c.arguments) for c in whole.tool_calls] == want
+    content, entries, writer, reason = run(
+        ids, list(range(0, len(ids), 3)), prompt=G4_PROMPT, make=_gemma4
+    )
+    assert joined(entries) == want and writer.broken == [] and reason == "tool_calls"
+    assert content == whole.content and pieces(entries, 0) >= 10
+
+
+G4_VALUE = st.one_of(
+    st.text('ab "\\\n東🙂{},[]:<tool_call|>', max_size=12),
+    st.integers(-99, 99),
+    st.lists(st.integers(0, 9), max_size=3),
+    st.fixed_dictionaries({"x": st.integers(0, 9), "y": st.text("ab, ", max_size=3)}),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    first=st.text("ab/.", min_size=1, max_size=5),
+    more=st.dictionaries(st.sampled_from(["content", "days"]), G4_VALUE, max_size=2),
+    data=st.data(),
+)
+def test_gemma4_entries_join_to_the_whole_read_at_any_split(
+    first: str, more: dict[str, Any], data: st.DataObject
+) -> None:
+    """Any values (strings with the notation's own punctuation, numbers, arrays, nested
+    objects) after a first string member: at any split and read step, the streamed entries
+    join to exactly ``parse()``'s call."""
+    name = "get_weather"
+    args = {"city": first, **more}
+    ids = G4_TOK.encode("Sure." + gemma4_call(name, args))
+    whole = _gemma4().parse(ids, G4_PROMPT, tools=TOOLS, finish_reason="stop")
+    want = [(c.name, c.arguments) for c in whole.tool_calls]
+    assert len(want) == 1 and want[0][0] == name
+    cuts = data.draw(st.lists(st.integers(0, len(ids)), max_size=12))
+    step = data.draw(st.sampled_from([1, 3, 16]))
+    _, entries, writer, _ = run(ids, cuts, prompt=G4_PROMPT, make=_gemma4, step=step)
+    assert joined(entries) == want and writer.broken == []
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    first=st.text("ab/.", min_size=1, max_size=5),
+    more=st.dictionaries(st.sampled_from(["content", "days"]), G4_VALUE, max_size=2),
+    data=st.data(),
+)
+def test_gemma4_reader_at_any_character_split(
+    first: str, more: dict[str, Any], data: st.DataObject
+) -> None:
+    """The reader itself fed a few characters at a time (a tokenizer whose ``<|"|>`` is
+    several tokens cuts it anywhere): what it reports is the whole read's arguments."""
+    from reasonspan.runtime.core.tool_types import as_tools
+    from reasonspan.runtime.toolcalls import gemma4_calls, partial_gemma4
+
+    tools = as_tools(TOOLS)
+    body = gemma4_call("get_weather", {"city": first, **more})
+    body = body.removeprefix("<|tool_call>").removesuffix("<tool_call|>")
+    [want] = gemma4_calls.parse_gemma4(body, tools) or []
+    reader = partial_gemma4._reader(tools)
+    i = 0
+    while i < len(body):
+        k = data.draw(st.integers(1, 5))
+        reader.feed(body[i : i + k])
+        i += k
+    [call] = reader.calls
+    assert not call.broken and call.complete
+    assert (call.name, "".join(call.arguments)) == (want.name, want.arguments)
