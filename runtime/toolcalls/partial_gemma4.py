@@ -17,74 +17,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reasonspan.runtime.core.tool_types import InvalidArgumentsError, Tools, dump_arguments
+from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls import gemma4_calls
 from reasonspan.runtime.toolcalls.gemma4_calls import PREFIX, QUOTE
 from reasonspan.runtime.toolcalls.json_stream import encoded
 from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
+from reasonspan.runtime.toolcalls.partial_members import MemberReader, member_text
 
 _WS = " \t\r\n"
 _NAME, _KEY, _VALUE, _STRING, _AFTER = range(5)
 _NAME_MAX = 256
 """Characters of ``call:NAME{`` looked at: more is not followed (the whole read decides)."""
-_WINDOW = 4096
-"""Characters read past before the reader drops them from its text."""
 
 
-class Gemma4CallReader:
+class Gemma4CallReader(MemberReader):
     """The partial reader of kind ``gemma4`` (module doc): one call per region."""
 
-    __slots__ = ("_call", "_depth", "_emit", "_i", "_key", "_keys", "_parts", "_start",
-                 "_state", "_text", "_tools", "calls", "done")  # fmt: skip
+    __slots__ = ("_depth",)
 
     def __init__(self, tools: Tools) -> None:
-        self.calls: list[PartialCall] = []
-        self._tools = tools
-        self._text = ""
-        self._i = 0
-        self._state = _NAME
-        self._call: PartialCall | None = None
-        self._keys: set[str] = set()
-        self._key = ""
-        self._start = 0
-        """Where the value being read begins."""
-        self._emit = 0
-        """A streamed string: where its text not sent yet begins."""
-        self._parts: list[str] = []
-        """A value not streamed: its text already dropped from :attr:`_text`."""
+        super().__init__(tools, _NAME)
         self._depth = 0
-        """A value not streamed: the objects and arrays open at :attr:`_i`."""
-        self.done = False
+        """A value kept aside: the objects and arrays open at :attr:`_i`."""
 
-    def feed(self, text: str) -> None:
-        if self.done:
-            return
-        self._text += text
-        while not self.done and self._step():
-            pass
-        self._compact()
-
-    def _compact(self) -> None:
-        """Drop the text read past (a long value's kept aside unless it streams)."""
-        keep = self._i
-        if self._state == _STRING:
-            keep = min(keep, self._emit)
-        elif self._state == _VALUE and keep > self._start:
-            self._parts.append(self._text[self._start : keep])
-            self._start = keep
-        if keep < _WINDOW:
-            return
-        self._text = self._text[keep:]
-        self._i -= keep
-        self._start -= keep
-        self._emit -= keep
-
-    def _stop(self) -> bool:
-        call = self._call
-        if call is not None and call.committed:
-            call.broken = True
-        self.done = True
-        return False
+    def _in_value(self) -> bool | None:
+        return True if self._state == _STRING else False if self._state == _VALUE else None
 
     def _skip(self) -> int:
         text, i = self._text, self._i
@@ -195,10 +152,7 @@ class Gemma4CallReader:
         member = self._member(call.name, raw)
         if member is None:
             return self._stop()
-        call.arguments.append(("," if call.arguments else "{") + member)
-        if not call.committed:
-            call.committed = True
-            self.calls.append(call)
+        self._send(member)
         self._parts = []
         self._i, self._state = end, _AFTER
         return True
@@ -209,11 +163,9 @@ class Gemma4CallReader:
         reader = gemma4_calls.ValueReader(raw)
         try:
             value: Any = reader.value(schema if isinstance(schema, Mapping) else {})
-            if reader.peek():
-                return None
-            return dump_arguments({self._key: value})[1:-1]
-        except (gemma4_calls.NotThisKind, InvalidArgumentsError, ValueError):
+        except gemma4_calls.NotThisKind:
             return None
+        return None if reader.peek() else member_text(self._key, value)
 
     def _after(self) -> bool:
         i = self._skip()

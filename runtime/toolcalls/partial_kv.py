@@ -16,11 +16,11 @@ missing ``</arg_value>`` leaves).
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from reasonspan.runtime.core.tool_types import InvalidArgumentsError, Tools, dump_arguments
+from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls.json_stream import encoded
 from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
+from reasonspan.runtime.toolcalls.partial_members import MemberReader, member_text
 from reasonspan.runtime.toolcalls.values import schema_types, typed_value
 
 _WS = " \t\r\n"
@@ -31,66 +31,21 @@ _NAME, _PAIR, _IN_VALUE = range(3)
 _NAME_MAX = 256
 """Characters the function name and the space around it may have here: more is not
 followed (the whole read decides), rather than searched again with every piece of text."""
-_WINDOW = 4096
-"""Characters read past before the reader drops them from its text (:meth:`_compact`)."""
 _TAG_MAX = 64
 """How far back from the end of the text a trailing tag is looked for."""
 
 
-class KvCallReader:
+class KvCallReader(MemberReader):
     """The partial reader of kind ``kv`` (module doc): one call per region."""
 
-    __slots__ = ("_call", "_emit", "_i", "_key", "_keys", "_parts", "_start", "_state",
-                 "_streamed", "_text", "_tools", "calls", "done")  # fmt: skip
+    __slots__ = ("_streamed",)
 
     def __init__(self, tools: Tools) -> None:
-        self.calls: list[PartialCall] = []
-        self._tools = tools
-        self._text = ""
-        self._i = 0
-        self._state = _NAME
-        self._call: PartialCall | None = None
-        self._keys: set[str] = set()
-        self._key = ""
-        self._start = 0
+        super().__init__(tools, _NAME)
         self._streamed = False
-        self._emit = 0
-        """Streamed: where the value's text not sent yet begins."""
-        self._parts: list[str] = []
-        """Not streamed: the value's text already dropped from :attr:`_text`."""
-        self.done = False
 
-    def feed(self, text: str) -> None:
-        if self.done:
-            return
-        self._text += text
-        while not self.done and self._step():
-            pass
-        self._compact()
-
-    def _compact(self) -> None:
-        """Drop the text read past (a long value's: kept aside when it is not streamed), so
-        a call of any length costs each character a bounded number of times."""
-        keep = self._i
-        if self._state == _IN_VALUE:
-            if self._streamed:
-                keep = min(keep, self._emit)
-            elif keep > self._start:
-                self._parts.append(self._text[self._start : keep])
-                self._start = keep
-        if keep < _WINDOW:
-            return
-        self._text = self._text[keep:]
-        self._i -= keep
-        self._start -= keep
-        self._emit -= keep
-
-    def _stop(self) -> bool:
-        call = self._call
-        if call is not None and call.committed:
-            call.broken = True
-        self.done = True
-        return False
+    def _in_value(self) -> bool | None:
+        return self._streamed if self._state == _IN_VALUE else None
 
     def _step(self) -> bool:
         text = self._text
@@ -187,22 +142,12 @@ class KvCallReader:
         else:
             raw = "".join(self._parts) + self._text[self._start : stop]
             typed = typed_value(raw, self._tools.property_schema(call.name, self._key))
-            member = _member(self._key, typed)
+            member = member_text(self._key, typed)
             if member is None:
                 return self._stop()
-            call.arguments.append(("," if call.arguments else "{") + member)
-            if not call.committed:
-                call.committed = True
-                self.calls.append(call)
+            self._send(member)
         self._i, self._state = resume, _PAIR
         return True
-
-
-def _member(key: str, value: Any) -> str | None:
-    try:
-        return dump_arguments({key: value})[1:-1]
-    except (InvalidArgumentsError, ValueError):
-        return None
 
 
 def _accepts(body: str) -> bool | None:
