@@ -182,7 +182,7 @@ def test_vocabulary_only_drops_the_folder_files_and_shares_the_byte_table() -> N
 
 def test_the_file_is_kept_as_its_bytes_and_read_back_as_its_text() -> None:
     """The loaded tokenizer keeps tokenizer.json as UTF-8 bytes (a str of Qwen3's file took
-    31 MB, its bytes 11 MB, for as long as the tokenizer lives); the byte table is built from
+    20 MB, its bytes 10 MB, for as long as the tokenizer lives); the byte table is built from
     them and the grammar engine reads the same text as the file's."""
     path = folder("qwen-3") / "tokenizer.json"
     tok = reasonspan.load_tokenizer_sync(path)
