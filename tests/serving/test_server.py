@@ -132,17 +132,6 @@ def start(*, threaded: bool = False) -> Running:
     return Running(Server(served_models(), engine))
 
 
-@pytest.fixture(scope="module")
-def running() -> Iterator[Running]:
-    with start() as r:
-        yield r
-
-
-@pytest.fixture(scope="module")
-def client(running: Running) -> openai.OpenAI:
-    return openai.OpenAI(base_url=running.base_url, api_key="unused", max_retries=0, timeout=30)
-
-
 def script(model: str, kwargs: dict[str, Any] | None = None, which: int = 0) -> str:
     """What the simulated model writes: a transcript in the family's format."""
     family, fixture, _ = MODELS[model]

@@ -8,7 +8,6 @@ gpt-oss: ``tests/serving/test_server.py``'s models)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -18,21 +17,10 @@ import pytest
 import reasonspan
 from reasonspan.runtime.core.labels import CONTENT, REASONING, TOOL, TOOL_CALL
 from reasonspan.serving.templates import render_prompt_ids
-from tests.serving.test_server import MODELS, Running, script, start
+from tests.serving.test_server import MODELS, Running, script
 from tests.support.fixtures import tokenizer
 
 MESSAGES = [{"role": "user", "content": "What is 6 x 7?"}]
-
-
-@pytest.fixture(scope="module")
-def running() -> Iterator[Running]:
-    with start() as r:
-        yield r
-
-
-@pytest.fixture(scope="module")
-def client(running: Running) -> openai.OpenAI:
-    return openai.OpenAI(base_url=running.base_url, api_key="unused", max_retries=0, timeout=30)
 
 
 Entry = tuple[bytes, float, list[bytes]]

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -16,14 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from reasonspan.serving import render_prompt_ids
 from reasonspan.serving.app import ServedModel, Server
 from reasonspan.serving.engine import SimulatedServingEngine
-from tests.serving.test_server import HISTORY, Running, expected, script, start
+from tests.serving.test_server import HISTORY, Running, expected, script
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
-
-
-@pytest.fixture(scope="module")
-def running() -> Iterator[Running]:
-    with start() as r:
-        yield r
 
 
 def _root(running: Running) -> str:

@@ -10,7 +10,6 @@ conversion that dropped or reordered a turn, a reasoning block or a tool result 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -20,7 +19,7 @@ import openai
 import pytest
 
 from reasonspan.serving import render_prompt_ids
-from tests.serving.test_server import HISTORY, MODELS, Running, expected, script, start
+from tests.serving.test_server import HISTORY, MODELS, Running, expected, script
 from tests.support.fixtures import tokenizer
 
 FAMILIES = ["qwen3", "deepseek_r1", "glm47", "minimax_m3", "gpt-oss-synthetic"]
@@ -35,12 +34,6 @@ CALL_OUTPUT = (
     '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Kyoto"}}\n</tool_call>'
 )
 """What qwen3 writes to call a function (Hermes JSON inside <tool_call>)."""
-
-
-@pytest.fixture(scope="module")
-def running() -> Iterator[Running]:
-    with start() as r:
-        yield r
 
 
 @pytest.fixture(scope="module")

@@ -5,13 +5,10 @@ first stop string, finish_reason is "stop", the engine stops generating, and a b
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import openai
-import pytest
 
-from tests.serving.test_server import HISTORY, Running, expected, extra, start, stream_text
+from tests.serving.test_server import HISTORY, Running, expected, extra, stream_text
 
 MODEL = "qwen3"
 ANSWER = "The weather in Oslo is mild."
@@ -20,17 +17,6 @@ OUTPUT = (
     + ANSWER
     + " END Then a long tail the client never asked for."
 )
-
-
-@pytest.fixture(scope="module")
-def running() -> Iterator[Running]:
-    with start() as r:
-        yield r
-
-
-@pytest.fixture(scope="module")
-def client(running: Running) -> openai.OpenAI:
-    return openai.OpenAI(base_url=running.base_url, api_key="unused", max_retries=0, timeout=30)
 
 
 def test_stop_ends_the_answer_before_the_match(client: openai.OpenAI, running: Running) -> None:
