@@ -22,7 +22,6 @@ import json
 import random
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,26 +32,12 @@ import pytest
 import reasonspan
 from reasonspan import Label, ReasoningBatch, ReasoningParser
 from reasonspan.runtime import FAILED, InvalidOptionError, ReasoningRuntime
-from reasonspan.runtime.batch.grammar import (
-    _CACHE_KEY,
-    GrammarError,
-    GrammarUnavailableError,
-    compile_grammar,
-)
+from reasonspan.runtime.batch.grammar import GrammarError, GrammarUnavailableError, compile_grammar
 from reasonspan.runtime.batch.grammar_slots import GrammarRejectedError
 from reasonspan.runtime.stream.simulation import SimRequest, SimulatedEngine, drive
-from tests.support.fixtures import FAMILY_TOKENIZERS, release_tables, tokenizer
+from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
 C = int(Label.CONTENT)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _release_grammar_tables() -> Iterator[None]:
-    """The llguidance tokenizers this module builds (one per family's vocabulary, ~110 MB
-    each) go when it ends: they were most of the growth of the worker that ran it."""
-    with release_tables(_CACHE_KEY):
-        yield
-
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
