@@ -524,10 +524,11 @@ def tokenizer(name: str) -> LoadedTokenizer:
     """Load (once per test session) a real or synthetic fixture tokenizer by name.
 
     Kept for the session on purpose: a pytest-xdist worker runs ~10 modules that sweep
-    every family (~45 tokenizers, 1-3 s each to load), so a bounded cache reloads hundreds
-    of times (measured: 10-25 minutes more per worker with 16 kept). What grows with the
-    session is what is built on them; a module that builds a large table releases it
-    (:func:`release_tables`)."""
+    every family (~45 tokenizers, 1-3 s each to load) and some tests mix ~40 of them at
+    once, so a bounded cache reloads hundreds of times (simulated on one run's log of which
+    test used which tokenizer: 15-24 minutes more per worker with 16 kept) and still peaks
+    at ~40. What grows with the session is what is built on them: a module's llguidance
+    tables go when it ends (tests/conftest.py, :func:`release_tables`)."""
     got = _LOADED.get(name)
     if got is None:
         got = _LOADED[name] = load_tokenizer_sync(folder(name))
