@@ -83,10 +83,12 @@ LIMITS: dict[str, int] = {"max_grammar_size": 200_000, "initial_lexer_fuel": 1_0
 while building the lexer); a grammar over them does not compile (:class:`GrammarError`)."""
 
 CACHE_SIZE = 128
-"""Compiled matchers kept (the most recently used), each request getting a copy."""
+"""Compiled matchers kept per tokenizer (the most recently used), each request getting a
+copy. They are kept on the tokenizer (its ``cache``), so they go with it: a server that
+unloads a model does not keep its matchers, nor the llguidance tokenizer they hold."""
 
-_compiled: OrderedDict[tuple[int, str, str], tuple[Any, Any]] = OrderedDict()
-"""(id of the llguidance tokenizer, kind, format text) -> (that tokenizer, matcher)."""
+_COMPILED_KEY = "reasonspan.grammar_compiled"
+"""``tok.cache`` key of ``(kind, format text) -> matcher``, most recently used last."""
 
 
 class GrammarUnavailableError(ReasonspanError, ImportError):
@@ -125,6 +127,14 @@ def _lltokenizer(tok: LoadedTokenizer) -> Any:
                 raw = tok._raw_json if tok._raw_json is not None else tok.tokenizer.to_str()
                 got = llg.LLTokenizer(raw, n_vocab=tok.vocab_size)
                 tok.cache[_CACHE_KEY] = got
+    return got
+
+
+def _compiled_of(tok: LoadedTokenizer) -> OrderedDict[tuple[str, str], Any]:
+    """The tokenizer's compiled matchers (:data:`_COMPILED_KEY`); call it under ``_lock``."""
+    got = tok.cache.get(_COMPILED_KEY)
+    if not isinstance(got, OrderedDict):
+        got = tok.cache[_COMPILED_KEY] = OrderedDict()
     return got
 
 
@@ -274,12 +284,13 @@ def compile_grammar(fmt: object, tok: LoadedTokenizer) -> Grammar | None:
         grammar_source(d)  # raises, naming the type
     llg = _llguidance()  # raises when the engine is not installed, cached or not
     lltok = _lltokenizer(tok)
-    key = (id(lltok), kind, _format_text(d))
+    key = (kind, _format_text(d))
     with _lock:
-        hit = _compiled.get(key)
-        if hit is not None and hit[0] is lltok:
-            _compiled.move_to_end(key)
-            return Grammar(hit[1].deep_copy(), kind, int(lltok.vocab_size))
+        compiled = _compiled_of(tok)
+        hit = compiled.get(key)
+        if hit is not None:
+            compiled.move_to_end(key)
+            return Grammar(hit.deep_copy(), kind, int(lltok.vocab_size))
     source = grammar_source(d)
     if source is None:
         return None
@@ -293,9 +304,9 @@ def compile_grammar(fmt: object, tok: LoadedTokenizer) -> Grammar | None:
             f"response_format ({kind}) does not compile: {_first(matcher.get_error())}"
         )
     with _lock:
-        _compiled[key] = (lltok, matcher)
-        while len(_compiled) > CACHE_SIZE:
-            _compiled.popitem(last=False)
+        compiled[key] = matcher
+        while len(compiled) > CACHE_SIZE:
+            compiled.popitem(last=False)
     return Grammar(matcher.deep_copy(), kind, int(lltok.vocab_size))
 
 

@@ -584,3 +584,26 @@ def test_a_compiled_format_is_copied_for_the_next_request() -> None:
     assert not b.accepting and b.consume(p.tokenizer.encode("ac")) == -1 and b.accepting
     batch.add(1, p, [], response_format=fmt)
     assert len(batch) == 1
+
+
+def test_compiled_matchers_go_with_their_tokenizer() -> None:
+    """A format compiled twice for one tokenizer is compiled once (its matcher copied), and
+    the matchers live on the tokenizer: once a server lets a model's tokenizer go, nothing
+    keeps its matchers or its llguidance tokenizer (110-180 MB) alive."""
+    import gc
+    import weakref
+
+    from reasonspan.tokenizer.loader import LoadedTokenizer
+
+    base = tokenizer(FAMILY_TOKENIZERS["qwen3"])
+    tok = LoadedTokenizer(base.tokenizer, base.source)  # a tokenizer of its own
+    fmt = {"type": "json_schema", "json_schema": {"schema": {"type": "object"}}}
+    first = compile_grammar(fmt, tok)
+    again = compile_grammar(fmt, tok)
+    assert first is not None and again is not None and first is not again
+    compiled = tok.cache["reasonspan.grammar_compiled"]
+    assert len(compiled) == 1  # (the second was a copy of the first's matcher)
+    held = [weakref.ref(tok), weakref.ref(compiled)]
+    del tok, compiled, first, again
+    gc.collect()
+    assert [r() for r in held] == [None, None]
