@@ -61,10 +61,13 @@ class _Call(PartialCall):
 class JsonCallsReader:
     """The partial reader of kind ``json`` (module doc)."""
 
-    __slots__ = ("_blocked", "_call", "_call_depth", "_key", "_name", "_open", "_tokens",
-                 "_writer", "calls")  # fmt: skip
+    __slots__ = ("_argument_keys", "_blocked", "_call", "_call_depth", "_key", "_name", "_open",
+                 "_tokens", "_writer", "calls")  # fmt: skip
 
-    def __init__(self, tools: Tools) -> None:
+    def __init__(self, tools: Tools, argument_keys: tuple[str, ...] = _ARGUMENTS) -> None:
+        """``argument_keys``: the keys that hold a call's arguments (xLAM's calls take
+        ``arguments`` only)."""
+        self._argument_keys = argument_keys
         self.calls: list[PartialCall] = []
         self._tokens = JsonTokens()
         self._open: list[str] = []
@@ -105,7 +108,7 @@ class JsonCallsReader:
         depth = len(self._open)
         at_call = call is not None and depth == self._call_depth
         if kind in (OPEN_OBJECT, OPEN_ARRAY):
-            arguments = at_call and self._key in _ARGUMENTS
+            arguments = at_call and self._key in self._argument_keys
             if arguments:
                 self._begin_arguments(kind)
                 if self._writer is not None:
@@ -198,3 +201,10 @@ class JsonCallsReader:
 @partial_kind("json", _accepts)
 def _reader(tools: Tools) -> JsonCallsReader:
     return JsonCallsReader(tools)
+
+
+@partial_kind("xlam", _accepts)
+def _xlam_reader(tools: Tools) -> JsonCallsReader:
+    """xLAM's JSON list (``xlam_calls``): a call needs ``arguments`` (an item with
+    ``parameters`` is not one), so only that key's object is followed."""
+    return JsonCallsReader(tools, ("arguments",))

@@ -707,3 +707,39 @@ def test_gemma4_reader_at_any_character_split(
     [call] = reader.calls
     assert not call.broken and call.complete
     assert (call.name, "".join(call.arguments)) == (want.name, want.arguments)
+
+
+XL_TOK = tokenizer(FAMILY_TOKENIZERS["xlam"])
+"""Qwen2.5's real tokenizer (xLAM-2's checkpoints are Qwen2.5 fine-tunes)."""
+XL_PROMPT = XL_TOK.encode("<|im_start|>user\nWrite it.<|im_end|>\n<|im_start|>assistant\n")
+
+
+def _xlam() -> reasonspan.ReasoningParser:
+    return reasonspan.create_parser_sync("xlam", XL_TOK)
+
+
+def test_xlam_calls_stream_too() -> None:
+    """xLAM's JSON list (bare, fenced or in ``<tool_call>``): a long argument after the
+    first streams, and the entries join to the whole read."""
+    args = {"path": "steps.py", "content": CODE}
+    listed = json.dumps([{"name": "write_file", "arguments": args}], ensure_ascii=False)
+    for out in (listed, f"```json\n{listed}\n```", f"<tool_call>{listed}</tool_call>"):
+        ids = XL_TOK.encode(out)
+        want = [("write_file", compact(args))]
+        entries = streams_as_whole(ids, XL_PROMPT, _xlam, want, list(range(0, len(ids), 3)))
+        assert pieces(entries, 0) >= 10, out[:12]
+
+
+def test_xlam_a_list_that_is_not_calls_is_never_streamed_as_one() -> None:
+    """A JSON list the user asked for, its objects with ``name`` and ``parameters`` (not
+    ``arguments``): the whole read has no call (xLAM's rule), so the stream never starts
+    one, and the list is the content."""
+    rows = [{"name": "Ada", "parameters": {"bio": "x" * 400, "age": 36}}]
+    ids = XL_TOK.encode(json.dumps(rows))
+    whole = _xlam().parse(ids, XL_PROMPT, tools=TOOLS, finish_reason="stop")
+    assert whole.tool_calls == [] and whole.content == json.dumps(rows)
+    content, entries, writer, reason = run(
+        ids, list(range(len(ids))), prompt=XL_PROMPT, make=_xlam, step=1
+    )
+    assert entries == [] and writer.broken == [] and content == whole.content
+    assert reason == "stop"
