@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import anyio
@@ -28,7 +29,6 @@ from hypothesis import strategies as st
 import reasonspan
 from reasonspan import LoadedTokenizer
 from reasonspan.runtime.core.labels import TOOL, TOOL_CALL
-from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
 from tests.support import paths
 from tests.support.fixtures import tokenizer
@@ -313,31 +313,6 @@ def _stream(fam: Family, ids: list[int], cuts: list[int]) -> tuple[str, str, lis
     return paths.split_at(fam.make(), fam.prompt_ids(), ids, cuts, TOOLS)
 
 
-async def _runtime(
-    fam: Family, ids: list[int], k: int, stream_arguments: bool = False
-) -> tuple[str, str, list[ToolCall]]:
-    """The runtime's answer as a client assembles it; with ``stream_arguments``, less the
-    calls its writer reports broken (sent as written, then cut: the whole read has none)."""
-    rt = ReasoningRuntime(argument_step=1)
-    stream = rt.add(
-        "r", fam.make(), fam.prompt_ids(), tools=TOOLS, stream_arguments=stream_arguments
-    )
-    for i in range(0, len(ids), k):
-        delta = ids[i : i + k]
-        rt.step([stream.engine_id], delta, [0, len(delta)])
-    rt.finish("r", "length")  # the rule parse() keeps without a finish reason
-    done = await stream.collect()
-    msg = done.choices[0].message
-    writer = stream._rec.call_writer
-    broken = set(writer.broken) if writer is not None else set()
-    calls = [
-        ToolCall(t.function.name, t.function.arguments)
-        for i, t in enumerate(msg.tool_calls or [])
-        if i not in broken
-    ]
-    return msg.reasoning or "", msg.content or "", calls
-
-
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     reasoning=st.sampled_from(["", "plan", "a <b> c"]),
@@ -367,8 +342,10 @@ def any_split_and_the_runtime_give_the_parse(
     r, c, calls = _stream(fam, ids, cuts)
     assert (r, c, calls) == (whole.reasoning or "", whole.content or "", whole.tool_calls)
     k = data.draw(st.sampled_from([1, 3, 8]))
-    assert anyio.run(_runtime, fam, ids, k) == (r, c, calls)
-    assert anyio.run(_runtime, fam, ids, k, True) == (r, c, calls)  # arguments as written
+    answer = (r, c, [(t.name, t.arguments) for t in calls])
+    for streamed in (False, True):  # calls whole, and their arguments as written
+        serve = partial(paths.served, stream_arguments=streamed)  # (chunks, finish "length")
+        assert anyio.run(serve, fam.make(), fam.prompt_ids(), ids, k, False, TOOLS) == answer
     if cut:
         # a cut output returns a prefix of the calls, never a half call
         assert calls == want[: len(calls)]

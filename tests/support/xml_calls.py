@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 
 import reasonspan
 from reasonspan.runtime.core.labels import TOOL_CALL
-from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.toolcalls import ToolCall
 from tests.support import paths
 from tests.support.fixtures import tokenizer
@@ -281,29 +280,6 @@ def outputs(draw: st.DrawFn, f: Family) -> Out:
     return Out(tok.encode(text), calls)
 
 
-async def _runtime(
-    f: Family, prompt: list[int], ids: list[int], k: int, stream_arguments: bool = False
-) -> tuple[str, str, list[tuple[str, str]]]:
-    """The runtime's answer as a client assembles it; with ``stream_arguments``, less the
-    calls its writer reports broken (sent as written, then cut: the whole read has none)."""
-    rt = ReasoningRuntime(argument_step=1)
-    stream = rt.add("r", make(f), prompt, tools=TOOLS, stream_arguments=stream_arguments)
-    for i in range(0, len(ids), k):
-        delta = ids[i : i + k]
-        rt.step([stream.engine_id], delta, [0, len(delta)])
-    rt.finish("r", "length")  # the rule parse() keeps without a finish reason
-    done = await stream.collect()
-    msg = done.choices[0].message
-    writer = stream._rec.call_writer
-    broken = set(writer.broken) if writer is not None else set()
-    calls = [
-        (t.function.name, t.function.arguments)
-        for i, t in enumerate(msg.tool_calls or [])
-        if i not in broken
-    ]
-    return msg.reasoning or "", msg.content or "", calls
-
-
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def any_split_and_the_runtime_give_the_parse(f: Family, data: st.DataObject) -> None:
@@ -333,7 +309,10 @@ def any_split_and_the_runtime_give_the_parse(f: Family, data: st.DataObject) -> 
     assert calls == whole.tool_calls
     k = data.draw(st.sampled_from([1, 3, 1000]))
     for streamed in (False, True):  # calls whole, and their arguments as written
-        r, c, got = anyio.run(_runtime, f, prompt, ids, k, streamed)
+        serve = functools.partial(
+            paths.served, stream_arguments=streamed
+        )  # (chunks, finish "length")
+        r, c, got = anyio.run(serve, make(f), prompt, ids, k, False, TOOLS)
         assert (r, c) == (whole.reasoning or "", whole.content or "")
         assert got == [(t.name, t.arguments) for t in whole.tool_calls]
 
