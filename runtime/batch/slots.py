@@ -1,5 +1,5 @@
 """The slot store of the batch runtime: every per-request fact as one entry of a numpy
-array, and the checks that map a step's request ids and token ids onto slots.
+array, and the lookup that maps a step's request ids onto slots.
 
 Requests live in slots: state, token counts, budget, forced position, ... are entries of
 arrays indexed by slot, so a step works on the whole batch with numpy gathers and
@@ -8,12 +8,13 @@ first when freed; a slot's generation is bumped each time it is given to a new r
 The store also keeps what the live requests need (how many are structured, budgeted,
 routed per request, ...), so a step skips whatever no request in it uses.
 
-Owns the arrays, their growth, the request id -> slot map, the validation of a step's
-ids and tokens (all before any state changes), and reading slots back: a request's usage
-and forced sequence, a step result's per-request arrays. It must not know how tokens are
-routed or what a budget does: it keeps each request's row and counts in the encoding of
-``batch_tables`` and its parser, and never looks a token up in the one nor streams it
-through the other.
+Owns the arrays, their growth, the request id -> slot map and its lookup (which refuses
+an unknown, repeated or finished id before any state changes), and reading slots back: a
+request's usage and forced sequence, a step result's per-request arrays. What an id is
+(``ids``) and the rest of a step's input checks (``checks``: offsets, token ids against
+each request's vocabulary) are beside it. It must not know how tokens are routed or what
+a budget does: it keeps each request's row and counts in the encoding of ``tables`` and
+its parser, and never looks a token up in the one nor streams it through the other.
 """
 
 from __future__ import annotations
@@ -23,93 +24,19 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from reasonspan.runtime.batch.errors import (
-    BatchTokenError,
     InvalidStepError,
     RequestFailedError,
     RequestFinishedError,
     UnknownRequestError,
 )
+from reasonspan.runtime.batch.ids import as_request_id
 from reasonspan.runtime.batch.lanes import HOLD_BACK, PARSER, TABLE
 from reasonspan.runtime.batch.tables import GROUP_ROWS, REASONING_BIT, TOTAL
 from reasonspan.runtime.batch.types import NO_BUDGET, BoolArray, IntArray, RequestUsage
-from reasonspan.runtime.core.errors import InvalidOptionError
 from reasonspan.runtime.parser.contract import ReasoningParser
 
-_I64_MIN = int(np.iinfo(np.int64).min)
-_I64_MAX = int(np.iinfo(np.int64).max)
 _REASONING = int(REASONING_BIT)
 _TOTAL = int(TOTAL)
-
-
-def int_array(x: object, where: str) -> IntArray:
-    """A 1-D int64 array owned by the batch (a copy), or a clear error. A list or tuple
-    must hold ints or numpy integers: numpy would turn a bool among ints into 0 or 1 (a
-    request id ``True`` would step request 1)."""
-    if (type(x) is list or type(x) is tuple) and not set(map(type, x)) <= {int}:
-        for i, v in enumerate(x):
-            if isinstance(v, (bool, np.bool_)):  # (any other type: numpy's dtype tells)
-                raise InvalidStepError(
-                    f"{where} must hold integers, got {where}[{i}] = {v!r} of type "
-                    f"{type(v).__name__}"
-                )
-    a = np.asarray(x)
-    if a.ndim != 1:
-        raise InvalidStepError(f"{where} must be a 1-D array, got {a.ndim} dimensions")
-    if a.dtype.kind not in "iu" and a.size:
-        raise InvalidStepError(f"{where} must hold integers, got dtype {a.dtype}")
-    return a.astype(np.int64)
-
-
-BadToken = tuple[int, object]
-"""``(position, value as given)`` of the first token id that is not an int of int64."""
-
-
-def token_array(x: object) -> tuple[IntArray, BadToken | None]:
-    """A step's token ids as an int64 array, validated as ``parser.stream`` validates a
-    delta: every id an int or a numpy integer (a bool, a float, a numeric string is
-    refused, not converted). The first id that is no such int, or does not fit in int64
-    (uint64 above 2**63 - 1), is returned as given, for the step to report against its
-    request once the offsets are checked; the array is then a placeholder."""
-    if isinstance(x, np.ndarray):
-        if x.ndim == 1 and x.dtype.kind == "u" and x.size and x.dtype.itemsize == 8:
-            big = x > np.uint64(_I64_MAX)
-            if big.any():
-                pos = int(np.argmax(big))
-                return np.zeros(x.shape[0], np.int64), (pos, x[pos].item())
-        return int_array(x, "token_ids"), None
-    if isinstance(x, (list, tuple)):
-        if not set(map(type, x)) <= {int}:
-            for i, t in enumerate(x):
-                if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
-                    return np.zeros(len(x), np.int64), (i, t)
-        try:
-            arr = np.array(x, np.int64) if x else np.zeros(0, np.int64)
-        except OverflowError:
-            for i, t in enumerate(x):
-                if not _I64_MIN <= int(t) <= _I64_MAX:
-                    return np.zeros(len(x), np.int64), (i, t)
-            raise
-        return arr, None
-    return int_array(x, "token_ids"), None
-
-
-def as_request_id(x: object, where: str) -> int:
-    """A request id as an int (ints and numpy integers that fit in int64), or a clear error."""
-    if type(x) is int and _I64_MIN <= x <= _I64_MAX:  # the usual id, without the checks below
-        return x
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise TypeError(f"{where}: request ids are ints, not {type(x).__name__}")
-    v = int(x)
-    if not _I64_MIN <= v <= _I64_MAX:
-        raise ValueError(f"{where}: request id {v} does not fit in int64")
-    return v
-
-
-def check_bool(key: str, value: object) -> bool:
-    """An option that must be a bool, or a clear error."""
-    if not isinstance(value, bool):
-        raise InvalidOptionError(key, value, "a bool")
-    return value
 
 
 class SlotViews(NamedTuple):
@@ -548,38 +475,3 @@ class Slots:
         self._id_slots = slots[order]
         self.ipos[self._id_slots] = np.arange(n)  # the other slots are free: -1 already
         self._recent = 0
-
-    def token_error(
-        self, bad: BadToken, slots: IntArray, offs: IntArray, rids: IntArray
-    ) -> BatchTokenError:
-        """The error for a token id that :func:`token_array` refused, with its request."""
-        pos, value = bad
-        row = int(np.searchsorted(offs, pos, side="right")) - 1
-        slot = int(slots[row])
-        parser = self.parsers[slot]
-        return BatchTokenError(
-            value,
-            pos,
-            int(self.vocab[slot]),
-            int(rids[row]),
-            parser.name if parser is not None else "?",
-        )
-
-    def check_tokens(
-        self,
-        toks: IntArray,
-        slots: IntArray,
-        counts: IntArray | None,
-        offs: IntArray,
-        rids: IntArray,
-    ) -> None:
-        """Every token id is inside the vocabulary of the request it was given for."""
-        # One reduction: as unsigned, a negative id is larger than any vocabulary.
-        if int(toks.view(np.uint64).max()) < self.vocab_floor():
-            return
-        tok_slots = slots if counts is None else np.repeat(slots, counts)
-        bad = (toks < 0) | (toks >= self.vocab[tok_slots])
-        if not bad.any():
-            return
-        pos = int(np.argmax(bad))
-        raise self.token_error((pos, int(toks[pos])), slots, offs, rids)

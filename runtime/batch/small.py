@@ -16,8 +16,8 @@ outside its request's vocabulary, all go to the vectorized step, which checks th
 and raises exactly as before. Same tables, same transitions, same counts: a request gets
 what the vectorized step gives it (tests/batch/test_batch.py runs both on the same batches).
 
-Owns the scalar routing only: it reads the tables (``batch_tables``) and the slots
-(``batch_slots``), and the batch decides when it may run (:func:`step_small`'s caller
+Owns the scalar routing only: it reads the tables (``tables``) and the slots
+(``slots``), and the batch decides when it may run (:func:`step_small`'s caller
 checks the batch-wide conditions).
 """
 
@@ -123,40 +123,52 @@ def step_one(
     py = sl.py
     if not py.scalar[s] or (sl.n_done and py.done[s]) or (sl.failures and py.failed[s]):
         return None
+    if k != 1:
+        return _step_draft(sl, tables, rid, s, toks)
+    tok = toks[0]
+    if type(tok) is not int or not 0 <= tok < py.vocab[s]:
+        return None
+    # ---- validated: from here on the batch changes
     lut, lab_t, nxt_t, inc_t = tables._scalar or tables.scalar()
     rows = py.row
     cnts = py.cnt
-    if k == 1:
-        tok = toks[0]
-        if type(tok) is not int or not 0 <= tok < py.vocab[s]:
-            return None
-        # ---- validated: from here on the batch changes
-        idx = rows[s] + lut[py.lutb[s] + tok]
-        lab = lab_t[idx]
-        row = rows[s] = nxt_t[idx]
-        cnt = cnts[s] = cnts[s] + inc_t[idx]
-        if lab == DELIMITER:
-            py.dcnt[s] += 1
-        include = sl.incl[[s]] if sl.n_exclude else None
-        return BatchStepResult.of_one(
-            sl, include, (rid, tok, s, lab, bool(row & _REASONING), cnt & _LOW)
-        )
+    idx = rows[s] + lut[py.lutb[s] + tok]
+    lab = lab_t[idx]
+    row = rows[s] = nxt_t[idx]
+    cnt = cnts[s] = cnts[s] + inc_t[idx]
+    if lab == DELIMITER:
+        py.dcnt[s] += 1
+    include = sl.incl[[s]] if sl.n_exclude else None
+    return BatchStepResult.of_one(
+        sl, include, (rid, tok, s, lab, bool(row & _REASONING), cnt & _LOW)
+    )
+
+
+def _step_draft(
+    sl: Slots, tables: Tables, rid: int, s: int, toks: list[int] | tuple[int, ...]
+) -> BatchStepResult | None:
+    """:func:`step_one`'s request with several tokens (a draft model's step, checked but
+    for their vocabulary): one call a step, not a token (the one-token step, the common
+    one, stays in :func:`step_one`'s frame)."""
+    py = sl.py
     if min(toks) < 0 or max(toks) >= py.vocab[s]:
         return None
     # ---- validated: from here on the batch changes
     if type(toks) is tuple:
         toks = list(toks)
+    lut, lab_t, nxt_t, inc_t = tables._scalar or tables.scalar()
+    k = len(toks)
     base = py.lutb[s]
-    row = rows[s]
-    cnt = cnts[s]
+    row = py.row[s]
+    cnt = py.cnt[s]
     labels = bytearray(k)
     for j, t in enumerate(toks):
         idx = row + lut[base + t]
         labels[j] = lab_t[idx]
         row = nxt_t[idx]
         cnt += inc_t[idx]
-    rows[s] = row
-    cnts[s] = cnt
+    py.row[s] = row
+    py.cnt[s] = cnt
     delimiters = labels.count(DELIMITER)
     if delimiters:
         py.dcnt[s] += delimiters

@@ -5,28 +5,35 @@ tokens of the whole batch as flat arrays (CSR: ``offsets`` has one more entry th
 ``request_ids``; a request gets 0, 1 or k tokens) and gets back labels, reasoning flags,
 grammar gating, reasoning-token counts and forced tokens for every request at once.
 
-The parts, one module each; none imports this one, and they import each other in one
-direction only (types, errors -> result, tables -> slots -> budget, fallback -> batch):
+The parts, one module each; none but ``text`` imports this one, and they import each
+other in one direction only (types, errors -> result, tables -> slots -> budget, fallback,
+admit -> batch):
 
-- ``batch_slots``: every per-request fact is an entry of a numpy array, so a step over
+- ``slots``: every per-request fact is an entry of a numpy array, so a step over
   single-token-marker families is a handful of numpy gathers and scatters over the whole
-  batch, with no Python loop over requests;
-- ``batch_tables``: flat lookup and transition tables of every table-routed machine; a
+  batch, with no Python loop over requests; ``ids`` says what a request or token id is,
+  ``checks`` checks a step's input against the slots before anything changes;
+- ``tables``: flat lookup and transition tables of every table-routed machine; a
   slot's state is its row in them;
+- ``admit``: admission and removal (the batch's base class): a request's parser,
+  options, lane and table group, decided once;
 - ``lanes``: each request's lane (table, hold-back, parser), decided at admission;
+- ``small``: the scalar step for a few table-lane requests (one request alone above all);
 - ``route``: the table pass of a step, row by row on its own slot's lane;
-- ``batch_fallback``: requests that go through their own ``parser.stream()``: custom
+- ``fallback``: requests that go through their own ``parser.stream()``: custom
   machines or parsers always, hold-back families (text markers) only from a token that
   needs holding, or while tokens are held;
-- ``batch_budget``: thinking budgets and the forced tokens that end reasoning;
-- ``batch_grammar``: the grammar engine behind the gate (``response_format``): a matcher
-  per request fed the tokens generated under its grammar, and the per-step bitmask fill;
-- ``batch_result``, ``batch_types``, ``batch_errors``: what a step hands back, the labels
-  and records a caller keeps, the errors it can act on.
+- ``fill``: the step's result read back from the slots;
+- ``budget``: thinking budgets and the forced tokens that end reasoning;
+- ``grammar``, ``grammar_slots``: the grammar engine behind the gate
+  (``response_format``): a matcher per request fed the tokens generated under its
+  grammar, and the per-step bitmask fill;
+- ``result``, ``types``, ``errors``: what a step hands back, the labels and records a
+  caller keeps, the errors it can act on; ``text``: every request's text from a step.
 
-This module owns the public API (add, remove, queries, finish) and the step: it checks
-the input, hands the table pass (``route``) and the per-request path their rows, and
-fills the result.
+This module owns the step and the public queries and finish (admission is ``admit``'s):
+it takes a step to the scalar lane when it can, otherwise checks the input, hands the
+table pass (``route``) and the per-request path their rows, and fills the result.
 With k tokens per request, position j of every request is processed at once, for j up to
 the largest k: exact, because each request's slot is touched once per position. Every
 path gives exactly what the per-request ``stream()`` gives (tests/batch/test_batch.py).
@@ -37,14 +44,14 @@ What the result means, exactly:
   later step decides it, or :data:`FAILED` for a request whose parser raised. Forced
   tokens come back as new tokens and are labelled and counted like the model's.
 - Thinking budget: once a reasoning request has spent its budget, ``forced_token_ids`` is
-  the lead-in phrase and then the end marker (exactly when: ``batch_budget``).
+  the lead-in phrase and then the end marker (exactly when: ``budget``).
 - Structured output: ``grammar_active`` is True while a structured request is outside
   reasoning, so from the first token when the prompt leaves the model outside reasoning
   (thinking off, a closed block in the prompt, a family that opens blocks itself),
   otherwise from the token after the one that ends reasoning. ``grammar_mask`` marks the
   tokens generated under the grammar: the content (CONTENT labels) after the end of
   reasoning. The end marker, or a TOOL marker that ends reasoning, is not among them.
-  With ``response_format`` the batch also drives the grammar engine (``batch_grammar``):
+  With ``response_format`` the batch also drives the grammar engine (``grammar``):
   :meth:`ReasoningBatch.fill_token_bitmask` before sampling, ``res.grammar_stopped`` and
   a rejected token failing its request alone after the step.
 - Usage: see :class:`RequestUsage`. Errors: bad input raises before anything changes; a
@@ -56,38 +63,22 @@ Not thread-safe: one batch belongs to one scheduler loop.
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from reasonspan.runtime.batch.budget import (
-    budget_options,
-    budget_remaining,
-    fill_forcing,
-)
-from reasonspan.runtime.batch.errors import (
-    DuplicateRequestError,
-    InvalidStepError,
-    RequestFailedError,
-    RequestFinishedError,
-)
+from reasonspan.runtime.batch.admit import BatchAdmission
+from reasonspan.runtime.batch.budget import budget_remaining, fill_forcing
+from reasonspan.runtime.batch.checks import check_step
+from reasonspan.runtime.batch.errors import RequestFailedError, RequestFinishedError
 from reasonspan.runtime.batch.fallback import step_fallback
 from reasonspan.runtime.batch.fill import fill_result
-from reasonspan.runtime.batch.grammar import Grammar, compile_grammar
-from reasonspan.runtime.batch.grammar_slots import Grammars
-from reasonspan.runtime.batch.lanes import PARSER, TABLE, lane_of
+from reasonspan.runtime.batch.ids import int_array
 from reasonspan.runtime.batch.result import BatchStepResult
 from reasonspan.runtime.batch.route import route
-from reasonspan.runtime.batch.slots import Slots, as_request_id, check_bool, int_array, token_array
 from reasonspan.runtime.batch.small import step_one, step_small
-from reasonspan.runtime.batch.tables import (
-    ASIDE_BIT,
-    LOW,
-    Tables,
-    starts_aside,
-)
+from reasonspan.runtime.batch.tables import LOW
 from reasonspan.runtime.batch.types import (
     NO_BUDGET,
     BatchFinish,
@@ -96,15 +87,13 @@ from reasonspan.runtime.batch.types import (
     RequestUsage,
 )
 from reasonspan.runtime.core.labels import CONTENT, DELIMITER, REASONING, split_labels
-from reasonspan.runtime.core.machine import Machine, Spill
+from reasonspan.runtime.core.machine import Spill
 from reasonspan.runtime.parser.contract import ReasoningParser
-from reasonspan.runtime.parser.registry import build_parser_sync
-from reasonspan.tokenizer.loader import LoadedTokenizer
 
 __all__ = ["NO_BUDGET", "ReasoningBatch"]
 
 
-class ReasoningBatch:
+class ReasoningBatch(BatchAdmission):
     """Reasoning state of every request in a continuous batch, stepped as a whole.
 
     ::
@@ -120,18 +109,9 @@ class ReasoningBatch:
     Errors in the input (unknown or repeated ids, bad offsets, token ids outside a
     request's vocabulary) raise before any request's state changes. A request whose
     per-request parser raises does not stop the step: it is reported in ``res.errors``
-    and frozen, every other request goes on.
+    and frozen, every other request goes on. :meth:`add` and :meth:`remove` are
+    :class:`~reasonspan.runtime.batch.admit.BatchAdmission`'s, with the batch's state.
     """
-
-    def __init__(self, capacity: int = 64) -> None:
-        self._slots = Slots(capacity)
-        self._tables = Tables()
-        self._single = -1
-        """The one table group of the batch when it holds a single family (-1: mixed)."""
-        self._grammars = Grammars()
-        """The response_format matchers, by slot (``batch_grammar``)."""
-        self._last_group: tuple[weakref.ref[Machine], int | None, type] | None = None
-        """The table group of the last vectorizable machine admitted (``_vector_group``)."""
 
     @property
     def capacity(self) -> int:
@@ -172,172 +152,6 @@ class ReasoningBatch:
     def request_ids(self) -> list[int]:
         """The requests in the batch (finished ones included until removed)."""
         return list(self._slots.slot_of)
-
-    def _recount(self) -> None:
-        """Cache the single vectorized group when the batch holds only one family."""
-        live = [g for g, n in enumerate(self._tables.live) if n]
-        self._single = live[0] if len(live) == 1 else -1
-
-    def _recount_after(self, group: int | None) -> None:
-        """:meth:`_recount` after a request of ``group`` came or went, skipping the scan
-        when the answer cannot have changed: a request of the single group came, or left
-        while others of it stay (a request of any other group, or routed by its own
-        parser, means a mixed batch either way when it comes, and may end one when it
-        goes)."""
-        single = self._single
-        if group is None or single < 0 or group != single or not self._tables.live[group]:
-            self._recount()
-
-    # ------------------------------------------------------------------ add / remove
-
-    def add(
-        self,
-        request_id: int,
-        parser: ReasoningParser | str | None = None,
-        prompt_token_ids: Sequence[int] | np.ndarray[Any, Any] | None = None,
-        *,
-        name: str | None = None,
-        tokenizer: LoadedTokenizer | Any = None,
-        chat_template_kwargs: Mapping[str, Any] | None = None,
-        include_reasoning: bool = True,
-        thinking_token_budget: int | None = None,
-        budget_lead_in: str | None = None,
-        structured_output: bool = False,
-        response_format: Any = None,
-    ) -> None:
-        """Admit a request, seeded from its prompt (right-to-left scan of the last turn).
-
-        ``parser`` is a created parser (used as a template: the batch keeps its own
-        per-request state) or a family name with ``tokenizer=``. ``chat_template_kwargs``
-        re-creates the parser's family with those switches. ``thinking_token_budget``
-        bounds the reasoning tokens (None: unlimited); when it is spent the request must
-        emit ``budget_lead_in`` (encoded once, here) and then the end marker.
-        ``structured_output``: the request's grammar waits for the end of reasoning.
-        ``response_format`` (OpenAI's ``json_schema`` / ``json_object``, or ``regex`` /
-        ``grammar``; needs the ``grammar`` extra) puts a grammar engine behind that gate:
-        the batch compiles a matcher for the request (a format that does not compile
-        raises here, and nothing changes), feeds it every token generated under the
-        grammar, and fills its next-token bitmask (:meth:`fill_token_bitmask`); it implies
-        ``structured_output``.
-        ``include_reasoning=False``: reasoning is generated and counted but never handed
-        out by ``split()`` / ``finish()``.
-        """
-        rid = as_request_id(request_id, "add()")
-        if rid in self._slots.slot_of:
-            raise DuplicateRequestError(rid)
-        p = self._resolve_parser(parser, name, tokenizer, chat_template_kwargs)
-        include = (
-            include_reasoning
-            if include_reasoning is True
-            else check_bool("include_reasoning", include_reasoning)
-        )
-        structured = (
-            structured_output
-            if structured_output is False
-            else check_bool("structured_output", structured_output)
-        )
-        grammar = compile_grammar(response_format, p.tokenizer) if response_format else None
-        structured = structured or grammar is not None
-        if grammar is not None:
-            _wait_for_gate(grammar, p, prompt_token_ids)
-        budget, seq, lead_len = budget_options(p, thinking_token_budget, budget_lead_in)
-        reasoning = (
-            p.is_prompt_in_reasoning(prompt_token_ids)
-            if prompt_token_ids is not None
-            else p.default_reasoning
-        ) and p.thinking_enabled
-        if grammar is not None and grammar.wait_for < 0 and p.thinking_enabled and not reasoning:
-            _allow_opener(grammar, p)
-        group, hybrid = self._vector_group(p)
-        owned = p if group is not None and not hybrid else _own_copy(p)
-
-        # ---- validated: from here on the batch changes
-        lutb = 0 if group is None else self._tables.base[group]
-        slot = self._slots.occupy(
-            rid, owned, group, lutb, hybrid, reasoning, budget, seq, lead_len, structured, include
-        )
-        if hybrid and starts_aside(p.machine):
-            self._slots.row[slot] |= ASIDE_BIT  # the output's start is its parser's to decide
-        grammars = self._grammars
-        if grammar is not None or slot >= grammars.has.shape[0]:
-            grammars.put(slot, grammar)  # a reused slot's entry was cleared by remove()
-        if group is not None:
-            self._tables.live[group] += 1
-        self._recount_after(group)
-
-    def _resolve_parser(
-        self,
-        parser: object,
-        name: str | None,
-        tokenizer: object,
-        kwargs: Mapping[str, Any] | None,
-    ) -> ReasoningParser:
-        if isinstance(parser, ReasoningParser):
-            if name is not None or tokenizer is not None:
-                raise TypeError("add(): pass a created parser, or name= and tokenizer=, not both")
-            if kwargs is not None and dict(kwargs) != parser.chat_template_kwargs:
-                return type(parser).create(parser.tokenizer, kwargs)
-            return parser
-        if isinstance(parser, str):
-            if name is not None:
-                raise TypeError("add(): the parser name is given twice")
-            name = parser
-        elif parser is not None:
-            raise TypeError(
-                f"add(): parser must be a ReasoningParser or a parser name, "
-                f"not {type(parser).__name__}"
-            )
-        if name is None:
-            raise TypeError("add() needs a parser, or name= and tokenizer=")
-        if tokenizer is None:
-            raise TypeError(f"add(): parser name {name!r} needs tokenizer=")
-        return build_parser_sync(name, tokenizer, kwargs)
-
-    def _vector_group(self, p: ReasoningParser) -> tuple[int | None, bool]:
-        """The request's table group (None: only its own parser routes it), and whether it
-        is a hold-back family that drops to its parser for the tokens a table cannot
-        decide: its lane (:func:`~reasonspan.runtime.batch.lanes.lane_of`), given room in
-        the tables."""
-        machine = p.machine
-        last = self._last_group
-        if last is not None and last[0]() is machine and last[2] is type(p):
-            return last[1], False
-        lane = lane_of(p)
-        if lane == PARSER:
-            return None, False
-        g = self._tables.group(machine)
-        if lane == TABLE:
-            # Most requests use the previous one's machine: skip the weak-dict lookup.
-            # Dropped when a group is released (group numbers are reused then).
-            self._last_group = (weakref.ref(machine), g, type(p))
-            return g, False
-        return g, g is not None
-
-    def remove(self, request_id: int) -> None:
-        """Free the request's slot at once (finished, cancelled or failed alike)."""
-        sl = self._slots
-        slot = sl.slot(request_id, "remove()")
-        group = sl.release(slot)
-        if group >= 0:
-            tables = self._tables
-            tables.live[group] -= 1
-            if not tables.live[group]:
-                if tables.park(group):
-                    # The flat lookup table was repacked: move the live slots' offsets.
-                    every = sl.live_slots()
-                    live = every[sl.group[every] >= 0]
-                    base = np.asarray(tables.base, np.int64)
-                    sl.lutb[live] = base[sl.group[live]]
-                last = self._last_group
-                if last is not None and last[1] is not None and tables.is_released(last[1]):
-                    # Parking released the remembered group, whose number may now go to
-                    # another machine (a parked one keeps its machines: one request at
-                    # a time keeps the shortcut).
-                    self._last_group = None
-        grammars = self._grammars
-        if grammars.has[slot]:  # add() sized ``has`` for every slot it gave out
-            grammars.put(slot, None)
-        self._recount_after(group if group >= 0 else None)
 
     # ------------------------------------------------------------------ queries
 
@@ -435,7 +249,7 @@ class ReasoningBatch:
         small = step_small(sl, self._tables, request_ids, token_ids, offsets)
         if small is not None:
             return small
-        rids, toks, offs, slots, counts, uniform = self._checked(request_ids, token_ids, offsets)
+        rids, toks, offs, slots, counts, uniform = check_step(sl, request_ids, token_ids, offsets)
         n = rids.shape[0]
 
         # ---- validated: from here on the batch changes
@@ -467,45 +281,6 @@ class ReasoningBatch:
         if sl.n_budget:
             fill_forcing(sl, res, slots, reasoning_tokens)
         return res
-
-    def _checked(
-        self, request_ids: Any, token_ids: Any, offsets: Any
-    ) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray | None, bool]:
-        """A step's input as owned arrays, checked before anything changes: ``(request
-        ids, token ids, offsets, slots, tokens per row (None: not worked out), one token
-        per row)``."""
-        sl = self._slots
-        rids = int_array(request_ids, "request_ids")
-        toks, bad = token_array(token_ids)
-        offs = int_array(offsets, "offsets")
-        n = rids.shape[0]
-        m = toks.shape[0]
-        if offs.shape[0] != n + 1:
-            raise InvalidStepError(
-                f"offsets must have len(request_ids) + 1 = {n + 1} entries, got {offs.shape[0]}"
-            )
-        uniform = m == n and offs.tobytes() == sl.arange(n + 1).tobytes()
-        counts: IntArray | None = None
-        if not uniform:
-            if offs[0] != 0:
-                raise InvalidStepError(f"offsets[0] must be 0, got {int(offs[0])}")
-            if offs[-1] != m:
-                raise InvalidStepError(
-                    f"offsets[-1] must be len(token_ids) = {m}, got {int(offs[-1])}"
-                )
-            counts = np.diff(offs)
-            if n and int(counts.min()) < 0:
-                i = int(np.argmax(counts < 0))
-                raise InvalidStepError(
-                    f"offsets must be non-decreasing: offsets[{i + 1}] = {int(offs[i + 1])} "
-                    f"< offsets[{i}] = {int(offs[i])}"
-                )
-        slots = sl.lookup(rids)
-        if bad is not None:
-            raise sl.token_error(bad, slots, offs, rids)
-        if m:
-            sl.check_tokens(toks, slots, counts, offs, rids)
-        return rids, toks, offs, slots, counts, uniform
 
     def _undo_fields(self, slots: IntArray) -> dict[str, np.ndarray[Any, Any]]:
         """The slot fields a step writes, for these slots (gathers are copies)."""
@@ -579,30 +354,3 @@ def _swap_requested(p: ReasoningParser) -> bool:
     pairs: tuple[tuple[str, bool], ...] = getattr(p.machine.spec, "reasoning_as_content_if", ())
     kwargs = p.chat_template_kwargs
     return any(key in kwargs and kwargs[key] is value for key, value in pairs)
-
-
-def _own_copy(p: ReasoningParser) -> ReasoningParser:
-    """A parser of the request's own (the hold-back and parser lanes keep per-request
-    state in it): the same class, tokenizer, machine, switches and default state."""
-    return type(p)(
-        p.tokenizer, p.machine, p.chat_template_kwargs, default_reasoning=p.default_reasoning
-    )
-
-
-def _wait_for_gate(
-    grammar: Grammar, p: ReasoningParser, prompt: Sequence[int] | np.ndarray[Any, Any] | None
-) -> None:
-    """A family whose turn opens with a header that is neither reasoning nor answer
-    (harmony) names the token that ends it: the grammar waits for it."""
-    gate = p.grammar_gate_token
-    if gate is not None:
-        wait = gate(prompt if prompt is not None else [])
-        grammar.wait_for = -1 if wait is None else int(wait)
-
-
-def _allow_opener(grammar: Grammar, p: ReasoningParser) -> None:
-    """A family whose model opens its reasoning block itself gets its start marker
-    allowed beside the grammar at the first position (``grammar_slots``)."""
-    starts = p.machine.spec.start
-    opener = p.tokenizer.single_token_id(starts[0]) if starts else None
-    grammar.opener = -1 if opener is None else opener
