@@ -29,6 +29,7 @@ from reasonspan.runtime.toolcalls import olmo3_calls as olmo3_calls
 from reasonspan.runtime.toolcalls import partial_gemma4 as partial_gemma4
 from reasonspan.runtime.toolcalls import partial_json as partial_json
 from reasonspan.runtime.toolcalls import partial_kv as partial_kv
+from reasonspan.runtime.toolcalls import partial_pythonic as partial_pythonic
 from reasonspan.runtime.toolcalls import partial_sections as partial_sections
 from reasonspan.runtime.toolcalls import partial_xml as partial_xml
 from reasonspan.runtime.toolcalls import plamo3_calls as plamo3_calls
