@@ -15,7 +15,7 @@ hidden.
 Owns the budget options, the forced-position rule over whole arrays (:func:`budget_step`)
 and the forcing fields of a step's result. It must not know the tables or how a token was
 routed: it reads the counts the step left in the slots and the state it is handed. The
-per-request path applies the same rule token by token in its own loop (``batch_fallback``).
+per-request path applies the same rule token by token in its own loop (``fallback``).
 """
 
 from __future__ import annotations

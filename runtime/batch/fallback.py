@@ -18,7 +18,7 @@ tokens are :data:`FAILED`, uncounted and outside the grammar, the request is fro
 its error is reported at every step until it is removed.
 
 Owns that loop: labels, counts, held tokens, grammar mask and, token by token, the
-budget rule of ``batch_budget`` for these rows. It must not know the tables: it writes
+budget rule of ``budget`` for these rows. It must not know the tables: it writes
 each row back in their encoding (reasoning and aside bits) and nothing else of them.
 """
 
@@ -266,7 +266,7 @@ def _decided(
 class _Walk:
     """One row streamed token by token: a grammar gate or a thinking budget decides per
     token (the labels are the same: ``stream()`` does not depend on how tokens are
-    split), with the budget rule of ``batch_budget`` applied after each token."""
+    split), with the budget rule of ``budget`` applied after each token."""
 
     __slots__ = (
         "budget",

@@ -158,7 +158,7 @@ class ReasoningBatch(BatchAdmission):
     def is_vectorized(self, request_id: int) -> bool:
         """Whether every token of the request is routed by table lookups over the batch
         (single-token markers). False for hold-back families, whose tokens go by table
-        only while nothing is held (see ``batch_fallback``), and for custom machines."""
+        only while nothing is held (see ``fallback``), and for custom machines."""
         return bool(self._slots.vec[self._slots.slot(request_id, "is_vectorized()")])
 
     def is_reasoning(self, request_id: int) -> bool:

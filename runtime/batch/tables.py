@@ -14,7 +14,7 @@ Hold-back families (text markers, matched on token bytes, on the base machine) g
 too: while a request holds nothing, a token without the HOLD flag is routed by
 ``trans[state][kind]``, exactly as the parser's own ``stream()`` routes it (its 1-token
 fast path). Their HOLD tokens, and every token of a row with the aside bit, are left to
-the request's own parser (``batch_fallback``).
+the request's own parser (``fallback``).
 
 Owns the tables and the row / count encoding. It must not know requests, slots or
 parsers: it sees compiled machines only.
