@@ -3,9 +3,10 @@ open (``partial.py``).
 
 The reading rules are :mod:`.apertus_calls`' (a JSON array of one-key objects, or one such
 object: the item's first key is the function's name, its value the arguments), applied as
-the text arrives with the json kind's lexer and argument writer (:mod:`.json_stream`,
-:mod:`.partial_args`): the arguments object is re-encoded token by token, and the call
-commits when its first member is whole and valid (or when it closes, empty).
+the text arrives by the json kind's reader (:class:`.JsonCallsReader`: its lexer, argument
+writer and commit rule), told where an item's name and arguments are: the arguments object
+is re-encoded token by token, and the call commits when its first member is whole and
+valid (or when it closes, empty).
 
 An item written any other way (arguments as a JSON string or ``null``, which the whole
 read takes too, an empty name, an item that is not an object) is sent whole when the
@@ -15,8 +16,6 @@ inside the arguments does too, as in the json kind.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls.json_stream import (
@@ -31,63 +30,24 @@ from reasonspan.runtime.toolcalls.json_stream import (
     SCALAR,
     STOP,
     STR,
-    Event,
-    JsonTokens,
 )
-from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
-from reasonspan.runtime.toolcalls.partial_args import (
-    CLOSED,
-    FAILED,
-    GOING,
-    ArgumentWriter,
-)
+from reasonspan.runtime.toolcalls.partial import partial_kind
+from reasonspan.runtime.toolcalls.partial_args import ArgumentWriter
+from reasonspan.runtime.toolcalls.partial_json import JsonCallsReader, _Call
 
 
-@dataclass
-class _Call(PartialCall):
-    """An item being read: its name and what stops it from being streamed."""
+class ApertusCallsReader(JsonCallsReader):
+    """The json kind's reader (its lexer, argument writer and commit rule) with Apertus'
+    items (module doc): only what is read outside the arguments differs."""
 
-    followable: bool = True
-    """False: written in a way the reader does not follow (sent whole at the close)."""
-    named: bool = False
-    """Its first key (the name) was read."""
-    awaits_arguments: bool = False
-    """The value after its name comes next."""
+    __slots__ = ("_awaits", "_named")
 
-
-class ApertusCallsReader:
-    """The partial reader of kind ``apertus`` (module doc)."""
-
-    __slots__ = ("_blocked", "_call", "_depth", "_open", "_tokens", "_writer", "calls")
-
-    def __init__(self) -> None:
-        self.calls: list[PartialCall] = []
-        self._tokens = JsonTokens()
-        self._open: list[str] = []
-        """The containers open at this point of the text, outermost first."""
-        self._call: _Call | None = None
-        self._depth = 0
-        """Depth of the item being read (1, or 2 inside the array)."""
-        self._writer: ArgumentWriter | None = None
-        """The arguments object while it is read."""
-        self._blocked = False
-        """An item of the region was not followed: none after it commits."""
-
-    def feed(self, text: str) -> None:
-        if self._writer is not None and self._tokens.plain_string_text(text):
-            # Text of a string argument that needs no escaping: its own JSON text.
-            assert self._call is not None
-            self._call.arguments.append(text)
-            return
-        events: list[Event] = []
-        self._tokens.feed(text, events)
-        for kind, value in events:
-            if self._writer is not None:
-                self._in_arguments(kind, value)
-            elif self._tokens.done and kind not in (STOP, FAIL):
-                return  # a call failed: nothing after it is read
-            else:
-                self._outside(kind, value)
+    def __init__(self, tools: Tools) -> None:
+        super().__init__(tools, ())
+        self._named = False
+        """The item's first key (its name) was read."""
+        self._awaits = False
+        """The value after the name comes next."""
 
     def _at_item_place(self, depth: int) -> bool:
         """Does a value opening at ``depth`` stand where an item goes?"""
@@ -98,11 +58,12 @@ class ApertusCallsReader:
             return
         call = self._call
         depth = len(self._open)
-        at_call = call is not None and depth == self._depth
-        arguments = at_call and call is not None and call.awaits_arguments
+        at_call = call is not None and depth == self._call_depth
+        arguments = at_call and self._awaits
         if arguments:
             assert call is not None
-            call.awaits_arguments = False
+            self._awaits = False
+            call.has_arguments = True
             if kind == OPEN_OBJECT and call.name:
                 self._writer = ArgumentWriter(call.arguments)
                 self._writer.event(OPEN_OBJECT, "")
@@ -113,7 +74,8 @@ class ApertusCallsReader:
             if not arguments and self._at_item_place(depth):
                 if kind == OPEN_OBJECT:
                     self._call = _Call(name="")
-                    self._depth = depth + 1
+                    self._call_depth = depth + 1
+                    self._named = False
                 elif depth:
                     self._blocked = True  # an item that is not a call (depth 0: the list)
         elif kind in (CLOSE_OBJECT, CLOSE_ARRAY):
@@ -124,40 +86,14 @@ class ApertusCallsReader:
                 self._call = None
         elif kind == KEY and at_call:
             assert call is not None
-            if not call.named:
-                call.name, call.named, call.awaits_arguments = value, True, True
+            if not self._named:
+                call.name, self._named, self._awaits = value, True, True
             elif value == call.name:
                 self._lost(call)  # the whole read keeps the last value of the name
         elif kind in (STR, SCALAR) and not arguments and self._at_item_place(depth):
             self._blocked = True  # an item that is not a call
         elif kind in (STOP, FAIL) and call is not None:
             self._lost(call)
-
-    def _lost(self, call: _Call) -> None:
-        """The call cannot be followed further: broken once committed, else sent whole."""
-        if call.committed:
-            call.broken = True
-        call.followable = False
-
-    def _in_arguments(self, kind: str, value: str) -> None:
-        call = self._call
-        writer = self._writer
-        assert call is not None and writer is not None
-        got = writer.event(kind, value)
-        if got == GOING:
-            return
-        if got == FAILED:
-            self._lost(call)
-            self._tokens.done = True  # the rest of the region goes whole
-            self._writer = None
-            self._call = None
-            return
-        if got == CLOSED:
-            call.complete = True
-            self._writer = None
-        if not (call.committed or self._blocked or not call.followable):
-            call.committed = True
-            self.calls.append(call)
 
 
 def _accepts(body: str) -> bool | None:
@@ -166,4 +102,4 @@ def _accepts(body: str) -> bool | None:
 
 @partial_kind("apertus", _accepts)
 def _reader(tools: Tools) -> ApertusCallsReader:
-    return ApertusCallsReader()
+    return ApertusCallsReader(tools)

@@ -22,20 +22,13 @@ from reasonspan.runtime.core.tool_types import as_tools
 from reasonspan.runtime.toolcalls.apertus_calls import parse_apertus
 from reasonspan.runtime.toolcalls.partial_apertus import ApertusCallsReader
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
-from tests.toolcalls.test_streamed_arguments import (
-    CODE,
-    TOOLS,
-    compact,
-    joined,
-    pieces,
-    run,
-    streams_as_whole,
-)
+from tests.support.streamed_calls import Call, calls_strategy, compact, fed_in_pieces, want
+from tests.toolcalls.test_streamed_arguments import CODE, TOOLS, joined, pieces, run
+from tests.toolcalls.test_streamed_arguments import streams_as_whole as joins_whole
 
 TOK = tokenizer(FAMILY_TOKENIZERS["apertus"])
 PROMPT = TOK.encode("<|user_start|>Write it.<|user_end|><|assistant_start|>")
 START, END = "<|tools_prefix|>", "<|tools_suffix|>"
-Call = tuple[str, dict[str, Any]]
 
 
 def parser() -> reasonspan.ReasoningParser:
@@ -53,10 +46,6 @@ def body(calls: list[Call], alone: bool = False) -> str:
     return items[0] if alone else "[" + ", ".join(items) + "]"
 
 
-def want(calls: list[Call]) -> list[tuple[str, str]]:
-    return [(name, compact(args)) for name, args in calls]
-
-
 def test_a_long_argument_streams_in_many_pieces() -> None:
     """A 5,000-token file after the first argument, in a list (after a reasoning block, as
     the model writes it) and as one object: many pieces, joined to the whole read."""
@@ -70,7 +59,7 @@ def test_a_long_argument_streams_in_many_pieces() -> None:
     ):
         ids = TOK.encode(out)
         expected = want(calls if out.startswith("<|inner") else calls[:1])
-        entries = streams_as_whole(ids, PROMPT, parser, expected, list(range(0, len(ids), 3)))
+        entries = joins_whole(ids, PROMPT, parser, expected, list(range(0, len(ids), 3)))
         assert pieces(entries, 0) >= 10
         assert len(entries[0][0].function.arguments or "") < 200  # sent as it came
 
@@ -89,7 +78,7 @@ def test_arguments_not_followed_are_sent_whole() -> None:
         ("write_file", "{}"),
         ("write_file", compact({"path": "a.py", "content": CODE[:2000]})),
     ]
-    entries = streams_as_whole(ids, PROMPT, parser, expected, list(range(0, len(ids), 2)), 1)
+    entries = joins_whole(ids, PROMPT, parser, expected, list(range(0, len(ids), 2)), 1)
     assert [pieces(entries, i) for i in range(3)] == [1, 1, 1]
 
 
@@ -99,7 +88,7 @@ def test_a_call_whose_first_argument_does_not_read_is_never_sent() -> None:
     bad = '{"write_file": {"mode": 1e999, "content": ' + json.dumps(CODE[:2000]) + "}}"
     sibling: Call = ("get_weather", {"city": "LA", "days": 3})
     ids = TOK.encode(START + "[" + bad + ", " + item(*sibling) + "]" + END)
-    entries = streams_as_whole(ids, PROMPT, parser, want([sibling]), list(range(len(ids))), 1)
+    entries = joins_whole(ids, PROMPT, parser, want([sibling]), list(range(len(ids))), 1)
     assert all(e.function.name != "write_file" for chunk in entries for e in chunk if e.function)
 
 
@@ -120,20 +109,7 @@ def test_a_call_broken_after_it_was_sent_is_listed_broken() -> None:
     assert content == (whole.content or "")
 
 
-TEXT = st.text('ab "\\\n東🙂{}[]:,<|', max_size=12)
-VALUE = st.recursive(
-    st.one_of(TEXT, st.integers(-99, 99), st.booleans(), st.none()),
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(st.text("ab", max_size=2), inner, max_size=2)
-    ),
-    max_leaves=5,
-)
-ARGS = st.fixed_dictionaries({"path": TEXT}).flatmap(
-    lambda first: st.dictionaries(st.sampled_from(["content", "mode", "days"]), VALUE, max_size=2)
-    .map(lambda more: {**first, **more})
-)  # fmt: skip
-CALLS = st.lists(st.tuples(st.sampled_from(["write_file", "get_weather"]), ARGS), min_size=1,
-                 max_size=3)  # fmt: skip
+CALLS = calls_strategy('ab "\\\n東🙂{}[]:,<|')
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -147,7 +123,7 @@ def test_entries_join_to_the_whole_read_at_any_split(
     ids = TOK.encode(START + body(calls, alone) + END)
     cuts = data.draw(st.lists(st.integers(0, len(ids)), max_size=12))
     step = data.draw(st.sampled_from([1, 3, 16]))
-    streams_as_whole(ids, PROMPT, parser, want(calls), cuts, step)
+    joins_whole(ids, PROMPT, parser, want(calls), cuts, step)
 
 
 @settings(max_examples=100, deadline=None)
@@ -158,11 +134,4 @@ def test_reader_at_any_character_split(calls: list[Call], data: st.DataObject) -
     text = body(calls)
     expected = parse_apertus(text, as_tools(TOOLS)) or []
     assert [(c.name, c.arguments) for c in expected] == want(calls)
-    reader = ApertusCallsReader()
-    i = 0
-    while i < len(text):
-        k = data.draw(st.integers(1, 5))
-        reader.feed(text[i : i + k])
-        i += k
-    assert all(c.complete and not c.broken for c in reader.calls)
-    assert [(c.name, "".join(c.arguments)) for c in reader.calls] == want(calls)
+    assert fed_in_pieces(ApertusCallsReader(as_tools(TOOLS)), text, data) == want(calls)

@@ -24,23 +24,16 @@ from reasonspan.runtime.core.tool_types import as_tools
 from reasonspan.runtime.toolcalls.cohere_calls import parse_cohere
 from reasonspan.runtime.toolcalls.partial_cohere import CohereCallsReader
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
-from tests.toolcalls.test_streamed_apertus import CALLS
-from tests.toolcalls.test_streamed_arguments import (
-    CODE,
-    TOOLS,
-    compact,
-    joined,
-    pieces,
-    run,
-    streams_as_whole,
-)
+from tests.support.streamed_calls import Call, calls_strategy, compact, fed_in_pieces, want
+from tests.toolcalls.test_streamed_arguments import CODE, TOOLS, joined, pieces, run
+from tests.toolcalls.test_streamed_arguments import streams_as_whole as joins_whole
 
 TOK = tokenizer(FAMILY_TOKENIZERS["cohere_command3"])
 TURN = "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>Write it.<|END_OF_TURN_TOKEN|>"
 PROMPT = TOK.encode(TURN + "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|><|START_THINKING|>")
 OPEN, CLOSE = "<|START_ACTION|>", "<|END_ACTION|>"
 PLAN = "I will write the file.<|END_THINKING|>"
-Call = tuple[str, dict[str, Any]]
+CALLS = calls_strategy('ab "\\\n東🙂{}[]:,<|')
 
 
 def maker(family: str) -> Any:
@@ -57,10 +50,6 @@ def action(items: list[str]) -> str:
     return OPEN + "[\n    " + ",\n    ".join(items) + "\n]" + CLOSE
 
 
-def want(calls: list[Call]) -> list[tuple[str, str]]:
-    return [(name, compact(args)) for name, args in calls]
-
-
 @pytest.mark.parametrize("family", ["cohere_command3", "cohere_command4"])
 def test_a_long_argument_streams_in_many_pieces(family: str) -> None:
     """A 5,000-token file after the first argument: many pieces, long before the action
@@ -71,7 +60,7 @@ def test_a_long_argument_streams_in_many_pieces(family: str) -> None:
     ]
     ids = TOK.encode(PLAN + action([item(i, *c) for i, c in enumerate(calls)]))
     cuts = list(range(0, len(ids), 3))
-    entries = streams_as_whole(ids, PROMPT, maker(family), want(calls), cuts)
+    entries = joins_whole(ids, PROMPT, maker(family), want(calls), cuts)
     assert pieces(entries, 0) >= 10
     assert len(entries[0][0].function.arguments or "") < 200  # sent as it came
 
@@ -93,7 +82,7 @@ def test_keys_the_whole_read_ignores_are_not_followed() -> None:
         ("write_file", compact({"path": "b.py", "content": CODE[:2000]})),
     ]
     cuts = list(range(0, len(ids), 2))
-    entries = streams_as_whole(ids, PROMPT, maker("cohere_command3"), expected, cuts, 1)
+    entries = joins_whole(ids, PROMPT, maker("cohere_command3"), expected, cuts, 1)
     assert pieces(entries, 0) >= 10 and [pieces(entries, i) for i in (1, 2)] == [1, 1]
 
 
@@ -106,7 +95,7 @@ def test_a_bad_first_argument_is_never_sent_and_a_later_one_breaks() -> None:
     bad_first += '{"mode": 1e999, "content": ' + content + "}}"
     ids = TOK.encode(PLAN + action([bad_first, item(1, *sibling)]))
     make = maker("cohere_command3")
-    entries = streams_as_whole(ids, PROMPT, make, want([sibling]), list(range(len(ids))), 1)
+    entries = joins_whole(ids, PROMPT, make, want([sibling]), list(range(len(ids))), 1)
     assert all(e.function.name != "write_file" for chunk in entries for e in chunk if e.function)
     bad_later = '{"tool_call_id": "0", "tool_name": "write_file", "parameters": '
     bad_later += '{"path": "a.py", "content": ' + content + ', "mode": 1e999}}'
@@ -133,7 +122,7 @@ def test_entries_join_to_the_whole_read_at_any_split(
     ids = TOK.encode(PLAN + action([item(i, *c) for i, c in enumerate(calls)]))
     cuts = data.draw(st.lists(st.integers(0, len(ids)), max_size=12))
     step = data.draw(st.sampled_from([1, 3, 16]))
-    streams_as_whole(ids, PROMPT, maker("cohere_command3"), want(calls), cuts, step)
+    joins_whole(ids, PROMPT, maker("cohere_command3"), want(calls), cuts, step)
 
 
 @settings(max_examples=100, deadline=None)
@@ -144,11 +133,4 @@ def test_reader_at_any_character_split(calls: list[Call], data: st.DataObject) -
     text = action([item(i, *c) for i, c in enumerate(calls)])[len(OPEN) : -len(CLOSE)]
     expected = parse_cohere(text, as_tools(TOOLS)) or []
     assert [(c.name, c.arguments) for c in expected] == want(calls)
-    reader = CohereCallsReader(as_tools(TOOLS))
-    i = 0
-    while i < len(text):
-        k = data.draw(st.integers(1, 5))
-        reader.feed(text[i : i + k])
-        i += k
-    assert all(c.complete and not c.broken for c in reader.calls)
-    assert [(c.name, "".join(c.arguments)) for c in reader.calls] == want(calls)
+    assert fed_in_pieces(CohereCallsReader(as_tools(TOOLS)), text, data) == want(calls)

@@ -13,7 +13,6 @@ back from an output).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,18 +24,11 @@ from reasonspan.runtime.toolcalls.dsml_calls import parse_dsml
 from reasonspan.runtime.toolcalls.partial_dsml import DsmlCallsReader
 from tests.support.fixtures import tokenizer
 from tests.support.section_calls import DS_PROMPT, dsml
-from tests.toolcalls.test_streamed_apertus import CALLS
-from tests.toolcalls.test_streamed_arguments import (
-    CODE,
-    TOOLS,
-    compact,
-    joined,
-    pieces,
-    run,
-    streams_as_whole,
-)
+from tests.support.streamed_calls import Call, calls_strategy, compact, fed_in_pieces, want
+from tests.toolcalls.test_streamed_arguments import CODE, TOOLS, joined, pieces, run
+from tests.toolcalls.test_streamed_arguments import streams_as_whole as joins_whole
 
-Call = tuple[str, dict[str, Any]]
+CALLS = calls_strategy('ab "\\\n東🙂{}[]:,<|')
 
 
 class Family:
@@ -71,10 +63,6 @@ V32 = Family("deepseek_v3", "deepseek-v3.1", DS_PROMPT + "</think>", "", "functi
 FAMILIES = [V4, V41, V32]
 
 
-def want(calls: list[Call]) -> list[tuple[str, str]]:
-    return [(name, compact(args)) for name, args in calls]
-
-
 @pytest.mark.parametrize("fam", FAMILIES, ids=lambda f: f.name)
 def test_a_long_argument_streams_in_many_pieces(fam: Family) -> None:
     """A 5,000-token file (its ``<`` and quotes raw) after the first parameter: many
@@ -86,7 +74,7 @@ def test_a_long_argument_streams_in_many_pieces(fam: Family) -> None:
         ("get_weather", {}),
     ]
     ids = fam.ids(calls)
-    entries = streams_as_whole(ids, fam.prompt, fam.make, want(calls), list(range(0, len(ids), 3)))
+    entries = joins_whole(ids, fam.prompt, fam.make, want(calls), list(range(0, len(ids), 3)))
     assert pieces(entries, 0) >= 10
     assert len(entries[0][0].function.arguments or "") < 200  # sent as it came
 
@@ -104,7 +92,7 @@ def test_a_self_closed_invoke_is_a_call() -> None:
     )  # fmt: skip
     ids = V4.raw(block)
     expected = [("write_file", compact(args)), ("get_weather", "{}")]
-    entries = streams_as_whole(ids, V4.prompt, V4.make, expected, list(range(0, len(ids), 2)), 1)
+    entries = joins_whole(ids, V4.prompt, V4.make, expected, list(range(0, len(ids), 2)), 1)
     assert pieces(entries, 0) >= 10
 
 
@@ -162,7 +150,7 @@ def test_entries_join_to_the_whole_read_at_any_split(
     ids = fam.ids(calls)
     cuts = data.draw(st.lists(st.integers(0, len(ids)), max_size=12))
     step = data.draw(st.sampled_from([1, 3, 16]))
-    streams_as_whole(ids, fam.prompt, fam.make, want(calls), cuts, step)
+    joins_whole(ids, fam.prompt, fam.make, want(calls), cuts, step)
 
 
 @settings(max_examples=100, deadline=None)
@@ -176,11 +164,4 @@ def test_reader_at_any_character_split(calls: list[Call], space: str, data: st.D
     tools = as_tools(TOOLS)
     expected = parse_dsml(text, tools) or []
     assert [(c.name, c.arguments) for c in expected] == want(calls)
-    reader = DsmlCallsReader(tools)
-    i = 0
-    while i < len(text):
-        k = data.draw(st.integers(1, 5))
-        reader.feed(text[i : i + k])
-        i += k
-    assert all(c.complete and not c.broken for c in reader.calls)
-    assert [(c.name, "".join(c.arguments)) for c in reader.calls] == want(calls)
+    assert fed_in_pieces(DsmlCallsReader(tools), text, data) == want(calls)

@@ -26,17 +26,10 @@ from reasonspan.runtime.core.tool_types import as_tools
 from reasonspan.runtime.toolcalls import lfm2_calls, olmo3_calls, pythonic_calls
 from reasonspan.runtime.toolcalls.partial_pythonic import PythonicCallsReader
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
-from tests.toolcalls.test_streamed_arguments import (
-    CODE,
-    TOOLS,
-    compact,
-    joined,
-    pieces,
-    run,
-    streams_as_whole,
-)
+from tests.support.streamed_calls import Call, calls_strategy, compact, fed_in_pieces, want
+from tests.toolcalls.test_streamed_arguments import CODE, TOOLS, joined, pieces, run
+from tests.toolcalls.test_streamed_arguments import streams_as_whole as joins_whole
 
-Call = tuple[str, dict[str, Any]]
 Quote = Callable[[str], str]
 
 
@@ -145,8 +138,7 @@ def check(
     """``parse()`` reads ``calls`` from the family's output; streamed at ``cuts`` they join
     to it, none broken, the same content (module doc)."""
     ids = fam.tok.encode(fam.output(calls, quote))
-    want = [(name, compact(args)) for name, args in calls]
-    return streams_as_whole(ids, fam.prompt, fam.make, want, cuts, step)
+    return joins_whole(ids, fam.prompt, fam.make, want(calls), cuts, step)
 
 
 @pytest.mark.parametrize("fam", FAMILIES, ids=lambda f: f.name)
@@ -168,9 +160,8 @@ def test_llama4_a_bare_list_streams_too() -> None:
     """Llama 4 without ``<|python_start|>``: the region opens at the answer's ``[``."""
     args = {"path": "steps.py", "content": CODE}
     ids = LLAMA4.tok.encode(LLAMA4.body([("write_file", args)]))
-    want = [("write_file", compact(args))]
     cuts = list(range(0, len(ids), 5))
-    entries = streams_as_whole(ids, LLAMA4.prompt, LLAMA4.make, want, cuts)
+    entries = joins_whole(ids, LLAMA4.prompt, LLAMA4.make, [("write_file", compact(args))], cuts)
     assert pieces(entries, 0) >= 10
 
 
@@ -183,11 +174,10 @@ def test_llama4_text_after_python_end_is_content() -> None:
     ]
     out = LLAMA4.output(calls) + " I wrote it and checked the weather."
     ids = LLAMA4.tok.encode(out)
-    want = [(name, compact(args)) for name, args in calls]
     whole = LLAMA4.make().parse(ids, LLAMA4.prompt, tools=TOOLS, finish_reason="stop")
     assert (whole.content or "").strip() == "I wrote it and checked the weather."
     for step in (1, 7):
-        streams_as_whole(ids, LLAMA4.prompt, LLAMA4.make, want, list(range(0, len(ids), 2)), step)
+        joins_whole(ids, LLAMA4.prompt, LLAMA4.make, want(calls), list(range(0, len(ids), 2)), step)
 
 
 def test_lfm2_json_list_goes_to_the_json_reader() -> None:
@@ -196,8 +186,8 @@ def test_lfm2_json_list_goes_to_the_json_reader() -> None:
     args = {"path": "steps.py", "content": CODE}
     listed = json.dumps([{"name": "write_file", "arguments": args}], ensure_ascii=False)
     ids = LFM2.tok.encode(LFM2.frame[0] + listed + LFM2.frame[1])
-    want = [("write_file", compact(args))]
-    entries = streams_as_whole(ids, LFM2.prompt, LFM2.make, want, list(range(0, len(ids), 3)))
+    cuts = list(range(0, len(ids), 3))
+    entries = joins_whole(ids, LFM2.prompt, LFM2.make, [("write_file", compact(args))], cuts)
     assert pieces(entries, 0) >= 10
 
 
@@ -215,7 +205,7 @@ def test_a_call_whose_first_argument_does_not_read_is_never_sent(fam: Family, ba
     good = f"get_weather({arguments(sibling[1], repr)})"
     body = f"{bad_call}\n{good}\n" if fam is OLMO3 else f"[{bad_call}, {good}]"
     ids = fam.tok.encode(fam.frame[0] + body + fam.frame[1])
-    entries = streams_as_whole(
+    entries = joins_whole(
         ids, fam.prompt, fam.make, [(sibling[0], compact(sibling[1]))], list(range(len(ids))), 1
     )
     assert all(e.function.name != "write_file" for chunk in entries for e in chunk if e.function)
@@ -244,20 +234,7 @@ def test_a_call_broken_after_it_was_sent_is_listed_broken(fam: Family) -> None:
     assert content == (whole.content or "")
 
 
-TEXT = st.text("ab \"'\\\n\t東🙂•{}[](),=#", max_size=12)
-VALUE = st.recursive(
-    st.one_of(TEXT, st.integers(-99, 99), st.booleans(), st.none()),
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(st.text("ab", max_size=2), inner, max_size=2)
-    ),
-    max_leaves=5,
-)
-ARGS = st.fixed_dictionaries({"path": TEXT}).flatmap(
-    lambda first: st.dictionaries(st.sampled_from(["content", "mode", "days"]), VALUE, max_size=2)
-    .map(lambda more: {**first, **more})
-)  # fmt: skip
-CALLS = st.lists(st.tuples(st.sampled_from(["write_file", "get_weather"]), ARGS), min_size=1,
-                 max_size=3)  # fmt: skip
+CALLS = calls_strategy("ab \"'\\\n\t東🙂•{}[](),=#")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -291,17 +268,9 @@ def test_reader_at_any_character_split(calls: list[Call], data: st.DataObject) -
     quote = data.draw(st.sampled_from(styles(fam)))
     body = fam.body(calls, quote)
     kind = KIND[fam]
-    want = WHOLE[kind](body, as_tools(TOOLS)) or []
-    assert [(c.name, c.arguments) for c in want] == [(n, compact(a)) for n, a in calls]
-    reader = PythonicCallsReader(kind)
-    i = 0
-    while i < len(body):
-        k = data.draw(st.integers(1, 5))
-        reader.feed(body[i : i + k])
-        i += k
-    got = [(c.name, "".join(c.arguments)) for c in reader.calls]
-    assert all(c.complete and not c.broken for c in reader.calls)
-    assert got == [(c.name, c.arguments) for c in want]
+    expected = WHOLE[kind](body, as_tools(TOOLS)) or []
+    assert [(c.name, c.arguments) for c in expected] == want(calls)
+    assert fed_in_pieces(PythonicCallsReader(kind), body, data) == want(calls)
 
 
 def test_lfm2_template_strings_with_raw_newlines_and_inner_quotes() -> None:
