@@ -16,7 +16,20 @@ from __future__ import annotations
 
 import os
 
-PREFIX = "reasonspan_"
+# Shared with the other engines' adapters (reasonspan/integrations/common.py).
+from reasonspan.integrations.common import PREFIX, SKIPPED, class_stem, own_name
+
+__all__ = [
+    "PREFIX",
+    "REASONING_NAMES",
+    "REPLACE_ENV",
+    "SKIPPED",
+    "TOOL_NAMES",
+    "class_stem",
+    "own_name",
+    "replacing",
+]
+
 REPLACE_ENV = "REASONSPAN_VLLM_REPLACE"
 
 # family -> vLLM reasoning-parser names it replaces.
@@ -104,21 +117,7 @@ TOOL_NAMES: dict[str, tuple[str, ...]] = {
     "xlam": ("xlam",),
 }
 
-# Families the plugin does not register: ``declared`` compiles its format from the model
-# folder's tokenizer_config.json, which a vLLM tokenizer object does not carry (vLLM's own
-# ``hf`` parser reads that declaration).
-SKIPPED = frozenset({"declared"})
-
 
 def replacing() -> bool:
     """Whether the user opted in to replacing vLLM's built-in parsers."""
     return os.environ.get(REPLACE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
-
-
-def own_name(family: str) -> str:
-    return PREFIX + family
-
-
-def class_stem(family: str) -> str:
-    """``deepseek_r1`` -> ``DeepseekR1``: the stem of the generated classes' names."""
-    return "".join(part[:1].upper() + part[1:] for part in family.split("_"))

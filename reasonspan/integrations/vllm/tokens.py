@@ -9,39 +9,16 @@ wrapping is cached per backend (``as_loaded``), so a parser per request costs a 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from tokenizers import Tokenizer
+# Shared with the other engines' adapters (reasonspan/integrations/common.py).
+from reasonspan.integrations.common import (
+    UnsupportedTokenizerError,
+    encode,
+    loaded_tokenizer,
+)
+from reasonspan.tokenizer.loader import LoadedTokenizer
 
-from reasonspan.tokenizer.loader import LoadedTokenizer, as_loaded
-
-
-class UnsupportedTokenizerError(TypeError):
-    """The tokenizer vLLM passed has no ``tokenizers`` backend (a slow or Mistral one)."""
-
-
-def loaded_tokenizer(tokenizer: Any) -> LoadedTokenizer:
-    """reasonspan's view of a vLLM tokenizer."""
-    if isinstance(tokenizer, LoadedTokenizer):
-        return tokenizer
-    backend = tokenizer if isinstance(tokenizer, Tokenizer) else None
-    if backend is None:
-        backend = getattr(tokenizer, "backend_tokenizer", None)
-    if not isinstance(backend, Tokenizer):
-        raise UnsupportedTokenizerError(
-            f"reasonspan's vLLM parsers need a fast (tokenizers-backed) tokenizer, not "
-            f"{type(tokenizer).__name__}"
-        )
-    return as_loaded(backend)
-
-
-def encode(tok: LoadedTokenizer, text: str) -> list[int]:
-    """Token ids of text vLLM decoded (its non-streaming path hands text only).
-
-    Added tokens written in the text (``<think>``) come back as their ids, as the model
-    generated them; an output whose text does not round-trip (a marker the model spelled
-    in pieces) may split differently than it was generated."""
-    return list(tok.tokenizer.encode(text, add_special_tokens=False).ids)
+__all__ = ["UnsupportedTokenizerError", "as_ids", "encode", "loaded_tokenizer"]
 
 
 def as_ids(tok: LoadedTokenizer, items: Sequence[int | str]) -> list[int]:

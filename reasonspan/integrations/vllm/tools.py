@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from reasonspan.factory import create_parser_sync
+from reasonspan.integrations.common import tool_dicts as _tool_dicts
 from reasonspan.integrations.vllm.reasoning import ReasoningAdapter
 from reasonspan.integrations.vllm.text import (
     delta_message,
@@ -58,16 +59,6 @@ def _linked_reasoning(family: str, tok: LoadedTokenizer) -> ReasoningAdapter | N
     if isinstance(sibling, ReasoningAdapter) and sibling.family == family and sibling.shares(tok):
         return sibling
     return None
-
-
-def _tool_dicts(tools: Any) -> list[dict[str, Any]] | None:
-    if not tools:
-        return None
-    out: list[dict[str, Any]] = []
-    for tool in tools:
-        dump = getattr(tool, "model_dump", None)
-        out.append(dump(exclude_none=True) if dump is not None else dict(tool))
-    return out
 
 
 class ToolAdapter:

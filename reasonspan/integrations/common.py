@@ -1,0 +1,72 @@
+"""What every engine's adapter shares: the names parsers register under, the engine's
+tokenizer read as reasonspan's, text encoded back to token ids, and a request's tools as
+plain dicts.
+
+Engines hand their parsers a Hugging Face fast tokenizer (or an object of the same
+protocol); its ``backend_tokenizer`` is the ``tokenizers.Tokenizer`` reasonspan loads
+anyway. The wrapping is cached per backend (``as_loaded``), so a parser per request costs a
+lookup. Nothing here imports an engine.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tokenizers import Tokenizer
+
+from reasonspan.tokenizer.loader import LoadedTokenizer, as_loaded
+
+PREFIX = "reasonspan_"
+
+# Families no adapter registers: ``declared`` compiles its format from the model folder's
+# tokenizer_config.json, which an engine's tokenizer object does not carry.
+SKIPPED = frozenset({"declared"})
+
+
+def own_name(family: str) -> str:
+    """The name a family's parsers register under in any engine: ``reasonspan_<family>``."""
+    return PREFIX + family
+
+
+def class_stem(family: str) -> str:
+    """``deepseek_r1`` -> ``DeepseekR1``: the stem of the generated classes' names."""
+    return "".join(part[:1].upper() + part[1:] for part in family.split("_"))
+
+
+class UnsupportedTokenizerError(TypeError):
+    """The tokenizer the engine passed has no ``tokenizers`` backend (a slow or Mistral one)."""
+
+
+def loaded_tokenizer(tokenizer: Any, engine: str = "vLLM") -> LoadedTokenizer:
+    """reasonspan's view of an engine's tokenizer (the same vocabulary)."""
+    if isinstance(tokenizer, LoadedTokenizer):
+        return tokenizer
+    backend = tokenizer if isinstance(tokenizer, Tokenizer) else None
+    if backend is None:
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+    if not isinstance(backend, Tokenizer):
+        raise UnsupportedTokenizerError(
+            f"reasonspan's {engine} parsers need a fast (tokenizers-backed) tokenizer, not "
+            f"{type(tokenizer).__name__}"
+        )
+    return as_loaded(backend)
+
+
+def encode(tok: LoadedTokenizer, text: str) -> list[int]:
+    """Token ids of text an engine decoded (engines that hand text only).
+
+    Added tokens written in the text (``<think>``) come back as their ids, as the model
+    generated them; an output whose text does not round-trip (a marker the model spelled
+    in pieces) may split differently than it was generated."""
+    return list(tok.tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def tool_dicts(tools: Any) -> list[dict[str, Any]] | None:
+    """A request's OpenAI ``tools`` as plain dicts (engines hold pydantic models)."""
+    if not tools:
+        return None
+    out: list[dict[str, Any]] = []
+    for tool in tools:
+        dump = getattr(tool, "model_dump", None)
+        out.append(dump(exclude_none=True) if dump is not None else dict(tool))
+    return out
