@@ -235,6 +235,15 @@ def test_kimi_k2_call_section_inside_reasoning() -> None:
     assert calls == [("f", {"a": [3]})]
 
 
+def test_qwen3_tool_call_inside_reasoning() -> None:
+    """Qwen3.5 may open ``<tool_call>`` without closing ``</think>``: the call is read."""
+    text = (
+        '<think>Let me call f.\n<tool_call>\n{"name": "f", "arguments": {"a": [1]}}\n</tool_call>'
+    )
+    _, content, calls = three_ways("qwen3", text)
+    assert (content, calls) == ("", [("f", {"a": [1]})])
+
+
 @pytest.mark.parametrize(
     ("family", "output"),
     [
