@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from reasonspan.runtime.batch.result import BatchStepResult, StepLists
-from reasonspan.runtime.batch.slots import Slots
+from reasonspan.runtime.batch.slots import Slots, SlotViews
 from reasonspan.runtime.batch.tables import LOW, REASONING_BIT, Tables
 from reasonspan.runtime.core.labels import DELIMITER
 
@@ -124,7 +124,7 @@ def step_one(
     if not py.scalar[s] or (sl.n_done and py.done[s]) or (sl.failures and py.failed[s]):
         return None
     if k != 1:
-        return _step_draft(sl, tables, rid, s, toks)
+        return _step_draft(sl, tables, py, rid, s, toks, k)
     tok = toks[0]
     if type(tok) is not int or not 0 <= tok < py.vocab[s]:
         return None
@@ -145,30 +145,36 @@ def step_one(
 
 
 def _step_draft(
-    sl: Slots, tables: Tables, rid: int, s: int, toks: list[int] | tuple[int, ...]
+    sl: Slots,
+    tables: Tables,
+    py: SlotViews,
+    rid: int,
+    s: int,
+    toks: list[int] | tuple[int, ...],
+    k: int,
 ) -> BatchStepResult | None:
     """:func:`step_one`'s request with several tokens (a draft model's step, checked but
     for their vocabulary): one call a step, not a token (the one-token step, the common
-    one, stays in :func:`step_one`'s frame)."""
-    py = sl.py
+    one, stays in :func:`step_one`'s frame; what it read is passed, not read again)."""
     if min(toks) < 0 or max(toks) >= py.vocab[s]:
         return None
     # ---- validated: from here on the batch changes
     if type(toks) is tuple:
         toks = list(toks)
     lut, lab_t, nxt_t, inc_t = tables._scalar or tables.scalar()
-    k = len(toks)
+    rows = py.row
+    cnts = py.cnt
     base = py.lutb[s]
-    row = py.row[s]
-    cnt = py.cnt[s]
+    row = rows[s]
+    cnt = cnts[s]
     labels = bytearray(k)
     for j, t in enumerate(toks):
         idx = row + lut[base + t]
         labels[j] = lab_t[idx]
         row = nxt_t[idx]
         cnt += inc_t[idx]
-    py.row[s] = row
-    py.cnt[s] = cnt
+    rows[s] = row
+    cnts[s] = cnt
     delimiters = labels.count(DELIMITER)
     if delimiters:
         py.dcnt[s] += delimiters
