@@ -1,14 +1,13 @@
 """What the runtime sets up for a new request besides its batch slot: its key, and the
 per-request machinery of its record (call extractor, stop matcher, citations, tool-call
-reader, log probabilities), so ``ReasoningRuntime.add`` reads as the order of admission;
-and a step without the rows of requests that ended early.
+reader, log probabilities), so ``ReasoningRuntime.add`` reads as the order of admission.
 
 It must not know the batch or the output path: it sees one record and its parser.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -70,28 +69,3 @@ def equip(
     reader = parser.tool_call_reader() if extractor is None else None
     if reader is not None:
         rec.tools = ToolCallStream(reader, parser.tokenizer, argument_step)
-
-
-def without_rows(
-    gone: Collection[int], request_ids: Any, token_ids: Any, offsets: Any
-) -> tuple[np.ndarray[Any, Any] | None, np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """A step without the rows of the requests in ``gone`` (ended early; their tokens are
-    dropped quietly). None: there are none, so an unknown id in it is a real error."""
-    rids = np.asarray(request_ids, dtype=np.int64)
-    toks = np.asarray(token_ids, dtype=np.int64)
-    offs = np.asarray(offsets, dtype=np.int64)
-    if not gone or offs.shape[0] != rids.shape[0] + 1:
-        return None, toks, offs
-    dropped = np.isin(rids, np.fromiter(gone, np.int64, len(gone)))
-    if not dropped.any():
-        return None, toks, offs
-    keep = ~dropped
-    counts = np.diff(offs)[keep]
-    starts = offs[:-1][keep]
-    toks = (
-        np.concatenate([toks[s : s + c] for s, c in zip(starts, counts, strict=True)])
-        if counts.size
-        else toks[:0]
-    )
-    offs = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return rids[keep], toks, offs

@@ -6,10 +6,8 @@ cheap: one batched ``ReasoningBatch.step``, then text for the requests that got 
 and :meth:`ReasoningRuntime.finish` when a request ends, with the engine's own finish
 reason. Consumers read their own :class:`RequestStream` at their own pace.
 
-Request ids: a server's own ids (``"chatcmpl-…"``, UUIDs, ints). An int id is also the
-engine's id; a string id gets a fresh int64 *engine id* (``stream.engine_id``) for the
-step arrays, so a string id can be reused at once after an abort. Chunk ``id`` and
-``model`` come from the request.
+Request ids: a server's own ids (``"chatcmpl-…"``, UUIDs, ints), each with an int64
+*engine id* for the step arrays (``stream.engine_id``; ``runtime/stream/engine_ids.py``).
 
 Threads: every method runs on the event loop's thread. An engine loop on another thread
 goes through :meth:`ReasoningRuntime.from_thread` (an anyio blocking portal), so its steps
@@ -20,15 +18,12 @@ Buffer policy (a slow consumer never stalls the step loop): each request holds a
 is coalesced into the last undelivered chunk instead of queueing another one. Nothing is
 dropped and the step loop never waits; memory per request is bounded by its own output.
 
-Ending early: a consumer that stops reading (``aclose()``, leaving ``async with``, its task
-cancelled), :meth:`ReasoningRuntime.abort`, or a stop string matched in the content
-(``add(..., stop=...)``; finished with "stop", see :meth:`ReasoningRuntime.step`) frees the
-request's slot at once; :meth:`ReasoningRuntime.take_aborted` tells the engine which engine
-ids to stop, tokens for them still in flight are dropped quietly, and the engine's own
-``finish()`` of them is ignored. A request whose parser raises, or whose token id from the
-engine is outside its vocabulary, gets that error and ends alone.
-:meth:`ReasoningRuntime.fail` (the engine loop died) and :meth:`ReasoningRuntime.close` end
-every open stream with an error.
+Ending early: a consumer that stops reading (``aclose()``, its task cancelled),
+:meth:`ReasoningRuntime.abort`, a stop string matched in the content (finished with
+"stop"), a parser that raises or a token id outside the request's vocabulary end that
+request alone and free its slot at once; :meth:`ReasoningRuntime.take_aborted` tells the
+engine which ids to stop (``engine_ids.py``: their late tokens and ``finish()`` are
+dropped). :meth:`ReasoningRuntime.fail` and :meth:`~ReasoningRuntime.close` end every stream.
 
 Engine misuse is an error naming what was wrong: a finish reason outside
 :data:`~reasonspan.runtime.wire.openai.FINISH_REASONS`, ``finish()`` of an id that is not open
@@ -38,7 +33,7 @@ Engine misuse is an error naming what was wrong: a finish reason outside
 from __future__ import annotations
 
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -46,33 +41,32 @@ from typing import Any
 import numpy as np
 from anyio.from_thread import BlockingPortal
 
-from reasonspan.runtime.batch.errors import BatchTokenError, RequestFailedError, UnknownRequestError
+from reasonspan.runtime.batch.errors import RequestFailedError
 from reasonspan.runtime.batch.result import BatchStepResult
 from reasonspan.runtime.batch.step import ReasoningBatch
 from reasonspan.runtime.batch.types import RequestUsage
 from reasonspan.runtime.core.errors import InvalidOptionError
-from reasonspan.runtime.core.labels import TOOL_CALL
-from reasonspan.runtime.core.machine import Spill
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.stream.admission import (
     completion_id_of,
     equip,
     new_logprobs,
     request_key,
-    without_rows,
 )
+from reasonspan.runtime.stream.consumer import RequestStream as RequestStream
+from reasonspan.runtime.stream.engine_ids import EngineIds
 from reasonspan.runtime.stream.errors import DuplicateRequestIdError as DuplicateRequestIdError
 from reasonspan.runtime.stream.errors import RequestCancelledError as RequestCancelledError
 from reasonspan.runtime.stream.errors import RequestKey as RequestKey
 from reasonspan.runtime.stream.errors import RequestNotOpenError as RequestNotOpenError
 from reasonspan.runtime.stream.errors import RequestTokenError as RequestTokenError
 from reasonspan.runtime.stream.errors import RuntimeClosedError as RuntimeClosedError
+from reasonspan.runtime.stream.exact import write_rows
+from reasonspan.runtime.stream.gone_rows import batch_step
 from reasonspan.runtime.stream.logprobs import StepLogprobs, hand_out
-from reasonspan.runtime.stream.request import RequestStream as RequestStream
 from reasonspan.runtime.stream.request import StreamRecord
 from reasonspan.runtime.stream.sse_path import SSEPath
 from reasonspan.runtime.stream.sse_templates import role_delta
-from reasonspan.runtime.stream.stop_step import step_with_stop
 from reasonspan.runtime.stream.stops import stop_strings
 from reasonspan.runtime.stream.threads import RuntimeFromThread as RuntimeFromThread
 from reasonspan.runtime.toolcalls import Tools
@@ -83,15 +77,6 @@ from reasonspan.runtime.wire.openai import (
     usage_for,
 )
 from reasonspan.runtime.wire.region_calls import READ_EVERY
-
-_STRING_IDS_FROM = 1 << 62
-"""Engine ids of string-keyed requests are drawn from here up (an int key that lands in
-this range is skipped over, never shared)."""
-
-_GONE_MEMORY = 65_536
-"""How many ended-early engine ids are remembered so their late tokens are dropped quietly
-(a bounded memory: an engine that sends tokens for an id this long after its abort has a
-bug worth an error)."""
 
 STEP_HISTORY = 1024
 """Step timings kept in :attr:`ReasoningRuntime.step_ns` (the most recent ones)."""
@@ -130,16 +115,8 @@ class ReasoningRuntime:
         self.batch = batch if batch is not None else ReasoningBatch()
         self._records: dict[RequestKey, StreamRecord] = {}
         self._by_engine: dict[int, StreamRecord] = {}
-        self._aborted: dict[int, None] = {}
-        """Engine ids for :meth:`take_aborted`, in order (a dict: a reused int id is taken
-        out of it at once; bounded like :attr:`_gone` for an engine that never asks)."""
-        self._gone: OrderedDict[int, None] = OrderedDict()
-        """Engine ids ended by the runtime (aborted, cancelled, failed, stopped on a stop
-        string) while the engine may still send tokens for them; such tokens are dropped,
-        and a ``finish()`` of them ignored, not an error."""
-        self._gone_keys: OrderedDict[str, None] = OrderedDict()
-        """The string ids of those requests (bounded alike), for ``finish(key)``."""
-        self._next_engine_id = _STRING_IDS_FROM
+        self._ids = EngineIds()
+        """Engine ids of string keys, and the ids ended before the engine did."""
         self._closed: BaseException | None = None
         self._sse = SSEPath(reasoning_content_alias)
         """The batch-wide output path of the requests added with ``sse=True``."""
@@ -210,7 +187,7 @@ class ReasoningRuntime:
         if key in self._records:
             raise DuplicateRequestIdError(key)
         stops = stop_strings(stop) if stop is not None else ()
-        engine_id = self._engine_id_for(key)
+        engine_id = self._ids.new(key, self._by_engine)
         skip = self.skip_special_tokens if skip_special_tokens is None else skip_special_tokens
         rec = StreamRecord(
             key=key,
@@ -234,7 +211,7 @@ class ReasoningRuntime:
         if response_format is not None:
             options = {**options, "response_format": response_format}
         self.batch.add(engine_id, parser, prompt_token_ids, **options)
-        self._claim(key, engine_id)
+        self._ids.claim(key, engine_id)
         self._records[key] = rec
         self._by_engine[engine_id] = rec
         rec.push(role_delta(), self.alias, self.buffer_size)
@@ -244,27 +221,6 @@ class ReasoningRuntime:
         else:
             self._sse.cover(slot)
         return RequestStream(self, rec)
-
-    def _claim(self, key: RequestKey, engine_id: int) -> None:
-        """The id now belongs to the new request: no more dropping its tokens, and no
-        abort of the old one still pending (a server reuses an int id only after its
-        engine stopped the old request; a string id is only no longer gone)."""
-        if isinstance(key, int):
-            self._gone.pop(engine_id, None)
-            self._aborted.pop(engine_id, None)
-        else:
-            self._gone_keys.pop(key, None)
-
-    def _engine_id_for(self, key: RequestKey) -> int:
-        if isinstance(key, int):
-            if key in self._by_engine:  # a string request holds this engine id
-                raise DuplicateRequestIdError(key)
-            return key
-        eid = self._next_engine_id
-        while eid in self._by_engine or eid in self._gone:
-            eid += 1
-        self._next_engine_id = eid + 1
-        return eid
 
     def _record(self, request_id: object) -> StreamRecord | None:
         if isinstance(request_id, str):
@@ -284,9 +240,7 @@ class ReasoningRuntime:
         token id outside their vocabulary, or a stop string matched (those were finished
         with "stop"). Tokens for them that are already in flight are dropped by
         ``step()``, and a ``finish()`` of them is ignored."""
-        out = list(self._aborted)
-        self._aborted.clear()
-        return out
+        return self._ids.take()
 
     def abort(self, request_id: RequestKey) -> bool:
         """End an open request now (client gone, server timeout): its slot is freed at
@@ -320,30 +274,13 @@ class ReasoningRuntime:
             rec.queue.append(err)
         rec.notify()
         self._drop(rec)
-        self._forget(rec)
-        self._abort_notice(rec.engine_id)
+        self._gone(rec)
 
-    def _abort_notice(self, engine_id: int) -> None:
-        """Tell the engine (:meth:`take_aborted`) to stop generating for ``engine_id``."""
-        aborted = self._aborted
-        aborted[engine_id] = None
-        if len(aborted) > _GONE_MEMORY:  # never asked for: the oldest notices go
-            del aborted[next(iter(aborted))]
-
-    def _forget(self, rec: StreamRecord) -> None:
-        """The runtime ended the request before the engine did: remember its ids."""
-        self._gone[rec.engine_id] = None
-        if len(self._gone) > _GONE_MEMORY:
-            self._gone.popitem(last=False)
-        if isinstance(rec.key, str):
-            self._gone_keys[rec.key] = None
-            if len(self._gone_keys) > _GONE_MEMORY:
-                self._gone_keys.popitem(last=False)
-
-    def _is_gone(self, request_id: object) -> bool:
-        if isinstance(request_id, str):
-            return request_id in self._gone_keys
-        return isinstance(request_id, (int, np.integer)) and int(request_id) in self._gone
+    def _gone(self, rec: StreamRecord) -> None:
+        """The runtime ended the request before the engine did: its late tokens and
+        ``finish()`` are dropped, and the engine hears of it from :meth:`take_aborted`."""
+        self._ids.forget(rec.engine_id, rec.key)
+        self._ids.notice(rec.engine_id)
 
     def _drop(self, rec: StreamRecord) -> None:
         key, eid = rec.key, rec.engine_id
@@ -376,7 +313,7 @@ class ReasoningRuntime:
             rec.closed = True
             rec.notify()
             self._drop(rec)
-        self._aborted.clear()
+        self._ids.aborted.clear()
 
     @property
     def closed(self) -> bool:
@@ -429,7 +366,10 @@ class ReasoningRuntime:
         rows: list[int] | None = None  # the rows the exact path below takes (None: all)
         written = False  # one request alone, its event written by the output path: done
         if res is None:
-            res = self._batch_step(request_ids, token_ids, offsets)
+            ids = self._ids
+            res = batch_step(
+                self.batch, ids.gone, self._by_engine, self._fail, request_ids, token_ids, offsets
+            )
             rows = sse.emit(res, room)
         elif (one := res.one) is not None:  # one request, one token
             written = bool(sse.count) and sse.emit_one(one[2], one[3], one[1], room)
@@ -446,96 +386,15 @@ class ReasoningRuntime:
             if t0:
                 self.step_ns.append(time.perf_counter_ns() - t0)
             return res
-        errors = res.errors
-        records = self._by_engine
-        alias = self.alias
-        touched: list[StreamRecord] = []
-        for rid, ids, labels, spill in res.all_decided(rows) if rows != [] else ():
-            got = records.get(rid)
-            if got is None or got.closed or (errors and rid in errors) or not ids:
-                continue
-            if got.sse_slot >= 0:
-                touched.append(got)
-            # Whatever raises on a request's exact path (its call extractor, decoder,
-            # stop strings, chunk) fails that request alone; the step and the other
-            # requests go on. (A try costs nothing until it catches.)
-            try:
-                if got.logprobs is not None:
-                    got.logprobs.route(labels)
-                if got.stop is not None:
-                    self._step_with_stop(got, ids, labels, spill)
-                    continue
-                calls = None
-                if got.call_writer is not None:
-                    ids, out_labels, out_spill, calls = got.call_writer.feed(ids, labels, spill)
-                    labels, spill = bytes(out_labels), tuple(out_spill)
-                r_text, c_text = got.text_decoder().feed(ids, labels, spill)
-                tools = got.tools
-                if tools is not None and (TOOL_CALL in labels or tools.reader.busy):
-                    calls = got.message_calls(ids, labels)
-                if not (r_text or c_text or calls or got.cites):
-                    continue
-                if (
-                    got.include_reasoning
-                    and not got.hold_reasoning
-                    and not got.cites
-                    and got.logprobs is None
-                    and len(got.queue) < room
-                ):
-                    # The common case (it runs once per request-token): a new chunk.
-                    got.queue.append(
-                        got.chunk(
-                            ChoiceDelta(
-                                content=c_text or None,
-                                reasoning=r_text or None,
-                                reasoning_content=(r_text or None) if alias else None,
-                                tool_calls=calls,
-                            )
-                        )
-                    )
-                    got.notify()
-                else:
-                    got.emit_text(self.alias, self.buffer_size, r_text, c_text, calls)
-            except Exception as exc:
-                self._fail(got, RequestFailedError(rid, got.parser.name, exc))
+        touched = write_rows(
+            res, rows, self._by_engine, self.alias, room, self._fail, self._end_on_stop
+        )
         for got in touched:
             if not got.closed:
                 sse.refresh(got)
         self.steps += 1
         if t0:
             self.step_ns.append(time.perf_counter_ns() - t0)
-        return res
-
-    def _batch_step(self, request_ids: Any, token_ids: Any, offsets: Any) -> BatchStepResult:
-        """The batch's step, retried without the rows of ended-early requests (dropped
-        quietly) and of a request whose token is outside its vocabulary (it fails alone);
-        the requests whose parser raised are failed here too."""
-        rids_in: Any = request_ids
-        toks_in: Any = token_ids
-        offs_in: Any = offsets
-        while True:
-            try:
-                res = self.batch.step(rids_in, toks_in, offs_in)
-                break
-            except UnknownRequestError as err:
-                rids, toks, offs = without_rows(self._gone, rids_in, toks_in, offs_in)
-                if rids is None:
-                    raise err from None
-                rids_in, toks_in, offs_in = rids, toks, offs
-            except BatchTokenError as err:
-                bad = self._by_engine.get(err.request_id)
-                if bad is None:
-                    raise
-                # Only this request fails; the step is retried without its rows.
-                self._fail(bad, RequestTokenError(bad.key, err))
-                rids, toks, offs = without_rows(self._gone, rids_in, toks_in, offs_in)
-                if rids is None:
-                    raise
-                rids_in, toks_in, offs_in = rids, toks, offs
-        for rid, exc in res.errors.items():
-            failed = self._by_engine.get(int(rid))
-            if failed is not None:
-                self._fail(failed, exc)
         return res
 
     def finish(self, request_id: RequestKey, finish_reason: FinishReason = "stop") -> None:
@@ -561,7 +420,7 @@ class ReasoningRuntime:
             )
         rec = self._record(request_id)
         if rec is None or rec.closed:
-            if self._closed is not None or self._is_gone(request_id):
+            if self._closed is not None or self._ids.is_gone(request_id):
                 return
             raise RequestNotOpenError(request_id, "finish()")
         try:
@@ -589,14 +448,6 @@ class ReasoningRuntime:
         rec.notify()
         self._drop(rec)
 
-    def _step_with_stop(
-        self, rec: StreamRecord, ids: list[int], labels: bytes, spill: tuple[Spill, ...]
-    ) -> None:
-        """One step of a request with stop strings (``stop_step.step_with_stop``);
-        on a match the request ends here with "stop"."""
-        if step_with_stop(rec, self.alias, self.buffer_size, ids, labels, spill):
-            self._end_on_stop(rec)
-
     def _end_on_stop(self, rec: StreamRecord) -> None:
         """A stop string matched: finish the request now with "stop" and tell the engine
         (:meth:`take_aborted`). Tokens the batch still held come after the match: dropped."""
@@ -612,13 +463,11 @@ class ReasoningRuntime:
             rec.hold_reasoning = False
             rec.emit_text(self.alias, self.buffer_size, held, "")
         self._end(rec, "stop", tail.usage)
-        self._forget(rec)
-        self._abort_notice(rec.engine_id)
+        self._gone(rec)
 
     def _fail(self, rec: StreamRecord, err: BaseException) -> None:
         rec.put(err)
         rec.closed = True
         rec.notify()
         self._drop(rec)
-        self._forget(rec)
-        self._abort_notice(rec.engine_id)
+        self._gone(rec)

@@ -21,12 +21,9 @@ and then tells this path, through :meth:`SSEPath.refresh`, whether the request i
 again. A step of a few requests takes a scalar loop instead of the numpy gathers, and a step
 of one request with one token (a server decoding for one user) :meth:`SSEPath.emit_one`.
 
-A request that offers tools rides it too while its call extractor only passes answer tokens
-through (outside a region, openers matched on ids): the openers are left out of its table,
-so a call region starts on the exact path, and while the extractor holds any token (a
-region, and whatever comes after its opener, reasoning too) every row of the request takes
-the exact path, in order behind them. Only requests added with ``sse=True`` (their stream is
-read as event bytes) ride it. The bytes are identical to encoding the chunk Structs
+Only requests added with ``sse=True`` (their stream is read as event bytes) ride it; their
+per-slot state, and which of them may (a request offering tools too), is
+``runtime/stream/sse_slots.py``. The bytes are identical to encoding the chunk Structs
 (``runtime.sse.chunk_events``): the prefix and suffix are cut from such an encoding at add
 time, and the escaped pieces come from msgspec itself.
 """
@@ -44,42 +41,20 @@ from reasonspan.runtime.batch.result import BatchStepResult
 from reasonspan.runtime.batch.small import SMALL_REQUESTS
 from reasonspan.runtime.batch.types import BoolArray
 from reasonspan.runtime.core.labels import CONTENT, DELIMITER, REASONING
-from reasonspan.runtime.stream.sse_templates import (
-    ID,
-    ID_B,
-    SENT,
-    SENTINEL,
-    SharedTemplates,
-    shared_templates,
-    templates,
+from reasonspan.runtime.stream.sse_slots import (
+    DECODE,
+    DECODE_C,
+    DECODE_R,
+    UNSET_TRAIL,
+    SSESlots,
+    content_skip,
 )
-from reasonspan.runtime.text.token_text import PlainTables, TokenText
+from reasonspan.runtime.text.token_text import TokenText
 from reasonspan.runtime.text.trails import Trail, take, take_all, trail_of
 
 if TYPE_CHECKING:
-    from reasonspan.runtime.parser.contract import ReasoningParser
     from reasonspan.runtime.stream.request import StreamRecord
 
-_ID, _SENTINEL = ID, SENTINEL
-"""The placeholders the templates are cut around (an id may hold them: tested here)."""
-_SHARED = 64
-"""Shared templates kept (by model and ``created`` second; cleared when full)."""
-
-
-def _content_skip(skip: frozenset[int], openers: frozenset[int] | None) -> frozenset[int]:
-    """The tokens a request's content mask (and its trail splits) leave out: the decoder's
-    skipped ids, and its call extractor's openers (those go through the extractor)."""
-    return skip if openers is None else skip | openers
-
-
-_TBD: Trail = (b"", {})
-"""A slot's trail splits not worked out yet (:meth:`SSEPath._trail`)."""
-
-DECODE_R = 4
-"""Slot bit: the request's reasoning rows may be decoded here (:meth:`SSEPath._decode_rows`)."""
-DECODE_C = 8
-"""Slot bit: its content rows may be decoded here."""
-DECODE = DECODE_R | DECODE_C
 _NEEDS = tuple(
     {REASONING: DECODE_R, CONTENT: DECODE_C, DELIMITER: DECODE}.get(lab, 16) for lab in range(256)
 )
@@ -94,299 +69,11 @@ than a request's few Python lookups (the scalar batch step's bound: its results 
 the lists this loop reads)."""
 
 
-_FreshSlot = tuple[
-    "ReasoningParser",
-    TokenText,
-    int,
-    int,
-    int,
-    tuple[frozenset[int], str] | None,
-    tuple[frozenset[int], str] | None,
-]
-"""A plain request's slot state at admission: its parser and token table (the key's
-``id`` is theirs), ``bits``, ``tab_r``, ``tab_c``, and the ``(skip, trail)`` each table
-was made for."""
+class SSEPath(SSESlots):
+    """The batch-wide step of the requests that stream SSE bytes (their slots:
+    :class:`SSESlots`)."""
 
-
-class SSEPath:
-    """Per-slot state of the requests that stream SSE bytes, and the batch-wide step."""
-
-    __slots__ = (
-        "_ends",
-        "_fresh",
-        "_plain",
-        "_plain_c",
-        "_plain_r",
-        "_py",
-        "_shared",
-        "_tables_b",
-        "_trail_c",
-        "_trail_r",
-        "alias",
-        "bits",
-        "count",
-        "ends",
-        "esc",
-        "mid",
-        "pre_c",
-        "pre_r",
-        "recs",
-        "rows_by_form",
-        "suf",
-        "tab_c",
-        "tab_r",
-        "texts",
-    )
-
-    def __init__(self, alias: bool) -> None:
-        self.alias = alias
-        self.count = 0
-        """Requests on this path now (the step skips everything when there are none)."""
-        self.rows_by_form = [0, 0, 0]
-        """Rows of the batch-wide passes (steps of more than :data:`SMALL` requests) by the
-        output form they took, indexed by ``lanes.FORM_BYTES``, ``FORM_DECODE`` and
-        ``FORM_EXACT``: what a server (or a test) reads to see that no request pushed
-        another off its form."""
-        self.bits = np.zeros(0, np.uint8)
-        """Per slot: 1 = its reasoning is plain now, 2 = its content is; :data:`DECODE_R`,
-        :data:`DECODE_C`: rows of that channel that are not plain may still be decoded
-        here."""
-        self.tab_r = np.zeros(0, np.int64)
-        """Per slot: the row of the token table its reasoning uses (0: none)."""
-        self.tab_c = np.zeros(0, np.int64)
-        self._py: tuple[memoryview, memoryview, memoryview] = (
-            memoryview(b""),
-            memoryview(b""),
-            memoryview(b""),
-        )
-        """``bits``, ``tab_r`` and ``tab_c`` as memoryviews of the same memory: the scalar
-        loop reads them at a tenth of the cost of indexing an array with a Python int."""
-        self._plain = PlainTables()
-        """The plain-token masks ``tab_r`` and ``tab_c`` number."""
-        self._tables_b = self._plain.as_bytes
-        """Its masks as bytes (the same list), for the scalar loops."""
-        self.recs: list[StreamRecord | None] = []
-        self.pre_c: list[bytes] = []
-        self.pre_r: list[bytes] = []
-        self.mid: list[bytes] = []
-        self.esc: list[list[bytes]] = []
-        self.ends: list[list[bytes | None]] = []
-        """Per slot: its tokenizer's escaped token texts with the event suffix after them,
-        made as tokens are first written (a plain event is then ``prefix + end``: one
-        bytes object made per event instead of two)."""
-        self._ends: dict[int, list[bytes | None]] = {}
-        """``ends`` by token table (its ``id``; the table outlives this path's use of it,
-        every slot holding it in ``texts``)."""
-        self.texts: list[TokenText | None] = []
-        self._plain_r: list[tuple[frozenset[int], str] | None] = []
-        """Per slot: the reasoning ``(skip, trail)`` its ``tab_r`` was made for."""
-        self._plain_c: list[tuple[frozenset[int], str] | None] = []
-        self._trail_r: list[Trail | None] = []
-        """Per slot: the trail splits of its reasoning's mask (None: its trim holds no
-        trailing run, or it has none; :data:`_TBD` until a row first asks): a row ending
-        in a run, or a row after one, is written here while the trim is otherwise idle
-        (:meth:`_write_trail`)."""
-        self._trail_c: list[Trail | None] = []
-        self.suf = b""
-        self._shared: dict[tuple[str, int], SharedTemplates | None] = {}
-        """Templates by (model, created) with :data:`ID` for the id (:meth:`_cut`)."""
-        self._fresh: dict[tuple[int, bool, bool], _FreshSlot] = {}
-        """The slot state :meth:`refresh` gives a request with no options that change it,
-        by ``(id(parser), skip_special_tokens, include_reasoning)`` (:meth:`admit`)."""
-
-    # ------------------------------------------------------------------ requests
-
-    def cover(self, slot: int) -> None:
-        """Make the per-slot state reach ``slot`` (a request of the batch that does not
-        ride the path too: a step reads every row's slot, and one past the arrays would
-        fail it)."""
-        cap = len(self.recs)
-        if slot < cap:
-            return
-        new = max(slot + 1, 2 * cap, 64)
-        views = []
-        for name in ("bits", "tab_r", "tab_c"):
-            old = getattr(self, name)
-            buf = bytearray(new * old.itemsize)  # one memory, seen by numpy and Python
-            arr = np.frombuffer(buf, old.dtype)
-            arr[:cap] = old
-            setattr(self, name, arr)
-            views.append(memoryview(buf).cast(old.dtype.char))
-        self._py = (views[0], views[1], views[2])
-        more = new - cap
-        self.recs.extend([None] * more)
-        self.pre_c.extend([b""] * more)
-        self.pre_r.extend([b""] * more)
-        self.mid.extend([b""] * more)
-        self.esc.extend([[]] * more)
-        self.ends.extend([[]] * more)
-        self.texts.extend([None] * more)
-        self._plain_r.extend([None] * more)
-        self._plain_c.extend([None] * more)
-        self._trail_r.extend([None] * more)
-        self._trail_c.extend([None] * more)
-
-    def admit(self, rec: StreamRecord, slot: int) -> bool:
-        """Put a request on the path (False: it cannot ride it, e.g. a tokenizer whose
-        text is not its token bytes; it then takes the exact path throughout)."""
-        table = TokenText.of(rec.parser.tokenizer)
-        cut = self._cut(rec) if table is not None else None
-        if table is None or cut is None or (self.suf and cut[3] != self.suf):
-            return False
-        self.cover(slot)
-        self.pre_c[slot], self.pre_r[slot], self.mid[slot], self.suf, role = cut
-        q = rec.queue
-        if role is not None and len(q) == 1:
-            # The role chunk add() queued, as the bytes its encoding gives: made from the
-            # shared template, not encoded when the request is first read.
-            q[0] = role
-        self._plain.widen(table.whole.shape[0])
-        self.esc[slot] = table.escaped
-        ends = self._ends.get(id(table))
-        if ends is None:
-            ends = self._ends[id(table)] = [None] * len(table.escaped)
-        self.ends[slot] = ends
-        self.texts[slot] = table
-        self._plain_r[slot] = self._plain_c[slot] = None
-        self._trail_r[slot] = self._trail_c[slot] = _TBD
-        self.recs[slot] = rec
-        rec.sse_slot = slot
-        self.count += 1
-        if rec.hold_reasoning or rec.stop or rec.tools or rec.cites or rec.calls or rec.logprobs:
-            self.refresh(rec)
-            return True
-        # A plain request starts as every plain request of its parser and options does (no
-        # decoder yet: the parser's fresh one answers): worked out once, then copied.
-        parser = rec.parser
-        key = (id(parser), rec.skip_special_tokens, rec.include_reasoning)
-        fresh = self._fresh.get(key)
-        if fresh is None or fresh[0] is not parser or fresh[1] is not table:
-            self.refresh(rec)
-            if len(self._fresh) >= _SHARED:
-                self._fresh.clear()
-            py = self._py
-            self._fresh[key] = fresh = (
-                parser,
-                table,
-                py[0][slot],
-                py[1][slot],
-                py[2][slot],
-                self._plain_r[slot],
-                self._plain_c[slot],
-            )
-            return True
-        py = self._py
-        _, _, py[0][slot], py[1][slot], py[2][slot], self._plain_r[slot], self._plain_c[slot] = (
-            fresh
-        )
-        return True
-
-    def _cut(self, rec: StreamRecord) -> tuple[bytes, bytes, bytes, bytes, bytes | None] | None:
-        """The request's templates (``sse_templates.templates``) and its role event: the ones of
-        its model and second with its escaped id put in (three chunk encodings saved per
-        request), else cut from its own chunks (no role event: its chunk stays queued).
-        The key must hold every field ``StreamRecord.chunk`` takes from the request but
-        the id (tests/batch/test_sse_path.py checks the ids)."""
-        key = (rec.model, rec.created)
-        shared = self._shared
-        if key in shared:
-            cut = shared[key]
-        else:
-            cut = shared_templates(rec, self.alias)
-            if len(shared) >= _SHARED:
-                shared.clear()
-            shared[key] = cut
-        if cut is not None:
-            esc = msgspec.json.encode(rec.completion_id)[1:-1]
-            # An ASCII id holds neither placeholder (both are private-use characters): a
-            # tenth of the cost of looking for them.
-            if esc.isascii() or (SENT not in esc and ID_B not in esc):
-                c_head, c_tail, r_head, r_tail, mid, suf, role_head, role_tail = cut
-                role = role_head + esc + role_tail
-                return c_head + esc + c_tail, r_head + esc + r_tail, mid, suf, role
-        own = templates(rec.chunk, self.alias)
-        return None if own is None else (*own, None)
-
-    def release(self, rec: StreamRecord) -> None:
-        """The request leaves the batch: its slot takes nothing from now on."""
-        slot = rec.sse_slot
-        if slot < 0:
-            return
-        rec.sse_slot = -1
-        self._py[0][slot] = 0  # the memory of ``bits``, a tenth of numpy's item cost
-        self.recs[slot] = None
-        self.esc[slot] = []
-        self.ends[slot] = []
-        self.texts[slot] = None
-        self.count -= 1
-
-    def refresh(self, rec: StreamRecord) -> None:
-        """Recompute whether the request's channels are plain, and whether its rows may be
-        decoded here (:meth:`_decode_rows`), after its exact path ran (or its options
-        changed): only the decoder and the record know. Writes go through ``_py`` (the
-        same memory as ``bits``, ``tab_r`` and ``tab_c``)."""
-        slot = rec.sse_slot
-        if slot < 0:
-            return
-        table = self.texts[slot]
-        if (
-            table is None
-            or rec.closed
-            or rec.hold_reasoning
-            or rec.stop is not None
-            or rec.tools is not None
-            or rec.cites
-            or rec.logprobs is not None
-        ):
-            self._py[0][slot] = 0
-            return
-        # What the exact path would do with a row of reasoning or content tokens is
-        # decoder.feed and one chunk of its text, unless a call extractor is in a region.
-        calls = rec.calls
-        decode = DECODE_C | (DECODE_R if rec.include_reasoning else 0)
-        if calls is not None and calls.passthrough_ids() is None:
-            decode = 0
-        self._replain(rec, slot, table, decode)
-
-    def _replain(
-        self, rec: StreamRecord, slot: int, table: TokenText, bits: int, channels: int = 3
-    ) -> None:
-        """Set the slot's plain bits of ``channels`` (1: reasoning, 2: content) from the
-        decoder's state, beside ``bits`` (the decode bits, and the plain bit of a channel
-        not asked about, whose decoder and formatter did not change). A channel's table
-        is looked up again only when its ``(skip, trail)`` differs from the slot's last
-        (once per request: both are fixed for a decoder).
-
-        A call extractor reads every decided token, of either channel, in order: while
-        it holds any (a region is open, or a marker may be starting) it holds each later
-        token behind them, reasoning too (a ``<think>`` inside a call), so a row written
-        here would overtake them: nothing is plain or decoded here. Idle, it hands
-        reasoning and markers back as they are, and answer tokens but its openers outside
-        a region (:meth:`ToolCallExtractor.passthrough_ids`)."""
-        calls = rec.calls
-        if calls is not None and calls.busy:
-            bits = channels = 0
-        if channels & 1 and rec.include_reasoning:
-            plain = rec.plain_channel(REASONING)
-            if plain is not None:
-                bits |= 1
-                if plain != self._plain_r[slot]:
-                    self._plain_r[slot] = plain
-                    self._py[1][slot] = self._plain.number(table, *plain)
-                    self._trail_r[slot] = _TBD
-        if channels & 2:
-            plain = rec.plain_channel(CONTENT)
-            # Outside a call region the extractor hands answer tokens back as they are,
-            # but for the openers (fixed per extractor): those go through it.
-            openers = None if calls is None else calls.passthrough_ids()
-            if plain is not None and (calls is None or openers is not None):
-                bits |= 2
-                if plain != self._plain_c[slot]:
-                    self._plain_c[slot] = plain
-                    skip = _content_skip(plain[0], openers)
-                    self._py[2][slot] = self._plain.number(table, skip, plain[1])
-                    self._trail_c[slot] = _TBD
-        self._py[0][slot] = bits
+    __slots__ = ()
 
     # ------------------------------------------------------------------ the step
 
@@ -662,7 +349,7 @@ class SSEPath:
         bit = col + 1
         if (not b & bit and (tails is None or not tails[col])) or len(rec.queue) >= room:
             return False
-        if trail is _TBD:
+        if trail is UNSET_TRAIL:
             trail = self._trail(rec, s, col, table)
             if trail is None:
                 return False
@@ -697,7 +384,7 @@ class SSEPath:
             plain = self._plain_c[s]
             assert plain is not None
             openers = None if rec.calls is None else rec.calls.passthrough_ids()
-            skip = _content_skip(plain[0], openers)
+            skip = content_skip(plain[0], openers)
             trail = plain[1]
             holds = rec.holds_trail(CONTENT)
             number = self._py[2][s]

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import reasonspan
 from reasonspan.runtime.batch import step as batch_module
-from reasonspan.runtime.stream import sse_path
+from reasonspan.runtime.stream import sse_path, sse_templates
 from reasonspan.runtime.stream.runtime import ReasoningRuntime, RequestStream
 from reasonspan.runtime.text import decoder_states
 from reasonspan.runtime.text.decoder_states import DecoderState
@@ -339,8 +339,8 @@ def test_each_request_s_events_carry_its_own_id() -> None:
         "chatcmpl-b",
         'quote " and back\\slash',
         "tab\tnewline\n\u00e9\u4e2d\U0001f600",
-        sse_path._ID,
-        sse_path._SENTINEL,
+        sse_templates.ID,
+        sse_templates.SENTINEL,
         "",
     ]
     runtime = ReasoningRuntime(model="one-model")

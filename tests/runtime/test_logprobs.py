@@ -27,8 +27,8 @@ from reasonspan.runtime.batch.errors import InvalidStepError, RequestFailedError
 from reasonspan.runtime.core.errors import InvalidOptionError
 from reasonspan.runtime.core.labels import CONTENT, REASONING, TOOL, TOOL_CALL
 from reasonspan.runtime.parser.contract import ReasoningParser
+from reasonspan.runtime.stream.consumer import RequestStream
 from reasonspan.runtime.stream.logprobs import StepLogprobs
-from reasonspan.runtime.stream.request import RequestStream
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.wire.openai import ChatCompletionChunk, CompletionBuilder
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer

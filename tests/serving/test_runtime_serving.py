@@ -137,9 +137,9 @@ def test_abort_notices_an_engine_never_takes_are_bounded(
     """An engine that never calls take_aborted() does not make the runtime grow without
     bound: the oldest notices go past the runtime's memory of ended requests; an int id
     added again is taken out of the notices at once (its engine stopped the old request)."""
-    from reasonspan.runtime.stream import runtime as streams
+    from reasonspan.runtime.stream import engine_ids
 
-    monkeypatch.setattr(streams, "_GONE_MEMORY", 4)
+    monkeypatch.setattr(engine_ids, "GONE_MEMORY", 4)
     tok, parser = qwen()
     runtime = ReasoningRuntime()
     for rid in range(10):
