@@ -178,11 +178,10 @@ def test_without_a_tokenizer_the_error_says_why() -> None:
 CONTRACT = ["deepseek_r1", "glm45", "kimi_k2", "minimax_m2", "qwen3"]
 
 # Families whose answer this composition does not give as parse() does, each with its cause
-# (docs/sglang.md). Both come from SGLang reading reasoning and calls in two detectors.
+# (docs/sglang.md): SGLang reads reasoning and calls in two detectors, the second from the
+# first one's text.
 DIFFERS = {
     "inkling": "calls are messages of their own, which the reasoning detector's text lacks",
-    "minimax_m2_append_think": "the family's text puts <think> before the content, and "
-    "the function-call detector (a second parse of the answer) puts it there again",
 }
 
 

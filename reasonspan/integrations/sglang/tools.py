@@ -33,6 +33,12 @@ from reasonspan.runtime.toolcalls import ToolCall
 
 CORE_TYPES = "sglang.srt.function_call.core_types"
 
+CALLS_OF: dict[str, str] = {"minimax_m2_append_think": "minimax_m2"}
+"""Families whose calls another family reads from the answer text: M2 "append think" puts
+``<think>`` before its content (a text prefix of the reasoning detector's answer), and its
+calls are M2's (MiniMax serves it with the ``minimax_m2`` tool parser); read with its own
+family, the answer would get the prefix twice."""
+
 
 def core_types() -> Any:
     """SGLang's ``StreamingParseResult`` and ``ToolCallItem`` (SGLang is optional)."""
@@ -61,7 +67,8 @@ class ToolDetector:
 
     def _new_parser(self) -> ReasoningParser:
         """A parser that starts in the answer: reasoning was the reasoning parser's."""
-        return create_parser_sync(self.family, self._tok, default_reasoning=False)
+        family = CALLS_OF.get(self.family, self.family)
+        return create_parser_sync(family, self._tok, default_reasoning=False)
 
     @property
     def reencoder(self) -> Reencoder:
