@@ -181,7 +181,8 @@ CONTRACT = ["deepseek_r1", "glm45", "kimi_k2", "minimax_m2", "qwen3"]
 # (docs/sglang.md): SGLang reads reasoning and calls in two detectors, the second from the
 # first one's text.
 DIFFERS = {
-    "inkling": "calls are messages of their own, which the reasoning detector's text lacks",
+    "inkling": "a call closes with <|end_message|>, which the reasoning detector leaves out "
+    "of the answer: the function-call detector sees the call cut short",
 }
 
 
