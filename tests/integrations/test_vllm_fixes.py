@@ -14,17 +14,10 @@ compared with that whitespace stripped. Tokenizers: the families' real ones
 
 from __future__ import annotations
 
-import json
 import random
-from typing import Any
 
-from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
-from vllm.parser.parser_manager import ParserManager
-
-import reasonspan
 from reasonspan.integrations import vllm as plugin
-from reasonspan.integrations.vllm.tokens import loaded_tokenizer
-from tests.integrations.test_vllm_plugin import hf
+from tests.integrations.vllm_ways import Answer, Fixed, Names, hf, reference, streamed, whole
 
 TOOLS = [
     {
@@ -35,96 +28,16 @@ TOOLS = [
         },
     }
 ]
-Call = tuple[str, Any]
-Answer = tuple[str, str, list[Call]]
 STEPS = (1, 0)
 """One token per step, and steps of 1 to 6 tokens at random (0)."""
 
 
-def _request() -> ChatCompletionRequest:
-    return ChatCompletionRequest(
-        model="m", messages=[{"role": "user", "content": "hi"}], tools=TOOLS
-    )
-
-
-def _parser(reasoning: str, tool: str | None, tok: Any, req: ChatCompletionRequest) -> Any:
-    cls = ParserManager.get_parser(
-        tool_parser_name=tool,
-        reasoning_parser_name=reasoning,
-        enable_auto_tools=True,
-        tokenizer=tok,
-    )
-    return cls(tok, req.tools, chat_template_kwargs={})
-
-
-def _call(name: str, arguments: str) -> Call:
-    """A call as the client gets it; arguments that are not JSON stay text (a broken call)."""
-    try:
-        return name, json.loads(arguments)
-    except json.JSONDecodeError:
-        return name, arguments
-
-
-def whole(
-    names: tuple[str, str | None], tok: Any, ids: list[int], prompt: list[int] | None
-) -> Answer:
-    req = _request()
-    p = _parser(*names, tok, req)
-    if prompt is not None:
-        p.set_prompt_token_ids(prompt)
-    reasoning, content, calls = p.parse(
-        tok.decode(ids), req, enable_auto_tools=True, model_output_token_ids=ids
-    )
-    return reasoning or "", content or "", [_call(c.name, c.arguments) for c in calls or []]
-
-
-def streamed(
-    names: tuple[str, str | None], tok: Any, ids: list[int], prompt: list[int] | None, k: int
-) -> Answer:
-    """``parse_delta`` per engine step of ``k`` tokens (0: 1 to 6 at random, seeded)."""
-    req = _request()
-    p = _parser(*names, tok, req)
-    rng = random.Random(7)
-    reasoning: list[str] = []
-    content: list[str] = []
-    calls: dict[int, list[str]] = {}
-    i = 0
-    while i < len(ids):
-        n = k or rng.randint(1, 6)
-        delta = ids[i : i + n]
-        i += n
-        m = p.parse_delta(
-            tok.decode(delta), delta, req, prompt_token_ids=prompt, finished=i >= len(ids)
-        )
-        if m is None:
-            continue
-        reasoning.append(m.reasoning or "")
-        content.append(m.content or "")
-        for tc in m.tool_calls or []:
-            got = calls.setdefault(tc.index, ["", ""])
-            if tc.function is not None:
-                got[0] += tc.function.name or ""
-                got[1] += tc.function.arguments or ""
-    return (
-        "".join(reasoning),
-        "".join(content),
-        [_call(n, a) for _, (n, a) in sorted(calls.items())],
-    )
-
-
-def reference(family: str, tok: Any, ids: list[int], prompt: list[int] | None) -> Answer:
-    res = reasonspan.create_parser_sync(family, loaded_tokenizer(tok)).parse(
-        ids, prompt, tools=TOOLS
-    )
-    return (
-        res.reasoning or "",
-        res.content or "",
-        [(c.name, json.loads(c.arguments)) for c in res.tool_calls],
-    )
+def _steps(k: int) -> random.Random:
+    return Fixed(k) if k else random.Random(7)
 
 
 def three_ways(
-    family: str, builtin: tuple[str, str | None], text: str, prompt: str | None = None
+    family: str, builtin: Names, text: str, prompt: str | None = None
 ) -> dict[str, Answer]:
     """Every way's answer, keyed ``builtin whole``, ``builtin k=1``, ... and ``parse()``;
     asserts that the plugin's are ``parse()``'s. The built-in's texts are stripped (vLLM's
@@ -132,16 +45,16 @@ def three_ways(
     tok = hf(family)
     ids = tok.encode(text, add_special_tokens=False)
     prompt_ids = tok.encode(prompt, add_special_tokens=False) if prompt is not None else None
-    want = reference(family, tok, ids, prompt_ids)
+    want = reference(family, tok, ids, prompt_ids, TOOLS)
     mine = (plugin.own_name(family), plugin.own_name(family) if builtin[1] else None)
-    got = {"parse()": want, "plugin whole": whole(mine, tok, ids, prompt_ids)}
+    got = {"parse()": want, "plugin whole": whole(mine, tok, ids, prompt_ids, TOOLS)}
     for k in STEPS:
-        got[f"plugin k={k or '1-6'}"] = streamed(mine, tok, ids, prompt_ids, k)
+        got[f"plugin k={k or '1-6'}"] = streamed(mine, tok, ids, prompt_ids, TOOLS, _steps(k))
     assert all(answer == want for answer in got.values()), got
-    r, c, calls = whole(builtin, tok, ids, prompt_ids)
+    r, c, calls = whole(builtin, tok, ids, prompt_ids, TOOLS)
     got["builtin whole"] = (r.strip(), c.strip(), calls)
     for k in STEPS:
-        r, c, calls = streamed(builtin, tok, ids, prompt_ids, k)
+        r, c, calls = streamed(builtin, tok, ids, prompt_ids, TOOLS, _steps(k))
         got[f"builtin k={k or '1-6'}"] = (r.strip(), c.strip(), calls)
     return got
 

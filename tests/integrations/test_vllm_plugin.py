@@ -18,13 +18,9 @@ import os
 import random
 import subprocess
 import sys
-from functools import cache
 from typing import Any
 
 import pytest
-from transformers import PreTrainedTokenizerFast
-from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
-from vllm.parser.parser_manager import ParserManager
 from vllm.reasoning import ReasoningParser, ReasoningParserManager
 from vllm.tool_parsers import ToolParser, ToolParserManager
 
@@ -32,91 +28,31 @@ import reasonspan
 from reasonspan.integrations import vllm as plugin
 from reasonspan.integrations.vllm.names import REASONING_NAMES, SKIPPED, TOOL_NAMES
 from reasonspan.integrations.vllm.tokens import loaded_tokenizer
-from tests.support.fixtures import FAMILY_TOKENIZERS, folder, tokenizer
+from tests.integrations.vllm_ways import Answer, Fixed, hf, reference, request, streamed, whole
+from tests.support.fixtures import FAMILY_TOKENIZERS, folder
 from tests.support.hostile import CALLS, TOOLS
 
 FAMILIES = sorted(c.spec.name for c in reasonspan.families() if c.spec.name not in SKIPPED)
 WITH_CALLS = sorted(f for f in FAMILIES if reasonspan.get_parser_class(f).spec.tool_calls)
 
-Answer = tuple[str, str, list[tuple[str, Any]]]
+
+def names_of(family: str) -> tuple[str, str | None]:
+    """The plugin's reasoning and tool parser names of a family (no tool parser without calls)."""
+    return plugin.own_name(family), plugin.own_name(family) if family in WITH_CALLS else None
 
 
-@cache
-def hf(family: str) -> PreTrainedTokenizerFast:
-    """The family's fixture tokenizer as the fast tokenizer vLLM passes its parsers."""
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer(FAMILY_TOKENIZERS[family]).tokenizer)
-
-
-def request(tools: list[dict[str, Any]] | None = TOOLS) -> ChatCompletionRequest:
-    return ChatCompletionRequest(
-        model="m", messages=[{"role": "user", "content": "hi"}], tools=tools
-    )
-
-
-def vllm_parser(family: str, tok: Any, req: ChatCompletionRequest) -> Any:
-    """vLLM's per-request parser for the plugin's reasoning and tool parser of a family."""
-    tool = plugin.own_name(family) if family in WITH_CALLS else None
-    cls = ParserManager.get_parser(
-        tool_parser_name=tool,
-        reasoning_parser_name=plugin.own_name(family),
-        enable_auto_tools=True,
-        tokenizer=tok,
-    )
-    return cls(tok, req.tools, chat_template_kwargs={})
-
-
-def _calls(calls: Any) -> list[tuple[str, Any]]:
-    return [(c.name, json.loads(c.arguments)) for c in calls or []]
-
-
-def whole(family: str, tok: Any, ids: list[int], prompt: list[int] | None) -> Answer:
-    """vLLM's non-streaming path: the prompt, then the output text (re-encoded inside)."""
-    req = request()
-    p = vllm_parser(family, tok, req)
-    if prompt is not None:
-        p.set_prompt_token_ids(prompt)
-    reasoning, content, calls = p.parse(
-        tok.decode(ids), req, enable_auto_tools=True, model_output_token_ids=ids
-    )
-    return reasoning or "", content or "", _calls(calls)
-
-
-def streamed(
-    family: str, tok: Any, ids: list[int], prompt: list[int] | None, rng: random.Random
-) -> Answer:
-    """vLLM's streaming path: ``parse_delta`` per engine step of 1 to 6 tokens."""
-    req = request()
-    p = vllm_parser(family, tok, req)
-    reasoning, content, calls = [], [], []
-    i = 0
-    while i < len(ids):
-        k = rng.randint(1, 6)
-        delta = ids[i : i + k]
-        i += k
-        m = p.parse_delta(
-            tok.decode(delta), delta, req, prompt_token_ids=prompt, finished=i >= len(ids)
-        )
-        if m is not None:
-            reasoning.append(m.reasoning or "")
-            content.append(m.content or "")
-            calls += [tc.function for tc in m.tool_calls]
-    return "".join(reasoning), "".join(content), _calls(calls)
-
-
-def reference(family: str, tok: Any, ids: list[int], prompt: list[int] | None) -> Answer:
-    """reasonspan's own ``parse()`` on the same vocabulary."""
-    parser = reasonspan.create_parser_sync(family, loaded_tokenizer(tok))
-    res = parser.parse(ids, prompt, tools=TOOLS if family in WITH_CALLS else None)
-    return res.reasoning or "", res.content or "", _calls(res.tool_calls)
+def tools_of(family: str) -> list[dict[str, Any]] | None:
+    return TOOLS if family in WITH_CALLS else None
 
 
 def three_ways(family: str, tok: Any, text: str, prompt: str | None = None) -> Answer:
     ids = tok.encode(text, add_special_tokens=False)
     prompt_ids = tok.encode(prompt, add_special_tokens=False) if prompt is not None else None
-    want = reference(family, tok, ids, prompt_ids)
-    assert whole(family, tok, ids, prompt_ids) == want
+    names, tools = names_of(family), tools_of(family)
+    want = reference(family, tok, ids, prompt_ids, tools)
+    assert whole(names, tok, ids, prompt_ids, tools) == want
     for seed in range(3):
-        assert streamed(family, tok, ids, prompt_ids, random.Random(seed)) == want, seed
+        assert streamed(names, tok, ids, prompt_ids, tools, random.Random(seed)) == want, seed
     return want
 
 
@@ -248,19 +184,11 @@ def test_one_delta_of_the_whole_output_equals_one_token_at_a_time() -> None:
         '<|tool_call_argument_begin|>{"a": [3]}<|tool_call_end|><|tool_calls_section_end|>'
     )
     ids = tok.encode(text, add_special_tokens=False)
-
-    class Steps(random.Random):
-        def __init__(self, k: int) -> None:
-            super().__init__(0)
-            self.k = k
-
-        def randint(self, a: int, b: int) -> int:
-            return self.k
-
-    want = reference("kimi_k2", tok, ids, None)
+    names = names_of("kimi_k2")
+    want = reference("kimi_k2", tok, ids, None, TOOLS)
     assert want == ("Plan.", "Calling.", [("f", {"a": [3]})])
-    assert streamed("kimi_k2", tok, ids, None, Steps(len(ids))) == want
-    assert streamed("kimi_k2", tok, ids, None, Steps(1)) == want
+    assert streamed(names, tok, ids, None, TOOLS, Fixed(len(ids))) == want
+    assert streamed(names, tok, ids, None, TOOLS, Fixed(1)) == want
 
 
 # -- the reasoning parser's token-id methods ---------------------------------------------------
