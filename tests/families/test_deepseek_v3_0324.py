@@ -13,6 +13,9 @@ import pytest
 from tests.support import section_calls
 from tests.support.section_calls import TOOLS, WEATHER, deepseek_v3, expected
 
+# DeepSeek-V3-0324's own tokenizer (no <think> in its vocabulary).
+FIXTURE = "deepseek-v3"
+
 CALLS = section_calls.Family(
     "deepseek_v3_0324",
     "deepseek-v3",

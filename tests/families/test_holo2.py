@@ -17,6 +17,12 @@ from hypothesis import strategies as st
 from tests.support import family_cases as fc
 from tests.support.family_cases import Row, Split
 
+# Qwen3's real tokenizer: Holo2 is Qwen3-based.
+FIXTURE = "qwen-3"
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# thinking).
+KWARGS = [{}, {"thinking": False}]
+
 CHATML = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
 ROWS = [
     Row("on", "x</think>y", "x", "y", prompt=CHATML + "<think>\n"),

@@ -35,6 +35,15 @@ from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
+# Hunyuan-A13B: only the turn tokens are special; its think/answer tags are plain text.
+FIXTURE = "qwen-2.5_base_with_hunyuan_a13b_special_tokens"
+ADDED_TOKENS = (
+    "<|startoftext|>",
+    "<|extra_0|>",
+    "<|extra_4|>",
+    "<|eos|>",
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["hunyuan_a13b"])
 PROMPT = TOK.encode("<|startoftext|>tools<|extra_4|>用户：Weather?<|extra_0|>")
 OPEN, CLOSE = "<tool_calls>", "</tool_calls>"

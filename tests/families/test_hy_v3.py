@@ -40,6 +40,32 @@ from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
+# Hy3 (released): suffixed specials, the call tags too (SGLang's HunyuanDetector: the
+# shipping tokenizer suffixes each). The base's own bare <think> stays, so the tests show
+# that the suffixed pair is the one resolved.
+FIXTURE = "qwen-3_base_with_hy_v3_special_tokens"
+ADDED_TOKENS = (
+    "<｜hy_begin_of_sentence:opensource｜>",
+    "<｜hy_User:opensource｜>",
+    "<｜hy_Assistant:opensource｜>",
+    "<｜hy_eos:opensource｜>",
+    "<｜reasoning_mode:opensource｜>",
+    "<think:opensource>",
+    "</think:opensource>",
+    "<tool_calls:opensource>",
+    "</tool_calls:opensource>",
+    "<tool_call:opensource>",
+    "</tool_call:opensource>",
+    "<tool_sep:opensource>",
+    "<arg_key:opensource>",
+    "</arg_key:opensource>",
+    "<arg_value:opensource>",
+    "</arg_value:opensource>",
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# reasoning_effort).
+KWARGS = [{}, {"reasoning_effort": "high"}]
+
 FAMILY = "hy_v3"
 S = ":opensource"
 SEP = f"<tool_sep{S}>"

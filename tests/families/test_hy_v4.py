@@ -36,6 +36,27 @@ from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
+# Hunyuan V4: structural tokens with a per-checkpoint suffix (vLLM's example suffix). The
+# base's own bare <tool_call> stays, so the tests show the suffixed set is resolved.
+# Qwen2.5's vocabulary has no <think>, so the think tokens here are the family's own
+# (tests/families/test_matrix_added_tokens_a.py).
+FIXTURE = "qwen-2.5_base_with_hy_v4_special_tokens"
+ADDED_TOKENS = (
+    "<think:6124c78e>",
+    "</think:6124c78e>",
+    "<tool_calls:6124c78e>",
+    "</tool_calls:6124c78e>",
+    "<tool_call:6124c78e>",
+    "</tool_call:6124c78e>",
+    "<arg_key:6124c78e>",
+    "</arg_key:6124c78e>",
+    "<arg_value:6124c78e>",
+    "</arg_value:6124c78e>",
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# reasoning_effort).
+KWARGS = [{}, {"reasoning_effort": "no_think"}]
+
 FAMILY = "hy_v4"
 S = ":6124c78e"
 SEP = ""

