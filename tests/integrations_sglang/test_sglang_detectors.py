@@ -297,3 +297,21 @@ def test_random_outputs_read_the_same_three_ways(family: str) -> None:
     for _ in range(8):
         text = output(rng, family, parser)
         three_ways(family, text)
+
+
+@pytest.mark.parametrize(
+    ("before", "output", "want"),
+    [
+        ("<think>\nLet me", " see.</think>\n\nThe answer.", (" see.", "The answer.")),
+        ("<think>\nLet me see.</think>\n\nThe", " answer.", ("", " answer.")),
+    ],
+)
+def test_a_continued_message_starts_where_it_left_off(
+    before: str, output: str, want: tuple[str, str]
+) -> None:
+    """``continue_final_message``: the assistant text already written is the prompt the
+    start state is read from (inside the reasoning, or past it)."""
+    cls = ReasoningParser.DetectorMap[adapter.own_name("qwen3")]
+    detector = cls(continue_final_message=True, previous_content=before, tokenizer=hf("qwen3"))
+    res = detector.detect_and_parse(output)
+    assert (res.reasoning_text, res.normal_text) == want
