@@ -43,7 +43,11 @@ def test_every_registered_family_declares_its_fixture() -> None:
 
 
 # The loader's checks, on modules written to a temporary folder (no fake family registered).
-QWEN_DECLARED = 'FIXTURE = "qwen-2.5_base_with_a_special_tokens"\nADDED_TOKENS = ("<a>",)\n'
+# Only the declarations are parsed: a comment between them, or inside a literal, is theirs.
+QWEN_DECLARED = (
+    '# why\nFIXTURE = "qwen-2.5_base_with_a_special_tokens"\n'
+    'ADDED_TOKENS = (\n    "<a>",  # a fact\n    # another\n)\nX = 1\n'
+)
 
 
 def _modules(folder: Path, **modules: str) -> Path:
