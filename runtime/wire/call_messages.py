@@ -141,10 +141,10 @@ class ToolCallStream:
                 if not call.arguments.startswith(head):
                     self.broken.append(live.index)
                 elif len(call.arguments) > len(head):
-                    out.append(_argument_entry(live.index, call.arguments[len(head) :]))
+                    out.append(tool_call_entry(live.index, None, call.arguments[len(head) :]))
                 live = self._live = None
                 continue
-            out += call_deltas([call], self._sent)
+            out.append(tool_call_entry(self._sent, call.name, call.arguments))
             self._sent += 1
         pending = self._pending
         if live is not None and (not pending or pending[-1][1] is not live.ids):
@@ -159,9 +159,9 @@ class ToolCallStream:
             if got is not None and live.index < 0:
                 live.index = self._sent
                 self._sent += 1
-                out += call_deltas([ToolCall(name, got)], live.index)
+                out.append(tool_call_entry(live.index, name, got))
             elif got:
-                out.append(_argument_entry(live.index, got))
+                out.append(tool_call_entry(live.index, None, got))
         return out or None
 
 
@@ -234,26 +234,21 @@ class _LiveCall:
                 return
 
 
-def _argument_entry(index: int, arguments: str) -> ChoiceDeltaToolCall:
-    """A later entry of a streamed call: its index and the next argument text."""
-    return ChoiceDeltaToolCall(
-        index=index, function=ChoiceDeltaToolCallFunction(arguments=arguments)
-    )
-
-
-def call_deltas(calls: Sequence[ToolCall], first_index: int) -> list[ChoiceDeltaToolCall]:
-    """Complete calls as ``delta.tool_calls`` entries: each in one entry with its index, a
-    fresh id, its function name and all of its arguments (a format whose calls are read
-    whole, once their region closes, never sends half a call)."""
-    return [
-        ChoiceDeltaToolCall(
-            index=first_index + i,
-            id=new_tool_call_id(),
-            type="function",
-            function=ChoiceDeltaToolCallFunction(name=c.name, arguments=c.arguments),
+def tool_call_entry(index: int, name: str | None, arguments: str) -> ChoiceDeltaToolCall:
+    """A ``delta.tool_calls`` entry, the one spelling of it for every writer (the region
+    writer ``region_calls``, the message stream here): a call's first entry (``name``
+    given: with a fresh id and its type; a call read whole is this entry with all of its
+    arguments) or a later one (its index and the next argument text only)."""
+    if name is None:
+        return ChoiceDeltaToolCall(
+            index=index, function=ChoiceDeltaToolCallFunction(arguments=arguments)
         )
-        for i, c in enumerate(calls)
-    ]
+    return ChoiceDeltaToolCall(
+        index=index,
+        id=new_tool_call_id(),
+        type="function",
+        function=ChoiceDeltaToolCallFunction(name=name, arguments=arguments),
+    )
 
 
 def calls_from_reader(

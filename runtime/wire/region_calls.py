@@ -37,8 +37,8 @@ from reasonspan.runtime.toolcalls.partial import (
     new_reader,
     streams_arguments,
 )
-from reasonspan.runtime.wire.call_messages import new_tool_call_id
-from reasonspan.runtime.wire.openai import ChoiceDeltaToolCall, ChoiceDeltaToolCallFunction
+from reasonspan.runtime.wire.call_messages import tool_call_entry
+from reasonspan.runtime.wire.openai import ChoiceDeltaToolCall
 
 READ_EVERY = 32
 """Tokens of a region read at a time, once it holds twice that many: a client sees the
@@ -164,7 +164,7 @@ class RegionCalls:
         return out or None
 
     def _whole(self, call: ToolCall) -> ChoiceDeltaToolCall:
-        entry = _entry(self.count, call.name, call.arguments)
+        entry = tool_call_entry(self.count, call.name, call.arguments)
         self.count += 1
         return entry
 
@@ -181,7 +181,7 @@ class RegionCalls:
                     self.broken.append(sent.index)  # the whole read has no such call here
                     continue
                 if len(final.arguments) > len(head):
-                    out.append(_entry(sent.index, None, final.arguments[len(head) :]))
+                    out.append(tool_call_entry(sent.index, None, final.arguments[len(head) :]))
                 p += 1
             self._region = 0
             self._reader = None
@@ -236,24 +236,9 @@ class RegionCalls:
         for call in sent:
             more = call.more()
             if more:
-                out.append(_entry(call.index, None, more))
+                out.append(tool_call_entry(call.index, None, more))
         for partial in reader.calls[len(sent) :]:
             new = _Sent(partial, self.count)
             self.count += 1
             sent.append(new)
-            out.append(_entry(new.index, partial.name, new.more()))
-
-
-def _entry(index: int, name: str | None, arguments: str) -> ChoiceDeltaToolCall:
-    """A ``tool_calls`` entry: a call's first (``name`` given: with a fresh id and its
-    type) or a later one (its index and argument text only)."""
-    if name is None:
-        return ChoiceDeltaToolCall(
-            index=index, function=ChoiceDeltaToolCallFunction(arguments=arguments)
-        )
-    return ChoiceDeltaToolCall(
-        index=index,
-        id=new_tool_call_id(),
-        type="function",
-        function=ChoiceDeltaToolCallFunction(name=name, arguments=arguments),
-    )
+            out.append(tool_call_entry(new.index, partial.name, new.more()))
