@@ -10,10 +10,12 @@ lookup. Nothing here imports an engine.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from tokenizers import Tokenizer
 
+from reasonspan.runtime import families
 from reasonspan.tokenizer.loader import LoadedTokenizer, as_loaded
 
 PREFIX = "reasonspan_"
@@ -70,3 +72,26 @@ def tool_dicts(tools: Any) -> list[dict[str, Any]] | None:
         dump = getattr(tool, "model_dump", None)
         out.append(dump(exclude_none=True) if dump is not None else dict(tool))
     return out
+
+
+R = TypeVar("R")
+T = TypeVar("T")
+
+
+def family_classes(
+    made: dict[str, tuple[R, T | None]],
+    reasoning_class: Callable[[str], R],
+    tool_class: Callable[[str], T],
+) -> Iterator[tuple[str, R, T | None]]:
+    """Every family an engine registers (not :data:`SKIPPED`) with its engine classes: a
+    reasoning class, and a tool class where the family has a tool-call format. Made once
+    per family and kept in ``made`` (an engine loads its plugins in each of its processes,
+    and a name registered twice must map to the same class)."""
+    for cls in families():
+        family = cls.spec.name
+        if family in SKIPPED:
+            continue
+        if family not in made:
+            has_calls = cls.spec.tool_calls is not None
+            made[family] = (reasoning_class(family), tool_class(family) if has_calls else None)
+        yield family, *made[family]

@@ -15,10 +15,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from reasonspan.integrations.common import SKIPPED, own_name
+from reasonspan.integrations.common import family_classes, own_name
 from reasonspan.integrations.sglang.reasoning import ReasoningDetector, reasoning_class
 from reasonspan.integrations.sglang.tools import ToolDetector, tool_class
-from reasonspan.runtime import families
 
 __all__ = ["ReasoningDetector", "ToolDetector", "own_name", "register", "registered"]
 
@@ -44,17 +43,11 @@ def register() -> None:
     """Add every family's detectors to SGLang's tables (the entry point; safe to call
     again: a name registered twice maps to the same class)."""
     (reasoning_base, reasoning_map), (tool_base, tool_map) = _tables()
-    for cls in families():
-        family = cls.spec.name
-        if family in SKIPPED:
-            continue
-        if family not in _classes:
-            has_calls = cls.spec.tool_calls is not None
-            _classes[family] = (
-                reasoning_class(family, reasoning_base),
-                tool_class(family, tool_base) if has_calls else None,
-            )
-        rcls, tcls = _classes[family]
+    for family, rcls, tcls in family_classes(
+        _classes,
+        lambda f: reasoning_class(f, reasoning_base),
+        lambda f: tool_class(f, tool_base),
+    ):
         reasoning_map[own_name(family)] = rcls
         if tcls is not None:
             tool_map[own_name(family)] = tcls

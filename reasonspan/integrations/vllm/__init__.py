@@ -13,16 +13,15 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from reasonspan.integrations.common import family_classes
 from reasonspan.integrations.vllm.names import (
     REASONING_NAMES,
-    SKIPPED,
     TOOL_NAMES,
     own_name,
     replacing,
 )
 from reasonspan.integrations.vllm.reasoning import ReasoningAdapter, reasoning_class
 from reasonspan.integrations.vllm.tools import ToolAdapter, tool_class
-from reasonspan.runtime import families
 
 __all__ = ["ReasoningAdapter", "ToolAdapter", "register", "registered"]
 
@@ -51,17 +50,11 @@ def register() -> None:
     replaced by the same class)."""
     reasoning_base, reasoning_manager, tool_base, tool_manager = _managers()
     replace = replacing()
-    for cls in families():
-        family = cls.spec.name
-        if family in SKIPPED:
-            continue
-        if family not in _classes:
-            has_calls = cls.spec.tool_calls is not None
-            _classes[family] = (
-                reasoning_class(family, reasoning_base),
-                tool_class(family, tool_base) if has_calls else None,
-            )
-        rcls, tcls = _classes[family]
+    for family, rcls, tcls in family_classes(
+        _classes,
+        lambda f: reasoning_class(f, reasoning_base),
+        lambda f: tool_class(f, tool_base),
+    ):
         names = [own_name(family), *(REASONING_NAMES.get(family, ()) if replace else ())]
         reasoning_manager.register_module(name=names, module=rcls)
         if tcls is not None:
