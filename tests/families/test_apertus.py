@@ -53,6 +53,11 @@ ADDED_TOKENS = (
     "<|tools_suffix|>",
 )
 
+# One call to f(a=V) in each form of the tool-call format architectures/apertus.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = ('<|tools_prefix|>[{"f": {"a": V}}]<|tools_suffix|>',)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["apertus"])
 PROMPT = TOK.encode("<|user_start|>Weather?<|user_end|><|assistant_start|>")
 INNER, OUTER = "<|inner_prefix|>", "<|inner_suffix|>"

@@ -57,6 +57,14 @@ ADDED_TOKENS = (
     "<|END_TOOL_RESULT|>",
 )
 
+# One call to f(a=V) in each form of the tool-call format architectures/cohere.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "f", "parameters": {"a": V}}]'
+    "<|END_ACTION|>",
+)
+
 FAMILY = "cohere_command3"
 TOK = tokenizer(FAMILY_TOKENIZERS[FAMILY])
 OPEN, CLOSE = "<|START_ACTION|>", "<|END_ACTION|>"

@@ -45,6 +45,14 @@ from tests.support import paths
 # declares its tokens.
 FIXTURE = "deepseek-v3_base_with_cohere_special_tokens"
 
+# One call to f(a=V) in each form of the tool-call format architectures/cohere.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it); the same format as cohere_command3's.
+CALL_TEMPLATES = (
+    '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "f", "parameters": {"a": V}}]'
+    "<|END_ACTION|>",
+)
+
 FAMILY = "cohere_command4"
 
 

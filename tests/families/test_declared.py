@@ -51,6 +51,11 @@ from tests.support.strategies import splits
 FIXTURE = "qwen-3_base_with_declared_response_schema"
 ADDED_TOKENS = ()
 
+# One call to f(a=V) in each form of the tool-call format architectures/declared.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it); the same format as qwen3's.
+CALL_TEMPLATES = ('<tool_call>\n{"name": "f", "arguments": {"a": V}}\n</tool_call>',)
+
 TOOLS = [
     {
         "type": "function",

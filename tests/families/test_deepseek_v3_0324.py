@@ -16,6 +16,14 @@ from tests.support.section_calls import TOOLS, WEATHER, deepseek_v3, expected
 # DeepSeek-V3-0324's own tokenizer (no <think> in its vocabulary).
 FIXTURE = "deepseek-v3"
 
+# One call to f(a=V) in each form of the tool-call format architectures/deepseek.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{"a": V}\n'
+    "```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+)
+
 CALLS = section_calls.Family(
     "deepseek_v3_0324",
     "deepseek-v3",

@@ -32,6 +32,15 @@ FIXTURE = "deepseek-v4"
 # reasoning_effort).
 KWARGS = [{}, {"reasoning_effort": "none"}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/deepseek_v4.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="f">\n'
+    '<｜DSML｜parameter name="a" string="false">V</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+    "</｜DSML｜tool_calls>",
+)
+
 
 def parser_for(family: str, kwargs: dict[str, Any] | None = None) -> ReasoningParser:
     return fc.parser_for(family, kwargs)

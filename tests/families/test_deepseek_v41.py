@@ -17,6 +17,15 @@ FIXTURE = "deepseek-v4"
 # reasoning_effort).
 KWARGS = [{}, {"reasoning_effort": "none"}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/deepseek_v4.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    '<｜DSML｜ calls>\n<｜DSML｜ invoke name="f">\n'
+    '<｜DSML｜ parameter name="a" string="false">V</｜DSML｜ parameter>\n</｜DSML｜ invoke>\n'
+    "</｜DSML｜ calls>",
+)
+
 CALLS = section_calls.Family(
     "deepseek_v41",
     "deepseek-v4",

@@ -44,6 +44,11 @@ ADDED_TOKENS = (
     "</tool_call>",
 )
 
+# One call to f(a=V) in each form of the tool-call format architectures/ernie.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = ('<tool_call>\n{"name": "f", "arguments": {"a": V}}\n</tool_call>',)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["ernie45"])
 PROMPT = TOK.encode("<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n<think>\n")
 OPEN, CLOSE = "<tool_call>", "</tool_call>"

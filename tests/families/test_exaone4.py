@@ -51,6 +51,11 @@ ADDED_TOKENS = (
 # enable_thinking).
 KWARGS = [{}, {"enable_thinking": True}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/exaone.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = ('<tool_call>{"name": "f", "arguments": {"a": V}}</tool_call>',)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["exaone4"])
 TURN = "[|user|]Weather?[|endofturn|]\n[|assistant|]\n"
 THINKING = TOK.encode(TURN + "<think>\n")

@@ -33,6 +33,11 @@ ADDED_TOKENS = (
 # enable_thinking).
 KWARGS = [{}, {"enable_thinking": True}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/gemma4.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = ("<|tool_call>call:f{a:V}<tool_call|>",)
+
 TOK_NAME = FAMILY_TOKENIZERS["gemma4"]
 TOK = tokenizer(TOK_NAME)
 R, C, D, T = (int(x) for x in (Label.REASONING, Label.CONTENT, Label.DELIMITER, Label.TOOL))

@@ -46,6 +46,15 @@ ADDED_TOKENS = (
 # reasoning).
 KWARGS = [{}, {"reasoning": False}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/gigachat.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    '<｜GCML｜tool_calls>\n<｜GCML｜invoke name="f">\n'
+    '<｜GCML｜parameter name="a" string="false">V</｜GCML｜parameter>\n</｜GCML｜invoke>\n'
+    "</｜GCML｜tool_calls>",
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["gigachat35"])
 TURN = "user<|role_sep|>\nWeather?<|message_sep|>\n\nassistant<|role_sep|>\n"
 PROMPT = TOK.encode(TURN + "<think>")

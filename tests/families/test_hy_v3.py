@@ -66,6 +66,15 @@ ADDED_TOKENS = (
 # reasoning_effort).
 KWARGS = [{}, {"reasoning_effort": "high"}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/hunyuan.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    "<tool_calls:opensource>\n<tool_call:opensource>f<tool_sep:opensource>\n"
+    "<arg_key:opensource>a</arg_key:opensource>\n<arg_value:opensource>V"
+    "</arg_value:opensource>\n</tool_call:opensource>\n</tool_calls:opensource>",
+)
+
 FAMILY = "hy_v3"
 S = ":opensource"
 SEP = f"<tool_sep{S}>"

@@ -57,6 +57,15 @@ ADDED_TOKENS = (
 # reasoning_effort).
 KWARGS = [{}, {"reasoning_effort": "no_think"}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/hunyuan_v4.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    "<tool_calls:6124c78e><tool_call:6124c78e>f<arg_key:6124c78e>a</arg_key:6124c78e>"
+    "<arg_value:6124c78e>V</arg_value:6124c78e></tool_call:6124c78e>"
+    "</tool_calls:6124c78e>",
+)
+
 FAMILY = "hy_v4"
 S = ":6124c78e"
 SEP = ""

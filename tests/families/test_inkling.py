@@ -47,6 +47,11 @@ ADDED_TOKENS = (
     "<|end_message|>",
 )
 
+# One call to f(a=V) in each form of the tool-call format architectures/inkling.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = ('<|content_invoke_tool_json|>{"name": "f", "args": {"a": V}}<|end_message|>',)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["inkling"])
 PROMPT = TOK.encode("<|message_user|>Weather?<|end_message|><|message_model|>")
 TOOLS = [

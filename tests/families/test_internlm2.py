@@ -38,6 +38,13 @@ ADDED_TOKENS = (
     "<|plugin|>",
 )
 
+# One call to f(a=V) in each form of the tool-call format architectures/internlm.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    '<|action_start|><|plugin|>\n{"name": "f", "parameters": {"a": V}}<|action_end|>',
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["internlm2"])
 OPEN, CLOSE = "<|action_start|><|plugin|>", "<|action_end|>"
 TOOLS = [

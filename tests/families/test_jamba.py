@@ -47,6 +47,11 @@ ADDED_TOKENS = (
     "</citations>",
 )
 
+# One call to f(a=V) in each form of the tool-call format architectures/jamba.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = ('<tool_calls>[{"name": "f", "arguments": {"a": V}}]</tool_calls>',)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["jamba"])
 OPEN, CLOSE = "<tool_calls>", "</tool_calls>"
 TOOLS = [

@@ -57,6 +57,16 @@ ADDED_TOKENS = (
 # reasoning_effort).
 KWARGS = [{}, {"reasoning_effort": "medium"}, {"reasoning_effort": "low"}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/k2_horizon.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    "<ifm|tool_calls>\n<ifm|tool_call>f\n<ifm|arg_key>a</ifm|arg_key>\n<ifm|arg_value>V"
+    "</ifm|arg_value>\n</ifm|tool_call>\n</ifm|tool_calls>",
+    '<ifm|tool_calls><ifm|tool_call>{"name": "f", "arguments": {"a": V}}'
+    "</ifm|tool_call></ifm|tool_calls>",
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["k2_horizon"])
 PROMPT = TOK.encode("<|ifm|im_end|>\nassistant\n<ifm|think>\n")
 """The generation prompt at the default effort (high): the turn starts in reasoning."""

@@ -51,6 +51,14 @@ ADDED_TOKENS = (
 # thinking).
 KWARGS = [{}, {"thinking": False}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/kimi.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0 "
+    '<|tool_call_argument_begin|>{"a": V}<|tool_call_end|><|tool_calls_section_end|>',
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["kimi_k2"])
 SECTION = (
     "<|tool_calls_section_begin|><|tool_call_begin|>functions.ping:0"

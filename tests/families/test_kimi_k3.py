@@ -40,6 +40,15 @@ ADDED_TOKENS = (
 # thinking).
 KWARGS = [{}, {"thinking": False}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/kimi_k3.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    '<|open|>tools<|sep|><|open|>call tool="f" index="1"<|sep|>'
+    '<|open|>argument key="a" type="array"<|sep|>V<|close|>argument<|sep|><|close|>call'
+    "<|sep|><|close|>tools<|sep|>",
+)
+
 K3 = FAMILY_TOKENIZERS["kimi_k3"]
 
 

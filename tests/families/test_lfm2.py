@@ -51,6 +51,14 @@ ADDED_TOKENS = (
 # think).
 KWARGS = [{}, {"think": False}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/lfm.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    "<|tool_call_start|>[f(a=V)]<|tool_call_end|>",
+    '<|tool_call_start|>[{"name": "f", "arguments": {"a": V}}]<|tool_call_end|>',
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["lfm2"])
 PROMPT = TOK.encode("<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n")
 START, END = "<|tool_call_start|>", "<|tool_call_end|>"

@@ -50,6 +50,11 @@ ADDED_TOKENS = (
 # enable_thinking).
 KWARGS = [{}, {"enable_thinking": False}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/ling3.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = ("<tool_call>f<arg_key>a</arg_key><arg_value>V</arg_value></tool_call>",)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["ling3"])
 R = "I need the weather."
 SCHEMA = {

@@ -32,6 +32,14 @@ ADDED_TOKENS = (
     "<|python_tag|>",
 )
 
+# One call to f(a=V) in each form of the tool-call format architectures/llama.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    '{"name": "f", "parameters": {"a": V}}',
+    '<|python_tag|>{"name": "f", "parameters": {"a": V}}',
+)
+
 FAM = Fam(
     "llama3_json",
     "qwen-2.5_base_with_llama3_special_tokens",

@@ -34,6 +34,14 @@ ADDED_TOKENS = (
     "<|python_end|>",
 )
 
+# One call to f(a=V) in each form of the tool-call format architectures/llama.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    "<|python_start|>[f(a=V)]<|python_end|>",
+    "[f(a=V), f(a=[1])]",
+)
+
 FAM = Fam(
     "llama4_pythonic",
     "qwen-2.5_base_with_llama4_special_tokens",

@@ -26,6 +26,11 @@ FIXTURE = "qwen-3"
 # enable_thinking).
 KWARGS = [{}, {"enable_thinking": True}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/qwen3.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it); the same format as qwen3's.
+CALL_TEMPLATES = ('<tool_call>\n{"name": "f", "arguments": {"a": V}}\n</tool_call>',)
+
 QWEN_Q = "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n"
 R = "Let me think it over."
 

@@ -52,6 +52,14 @@ ADDED_TOKENS = (
 # enable_thinking).
 KWARGS = [{}, {"enable_thinking": True}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/minicpmv.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    '<tool_call>\n{"name": "f", "arguments": {"a": V}}\n</tool_call>',
+    "<tool_call>\n<function=f>\n<parameter=a>\nV\n</parameter>\n</function>\n</tool_call>",
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["minicpmv"])
 OFF: dict[str, Any] = {}
 ON = {"enable_thinking": True}

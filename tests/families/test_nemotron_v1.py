@@ -34,6 +34,11 @@ from tests.support.paths import every_path
 # and its tokens are declared in tests/families/test_llama3_json.py).
 FIXTURE = "qwen-2.5_base_with_llama3_special_tokens"
 
+# One call to f(a=V) in each form of the tool-call format architectures/nemotron_v1.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = ('<TOOLCALL>[{"name": "f", "arguments": {"a": V}}]</TOOLCALL>',)
+
 FAMILY = "nemotron_v1"
 TOK = tokenizer(FAMILY_TOKENIZERS[FAMILY])
 

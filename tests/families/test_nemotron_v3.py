@@ -49,6 +49,13 @@ ADDED_TOKENS = (
 # enable_thinking, force_nonempty_content).
 KWARGS = [{}, {"enable_thinking": False}, {"force_nonempty_content": True}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/nemotron.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    "<tool_call>\n<function=f>\n<parameter=a>\nV\n</parameter>\n</function>\n</tool_call>",
+)
+
 FAMILY = "nemotron_v3"
 TOK = tokenizer(FAMILY_TOKENIZERS[FAMILY])
 PROMPT_ON = TOK.encode("<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\n")

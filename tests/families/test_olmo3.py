@@ -46,6 +46,11 @@ from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 # special, is listed in tests/support/fixtures.py).
 FIXTURE = "qwen-2.5"
 
+# One call to f(a=V) in each form of the tool-call format architectures/olmo.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = ("<function_calls>f(a=V)</function_calls>",)
+
 OPEN, CLOSE = "<function_calls>", "</function_calls>"
 TOKENIZERS = [FAMILY_TOKENIZERS["olmo3"], "qwen-2.5_base_with_olmo3_instruct_special_tokens"]
 PROMPT = "<|im_start|>user\nWeather in Zürich?<|im_end|>\n<|im_start|>assistant\n<think>"

@@ -29,6 +29,14 @@ ADDED_TOKENS = (
     "<|call|>",
 )
 
+# One call to f(a=V) in each form of the tool-call format architectures/harmony.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    "<|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json"
+    '<|message|>{"a": V}<|call|>',
+)
+
 R, C, D, T = Label.REASONING, Label.CONTENT, Label.DELIMITER, Label.TOOL_CALL
 TOK = tokenizer(FAMILY_TOKENIZERS["openai_gptoss"])
 

@@ -47,6 +47,17 @@ ADDED_TOKENS = (
 # enable_thinking).
 KWARGS = [{}, {"enable_thinking": False}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/plamo3.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    "<|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
+    "<|plamo:begin_tool_name:plamo|>f<|plamo:end_tool_name:plamo|>"
+    '<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{"a": V}'
+    "<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>"
+    "<|plamo:end_tool_requests:plamo|>",
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["plamo3"])
 BEGIN, END = "<|plamo:begin_think:plamo|>", "<|plamo:end_think:plamo|>"
 REQUESTS, REQUESTS_END = "<|plamo:begin_tool_requests:plamo|>", "<|plamo:end_tool_requests:plamo|>"

@@ -51,6 +51,14 @@ ADDED_TOKENS = (
 # thinking).
 KWARGS = [{}, {"thinking": True}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/poolside.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>V</arg_value>\n</tool_call>",
+    "<tool_call>f<arg_key>a</arg_key><arg_value>V</arg_value></tool_call>",
+)
+
 FAMILY = "poolside_v1"
 TOK = tokenizer(FAMILY_TOKENIZERS[FAMILY])
 PROMPT_OFF = TOK.encode("User: q\n<assistant>")

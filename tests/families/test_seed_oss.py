@@ -51,6 +51,13 @@ ADDED_TOKENS = (
 # enable_thinking).
 KWARGS = [{}, {"enable_thinking": False}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/seed_oss.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    "<seed:tool_call>\n<function=f>\n<parameter=a>V</parameter>\n</function>\n</seed:tool_call>",
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["seed_oss"])
 PROMPT = TOK.encode("<seed:bos>user\nWeather?<seed:eos><seed:bos>assistant\n")
 OPEN, CLOSE = "<seed:tool_call>", "</seed:tool_call>"

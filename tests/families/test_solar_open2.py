@@ -51,6 +51,14 @@ ADDED_TOKENS = (
 # reasoning_effort).
 KWARGS = [{}, {"reasoning_effort": "low"}]
 
+# One call to f(a=V) in each form of the tool-call format architectures/solar.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    "<|tool_call:start|>f\n<|tool_arg:start|>a<|tool_arg:value|>V<|tool_arg:end|>\n"
+    "<|tool_call:end|>",
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["solar_open2"])
 TURN = "<|im:start|>user<|im:content|>Weather?<|im:end|><|im:start|>assistant<|im:content|>"
 PROMPT = TOK.encode(TURN + "<|think:start|>")

@@ -48,6 +48,15 @@ ADDED_TOKENS = (
     "<｜tool_call_end｜>",
 )
 
+# One call to f(a=V) in each form of the tool-call format architectures/step.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    "<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜>"
+    '<steptml:invoke name="f"><steptml:parameter name="a">V</steptml:parameter>'
+    "</steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>",
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["step3"])
 PROMPT = TOK.encode("<|BOT|>user\nWeather?<|EOT|><|BOT|>assistant\n<think>\n")
 OPEN, CLOSE = "<｜tool_calls_begin｜>", "<｜tool_calls_end｜>"

@@ -36,6 +36,13 @@ from tests.support.paths import every_path, read_chunks, split_at
 # </tool_call> are one token each there.
 FIXTURE = "qwen-3"
 
+# One call to f(a=V) in each form of the tool-call format architectures/step.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    "<tool_call>\n<function=f>\n<parameter=a>\nV\n</parameter>\n</function>\n</tool_call>",
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["step3p5"])
 PROMPT = TOK.encode("<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n<think>\n")
 OPEN, CLOSE = "<tool_call>", "</tool_call>"

@@ -28,6 +28,15 @@ from tests.support.paths import every_path
 # xLAM-2-1b/3b/32b-fc-r are Qwen2.5 fine-tunes on Qwen2.5's vocabulary: the real one.
 FIXTURE = "qwen-2.5"
 
+# One call to f(a=V) in each form of the tool-call format architectures/xlam.py
+# documents (V: where the value goes), for the fuzz and the hostile-value tests
+# (tests/support/hostile.py reads it).
+CALL_TEMPLATES = (
+    '```json\n[{"name": "f", "arguments": {"a": V}}]\n```',
+    '<tool_call>[{"name": "f", "arguments": {"a": V}}]</tool_call>',
+    '[TOOL_CALLS][{"name": "f", "arguments": {"a": V}}]',
+)
+
 TOK = tokenizer(FAMILY_TOKENIZERS["xlam"])
 TOOLS = [
     {

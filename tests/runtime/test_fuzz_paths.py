@@ -39,7 +39,12 @@ from reasonspan.runtime.core.nesting import MAX_NESTING, nested_deeper_than
 from reasonspan.runtime.parser import registry
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
 from reasonspan.runtime.wire.openai import FinishReason
-from tests.support.fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, tokenizer
+from tests.support.fixtures import (
+    FAMILY_KWARGS,
+    FAMILY_TOKENIZERS,
+    how_to_declare_calls,
+    tokenizer,
+)
 from tests.support.hostile import CALLS, TOOLS, output
 from tests.support.paths import Answer, read_chunks, read_sse, without_broken
 from tests.support.sampling import long_run
@@ -186,7 +191,8 @@ def test_each_call_template_reads(family: str) -> None:
 
 
 WITHOUT_TEMPLATE: dict[str, str] = {}
-"""Families with a tool-call format but no call template in ``CALLS`` yet, and why."""
+"""Families with a tool-call format but no ``CALL_TEMPLATES`` in their test module yet, and
+why."""
 
 
 def test_every_family_with_a_tool_format_has_a_call_template() -> None:
@@ -197,7 +203,12 @@ def test_every_family_with_a_tool_format_has_a_call_template() -> None:
         if registry.get_parser_class(name).spec.tool_calls is not None
         and registry.get_parser_class(name).spec.name == name
     }
-    assert with_format - set(CALLS) == set(WITHOUT_TEMPLATE)
+    missing = sorted(with_format - set(CALLS) - set(WITHOUT_TEMPLATE))
+    assert not missing, "\n".join(how_to_declare_calls(f) for f in missing)
+    stale = sorted(set(WITHOUT_TEMPLATE) - (with_format - set(CALLS)))
+    assert not stale, (
+        f"remove from WITHOUT_TEMPLATE (they have CALL_TEMPLATES or no format): {stale}"
+    )
 
 
 def main(argv: list[str]) -> None:

@@ -14,12 +14,16 @@ Which tokenizer a family is tested on is declared in its own test module,
     FIXTURE = "qwen-2.5_base_with_jamba_special_tokens"  # <base>_base_with_..., and then
     ADDED_TOKENS = ("<tool_calls>", "</tool_calls>")  # the special tokens added to <base>
     KWARGS = [{}, {"enable_thinking": False}]  # optional: the property tests' runs
+    CALL_TEMPLATES = ("<function_calls>f(a=V)</function_calls>",)  # with a tool-call format
 
 A synthetic fixture is declared once, by one module's ``ADDED_TOKENS``; another family may
 name it in its ``FIXTURE`` and shares the loaded tokenizer. This module reads the literals
 with :mod:`ast` (importing the test modules would load their tokenizers) and builds
 :data:`FAMILY_TOKENIZERS`, :data:`SYNTHETIC` and :data:`FAMILY_KWARGS` from them; a name
 that is neither a real folder nor declared stops the import with a message naming it.
+``CALL_TEMPLATES`` (one call to ``f`` with argument ``a`` in each form of the family's
+tool-call format, ``V`` where the value goes) is read the same way by :func:`declared_calls`
+into tests/support/hostile.py's ``CALLS``, which the fuzz and the hostile-call tests run.
 """
 
 from __future__ import annotations
@@ -171,7 +175,7 @@ def release_tables(key: str) -> Iterator[None]:
 # --------------------------------------------------------------- the families' declarations
 
 FAMILIES_DIR = Path(__file__).resolve().parent.parent / "families"
-_NAMES = ("FIXTURE", "ADDED_TOKENS", "KWARGS")
+_NAMES = ("FIXTURE", "ADDED_TOKENS", "KWARGS", "CALL_TEMPLATES")
 # The module's code starts at its first top-level def, class or decorator, and the
 # declarations sit above it. Only they are parsed: each from its name at a line's start
 # through the lines that continue it (indented, or closing its brackets). Parsing every
@@ -181,7 +185,7 @@ _STATEMENT = re.compile(
     rf"^(?:{'|'.join(_NAMES)})\b\s*[:=].*?(?=^[^\s)\]}}]|\Z)", re.MULTILINE | re.DOTALL
 )
 # A declaration below the head (the lookahead lets the search skip most lines fast).
-_BELOW = re.compile(rf"\n(?=[AFK])(?:{'|'.join(_NAMES)})\b\s*[:=]")
+_BELOW = re.compile(rf"\n(?=[AFKC])(?:{'|'.join(_NAMES)})\b\s*[:=]")
 
 
 def how_to_declare(family: str) -> str:
@@ -197,8 +201,52 @@ def how_to_declare(family: str) -> str:
     )
 
 
+def how_to_declare_calls(family: str) -> str:
+    """What to write at the top of ``tests/families/test_<family>.py`` for a family with a
+    tool-call format (the message of the ratchet in tests/runtime/test_fuzz_paths.py)."""
+    example = '(\'<tool_call>\\n{"name": "f", "arguments": {"a": V}}\\n</tool_call>\',)'
+    return (
+        f"{family}: write at the top of tests/families/test_{family}.py, beside its FIXTURE"
+        f" (above its first def) and with a comment saying where the format comes from,"
+        f" CALL_TEMPLATES = (\"<a call to a function f with one argument a in {family}'s"
+        f" tool-call format, with one V where a's value goes>\", ...): one plain string"
+        f" literal for each form the family writes, such as CALL_TEMPLATES = {example} for"
+        f" a call in Hermes's JSON; tests/support/hostile.py::CALLS reads it, and"
+        f" test_each_call_template_reads checks that each template, with [1, 2] for V,"
+        f" reads as that call"
+    )
+
+
+def declared_calls(directory: Path = FAMILIES_DIR) -> dict[str, tuple[str, ...]]:
+    """Each family's ``CALL_TEMPLATES``, read from ``directory``'s ``test_<family>.py``
+    modules (tests/support/hostile.py's ``CALLS``): one call to ``f`` with argument ``a``
+    in each form of the family's tool-call format, ``V`` where the value goes.
+
+    Fails, naming the module, when the declaration is not a non-empty tuple of str each
+    holding one ``V`` (the fuzz puts a value there; a second ``V`` or none would test
+    another call than the one written). A module declaring it without a ``FIXTURE`` is
+    stopped by :func:`family_declarations`."""
+    calls: dict[str, tuple[str, ...]] = {}
+    for path in sorted(directory.glob("test_*.py")):
+        templates = read_declarations(path).get("CALL_TEMPLATES")
+        if templates is None:
+            continue
+        if not (
+            isinstance(templates, tuple)
+            and templates
+            and all(isinstance(t, str) and t.count("V") == 1 for t in templates)
+        ):
+            raise ValueError(
+                f"{directory.name}/{path.name}: CALL_TEMPLATES must be a tuple of str, each"
+                f" one call with one V where the argument's value goes, not {templates!r}"
+            )
+        calls[path.stem.removeprefix("test_")] = templates
+    return calls
+
+
 def read_declarations(path: Path) -> dict[str, Any]:
-    """The ``FIXTURE``/``ADDED_TOKENS``/``KWARGS`` literals at the top of a test module,
+    """The ``FIXTURE``/``ADDED_TOKENS``/``KWARGS``/``CALL_TEMPLATES`` literals at the top of
+    a test module,
     read with :mod:`ast` (not imported: importing a family module loads its tokenizers)."""
     text = path.read_text(encoding="utf-8")
     code = _CODE.search(text)
@@ -231,7 +279,7 @@ def read_declarations(path: Path) -> dict[str, Any]:
 
 def _checked(where: str, found: dict[str, Any]) -> tuple[str, tuple[str, ...] | None, Any]:
     """``found``'s fixture, added tokens (None for a named fixture) and kwargs, type-checked."""
-    fixture, added, kwargs = (found.get(name) for name in _NAMES)
+    fixture, added, kwargs = found.get("FIXTURE"), found.get("ADDED_TOKENS"), found.get("KWARGS")
     if not isinstance(fixture, str):
         raise ValueError(f"{where}: FIXTURE must be a tokenizer name (a str), not {fixture!r}")
     if added is not None and not (
