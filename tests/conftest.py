@@ -80,6 +80,15 @@ def _vllm_line() -> str:
     )
 
 
+def _sglang_line() -> str:
+    """Where the SGLang adapter's tests run: never in this run (pyproject's
+    ``norecursedirs``; SGLang's pins conflict with vLLM's), only when named."""
+    return (
+        "sglang adapter tests: not in this run; tests/integrations_sglang runs in SGLang's "
+        "environment (bash scripts/sglang_env.sh builds it; .ci/run does)"
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--long"):
         os.environ[LONG_ENV] = "1"
@@ -174,3 +183,5 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     line = ", ".join(f"{name} {mib} MiB" for name, mib in sorted(peaks.items()))
     terminalreporter.write_line(f"peak RSS per process: {line}")
     terminalreporter.write_line(_vllm_line())
+    if not any("integrations_sglang" in str(arg) for arg in terminalreporter.config.args):
+        terminalreporter.write_line(_sglang_line())
