@@ -3,11 +3,12 @@
 Adding a family means one module in ``architectures/`` and one test file here, and a reader
 looking for a family's cases finds them in one place: the tokenizer it is tested on
 (``FIXTURE``, and ``ADDED_TOKENS`` for a synthetic one, at the top of the module: read by
-``tests/support/fixtures.py``), its matrix rows, fidelity cases and tool-call cases,
+``tests/support/fixtures.py``), its call templates for the hostile-input and fuzz tests
+(``CALL_TEMPLATES``, read into ``tests/support/hostile.py::CALLS``), its matrix rows, fidelity cases and tool-call cases,
 declared as data where a shared check runs them (``tests/support/``:
 ``family_cases`` for rows, seeds and splits; ``xml_calls``, ``section_calls`` and
 ``end_calls`` for the tool-call formats). Tables that compare families (aliases,
-detection, the hostile-input and gap-separator tables, the SSE path's call texts) stay in
+detection, the hostile values and gap-separator tables, the SSE path's call texts) stay in
 their shared files.
 """
 

@@ -188,8 +188,8 @@ def test_one_bad_call_keeps_its_siblings(olmo: Olmo, bad: str) -> None:
 
 
 def test_arguments_nested_past_the_bound_drop_their_call_only(olmo: Olmo) -> None:
-    # (tests/support/hostile.py has no olmo3 template yet: its reads test writes the block
-    # right after `</think>`, the extractor gap above; so the hostile values are here)
+    # (Here rather than through CALL_TEMPLATES: these values need olmo3's own block, one
+    # call per line, with well-formed siblings beside the bad ones.)
     deep, ok = "[" * MAX_NESTING + "1" + "]" * MAX_NESTING, "[" * 99 + "1" + "]" * 99
     body = f"note(tags={deep})\nnote(tags={ok})\nf(a=1e999)\nf(a=0x{'f' * 40})"
     res = olmo.run("x</think>Sure." + OPEN + body + CLOSE)
