@@ -61,6 +61,13 @@ class Trim(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def is_identity(self) -> bool:
         return not (self.prefix or self.label or self.lead or self.trail or self.join)
 
+    def without_whitespace(self) -> Trim:
+        """This trim less its whitespace trimming (``lead``, ``trail``): the text an engine
+        shows that keeps the layout whitespace next to markers (vLLM's parsers keep the
+        newlines a template writes around ``</think>``). A label, a prefix and a join are
+        the family's text, not layout: they stay."""
+        return msgspec.structs.replace(self, lead="", lead_max=0, trail="", trail_max=0)
+
 
 TEMPLATE_NEWLINES_REASONING = Trim(lead="\n", trail="\n")
 """Reasoning text for a family whose chat template writes ``<think>\\n`` … ``\\n</think>``

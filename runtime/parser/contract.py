@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+import msgspec
 import numpy as np
 
 from reasonspan.runtime.core.errors import InvalidTokenError
@@ -57,7 +58,7 @@ class _Shared:
     is a frozen Struct whose lists are returned to every caller that streams the same lone
     token in the same state: the contract already says to treat them as read-only."""
 
-    __slots__ = ("cfmt", "fresh", "hits", "rfmt")
+    __slots__ = ("cfmt", "fresh", "hits", "kept", "rfmt")
 
     def __init__(self, spec: ReasoningSpec) -> None:
         self.rfmt = channel_formatter(spec.reasoning_trim, spec.citations, "reasoning")
@@ -65,6 +66,9 @@ class _Shared:
         self.fresh: dict[tuple[bool, bool], DecoderState] = {}
         """A fresh decoder's state, by ``(skip_special_tokens, call_gaps)``
         (:meth:`ReasoningParser.fresh_state`)."""
+        self.kept: _Shared | None = None
+        """The same for the parsers that keep layout whitespace
+        (:meth:`ReasoningParser.keep_whitespace`), made when the first one asks."""
         self.hits: tuple[dict[int, ParsedReasoningDelta], dict[int, ParsedReasoningDelta]] = (
             {},
             {},
@@ -188,6 +192,30 @@ class ReasoningParser(ParserConstruction, ParserOutputs):
     # ------------------------------------------------------------------ the contract
 
     # ------------------------------------------------------------------ the contract
+
+    def keep_whitespace(self) -> None:
+        """Keep in the text the whitespace the family's trims take off next to markers
+        (the newlines a template writes after ``<think>`` and around ``</think>``, a space
+        after a header): the text then follows engines that keep that layout, as vLLM's
+        parsers do (the vLLM plugin's ``vllm`` text mode). Labels, token counts and calls
+        do not change, nor the family's label trims, prefixes and joins
+        (:meth:`Trim.without_whitespace`); every text this parser gives (``parse()``, its
+        decoders, a ``TextSplitter``, the runtime) follows it, and ``reset()`` keeps it.
+        """
+        machine = self._machine
+        shared = machine.parser_shared
+        assert isinstance(shared, _Shared)
+        kept = shared.kept
+        if kept is None:
+            spec = machine.spec
+            kept = shared.kept = _Shared(
+                msgspec.structs.replace(
+                    spec,
+                    reasoning_trim=spec.reasoning_trim.without_whitespace(),
+                    content_trim=spec.content_trim.without_whitespace(),
+                )
+            )
+        self._rfmt, self._cfmt, self._fresh = kept.rfmt, kept.cfmt, kept.fresh
 
     def reset(self) -> None:
         """Forget held tokens (and a cut): call between requests (or after an error)."""

@@ -6,9 +6,9 @@ Each output goes through vLLM's own per-request composition of a reasoning and a
 streaming (``parse_delta``, one token per step and the 1-to-6-token steps of a draft model).
 The plugin must give ``parse()``'s answer every way; the built-in's answer is asserted too,
 so each test shows the defect on the vLLM this project pins (``scripts/vllm_env.sh``): if a
-vLLM release fixes one, its test says so. vLLM keeps the whitespace next to markers that
-reasonspan trims (a documented convention, ``docs/vllm.md``), so the built-in's texts are
-compared with that whitespace stripped. Tokenizers: the families' real ones
+vLLM release fixes one, its test says so. The plugin runs in its default ``vllm`` text mode
+(the whitespace next to markers kept, as vLLM's parsers keep it: docs/vllm.md), so the
+built-in's texts are compared as they are. Tokenizers: the families' real ones
 (``tests/support/fixtures.py``), as the fast tokenizer vLLM hands its parsers.
 """
 
@@ -40,8 +40,7 @@ def three_ways(
     family: str, builtin: Names, text: str, prompt: str | None = None
 ) -> dict[str, Answer]:
     """Every way's answer, keyed ``builtin whole``, ``builtin k=1``, ... and ``parse()``;
-    asserts that the plugin's are ``parse()``'s. The built-in's texts are stripped (vLLM's
-    whitespace convention)."""
+    asserts that the plugin's are ``parse()``'s (in the plugin's text mode)."""
     tok = hf(family)
     ids = tok.encode(text, add_special_tokens=False)
     prompt_ids = tok.encode(prompt, add_special_tokens=False) if prompt is not None else None
@@ -52,26 +51,30 @@ def three_ways(
         got[f"plugin k={k or '1-6'}"] = streamed(mine, tok, ids, prompt_ids, TOOLS, _steps(k))
     assert all(answer == want for answer in got.values()), got
     r, c, calls = whole(builtin, tok, ids, prompt_ids, TOOLS)
-    got["builtin whole"] = (r.strip(), c.strip(), calls)
+    got["builtin whole"] = (r, c, calls)
     for k in STEPS:
         r, c, calls = streamed(builtin, tok, ids, prompt_ids, TOOLS, _steps(k))
-        got[f"builtin k={k or '1-6'}"] = (r.strip(), c.strip(), calls)
+        got[f"builtin k={k or '1-6'}"] = (r, c, calls)
     return got
 
 
 QWEN_CALL = '<tool_call>\n{{"name": "get_weather", "arguments": {args}}}\n</tool_call>'
+THOUGHT = "\nhmm\n"
+"""Qwen3's reasoning as its template lays it out, newlines kept (vLLM's text)."""
+HEAD = f"<think>{THOUGHT}</think>\n\n"
+"""The reasoning block and the blank line the template writes after it: the answer's text
+begins with that blank line in vLLM's text."""
 
 
 def test_the_text_after_a_call_is_kept() -> None:
     """Hermes (Qwen3): ``Before. <call> After.`` loses ``After.`` both ways in vLLM; the
-    answer is both texts and the call."""
+    answer is both texts, one separator between them, and the call."""
     call = QWEN_CALL.format(args='{"city": "Bern"}')
-    got = three_ways(
-        "qwen3", ("qwen3", "hermes"), f"<think>\nhmm\n</think>\n\nBefore.\n\n{call}\n\nAfter."
-    )
-    assert got["parse()"] == ("hmm", "Before.\n\nAfter.", [("get_weather", {"city": "Bern"})])
+    got = three_ways("qwen3", ("qwen3", "hermes"), f"{HEAD}Before.\n\n{call}\n\nAfter.")
+    calls = [("get_weather", {"city": "Bern"})]
+    assert got["parse()"] == (THOUGHT, "\n\nBefore.\n\nAfter.", calls)
     for way in ("builtin whole", "builtin k=1", "builtin k=1-6"):
-        assert got[way] == ("hmm", "Before.", [("get_weather", {"city": "Bern"})]), way
+        assert got[way] == (THOUGHT, "\n\nBefore.\n\n", calls), way
 
 
 def test_a_malformed_call_is_the_same_text_streamed_or_not() -> None:
@@ -79,25 +82,26 @@ def test_a_malformed_call_is_the_same_text_streamed_or_not() -> None:
     from vLLM's non-streaming path, and as a *call* with the broken arguments from its
     streaming path. The plugin returns the markup as content both ways, as ``parse()``."""
     call = QWEN_CALL.format(args='{"city": Bern}')
-    got = three_ways("qwen3", ("qwen3", "hermes"), f"<think>\nhmm\n</think>\n\n{call}")
-    assert got["parse()"] == ("hmm", call, [])
-    assert got["builtin whole"] == ("hmm", call, [])
+    got = three_ways("qwen3", ("qwen3", "hermes"), HEAD + call)
+    assert got["parse()"] == (THOUGHT, "\n\n" + call, [])
+    assert got["builtin whole"] == (THOUGHT, "\n\n" + call, [])
     for way in ("builtin k=1", "builtin k=1-6"):
         _reasoning, content, calls = got[way]
-        assert content == "" and calls[0][0] == "get_weather"
+        assert content == "\n\n" and calls[0][0] == "get_weather"
         assert isinstance(calls[0][1], str), way  # arguments a client cannot parse
 
 
 def test_a_call_cut_by_max_tokens_is_not_sent_half_written() -> None:
     """Hermes: an output cut inside a call's arguments. vLLM's non-streaming path returns the
     markup as content; its streaming path has already sent the call, with arguments that
-    never close (``{"city": "Be``). The plugin sends neither, both ways, as ``parse()``."""
+    never close (``{"city": "Be``). The plugin sends neither, both ways, as ``parse()`` (which
+    drops a call block left open at ``length`` with the blank line before it)."""
     cut = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Be'
-    got = three_ways("qwen3", ("qwen3", "hermes"), f"<think>\nhmm\n</think>\n\n{cut}")
-    assert got["parse()"] == ("hmm", "", [])
-    assert got["builtin whole"] == ("hmm", cut, [])
+    got = three_ways("qwen3", ("qwen3", "hermes"), HEAD + cut)
+    assert got["parse()"] == (THOUGHT, "", [])
+    assert got["builtin whole"] == (THOUGHT, "\n\n" + cut, [])
     for way in ("builtin k=1", "builtin k=1-6"):
-        assert got[way] == ("hmm", "", [("get_weather", '{"city": "Be')]), way
+        assert got[way] == (THOUGHT, "\n\n", [("get_weather", '{"city": "Be')]), way
 
 
 DS_PROMPT = "<｜User｜>Weather in Bern?<｜Assistant｜><think>\n"

@@ -149,7 +149,10 @@ def test_qwen3_hermes_calls_through_vllms_own_tokenizer() -> None:
         )
         + "<|im_end|>"
     )
-    assert three_ways("qwen3", tok, text, QWEN_PROMPT) == ("Let me check.", "Checking both.", calls)
+    # vLLM's text: the template's newlines around the reasoning kept; the calls taken out
+    # with the newlines next to them (a separator is kept only between two texts).
+    got = three_ways("qwen3", tok, text, QWEN_PROMPT)
+    assert got == ("\nLet me check.\n", "\n\nChecking both.", calls)
 
 
 @pytest.mark.parametrize(
@@ -164,9 +167,11 @@ def test_qwen3_hermes_calls_through_vllms_own_tokenizer() -> None:
     ],
 )
 def test_a_prompt_that_opened_think(family: str, prompt: str, output: str) -> None:
-    """The template wrote ``<think>``: the model's first tokens are reasoning."""
+    """The template wrote ``<think>``: the model's first tokens are reasoning (the text as
+    the model wrote it, vLLM's whitespace kept: ``reasoning, _, answer = output.partition``)."""
     got = three_ways(family, hf(family), output, prompt)
-    assert got == ("Step one.", "The answer.", [])
+    reasoning, _, answer = output.partition("</think>")
+    assert got == (reasoning, answer, [])
 
 
 def test_a_prompt_that_closed_think_reads_the_output_as_the_answer() -> None:
@@ -211,7 +216,11 @@ def test_token_id_methods() -> None:
     assert not p.is_reasoning_end(prompt)  # the prompt opened reasoning
     old_turn = tok.encode("<|im_start|>assistant\n<think>x</think>y<|im_end|>\n")
     assert not p.is_reasoning_end(old_turn + prompt)  # an old </think> does not decide it
-    assert p.extract_reasoning("<think>a b c</think>\n\nd e", request(None)) == ("a b c", "d e")
+    # vLLM's text (the default mode): the newlines after </think> are kept, as its qwen3 does.
+    assert p.extract_reasoning("<think>a b c</think>\n\nd e", request(None)) == (
+        "a b c",
+        "\n\nd e",
+    )
     p.set_prompt_token_ids(tok.encode(QWEN_PROMPT + "<think>\n\n</think>\n\n"))
     assert p.extract_reasoning("d e", request(None)) == (None, "d e")  # None, not ""
 
@@ -224,3 +233,30 @@ def test_vllms_text_conventions() -> None:
     assert p.extract_reasoning("</think>The rest", request(None)) == ("", "The rest")
     assert p.extract_reasoning("", request(None)) == ("", None)
     assert p.extract_reasoning("Thinking</think>", request(None)) == ("Thinking", None)
+
+
+@pytest.mark.parametrize("mode", ["vllm", "reasonspan"])
+def test_the_text_modes(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """``vllm`` (the default) keeps the template's newlines next to the markers, as vLLM's
+    qwen3 parser does (streamed alike); ``reasonspan`` gives ``parse()``'s trimmed text.
+    Labels and counts are the same in both."""
+    monkeypatch.setenv("REASONSPAN_VLLM_TEXT", mode)
+    tok = hf("qwen3")
+    text = "<think>\nPlan.\n</think>\n\nThe answer."
+    want = ("\nPlan.\n", "\n\nThe answer.") if mode == "vllm" else ("Plan.", "The answer.")
+    p = ReasoningParserManager.get_reasoning_parser("reasonspan_qwen3")(tok)
+    assert p.extract_reasoning(text, request(None)) == want
+    ids = tok.encode(text, add_special_tokens=False)
+    names = ("reasonspan_qwen3", None)
+    for seed in range(3):
+        got = streamed(names, tok, ids, None, None, random.Random(seed))
+        assert got == (*want, [])
+    assert p.count_reasoning_tokens(ids) == len(tok.encode("\nPlan.\n", add_special_tokens=False))
+
+
+def test_an_unknown_text_mode_is_an_error_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("REASONSPAN_VLLM_TEXT", "raw")
+    with pytest.raises(ValueError, match="REASONSPAN_VLLM_TEXT='raw'"):
+        ReasoningParserManager.get_reasoning_parser("reasonspan_qwen3")(hf("qwen3"))

@@ -23,6 +23,7 @@ from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionReque
 from vllm.parser.parser_manager import ParserManager
 
 import reasonspan
+from reasonspan.integrations.vllm.text import in_text_mode
 from reasonspan.integrations.vllm.tokens import loaded_tokenizer
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
@@ -128,10 +129,10 @@ class Fixed(random.Random):
 def reference(
     family: str, tok: Any, ids: list[int], prompt: list[int] | None, tools: Tools
 ) -> Answer:
-    """reasonspan's own ``parse()`` on the same vocabulary."""
-    res = reasonspan.create_parser_sync(family, loaded_tokenizer(tok)).parse(
-        ids, prompt, tools=tools
-    )
+    """reasonspan's own ``parse()`` on the same vocabulary, in the plugin's text mode
+    (``text.in_text_mode``: vLLM's whitespace by default)."""
+    parser = in_text_mode(reasonspan.create_parser_sync(family, loaded_tokenizer(tok)))
+    res = parser.parse(ids, prompt, tools=tools)
     return (
         res.reasoning or "",
         res.content or "",

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 from reasonspan.factory import create_parser_sync
-from reasonspan.integrations.vllm.text import delta_message, vllm_text
+from reasonspan.integrations.vllm.text import delta_message, in_text_mode, vllm_text
 from reasonspan.integrations.vllm.tokens import as_ids, encode, loaded_tokenizer
 from reasonspan.runtime import Label, ParseResult, ReasoningParser, TextSplitter
 from reasonspan.runtime.toolcalls import ToolCall
@@ -67,7 +67,7 @@ class ReasoningAdapter:
         parser's ``extract_tool_calls``."""
 
     def _new_parser(self) -> ReasoningParser:
-        return create_parser_sync(self.family, self._tok, self._kwargs)
+        return in_text_mode(create_parser_sync(self.family, self._tok, self._kwargs))
 
     # -- the prompt --------------------------------------------------------------------
 

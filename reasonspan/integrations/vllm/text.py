@@ -2,10 +2,15 @@
 
 vLLM's parsers return ``None``, not ``""``, for a field with no text (``extract_reasoning``
 gives ``(None, "answer")`` for an output without reasoning), and a streamed delta that
-releases nothing is ``None``. reasonspan's text otherwise comes as ``parse()`` gives it,
-with the family's trims (the newlines a template writes after ``</think>``): vLLM's
-built-ins keep that whitespace, so the plugin's content may differ from theirs by it
-(docs/vllm.md lists the difference).
+releases nothing is ``None``.
+
+Whitespace: vLLM's built-ins keep the layout whitespace next to markers that reasonspan's
+family trims take off (the newlines a template writes after ``<think>`` and around
+``</think>``): ``"<think>a</think>\n\nb"`` is content ``"\n\nb"`` for vLLM's qwen3 parser.
+The plugin's default text mode, ``vllm`` (:func:`text_mode`), follows them: its parsers
+keep that whitespace (``ReasoningParser.keep_whitespace``), except for the families whose
+vLLM parser trims as reasonspan does (:data:`VLLM_TRIMS`). ``REASONSPAN_VLLM_TEXT=reasonspan``
+gives reasonspan's own text, the same as ``parse()`` and reasonspan's server.
 
 vLLM's classes are imported when first used, so this module type-checks and imports
 without vLLM.
@@ -14,12 +19,38 @@ without vLLM.
 from __future__ import annotations
 
 import importlib
+import os
 from functools import cache
 from typing import Any
 
+from reasonspan.runtime import ReasoningParser
 from reasonspan.runtime.toolcalls import ToolCall
 
 PROTOCOL = "vllm.entrypoints.generate.base.protocol"
+
+TEXT_ENV = "REASONSPAN_VLLM_TEXT"
+TEXT_MODES = ("vllm", "reasonspan")
+
+VLLM_TRIMS = frozenset({"ernie45", "gemma4"})
+"""Families whose vLLM 0.34 parser strips whitespace too (``ernie45``: the newlines before
+its answer; ``gemma4``: its thinking text and the ``thought`` label), so they keep
+reasonspan's trims in the ``vllm`` mode."""
+
+
+def text_mode() -> str:
+    """The plugin's text mode, from :data:`TEXT_ENV` (default ``vllm``); anything else than
+    :data:`TEXT_MODES` is an error naming the variable, raised when a parser is built."""
+    mode = os.environ.get(TEXT_ENV, "vllm")
+    if mode not in TEXT_MODES:
+        raise ValueError(f"{TEXT_ENV}={mode!r}: expected one of {', '.join(TEXT_MODES)}")
+    return mode
+
+
+def in_text_mode(parser: ReasoningParser) -> ReasoningParser:
+    """``parser`` with the plugin's text mode applied (module doc)."""
+    if text_mode() == "vllm" and parser.spec.name not in VLLM_TRIMS:
+        parser.keep_whitespace()
+    return parser
 
 
 @cache

@@ -25,6 +25,7 @@ from reasonspan.integrations.vllm.reasoning import ReasoningAdapter
 from reasonspan.integrations.vllm.text import (
     delta_message,
     delta_tool_call,
+    in_text_mode,
     protocol,
     tool_call,
     vllm_text,
@@ -87,7 +88,9 @@ class ToolAdapter:
 
     def _new_parser(self) -> ReasoningParser:
         """A parser that starts in the answer: reasoning was vLLM's reasoning parser's."""
-        return create_parser_sync(self.family, self._tok, self._kwargs, default_reasoning=False)
+        return in_text_mode(
+            create_parser_sync(self.family, self._tok, self._kwargs, default_reasoning=False)
+        )
 
     def extract_tool_calls(self, model_output: str, request: Any) -> Any:
         """The calls of a whole answer: the linked reasoning parser's parse when it read
