@@ -1,0 +1,202 @@
+"""Kind ``kimi_k3`` (Kimi K3's XTML tools channel) read while its region is open
+(``partial.py``).
+
+The reading rules are :mod:`.xtml_calls`' (its element patterns, attribute reading and
+value typing: a ``type="string"`` value is the raw text, another type JSON, no type or a
+value that does not read as its type typed from the tool's schema), applied as the text
+arrives. A value ends at the first ``<|close|>argument<|sep|>`` that the next element
+follows (another argument, or the call's close), so a closer is decided only once what
+follows it is known; the value's JSON text is then sent (a call commits with its first; one
+with no argument when it closes). After the first, a ``type="string"`` value is streamed
+as it is written, JSON-escaped, less what may still begin a closer that ends it.
+
+A repeated or missing key or a value JSON cannot hold makes the whole read refuse the
+block: a committed call is then broken. A tag the reader cannot place stops it without
+judging the call: the whole read decides at the close (``region_calls``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from reasonspan.runtime.core.tool_types import Tools
+from reasonspan.runtime.toolcalls import xtml_calls
+from reasonspan.runtime.toolcalls.json_stream import encoded
+from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
+from reasonspan.runtime.toolcalls.partial_members import MemberReader, member_text
+
+_CALL, _PARAM, _VALUE = range(3)
+_LOOK = 512
+"""Characters a tag may take before the reader gives up on it."""
+_OPEN = "<|open|>"
+_CALL_OPEN = "<|open|>call"
+_ARG_OPEN = "<|open|>argument"
+_CALL_CLOSE = "<|close|>call<|sep|>"
+_ARG_END = xtml_calls._ARG_END
+_SPACE = re.compile(r"\s*")
+
+
+def _after_space(text: str, i: int) -> str:
+    """The text from ``i`` on, leading whitespace (as the patterns' ``\\s*``) removed."""
+    m = _SPACE.match(text, i)
+    return text[m.end() if m else i :]
+
+
+def _follows(text: str, at: int) -> bool | None:
+    """Does the next element follow a closer that ends at ``at`` (``xtml_calls._NEXT``)?
+    None: the text so far cannot tell."""
+    if xtml_calls._NEXT.match(text, at):
+        return True
+    rest = _after_space(text, at)
+    if len(rest) <= len(_ARG_OPEN) and _ARG_OPEN.startswith(rest):
+        return None  # "<|open|>argument" still needs the character after it
+    return None if _CALL_CLOSE.startswith(rest) else False
+
+
+class KimiK3CallsReader(MemberReader):
+    """The partial reader of kind ``kimi_k3`` (module doc): its calls one after another."""
+
+    __slots__ = ("_streamed", "_type")
+
+    def __init__(self, tools: Tools) -> None:
+        super().__init__(tools, _CALL)
+        self._streamed = False
+        self._type: str | None = None
+        """The value's ``type`` attribute (None: none written)."""
+
+    def _in_value(self) -> bool | None:
+        return self._streamed if self._state == _VALUE else None
+
+    def _stop(self) -> bool:
+        call = self._call
+        if call is not None and call.committed and not call.complete:
+            call.broken = True
+        self.done = True
+        return False
+
+    def _give_up(self) -> bool:
+        """A tag the reader cannot place: the whole read decides (module doc)."""
+        self.done = True
+        return False
+
+    def _tag(self, pattern: re.Pattern[str], *openers: str) -> re.Match[str] | bool:
+        """``pattern`` read at :attr:`_i`; True: wait (the text may still be one, or begin
+        one of ``openers``); False: it is not."""
+        text, i = self._text, self._i
+        m = pattern.match(text, i)
+        if m is not None:
+            return m
+        rest = _after_space(text, i)
+        if len(text) - i >= _LOOK:
+            return False
+        return any(rest[: len(o)] == o[: len(rest)] for o in openers)
+
+    def _step(self) -> bool:
+        if self._state == _VALUE:
+            return self._value()
+        if self._state == _CALL:
+            m = self._tag(xtml_calls._CALL, _CALL_OPEN)
+            if not isinstance(m, re.Match):
+                return False if m else self._give_up()
+            name = xtml_calls._attrs(m[1]).get("tool", "")
+            if not name:
+                return self._give_up()  # an empty name: the whole read refuses the block
+            self._i = m.end()
+            self._call = PartialCall(name=name)
+            self._keys = set()
+            self._state = _PARAM
+            return True
+        end = xtml_calls._CALL_END.match(self._text, self._i)
+        if end is not None:
+            self._i = end.end()
+            return self._closed()
+        m = self._tag(xtml_calls._ARG, _OPEN, _CALL_CLOSE)
+        if not isinstance(m, re.Match):
+            return False if m else self._give_up()
+        self._i = m.end()
+        attrs = xtml_calls._attrs(m[1])
+        return self._argument(attrs.get("key"), attrs.get("type"))
+
+    def _argument(self, key: str | None, kind: str | None) -> bool:
+        call = self._call
+        assert call is not None
+        if key is None or key in self._keys:
+            return self._stop()  # the whole read refuses the block
+        self._keys.add(key)
+        self._key, self._type = key, kind
+        self._start = self._emit = self._i
+        self._parts = []
+        self._streamed = call.committed and kind == "string"
+        if self._streamed:
+            call.arguments.append(f',"{encoded(key)}":"')
+        self._state = _VALUE
+        return True
+
+    def _closed(self) -> bool:
+        """The call closed: its arguments are whole."""
+        call = self._call
+        assert call is not None
+        if call.committed:
+            call.arguments.append("}")
+        else:
+            call.arguments.append("{}")
+            call.committed = True
+            self.calls.append(call)
+        call.complete = True
+        self._state = _CALL
+        return True
+
+    def _value(self) -> bool:
+        text = self._text
+        at = text.find(_ARG_END, self._i)
+        undecided = len(text)
+        while at >= 0:
+            verdict = _follows(text, at + len(_ARG_END))
+            if verdict:
+                return self._decided(at, at + len(_ARG_END))
+            if verdict is None:
+                undecided = at
+                break
+            at = text.find(_ARG_END, at + 1)
+        else:
+            for lt in range(max(self._i, len(text) - len(_ARG_END) + 1), len(text)):
+                if _ARG_END.startswith(text[lt:]):
+                    undecided = lt  # may begin a closer
+                    break
+        self._i = max(self._start, undecided)
+        if self._streamed and undecided > self._emit:
+            assert self._call is not None
+            self._call.arguments.append(encoded(text[self._emit : undecided]))
+            self._emit = undecided
+        return False
+
+    def _decided(self, stop: int, resume: int) -> bool:
+        """The value ends at ``stop``; reading goes on at ``resume``."""
+        call = self._call
+        assert call is not None
+        if self._streamed:
+            call.arguments.append(encoded(self._text[self._emit : stop]) + '"')
+        else:
+            raw = "".join(self._parts) + self._text[self._start : stop]
+            schema = self._tools.property_schema(call.name, self._key)
+            try:
+                member = member_text(self._key, xtml_calls._value(raw, self._type, schema))
+            except UnicodeEncodeError:  # a lone surrogate: no UTF-8 text holds it
+                member = None
+            if member is None:
+                return self._stop()
+            self._send(member)
+        self._i, self._state = resume, _PARAM
+        return True
+
+
+def _accepts(body: str) -> bool | None:
+    """A body that begins with a call element."""
+    if len(body) < len(_CALL_OPEN):
+        return None if _CALL_OPEN.startswith(body) else False
+    return body.startswith(_CALL_OPEN)
+
+
+@partial_kind("kimi_k3", _accepts)
+def _reader(tools: Tools) -> KimiK3CallsReader:
+    return KimiK3CallsReader(tools)
