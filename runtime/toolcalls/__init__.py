@@ -36,6 +36,7 @@ from reasonspan.runtime.toolcalls import partial_kv as partial_kv
 from reasonspan.runtime.toolcalls import partial_plamo3 as partial_plamo3
 from reasonspan.runtime.toolcalls import partial_pythonic as partial_pythonic
 from reasonspan.runtime.toolcalls import partial_sections as partial_sections
+from reasonspan.runtime.toolcalls import partial_solar as partial_solar
 from reasonspan.runtime.toolcalls import partial_xml as partial_xml
 from reasonspan.runtime.toolcalls import plamo3_calls as plamo3_calls
 from reasonspan.runtime.toolcalls import pythonic_calls as pythonic_calls
