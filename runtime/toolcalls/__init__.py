@@ -37,6 +37,7 @@ from reasonspan.runtime.toolcalls import partial_plamo3 as partial_plamo3
 from reasonspan.runtime.toolcalls import partial_pythonic as partial_pythonic
 from reasonspan.runtime.toolcalls import partial_sections as partial_sections
 from reasonspan.runtime.toolcalls import partial_solar as partial_solar
+from reasonspan.runtime.toolcalls import partial_steptml as partial_steptml
 from reasonspan.runtime.toolcalls import partial_xml as partial_xml
 from reasonspan.runtime.toolcalls import plamo3_calls as plamo3_calls
 from reasonspan.runtime.toolcalls import pythonic_calls as pythonic_calls
