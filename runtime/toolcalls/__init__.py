@@ -40,6 +40,7 @@ from reasonspan.runtime.toolcalls import partial_sections as partial_sections
 from reasonspan.runtime.toolcalls import partial_solar as partial_solar
 from reasonspan.runtime.toolcalls import partial_steptml as partial_steptml
 from reasonspan.runtime.toolcalls import partial_xml as partial_xml
+from reasonspan.runtime.toolcalls import partial_xml_nested as partial_xml_nested
 from reasonspan.runtime.toolcalls import plamo3_calls as plamo3_calls
 from reasonspan.runtime.toolcalls import pythonic_calls as pythonic_calls
 from reasonspan.runtime.toolcalls import solar_calls as solar_calls
