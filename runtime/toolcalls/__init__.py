@@ -29,6 +29,7 @@ from reasonspan.runtime.toolcalls import olmo3_calls as olmo3_calls
 from reasonspan.runtime.toolcalls import partial_apertus as partial_apertus
 from reasonspan.runtime.toolcalls import partial_cohere as partial_cohere
 from reasonspan.runtime.toolcalls import partial_dsml as partial_dsml
+from reasonspan.runtime.toolcalls import partial_gcml as partial_gcml
 from reasonspan.runtime.toolcalls import partial_gemma4 as partial_gemma4
 from reasonspan.runtime.toolcalls import partial_hunyuan as partial_hunyuan
 from reasonspan.runtime.toolcalls import partial_json as partial_json
