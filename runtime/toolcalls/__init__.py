@@ -32,6 +32,7 @@ from reasonspan.runtime.toolcalls import partial_dsml as partial_dsml
 from reasonspan.runtime.toolcalls import partial_gcml as partial_gcml
 from reasonspan.runtime.toolcalls import partial_gemma4 as partial_gemma4
 from reasonspan.runtime.toolcalls import partial_hunyuan as partial_hunyuan
+from reasonspan.runtime.toolcalls import partial_ifm as partial_ifm
 from reasonspan.runtime.toolcalls import partial_inkling as partial_inkling
 from reasonspan.runtime.toolcalls import partial_json as partial_json
 from reasonspan.runtime.toolcalls import partial_kimi_k3 as partial_kimi_k3
