@@ -31,7 +31,7 @@ import re
 from typing import Any
 
 from reasonspan.runtime.core.tool_format import body_kind
-from reasonspan.runtime.core.tool_types import ToolCall, Tools, checked_call, dump_arguments
+from reasonspan.runtime.core.tool_types import ToolCall, Tools, checked_call
 from reasonspan.runtime.toolcalls.sections import (
     json_object_at,
     plain_name,
@@ -83,7 +83,8 @@ def _xml_call(text: str, i: int, tools: Tools) -> tuple[ToolCall, int] | None:
         schema = _schema(tools, name, k, arg_type[0] if arg_type else None)
         args[k] = typed_value(value[0], schema)
         i = value[1]
-    return ToolCall(name=name, arguments=dump_arguments(args)), i
+    call = checked_call(name, args)  # (a value JSON cannot hold drops this call alone)
+    return None if call is None else (call, i)
 
 
 def _json_call(text: str, i: int) -> tuple[ToolCall, int] | None:

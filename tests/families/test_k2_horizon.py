@@ -207,6 +207,16 @@ def test_a_bad_call_is_dropped_and_its_siblings_kept() -> None:
     assert res.tool_calls == [call("note", {"k": "v"})]
 
 
+def test_a_value_json_cannot_hold_drops_its_call_alone() -> None:
+    """``1e999`` for an integer is typed as a float JSON cannot carry: that call is no call
+    (it is never sent as if valid), and the call beside it in the group is kept."""
+    bad = xml_call("shell", {"cmd": "ls", "timeout": "1e999"})
+    out = "r</ifm|think>" + group(bad, xml_call("note", {"k": "v"}))
+    res = every_path(parser, PROMPT, TOK.encode(out), TOOLS)
+    assert res.tool_calls == [call("note", {"k": "v"})]
+    assert res.content in (None, "")
+
+
 async def _served_until(ids: list[int], finish: str) -> tuple[str, str, list[tuple[str, str]]]:
     rt = ReasoningRuntime()
     stream = rt.add("r", parser(), PROMPT, tools=TOOLS)
