@@ -181,8 +181,8 @@ class KimiK3CallsReader(MemberReader):
             schema = self._tools.property_schema(call.name, self._key)
             try:
                 member = member_text(self._key, xtml_calls._value(raw, self._type, schema))
-            except UnicodeEncodeError:  # a lone surrogate: no UTF-8 text holds it
-                member = None
+            except Exception:  # a lone surrogate, JSON nested past the recursion limit: the
+                member = None  # whole read raises too, and refuses the block (_guarded)
             if member is None:
                 return self._stop()
             self._send(member)

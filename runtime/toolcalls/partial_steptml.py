@@ -228,8 +228,8 @@ class StepTmlCallsReader(MemberReader):
             schema = self._tools.property_schema(call.name, self._key)
             try:
                 member = member_text(self._key, typed_value(raw, schema))
-            except UnicodeEncodeError:  # a lone surrogate: no UTF-8 text holds it
-                member = None
+            except Exception:  # a lone surrogate, JSON nested past the recursion limit: the
+                member = None  # whole read raises too, and reads nothing (_guarded)
             if member is None:
                 return self._stop() if call.committed else self._give_up()
             self._send(member)

@@ -222,8 +222,8 @@ class XmlNestedCallsReader(MemberReader):
             try:
                 value = xml_nested._value(root.children[0], self._schema)
                 member = member_text(self._key, value)
-            except (xml_nested._Malformed, UnicodeEncodeError):
-                member = None
+            except Exception:  # _Malformed, a lone surrogate, nesting past the recursion
+                member = None  # limit: the whole read refuses the block too (_guarded)
         if member is None:
             return self._stop()
         self._send(member)

@@ -158,3 +158,21 @@ def test_reader_at_any_character_split(calls: list[Call], data: st.DataObject) -
     expected = parse_kimi_k3(text, tools) or []
     assert [(c.name, c.arguments) for c in expected] == want(calls)
     assert fed_in_pieces(KimiK3CallsReader(tools), text, data) == want(calls)
+
+
+def test_a_value_nested_past_the_recursion_limit_breaks_the_call() -> None:
+    """JSON nested deeper than Python's recursion limit (the fuzz found it): the whole
+    read raises and reads nothing; the reader never raises, and reports the committed
+    call broken."""
+    deep = "[" * 100_000 + "]" * 100_000
+    text = (
+        '<|open|>call tool="write_file" index="1"<|sep|>'
+        + argument("path", "string", "a.py")
+        + argument("content", "array", deep)
+        + "<|close|>call<|sep|>"
+    )
+    tools = as_tools(TOOLS)
+    reader = KimiK3CallsReader(tools)
+    reader.feed(text)
+    [call] = reader.calls
+    assert call.broken and "".join(call.arguments) == '{"path":"a.py"'

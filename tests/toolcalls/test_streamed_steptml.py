@@ -152,3 +152,14 @@ def test_reader_at_any_character_split(calls: list[Call], pad: str, data: st.Dat
     expected = parse_steptml(text, tools) or []
     assert [(c.name, c.arguments) for c in expected] == want(calls)
     assert fed_in_pieces(StepTmlCallsReader(tools), text, data) == want(calls)
+
+
+def test_a_value_nested_past_the_recursion_limit_breaks_the_call() -> None:
+    """JSON nested deeper than Python's recursion limit (``days``: no type, read as
+    JSON): the reader never raises, and reports the committed call broken."""
+    deep = "[" * 100_000 + "]" * 100_000
+    text = body([("get_weather", {"city": "Bern", "days": deep})])
+    reader = StepTmlCallsReader(as_tools(TOOLS))
+    reader.feed(text)
+    [call] = reader.calls
+    assert call.broken and "".join(call.arguments) == '{"city":"Bern"'

@@ -177,3 +177,14 @@ def test_whitespace_then_elements_is_an_object() -> None:
     ids = TOK.encode(block(text))
     expected = [("write_file", compact({"path": "a.py", "content": {"a": "b"}, "mode": 3}))]
     joins_whole(ids, PROMPT, make, expected, list(range(len(ids))), 1)
+
+
+def test_a_value_nested_past_the_recursion_limit_breaks_the_call() -> None:
+    """Items nested deeper than Python's recursion limit: the whole read raises and
+    reads nothing; the reader never raises, and reports the committed call broken."""
+    deep = f"{NS}<item>" * 5_000 + f"{NS}</item>" * 5_000
+    text = f'\n{NS}<invoke name="get_weather">{NS}<city>Bern{NS}</city>{NS}<days>{deep}{NS}</days>'
+    reader = XmlNestedCallsReader(as_tools(TOOLS))
+    reader.feed(text + f"{NS}</invoke>\n")
+    [call] = reader.calls
+    assert call.broken and "".join(call.arguments) == '{"city":"Bern"'
