@@ -51,6 +51,18 @@ class PartialCall:
     complete: bool = False
     """Its arguments were read to their end: ``arguments`` is the whole text."""
 
+    def close(self, calls: list[PartialCall]) -> None:
+        """Its arguments were read to their end: close their object, or, for a call that
+        had none (never committed), send ``{}`` and commit it now, appended to its
+        reader's ``calls``."""
+        if self.committed:
+            self.arguments.append("}")
+        else:
+            self.arguments.append("{}")
+            self.committed = True
+            calls.append(self)
+        self.complete = True
+
 
 class PartialReader(Protocol):
     """A body kind's reader of one open region (module doc)."""

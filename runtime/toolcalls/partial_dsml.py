@@ -109,13 +109,7 @@ class DsmlCallsReader(MemberReader):
         """The invoke closed: its arguments are whole."""
         call = self._call
         assert call is not None
-        if call.committed:
-            call.arguments.append("}")
-        else:
-            call.arguments.append("{}")
-            call.committed = True
-            self.calls.append(call)
-        call.complete = True
+        call.close(self.calls)
         self._state = _CALL
         return True
 

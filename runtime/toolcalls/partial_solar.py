@@ -168,13 +168,7 @@ class SolarCallsReader(MemberReader):
         """The part ended (the next one begins): its call's arguments are whole."""
         call = self._call
         assert call is not None
-        if call.committed:
-            call.arguments.append("}")
-        else:
-            call.arguments.append("{}")
-            call.committed = True
-            self.calls.append(call)
-        call.complete = True
+        call.close(self.calls)
         self._call = None
         self._state = _NAME
 

@@ -168,13 +168,7 @@ class StepTmlCallsReader(MemberReader):
         """The call-end marker came: the call's arguments are whole."""
         call = self._call
         assert call is not None
-        if call.committed:
-            call.arguments.append("}")
-        else:
-            call.arguments.append("{}")
-            call.committed = True
-            self.calls.append(call)
-        call.complete = True
+        call.close(self.calls)
         self._state = _GAP
         return True
 

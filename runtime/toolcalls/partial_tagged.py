@@ -156,13 +156,7 @@ class TaggedCallsReader(MemberReader):
         """The call's end tag: its arguments are whole."""
         call = self._call
         assert call is not None
-        if call.committed:
-            call.arguments.append("}")
-        else:
-            call.arguments.append("{}")
-            call.committed = True
-            self.calls.append(call)
-        call.complete = True
+        call.close(self.calls)
         self._call = None
         self._state = BETWEEN
         return True
