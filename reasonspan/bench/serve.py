@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +32,6 @@ from reasonspan.baseline import TextBaseline
 from reasonspan.bench.common import Family, Plan, Row, interleaved_medians, transcript_ids
 from reasonspan.runtime import ReasoningParser, build_parser_sync
 from reasonspan.runtime.stream.runtime import ReasoningRuntime, RequestStream
-from reasonspan.runtime.stream.text_events import TextEvent
 from reasonspan.runtime.wire.openai import (
     ChatCompletionChunk,
     ChoiceDelta,
@@ -42,6 +41,7 @@ from reasonspan.runtime.wire.openai import (
 from reasonspan.serving.messages_events import MessageEvents
 from reasonspan.serving.responses import ResponsesRequest
 from reasonspan.serving.responses_events import ResponseEvents, ResponseShape
+from reasonspan.serving.segments import EventEncoder
 from reasonspan.serving.sse import chunk_events
 from reasonspan.tokenizer import LoadedTokenizer
 
@@ -131,27 +131,19 @@ def runtime_to_sse(
     return run
 
 
-class _Encoder(Protocol):
-    def start(self) -> list[bytes]: ...
-
-    def chunk(self, chunk: ChatCompletionChunk) -> list[bytes]: ...
-
-    def text(self, event: TextEvent) -> list[bytes]: ...
-
-
-def _messages_encoder(key: str) -> tuple[_Encoder, Callable[[RequestStream], list[bytes]]]:
+def _messages_encoder(key: str) -> tuple[EventEncoder, Callable[[RequestStream], bytes]]:
     enc = MessageEvents(key, "bench", 16)
     return enc, lambda s: enc.end(s.finish_reason, s.stop_sequence, 0)
 
 
-def _responses_encoder(key: str) -> tuple[_Encoder, Callable[[RequestStream], list[bytes]]]:
+def _responses_encoder(key: str) -> tuple[EventEncoder, Callable[[RequestStream], bytes]]:
     enc = ResponseEvents(ResponseShape(key, _RESPONSES_REQUEST, 0))
     return enc, lambda s: enc.end(s.finish_reason, s.usage)
 
 
 _RESPONSES_REQUEST = ResponsesRequest(model="bench", input="hi")
 PROTOCOL_ENCODERS = {"Messages": _messages_encoder, "Responses": _responses_encoder}
-"""The server's other two protocols: each request's chunks re-encoded as its events."""
+"""The server's other two protocols: each request's events written by its encoder."""
 
 
 def runtime_to_protocol(
@@ -162,11 +154,10 @@ def runtime_to_protocol(
     protocol: str,
 ) -> Callable[[], int]:
     """:func:`runtime_to_sse` for the Messages or Responses API, as the server streams them:
-    requests on the runtime's output path (``sse=True``), each step's items
-    (``RequestStream.ready_items``: the path's text events, and chunks) written as the
-    protocol's event bytes by the encoder the server uses
-    (:mod:`reasonspan.serving.messages_events`, :mod:`reasonspan.serving.responses_events`),
-    the opening and closing events included."""
+    each request added with the protocol's writer (the encoder the server uses,
+    :mod:`reasonspan.serving.messages_events`, :mod:`reasonspan.serving.responses_events`),
+    which the runtime has write its events at step time; read with ``ready_bytes()`` after
+    each step, the opening and closing events included."""
     n = tokens.shape[1]
     offsets = np.arange(n + 1, dtype=np.int64)
     runtime = ReasoningRuntime(model="bench")
@@ -175,22 +166,20 @@ def runtime_to_protocol(
 
     def run() -> int:
         r = next(runs)
-        streams = [runtime.add(f"{protocol}-{r}-{i}", parser, prompt, sse=True) for i in range(n)]
         encoders = [make(f"{protocol}-{r}-{i}") for i in range(n)]
+        streams = [
+            runtime.add(f"{protocol}-{r}-{i}", parser, prompt, writer=enc)
+            for i, (enc, _end) in enumerate(encoders)
+        ]
         eids = np.asarray([s.engine_id for s in streams], dtype=np.int64)
-        sent = sum(len(b) for enc, _end in encoders for b in enc.start())
+        sent = sum(len(enc.start()) for enc, _end in encoders)
         for step in tokens:
             runtime.step(eids, step, offsets)
-            for s, (enc, _end) in zip(streams, encoders, strict=True):
-                for item in s.ready_items():
-                    for b in enc.text(item) if type(item) is tuple else enc.chunk(item):  # type: ignore[arg-type]
-                        sent += len(b)
-        for s, (enc, end) in zip(streams, encoders, strict=True):
+            for s in streams:
+                sent += len(s.ready_bytes())
+        for s, (_enc, end) in zip(streams, encoders, strict=True):
             runtime.finish(s.engine_id, finish_reason)
-            for item in s.ready_items():
-                for b in enc.text(item) if type(item) is tuple else enc.chunk(item):  # type: ignore[arg-type]
-                    sent += len(b)
-            sent += sum(len(b) for b in end(s))
+            sent += len(s.ready_bytes()) + len(end(s))
         return sent
 
     return run

@@ -69,6 +69,7 @@ from reasonspan.runtime.stream.runtime import (
     RequestStream,
     RuntimeClosedError,
 )
+from reasonspan.runtime.wire.events import EventWriter
 from reasonspan.serving.engine import Engine, EngineRequest, SimulatedServingEngine
 from reasonspan.serving.http_edges import (
     SSEResponse,
@@ -250,13 +251,17 @@ class Server:
             self._prepare_body, body, protocol, limiter=self.limiter
         )
         key = f"{protocol.key_prefix}{uuid.uuid4().hex}"
-        # A streamed request rides the runtime's batch-wide output path, whatever its protocol:
-        # Chat Completions reads its event bytes, the others its text (``text_items``).
-        stream = await self._admit(key, ready, sse=ready.req.stream)
+        # A streamed request rides the runtime's batch-wide output path, whatever its
+        # protocol: Chat Completions' events are the runtime's own, the others' are written
+        # by the protocol's writer at step time.
+        writer = None
+        if ready.req.stream:
+            writer = protocol.writer(ready.parsed, key, len(ready.prompt_ids))
+        stream = await self._admit(key, ready, sse=ready.req.stream, writer=writer)
         running = self.metrics.running
         running[protocol.name] += 1
         if ready.req.stream:
-            parts = protocol.events(stream, ready.parsed, key, len(ready.prompt_ids))
+            parts = protocol.events(stream, writer)
             ttft = self.metrics.ttft[protocol.name]
 
             async def events() -> AsyncIterator[bytes]:
@@ -288,7 +293,9 @@ class Server:
         answer = protocol.completion(completion, stream, ready.parsed, key)
         return Response(answer, media_type="application/json")
 
-    async def _admit(self, key: str, ready: _Prepared, *, sse: bool) -> RequestStream:
+    async def _admit(
+        self, key: str, ready: _Prepared, *, sse: bool, writer: EventWriter | None = None
+    ) -> RequestStream:
         """Into the runtime, then to the engine: from the add on, a client that goes
         away aborts the request (a long ``simulated_output`` is tokenized after it, on a
         worker thread)."""
@@ -314,6 +321,7 @@ class Server:
                 # OpenAI does; a whole one reads each call once its markup closed.
                 stream_arguments=req.stream,
                 logprobs=req.logprobs_top,
+                writer=writer,
             )
         except InvalidOptionError as exc:
             raise RequestError(str(exc), param=exc.key) from None

@@ -28,10 +28,15 @@ from typing import Any, Literal
 import msgspec
 
 from reasonspan.runtime.core.errors import ReasonspanError
-from reasonspan.runtime.stream.text_events import TextEvent
 from reasonspan.runtime.wire.openai import ChatCompletion, ChatCompletionChunk, FinishReason
 from reasonspan.serving.messages import AnthropicError, AnthropicErrorDetail
-from reasonspan.serving.segments import Delta, Opened, Segments, encode_events, json_string
+from reasonspan.serving.segments import (
+    Delta,
+    Opened,
+    SegmentEncoder,
+    encode_events,
+    json_string,
+)
 from reasonspan.serving.segments import Event as SegmentEvent
 
 StopReason = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use", "refusal"]
@@ -150,18 +155,19 @@ def event(kind: str, data: dict[str, Any] | msgspec.Struct) -> bytes:
     return b"event: " + kind.encode() + b"\ndata: " + msgspec.json.encode(data) + b"\n\n"
 
 
-class MessageEvents:
-    """The event stream of one request: feed it the request's chunks in order
-    (:meth:`stream`), it yields the bytes to send. The blocks are the request's
-    :class:`Segments`; this class only names their events."""
+class MessageEvents(SegmentEncoder):
+    """The event stream of one request. The runtime has it write the request's events at
+    step time (``ReasoningRuntime.add(..., writer=...)``: :meth:`text`, :meth:`chunk`);
+    :meth:`stream` sends them between the opening and closing events. The blocks are the
+    request's :class:`Segments`; this class only names their events."""
 
     def __init__(self, message_id: str, model: str, input_tokens: int) -> None:
         self.message_id = message_id
         self.model = model
         self.input_tokens = input_tokens
-        self._segments = Segments()
+        super().__init__()
 
-    def start(self) -> list[bytes]:
+    def start(self) -> bytes:
         head = {
             "type": "message_start",
             "message": {
@@ -175,7 +181,7 @@ class MessageEvents:
                 "usage": {"input_tokens": self.input_tokens, "output_tokens": 0},
             },
         }
-        return [event("message_start", head), event("ping", {"type": "ping"})]
+        return event("message_start", head) + event("ping", {"type": "ping"})
 
     @staticmethod
     def _delta(index: int, delta: dict[str, Any]) -> bytes:
@@ -207,21 +213,26 @@ class MessageEvents:
                 out.append(event("content_block_stop", stop))
         return out
 
-    def chunk(self, chunk: ChatCompletionChunk) -> list[bytes]:
+    def chunk(self, chunk: ChatCompletionChunk) -> bytes:
         """The events of one chunk of the request (none for a chunk with no text)."""
-        return self._events(self._segments.feed(chunk))
+        out = b"".join(self._events(self._segments.feed(chunk)))
+        self._track()
+        return out
 
-    def text(self, event: TextEvent) -> list[bytes]:
-        """The events of a text event of the runtime's output path."""
-        seg = self._segments.continued(event)
-        if seg is not None:  # one more delta of the open block
-            return [seg.prefix + b'"' + event[1] + b'"}}\n\n']
-        return self._events(self._segments.text(event))
+    def text(self, channel: int, escaped: bytes) -> bytes:
+        """The events of escaped text of ``channel`` the runtime's output path wrote."""
+        if channel == self._channel:  # one more delta of the open block
+            self._parts.append(escaped)
+            return self._pre + escaped + b'"}}\n\n'
+        out = b"".join(self._events(self._segments.text(channel, escaped)))
+        self._track()
+        return out
 
     def end(
         self, finish: FinishReason | None, stop_sequence: str | None, output_tokens: int
-    ) -> list[bytes]:
+    ) -> bytes:
         out = self._events(self._segments.end())
+        self._track()
         delta = {
             "stop_reason": stop_reason(finish, stop_sequence),
             "stop_sequence": stop_sequence if finish == "stop" else None,
@@ -229,17 +240,18 @@ class MessageEvents:
         data = {"type": "message_delta", "delta": delta, "usage": {"output_tokens": output_tokens}}
         out.append(event("message_delta", data))
         out.append(event("message_stop", {"type": "message_stop"}))
-        return out
+        return b"".join(out)
 
     def error(self, exc: ReasonspanError) -> bytes:
         return event("error", AnthropicError(AnthropicErrorDetail("api_error", str(exc))))
 
     def stream(
         self,
-        chunks: AsyncIterable[ChatCompletionChunk | TextEvent],
+        written: AsyncIterable[bytes],
         finished: Callable[[], tuple[FinishReason | None, str | None, int]],
     ) -> AsyncIterator[bytes]:
-        """Every event of the request. ``finished()`` gives ``(finish_reason,
-        stop_sequence, output_tokens)`` once the chunks ended. A request that fails ends
-        with Anthropic's ``error`` event."""
-        return encode_events(self, chunks, lambda: self.end(*finished()))
+        """Every event of the request (``written``: what the runtime had it write,
+        ``RequestStream.written()``). ``finished()`` gives ``(finish_reason,
+        stop_sequence, output_tokens)`` once they ended. A request that fails ends with
+        Anthropic's ``error`` event."""
+        return encode_events(self, written, lambda: self.end(*finished()))

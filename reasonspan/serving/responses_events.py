@@ -28,7 +28,6 @@ from typing import Any
 import msgspec
 
 from reasonspan.runtime.core.errors import ReasonspanError
-from reasonspan.runtime.stream.text_events import TextEvent
 from reasonspan.runtime.wire.openai import (
     ChatCompletion,
     ChatCompletionChunk,
@@ -42,7 +41,7 @@ from reasonspan.serving.segments import (
     Delta,
     Opened,
     Segment,
-    Segments,
+    SegmentEncoder,
     encode_events,
     json_string,
 )
@@ -188,14 +187,34 @@ _DELTA_EVENT = {
 }
 
 
-class ResponseEvents:
-    """The event stream of one response: feed it the request's chunks in order
-    (:meth:`stream`), it yields the bytes to send."""
+_TAILS: list[bytes] = []
+"""``","sequence_number":N}\n\n`` by N, the end of a text delta (:func:`_tail`): a
+look-up instead of formatting a number for every token of every response."""
+_TAILS_CAP = 1 << 16
+
+
+def _tail(seq: int) -> bytes:
+    """A text delta's end after its escaped text, sequence number ``seq`` (the table grows
+    to :data:`_TAILS_CAP` numbers; past it, each is formatted)."""
+    tails = _TAILS
+    if seq >= _TAILS_CAP:
+        return b'","sequence_number":%d}\n\n' % seq
+    while len(tails) <= seq:
+        start = len(tails)
+        tails.extend(b'","sequence_number":%d}\n\n' % i for i in range(start, 2 * start + 64))
+    return tails[seq]
+
+
+class ResponseEvents(SegmentEncoder):
+    """The event stream of one response. The runtime has it write the request's events at
+    step time (``ReasoningRuntime.add(..., writer=...)``: :meth:`text`, :meth:`chunk`);
+    :meth:`stream` sends them between the opening and closing events. Its opening events
+    are made with it, so their sequence numbers come before the first step's."""
 
     def __init__(self, shape: ResponseShape) -> None:
+        super().__init__()
         self.shape = shape
         self._seq = 0
-        self._segments = Segments()
         self._ids: dict[int, str] = {}
         self._done: list[dict[str, Any]] = []
         self._logprobs = wants_logprobs(shape.req)
@@ -203,18 +222,25 @@ class ResponseEvents:
         """Answer entries not sent with a text delta yet (:meth:`chunk`)."""
         self._sent: dict[int, list[Any]] = {}
         """Per text item, every entry its deltas carried (its ``.done`` and part repeat them)."""
+        snap = b'"response":' + _encode(shape.snapshot("in_progress", []))
+        self._head = self._members("response.created", snap) + self._members(
+            "response.in_progress", snap
+        )
 
     def _event(self, kind: str, data: dict[str, Any]) -> bytes:
-        data = {"type": kind, "sequence_number": self._seq, **data}
-        self._seq += 1
-        return b"event: " + kind.encode() + b"\ndata: " + msgspec.json.encode(data) + b"\n\n"
+        """One event: its type, its sequence number, then ``data``'s members."""
+        return self._members(kind, _encode(data)[1:-1])
 
-    def start(self) -> list[bytes]:
-        snap = self.shape.snapshot("in_progress", [])
-        return [
-            self._event("response.created", {"response": snap}),
-            self._event("response.in_progress", {"response": snap}),
-        ]
+    def _members(self, kind: str, members: bytes) -> bytes:
+        """:meth:`_event` of ``data`` already encoded, without its braces (``members``,
+        not empty): the bytes msgspec would write for the whole event."""
+        seq = self._seq
+        self._seq = seq + 1
+        k = kind.encode()
+        return b'event: %b\ndata: {"type":"%b","sequence_number":%d,%b}\n\n' % (k, k, seq, members)
+
+    def start(self) -> bytes:
+        return self._head
 
     def _where(self, seg: Segment) -> dict[str, Any]:
         return {"item_id": self._ids[seg.index], "output_index": seg.index}
@@ -245,10 +271,8 @@ class ResponseEvents:
             fields = msgspec.json.encode(head)[:-1]  # without its closing brace
             seg.prefix = b"event: " + kind.encode() + b"\ndata: " + fields + b',"delta":'
         seq = self._seq
-        self._seq += 1
-        return b"".join(
-            (seg.prefix, json_string(text), b',"sequence_number":', str(seq).encode(), b"}\n\n")
-        )
+        self._seq = seq + 1
+        return seg.prefix + json_string(text)[:-1] + _tail(seq)  # (the tail closes it)
 
     def _delta_with_logprobs(self, seg: Segment, text: str | bytes) -> bytes:
         """A text delta with the entries decided since the last one (the slower way: only
@@ -305,29 +329,39 @@ class ResponseEvents:
                 out += self._closed(ev.segment, status)
         return out
 
-    def chunk(self, chunk: ChatCompletionChunk) -> list[bytes]:
+    def chunk(self, chunk: ChatCompletionChunk) -> bytes:
+        """The events of one chunk of the request (none for a chunk with no text)."""
         if self._logprobs:
             for choice in chunk.choices:
                 self._pending += _answer_entries(choice.logprobs)
-        return self._events(self._segments.feed(chunk))
+        out = b"".join(self._events(self._segments.feed(chunk)))
+        self._track()
+        return out
 
-    def text(self, event: TextEvent) -> list[bytes]:
-        """The events of a text event of the runtime's output path."""
-        segments = self._segments
-        seg = segments.continued(event) if not self._logprobs else None
-        if seg is None:
-            return self._events(segments.text(event))
-        if not seg.prefix:  # (its first delta: the prefix is made there)
-            seg.text.pop()
-            return self._events(segments.text(event))
-        seq = self._seq
-        self._seq += 1
-        tail = b'","sequence_number":' + str(seq).encode() + b"}\n\n"
-        return [seg.prefix + b'"' + event[1] + tail]
+    def text(self, channel: int, escaped: bytes) -> bytes:
+        """The events of escaped text of ``channel`` the runtime's output path wrote."""
+        if channel == self._channel:  # one more delta of the open item
+            self._parts.append(escaped)
+            seq = self._seq
+            self._seq = seq + 1
+            try:
+                return self._pre + escaped + _TAILS[seq]
+            except IndexError:
+                return self._pre + escaped + _tail(seq)
+        out = b"".join(self._events(self._segments.text(channel, escaped)))
+        self._track()
+        return out
 
-    def end(self, finish: FinishReason | None, usage: Usage | None) -> list[bytes]:
+    def _track(self) -> None:
+        if self._logprobs:  # (every text delta carries entries: never the common case)
+            self._channel = -1
+        else:
+            super()._track()
+
+    def end(self, finish: FinishReason | None, usage: Usage | None) -> bytes:
         status = status_of(finish)
         out = self._events(self._segments.end(), status)
+        self._track()
         messages = [item for item in self._done if item["type"] == "message"]
         if self._pending and messages:
             # Decided after the message's text closed (a call after it): the final response
@@ -339,16 +373,16 @@ class ResponseEvents:
         snap = self.shape.snapshot(status, self._done, usage, finish)
         kind = "response.incomplete" if status == "incomplete" else "response.completed"
         out.append(self._event(kind, {"response": snap}))
-        return out
+        return b"".join(out)
 
     def error(self, exc: ReasonspanError) -> bytes:
         return self._event("error", {"message": str(exc), "code": "server_error", "param": None})
 
     def stream(
         self,
-        chunks: AsyncIterable[ChatCompletionChunk | TextEvent],
+        written: AsyncIterable[bytes],
         finished: Callable[[], tuple[FinishReason | None, Usage | None]],
     ) -> AsyncIterator[bytes]:
-        """Every event of the response; a request that fails ends with an ``error``
-        event."""
-        return encode_events(self, chunks, lambda: self.end(*finished()))
+        """Every event of the response (``written``: what the runtime had it write,
+        ``RequestStream.written()``); a request that fails ends with an ``error`` event."""
+        return encode_events(self, written, lambda: self.end(*finished()))

@@ -8,8 +8,10 @@ first arrives and closes when another part opens or the stream ends, so the part
 the order the model wrote; a tool call is a part of its own from its first delta (which
 carries its id and name) and its arguments arrive as fragments that join to its JSON text.
 
-Text the runtime's output path wrote arrives still JSON-escaped (``RequestStream.text_items``,
-``runtime/stream/text_events.py``): a delta then holds those bytes, which an encoder puts
+The encoders are the runtime's writers of these protocols (``runtime/wire/events.py``): the
+runtime hands them each piece of a request's output at step time, so parts open and close
+in the step that decided them. Text the runtime's output path wrote arrives still
+JSON-escaped (:meth:`Segments.text`): a delta then holds those bytes, which an encoder puts
 between the quotes of its event as they are, and a segment's text is decoded only when it
 is asked for whole (:attr:`Segment.joined`).
 """
@@ -23,8 +25,7 @@ from typing import Literal, Protocol
 import msgspec
 
 from reasonspan.runtime.core.errors import ReasonspanError
-from reasonspan.runtime.core.labels import REASONING
-from reasonspan.runtime.stream.text_events import TextEvent
+from reasonspan.runtime.core.labels import CONTENT, REASONING
 from reasonspan.runtime.wire.openai import ChatCompletionChunk
 
 Kind = Literal["reasoning", "text", "call"]
@@ -47,7 +48,11 @@ class Segment:
 
     @property
     def joined(self) -> str:
-        return "".join(p if type(p) is str else _unescape(p) for p in self.text)  # type: ignore[arg-type]
+        """Its whole text (escaped pieces decoded in one go)."""
+        parts = self.text
+        if all(type(p) is bytes for p in parts):
+            return _unescape(b"".join(parts))  # type: ignore[arg-type]
+        return "".join(p if type(p) is str else _unescape(p) for p in parts)  # type: ignore[arg-type]
 
 
 _unescape_str = msgspec.json.Decoder(str).decode
@@ -99,20 +104,15 @@ class Segments:
         out.append(Opened(seg))
         return seg
 
-    def continued(self, event: TextEvent) -> Segment | None:
-        """The open segment, the event's text added to it, when the event continues it
-        (the common case: no part opens or closes, so an encoder writes one delta and need
-        not look at events); None: :meth:`text` decides."""
-        seg = self._open
-        if seg is None or seg.kind != ("reasoning" if event[0] == REASONING else "text"):
-            return None
-        seg.text.append(event[1])
-        return seg
+    @property
+    def open(self) -> Segment | None:
+        """The part open now (None: none yet, or the stream ended)."""
+        return self._open
 
-    def text(self, event: TextEvent) -> list[Event]:
-        """The events of a text event of the runtime's output path (module doc)."""
+    def text(self, channel: int, escaped: bytes) -> list[Event]:
+        """The events of JSON-escaped text of ``channel`` (``labels.REASONING`` or
+        ``CONTENT``) that the runtime's output path wrote (module doc)."""
         out: list[Event] = []
-        channel, escaped = event
         self._text("reasoning" if channel == REASONING else "text", escaped, out)
         return out
 
@@ -152,34 +152,59 @@ class Segments:
         return [] if seg is None else [Closed(seg)]
 
 
+class SegmentEncoder:
+    """What the protocol encoders share: the request's :class:`Segments`, and the common
+    case (text that continues the open text part: no part opens or closes) kept in three
+    fields, so an encoder's ``text`` writes that delta without looking at events (the
+    runtime calls it once per token of the request)."""
+
+    def __init__(self) -> None:
+        self._segments = Segments()
+        self._channel = -1
+        """The channel of the open part when it is text whose delta prefix is known
+        (``labels.REASONING`` or ``CONTENT``); -1: the next text goes through events."""
+        self._parts: list[str | bytes] = []
+        """That part's text (:attr:`Segment.text`, the same list)."""
+        self._pre = b""
+        """Its delta events up to the text, the opening quote included."""
+
+    def _track(self) -> None:
+        """Note the open part after anything but the common case changed the parts."""
+        seg = self._segments.open
+        if seg is not None and seg.kind != "call" and seg.prefix:
+            self._channel = REASONING if seg.kind == "reasoning" else CONTENT
+            self._parts = seg.text
+            self._pre = seg.prefix + b'"'
+        else:
+            self._channel = -1
+
+
 class EventEncoder(Protocol):
-    """A protocol's writer of one request's events (Messages, Responses)."""
+    """A protocol's writer of one request's events (Messages, Responses): the runtime's
+    :class:`~reasonspan.runtime.wire.events.EventWriter`, with its opening, closing and
+    error events."""
 
-    def start(self) -> list[bytes]: ...
+    def start(self) -> bytes: ...
 
-    def chunk(self, chunk: ChatCompletionChunk) -> list[bytes]: ...
+    def chunk(self, chunk: ChatCompletionChunk) -> bytes: ...
 
-    def text(self, event: TextEvent) -> list[bytes]: ...
+    def text(self, channel: int, escaped: bytes) -> bytes: ...
 
     def error(self, exc: ReasonspanError) -> bytes: ...
 
 
 async def encode_events(
-    encoder: EventEncoder,
-    items: AsyncIterable[ChatCompletionChunk | TextEvent],
-    end: Callable[[], list[bytes]],
+    encoder: EventEncoder, written: AsyncIterable[bytes], end: Callable[[], bytes]
 ) -> AsyncIterator[bytes]:
-    """Every event of a request: the opening ones, those of each item (a chunk, or a text
-    event of the runtime's output path), then ``end()``'s (called once the items ended); a
-    request that fails ends with the encoder's error event instead."""
-    for b in encoder.start():
-        yield b
+    """Every event of a request: the opening ones, those the runtime had ``encoder``
+    write at step time (``written``: ``RequestStream.written()``), then ``end()``'s
+    (called once they ended); a request that fails ends with the encoder's error event
+    instead."""
+    yield encoder.start()
     try:
-        async for item in items:
-            for b in encoder.text(item) if type(item) is tuple else encoder.chunk(item):  # type: ignore[arg-type]
-                yield b
+        async for events in written:
+            yield events
     except ReasonspanError as exc:
         yield encoder.error(exc)
         return
-    for b in end():
-        yield b
+    yield end()

@@ -29,6 +29,7 @@ from reasonspan.serving.protocol import ChatCompletionRequest, RequestError, par
 from reasonspan.serving.responses import ResponsesRequest, effort_off, parse_responses_request
 from reasonspan.serving.responses import to_chat_request as responses_to_chat
 from reasonspan.serving.responses_events import ResponseEvents, ResponseShape, response_of
+from reasonspan.serving.segments import EventEncoder
 
 _chunk_decoder = msgspec.json.Decoder(ChatCompletionChunk)
 
@@ -56,9 +57,15 @@ class WireProtocol:
     def error_body(self, err: RequestError) -> bytes:
         return err.body()
 
-    def events(
-        self, stream: RequestStream, parsed: Parsed, key: str, input_tokens: int
-    ) -> AsyncIterator[bytes]:
+    def writer(self, parsed: Parsed, key: str, input_tokens: int) -> EventEncoder | None:
+        """The writer of a streamed request's events, handed to the runtime when the
+        request is added (``runtime/wire/events.py``); None: the runtime's own Chat
+        Completions events."""
+        return None
+
+    def events(self, stream: RequestStream, writer: EventEncoder | None) -> AsyncIterator[bytes]:
+        """Every event of a streamed request (``writer``: :meth:`writer`'s, the one the
+        request was added with)."""
         raise NotImplementedError
 
     def completion(
@@ -80,9 +87,7 @@ class ChatCompletions(WireProtocol):
     def parse(self, body: bytes) -> Parsed:
         return Parsed(parse_request(body))
 
-    def events(
-        self, stream: RequestStream, parsed: Parsed, key: str, input_tokens: int
-    ) -> AsyncIterator[bytes]:
+    def events(self, stream: RequestStream, writer: EventEncoder | None) -> AsyncIterator[bytes]:
         return stream.sse_events()
 
     def completion(
@@ -119,14 +124,15 @@ class Messages(WireProtocol):
     def error_body(self, err: RequestError) -> bytes:
         return msgspec.json.encode(anthropic_error(err.status, err.detail()))
 
-    def events(
-        self, stream: RequestStream, parsed: Parsed, key: str, input_tokens: int
-    ) -> AsyncIterator[bytes]:
+    def writer(self, parsed: Parsed, key: str, input_tokens: int) -> EventEncoder | None:
         original = parsed.original
         assert isinstance(original, MessagesRequest)
-        encoder = MessageEvents(key, original.model, input_tokens)
-        return encoder.stream(
-            stream.text_items(),
+        return MessageEvents(key, original.model, input_tokens)
+
+    def events(self, stream: RequestStream, writer: EventEncoder | None) -> AsyncIterator[bytes]:
+        assert isinstance(writer, MessageEvents)
+        return writer.stream(
+            stream.written(),
             lambda: (stream.finish_reason, stream.stop_sequence, _output_tokens(stream)),
         )
 
@@ -136,7 +142,7 @@ class Messages(WireProtocol):
         return msgspec.json.encode(message_of(completion, key, stream.stop_sequence))
 
     def has_text(self, event: bytes) -> bool:
-        return event.startswith(b"event: content_block_delta\n")
+        return b"event: content_block_delta\n" in event
 
 
 class Responses(WireProtocol):
@@ -156,11 +162,12 @@ class Responses(WireProtocol):
         assert isinstance(req, ResponsesRequest)
         return ResponseShape(key, req, int(time.time()))
 
-    def events(
-        self, stream: RequestStream, parsed: Parsed, key: str, input_tokens: int
-    ) -> AsyncIterator[bytes]:
-        encoder = ResponseEvents(self._shape(parsed, key))
-        return encoder.stream(stream.text_items(), lambda: (stream.finish_reason, stream.usage))
+    def writer(self, parsed: Parsed, key: str, input_tokens: int) -> EventEncoder | None:
+        return ResponseEvents(self._shape(parsed, key))
+
+    def events(self, stream: RequestStream, writer: EventEncoder | None) -> AsyncIterator[bytes]:
+        assert isinstance(writer, ResponseEvents)
+        return writer.stream(stream.written(), lambda: (stream.finish_reason, stream.usage))
 
     def completion(
         self, completion: ChatCompletion, stream: RequestStream, parsed: Parsed, key: str
@@ -168,8 +175,9 @@ class Responses(WireProtocol):
         return msgspec.json.encode(response_of(self._shape(parsed, key), completion))
 
     def has_text(self, event: bytes) -> bool:
-        """``response.*.delta`` (reasoning, output text, call arguments)."""
-        return event.split(b"\n", 1)[0].endswith(b".delta")
+        """``response.*.delta`` (reasoning, output text, call arguments; the runtime may
+        write several events in one piece)."""
+        return b".delta\ndata: " in event
 
 
 PROTOCOLS: tuple[WireProtocol, ...] = (ChatCompletions(), Messages(), Responses())

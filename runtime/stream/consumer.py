@@ -1,6 +1,6 @@
 """What a consumer reads of one request: :class:`RequestStream`, an async iterator of
-``chat.completion.chunk`` objects (or SSE event bytes, or a protocol's text events), and
-``collect()`` for the whole completion.
+``chat.completion.chunk`` objects (or SSE event bytes, or the events another protocol's
+writer made of them: ``written()``), and ``collect()`` for the whole completion.
 
 It reads the record's queue (``runtime/stream/request.py``) and nothing else; the runtime
 that fills it (:class:`reasonspan.runtime.stream.runtime.ReasoningRuntime`) is seen here only
@@ -16,7 +16,6 @@ import anyio
 
 from reasonspan.runtime.stream.errors import RequestCancelledError, RequestKey
 from reasonspan.runtime.stream.request import StreamRecord
-from reasonspan.runtime.stream.text_events import EventSplitter, Split, TextEvent, as_chunk
 from reasonspan.runtime.wire.openai import (
     ChatCompletion,
     ChatCompletionChunk,
@@ -46,7 +45,6 @@ class RequestStream:
     def __init__(self, runtime: StreamOwner, record: StreamRecord) -> None:
         self._runtime = runtime
         self._rec = record
-        self._splitter: Split | None = None
 
     @property
     def request_id(self) -> RequestKey:
@@ -138,30 +136,15 @@ class RequestStream:
         each step instead of awaiting each stream); raises the request's error, if any."""
         return [chunk_of_event(item) if isinstance(item, bytes) else item for item in self._drain()]
 
-    async def text_items(self) -> AsyncIterator[ChatCompletionChunk | TextEvent]:
-        """The request's items for a protocol that writes its own events: the output
-        path's text events as ``(channel, escaped text)``, every other item as a chunk
-        (``runtime/stream/text_events.py``)."""
-        split = self._split()
-        while (item := await self._next()) is not None:
-            yield split(item)
-
-    def ready_items(self) -> list[ChatCompletionChunk | TextEvent]:
-        """:meth:`text_items` delivered so far, without waiting."""
-        split = self._split()
-        return [split(item) for item in self._drain()]
-
-    def _split(self) -> Split:
-        """The request's splitter (made once: a request's templates do not change)."""
-        got = self._splitter
-        if got is None:
-            rec = self._rec
-            if rec.sse_slot < 0 and not any(type(item) is bytes for item in rec.queue):
-                return as_chunk  # (not on the output path, at least not yet)
-            alias = self._runtime.alias
-            cut = EventSplitter.of(rec.completion_id, rec.created, rec.model, alias)
-            got = self._splitter = as_chunk if cut is None else cut.split
-        return got
+    async def written(self) -> AsyncIterator[bytes]:
+        """The event bytes of a request added with a ``writer``, as it wrote them at step
+        time (its opening and closing events are the writer's own); raises the request's
+        error. Leaving the loop early cancels the request."""
+        try:
+            while (item := await self._next()) is not None:
+                yield item  # type: ignore[misc]  # (a writer's request queues bytes only)
+        finally:
+            await self.aclose()
 
     def ready_events(self) -> list[bytes]:
         """:meth:`ready` as SSE event bytes (without the closing ``[DONE]``)."""

@@ -71,6 +71,7 @@ def write_rows(
                 and not got.hold_reasoning
                 and not got.cites
                 and got.logprobs is None
+                and got.writer is None
                 and len(got.queue) < room
             ):
                 # The common case (it runs once per request-token): a new chunk.

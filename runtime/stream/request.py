@@ -29,6 +29,7 @@ from reasonspan.runtime.wire.call_messages import (
     ToolCallStream,
     merge_tool_call_deltas,
 )
+from reasonspan.runtime.wire.events import EventWriter
 from reasonspan.runtime.wire.openai import (
     ChatCompletionChunk,
     ChoiceDelta,
@@ -100,6 +101,9 @@ class StreamRecord:
     sent_chars: list[int] = field(default_factory=lambda: [0, 0])
     """Code points of reasoning and of content sent so far: where a citation's span must
     end before it is sent."""
+    writer: EventWriter | None = None
+    """The request's events are another protocol's (``runtime/wire/events.py``): every
+    chunk and text event goes through it at step time, and the queue holds its bytes."""
     sse_slot: int = -1
     """The request's slot on the runtime's vectorized output path (``sse_path``), whose
     events go into ``queue`` as bytes; -1: it is not on it."""
@@ -367,8 +371,16 @@ class StreamRecord:
         self.put(self.chunk(delta))
 
     def put(self, item: ChatCompletionChunk | BaseException) -> None:
-        """Queue a chunk (or the request's error) and wake the consumer."""
+        """Queue a chunk (or the request's error) and wake the consumer; a request with
+        a :attr:`writer` queues the chunk's events (nothing when it makes none)."""
         if self.cancelled:
             return
-        self.queue.append(item)
+        writer = self.writer
+        if writer is not None and type(item) is ChatCompletionChunk:
+            events = writer.chunk(item)
+            if not events:
+                return
+            self.queue.append(events)
+        else:
+            self.queue.append(item)
         self.notify()

@@ -70,6 +70,7 @@ from reasonspan.runtime.stream.sse_templates import role_delta
 from reasonspan.runtime.stream.stops import stop_strings
 from reasonspan.runtime.stream.threads import RuntimeFromThread as RuntimeFromThread
 from reasonspan.runtime.toolcalls import Tools
+from reasonspan.runtime.wire.events import EventWriter
 from reasonspan.runtime.wire.openai import (
     FINISH_REASONS,
     ChoiceDelta,
@@ -118,7 +119,7 @@ class ReasoningRuntime:
         self._ids = EngineIds()
         """Engine ids of string keys, and the ids ended before the engine did."""
         self._closed: BaseException | None = None
-        self._sse = SSEPath(reasoning_content_alias)
+        self._sse = SSEPath(reasoning_content_alias, self._fail)
         """The batch-wide output path of the requests added with ``sse=True``."""
         self.time_steps = time_steps
         self.step_ns: deque[int] = deque(maxlen=STEP_HISTORY)
@@ -158,6 +159,7 @@ class ReasoningRuntime:
         include_usage: bool = False,
         stream_arguments: bool = False,
         logprobs: int | None = None,
+        writer: EventWriter | None = None,
         **options: Any,
     ) -> RequestStream:
         """Admit a request (``options`` as :meth:`ReasoningBatch.add`) and return its stream.
@@ -174,7 +176,10 @@ class ReasoningRuntime:
         chunk last with ``include_usage``), its plain text written by the batch-wide output
         path (``sse_path``); it can still be read as chunks. ``logprobs`` (0 to 20 likeliest
         tokens per position): its chunks carry the log probabilities the engine hands
-        :meth:`step` (``runtime/stream/logprobs.py``). Nothing is kept when this raises.
+        :meth:`step` (``runtime/stream/logprobs.py``). ``writer``: the request's events are
+        another protocol's (Messages, Responses: ``runtime/wire/events.py``), written by
+        ``writer`` at step time (on the output path, as with ``sse=True``) and read as bytes
+        (``stream.written()``, ``ready_bytes()``). Nothing is kept when this raises.
         """
         closed = self._closed
         if closed is not None:
@@ -206,6 +211,7 @@ class ReasoningRuntime:
         offered = tools if tool_choice != "none" else None
         equip(rec, parser, offered, stops, include_usage, self.argument_step * stream_arguments)
         rec.logprobs = new_logprobs(parser, logprobs)
+        rec.writer = writer
         # Everything that can fail is above or in batch.add(), which validates first
         # (a response_format that does not compile, or no grammar engine installed).
         if response_format is not None:
@@ -214,13 +220,19 @@ class ReasoningRuntime:
         self._ids.claim(key, engine_id)
         self._records[key] = rec
         self._by_engine[engine_id] = rec
-        rec.push(role_delta(), self.alias, self.buffer_size)
-        slot = self.batch.slot_of(engine_id)
-        if sse:
+        self._open_output(rec, sse)
+        return RequestStream(self, rec)
+
+    def _open_output(self, rec: StreamRecord, sse: bool) -> None:
+        """Queue the request's first chunk (the role; a writer makes its own opening
+        events) and put it on the output path when it is read as bytes."""
+        if rec.writer is None:
+            rec.push(role_delta(), self.alias, self.buffer_size)
+        slot = self.batch.slot_of(rec.engine_id)
+        if sse or rec.writer is not None:
             self._sse.admit(rec, slot)
         else:
             self._sse.cover(slot)
-        return RequestStream(self, rec)
 
     def _record(self, request_id: object) -> StreamRecord | None:
         if isinstance(request_id, str):
@@ -443,7 +455,10 @@ class ReasoningRuntime:
         )
         chunk = rec.chunk(ChoiceDelta(), finish_reason)
         chunk.usage = rec.usage
-        rec.put(chunk)
+        try:
+            rec.put(chunk)
+        except Exception as exc:  # its writer raised: the request ends with the error
+            rec.queue.append(RequestFailedError(rec.engine_id, rec.parser.name, exc))
         rec.closed = True
         rec.notify()
         self._drop(rec)

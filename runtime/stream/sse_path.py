@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import msgspec
 import numpy as np
 
+from reasonspan.runtime.batch.errors import RequestFailedError
 from reasonspan.runtime.batch.lanes import FORM_BYTES, FORM_DECODE, FORM_EXACT
 from reasonspan.runtime.batch.result import BatchStepResult
 from reasonspan.runtime.batch.small import SMALL_REQUESTS
@@ -139,6 +140,10 @@ class SSEPath(SSESlots):
             slow = self._decode_rows(slow, slots_l, toks_l, offs_l, labs.tobytes(), irregular, room)
         decoded -= len(slow)
         forms[FORM_DECODE] += decoded
+        if self.written and (mine := self.wanted[slots]).any():
+            self._write_written(row_c & mine, row_r & mine, slots_l, toks_l, offs_l)
+            row_c &= ~mine
+            row_r &= ~mine
         self._write_plain(row_c, row_r, slots_l, toks_l, offs_l, slow, room)
         forms[FORM_EXACT] += len(slow)
         forms[FORM_BYTES] += n - len(slow) - decoded
@@ -179,6 +184,50 @@ class SSEPath(SSESlots):
                 if rec.waiting:
                     rec.notify()
 
+    def _write_written(
+        self,
+        row_c: BoolArray,
+        row_r: BoolArray,
+        slots_l: list[int],
+        toks_l: list[int],
+        offs_l: list[int] | None,
+    ) -> None:
+        """:meth:`_write_plain` for requests with a writer (:attr:`writers`), whose
+        events are never merged: a full queue does not send a row elsewhere."""
+        recs, esc, writers = self.recs, self.esc, self.writers
+        for channel, rows in ((CONTENT, row_c), (REASONING, row_r)):
+            for i in np.flatnonzero(rows).tolist():
+                s = slots_l[i]
+                es = esc[s]
+                if offs_l is None:
+                    e = es[toks_l[i]]
+                else:
+                    a, z = offs_l[i], offs_l[i + 1]
+                    e = es[toks_l[a]] if z - a == 1 else b"".join(map(es.__getitem__, toks_l[a:z]))
+                rec = recs[s]
+                assert rec is not None
+                try:  # (:meth:`_to_writer`, inline: it runs once per request-token)
+                    got = writers[s].text(channel, e)  # type: ignore[union-attr]
+                except Exception as exc:
+                    self.fail(rec, RequestFailedError(rec.engine_id, rec.parser.name, exc))
+                    continue
+                if got:
+                    rec.queue.append(got)
+                    if rec.waiting:
+                        rec.notify()
+
+    def _put_text(self, rec: StreamRecord, s: int, channel: int, e: bytes) -> bool:
+        """Queue slot ``s``'s event of escaped text ``e`` of ``channel`` (False: its
+        writer raised)."""
+        if self.writers[s] is not None:
+            return self._to_writer(s, channel, e)
+        if channel == REASONING:
+            rec.queue.append(self._frame(s, self.pre_r[s], self.alias, e))
+        else:
+            rec.queue.append(self._frame(s, self.pre_c[s], False, e))
+        rec.notify()
+        return True
+
     def _end(self, s: int, t: int) -> bytes:
         """Token ``t``'s escaped text with the event suffix after it (:attr:`ends` of slot
         ``s``), made on its first write."""
@@ -214,6 +263,9 @@ class SSEPath(SSESlots):
         else:
             pre = None
         rec = self.recs[s]
+        if pre is not None and self.writers[s] is not None:
+            self._to_writer(s, lab, self.esc[s][tok])
+            return True
         if pre is None or rec is None or len(q := rec.queue) >= room:
             return not self._decode_rows([0], [s], [tok], None, bytes((lab,)), [], room)
         if self.alias and lab == REASONING:
@@ -314,14 +366,15 @@ class SSEPath(SSESlots):
                 slow.append(i)
                 continue
             r, c = rec.feed_row(ids, labs[a:z])
-            if r and c:  # a marker between the two channels' text: one chunk of both
-                rec.emit_text(self.alias, room, r, c)
-            elif r:
-                q.append(self._frame(s, self.pre_r[s], self.alias, encode(r)[1:-1]))
-                rec.notify()
-            elif c:
-                q.append(self._frame(s, self.pre_c[s], False, encode(c)[1:-1]))
-                rec.notify()
+            if r and c and self.writers[s] is None:
+                rec.emit_text(self.alias, room, r, c)  # a marker between them: one chunk
+            else:
+                if r:
+                    self._put_text(rec, s, REASONING, encode(r)[1:-1])
+                if c and not rec.closed:
+                    self._put_text(rec, s, CONTENT, encode(c)[1:-1])
+                if rec.closed:  # (its writer raised: it failed, its slot is free)
+                    continue
             # Only the channels the row's labels touch changed: theirs are recomputed.
             channels = need >> 2  # DECODE_R: 1, DECODE_C: 2, both: 3
             self._replain(rec, s, table, b & ~channels, channels)
@@ -365,10 +418,7 @@ class SSEPath(SSESlots):
         rec.tails = tails if tails[0] or tails[1] else None
         self._py[0][s] = b & ~bit if tails[col] else b | bit
         if text:
-            pre = self.pre_r[s] if col == 0 else self.pre_c[s]
-            e = msgspec.json.encode(text)[1:-1]
-            rec.queue.append(self._frame(s, pre, self.alias and col == 0, e))
-            rec.notify()
+            self._put_text(rec, s, lab, msgspec.json.encode(text)[1:-1])
         return True
 
     def _trail(self, rec: StreamRecord, s: int, col: int, table: TokenText) -> Trail | None:
@@ -422,6 +472,10 @@ class SSEPath(SSESlots):
         rec = self.recs[s]
         assert rec is not None
         q = rec.queue
+        if self.writers[s] is not None:
+            es = self.esc[s]
+            self._to_writer(s, lab, b"".join(map(es.__getitem__, ids)))
+            return True
         if len(q) >= room:
             return False
         q.append(self._event(s, pre, self.alias and lab == REASONING, toks, a, z))

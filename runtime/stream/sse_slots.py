@@ -19,11 +19,13 @@ takes the exact path, in order behind them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import msgspec
 import numpy as np
 
+from reasonspan.runtime.batch.errors import RequestFailedError
 from reasonspan.runtime.core.labels import CONTENT, REASONING
 from reasonspan.runtime.stream.sse_templates import (
     ID_B,
@@ -38,6 +40,7 @@ from reasonspan.runtime.text.trails import Trail
 if TYPE_CHECKING:
     from reasonspan.runtime.parser.contract import ReasoningParser
     from reasonspan.runtime.stream.request import StreamRecord
+    from reasonspan.runtime.wire.events import EventWriter
 
 _SHARED = 64
 """Shared templates kept (by model and ``created`` second; cleared when full)."""
@@ -58,6 +61,9 @@ DECODE_C = 8
 """Slot bit: its content rows may be decoded here."""
 DECODE = DECODE_R | DECODE_C
 
+
+Fail = Callable[["StreamRecord", BaseException], None]
+"""The runtime's way to end one request with an error (``ReasoningRuntime._fail``)."""
 
 _FreshSlot = tuple[
     "ReasoningParser",
@@ -92,6 +98,7 @@ class SSESlots:
         "count",
         "ends",
         "esc",
+        "fail",
         "mid",
         "pre_c",
         "pre_r",
@@ -101,12 +108,19 @@ class SSESlots:
         "tab_c",
         "tab_r",
         "texts",
+        "wanted",
+        "writers",
+        "written",
     )
 
-    def __init__(self, alias: bool) -> None:
+    def __init__(self, alias: bool, fail: Fail) -> None:
         self.alias = alias
+        self.fail = fail
+        """Ends one request with an error (a writer of its events raised)."""
         self.count = 0
         """Requests on this path now (the step skips everything when there are none)."""
+        self.written = 0
+        """Those of them with a writer (:attr:`writers`)."""
         self.rows_by_form = [0, 0, 0]
         """Rows of the batch-wide passes (steps of more than :data:`SMALL` requests) by the
         output form they took, indexed by ``lanes.FORM_BYTES``, ``FORM_DECODE`` and
@@ -143,6 +157,11 @@ class SSESlots:
         """``ends`` by token table (its ``id``; the table outlives this path's use of it,
         every slot holding it in ``texts``)."""
         self.texts: list[TokenText | None] = []
+        self.writers: list[EventWriter | None] = []
+        """Per slot: the request's protocol writer (``runtime/wire/events.py``), which
+        writes its plain rows' events instead of the templates; None: Chat Completions."""
+        self.wanted = np.zeros(0, np.bool_)
+        """Per slot: it has a writer (the batch-wide pass hands its rows to it apart)."""
         self._plain_r: list[tuple[frozenset[int], str] | None] = []
         """Per slot: the reasoning ``(skip, trail)`` its ``tab_r`` was made for."""
         self._plain_c: list[tuple[frozenset[int], str] | None] = []
@@ -178,6 +197,9 @@ class SSESlots:
             setattr(self, name, arr)
             views.append(memoryview(buf).cast(old.dtype.char))
         self._py = (views[0], views[1], views[2])
+        wanted = np.zeros(new, np.bool_)
+        wanted[:cap] = self.wanted
+        self.wanted = wanted
         more = new - cap
         self.recs.extend([None] * more)
         self.pre_c.extend([b""] * more)
@@ -186,6 +208,7 @@ class SSESlots:
         self.esc.extend([[]] * more)
         self.ends.extend([[]] * more)
         self.texts.extend([None] * more)
+        self.writers.extend([None] * more)
         self._plain_r.extend([None] * more)
         self._plain_c.extend([None] * more)
         self._trail_r.extend([None] * more)
@@ -217,6 +240,10 @@ class SSESlots:
         self.recs[slot] = rec
         rec.sse_slot = slot
         self.count += 1
+        if rec.writer is not None:
+            self.writers[slot] = rec.writer
+            self.wanted[slot] = True
+            self.written += 1
         if rec.hold_reasoning or rec.stop or rec.tools or rec.cites or rec.calls or rec.logprobs:
             self.refresh(rec)
             return True
@@ -284,6 +311,27 @@ class SSESlots:
         self.ends[slot] = []
         self.texts[slot] = None
         self.count -= 1
+        if self.writers[slot] is not None:
+            self.writers[slot] = None
+            self.wanted[slot] = False
+            self.written -= 1
+
+    def _to_writer(self, s: int, channel: int, e: bytes) -> bool:
+        """Hand slot ``s``'s escaped text ``e`` of ``channel`` to its request's writer and
+        queue what it wrote; False when the writer raised (the request failed alone)."""
+        rec = self.recs[s]
+        writer = self.writers[s]
+        assert rec is not None and writer is not None
+        try:
+            got = writer.text(channel, e)
+        except Exception as exc:  # a writer's bug ends its own request, not the step
+            self.fail(rec, RequestFailedError(rec.engine_id, rec.parser.name, exc))
+            return False
+        if got:
+            rec.queue.append(got)
+            if rec.waiting:
+                rec.notify()
+        return True
 
     def refresh(self, rec: StreamRecord) -> None:
         """Recompute whether the request's channels are plain, and whether its rows may be

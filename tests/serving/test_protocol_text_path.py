@@ -1,17 +1,20 @@
-"""The Messages and Responses events of a streamed request are written from the runtime's
-batch-wide output path (``RequestStream.text_items``: the path's text events, still
-JSON-escaped, and chunks for the rest), byte for byte as from the request's chunks.
+"""The Messages and Responses events of a streamed request are written at step time by the
+protocol's encoder, handed to the runtime as the request's writer
+(``runtime/wire/events.py``): the batch-wide output path hands it each plain row's text
+still JSON-escaped, the exact path its chunks. Byte for byte, the events must be those the
+same encoder writes when fed the request's chunks one by one.
 
 Each family's output (Qwen3, DeepSeek R1, gpt-oss's harmony, MiniMax-M2's text markers,
 Nemotron 3's reasoning-as-content swap; their real or fixture tokenizers) runs through one
-runtime twice, as a request on the output path (``sse=True``) and as a chunk stream, cut
-into the same random steps; the events of each protocol's encoder must be equal (Responses'
-random item ids aside), and where the output path writes a family's plain rows, it must
-have written much of the text.
+runtime as a request per protocol with its writer and as a chunk stream, cut into the same
+random steps, alone and among enough other requests that the step takes the batch-wide
+pass; where the output path writes a family's plain rows, the writer must have been handed
+much of the text that way. A writer that raises fails its own request, never the step.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from typing import Any
@@ -20,8 +23,10 @@ import numpy as np
 import pytest
 
 import reasonspan
+from reasonspan.runtime.batch.small import SMALL_REQUESTS
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
-from reasonspan.serving.messages_events import MessageEvents
+from reasonspan.runtime.wire.openai import ChatCompletionChunk
+from reasonspan.serving.messages_events import MessageEvents, signature
 from reasonspan.serving.responses import ResponsesRequest
 from reasonspan.serving.responses_events import ResponseEvents, ResponseShape
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
@@ -45,40 +50,62 @@ PATH_WRITES = {"qwen3", "deepseek_r1", "minimax_m2"}
 swap that may still happen take the exact path: their events come from chunks)."""
 
 
+class Counted:
+    """Counts the text the runtime handed a writer from its token tables (``text``)."""
+
+    texts = 0
+
+    def text(self, channel: int, escaped: bytes) -> bytes:
+        Counted.texts += 1
+        return super().text(channel, escaped)  # type: ignore[misc,no-any-return]
+
+
+class CountedMessages(Counted, MessageEvents):
+    pass
+
+
+class CountedResponses(Counted, ResponseEvents):
+    pass
+
+
 def encoders(key: str) -> dict[str, tuple[Any, Any]]:
     """Each protocol's encoder of one request, and its closing events."""
-    messages = MessageEvents(key, "m", 3)
-    responses = ResponseEvents(ResponseShape(key, ResponsesRequest(model="m", input="hi"), 0))
+    messages = CountedMessages(key, "m", 3)
+    responses = CountedResponses(ResponseShape(key, ResponsesRequest(model="m", input="hi"), 0))
     return {
         "messages": (messages, lambda s: messages.end(s.finish_reason, s.stop_sequence, 0)),
         "responses": (responses, lambda s: responses.end(s.finish_reason, None)),
     }
 
 
-def _no_ids(events: list[bytes]) -> list[bytes]:
-    return [re.sub(rb'"(rs|msg|fc)_[0-9a-f]{32}"', b'"ID"', e) for e in events]
+def _no_ids(events: bytes) -> bytes:
+    return re.sub(rb'"(rs|msg|fc)_[0-9a-f]{32}"', b'"ID"', events)
 
 
 @pytest.mark.parametrize("family", sorted(OUTPUTS))
-@pytest.mark.parametrize(("seed", "alias"), [(0, False), (1, False), (2, True)])
-def test_events_from_the_output_path_equal_those_from_chunks(
-    family: str, seed: int, alias: bool
+@pytest.mark.parametrize(("seed", "alias", "others"), [(0, False, 0), (1, True, 0), (2, False, 40)])
+def test_events_written_at_step_time_equal_those_of_chunks(
+    family: str, seed: int, alias: bool, others: int
 ) -> None:
-    """``alias``: the runtime also fills ``reasoning_content`` (its reasoning events carry
-    the text twice)."""
+    """``alias``: the runtime also fills ``reasoning_content`` (no writer sees it);
+    ``others``: that many more requests of the same output in the batch (the step's
+    batch-wide pass, past the scalar lane's :data:`SMALL_REQUESTS`)."""
+    assert not others or others > SMALL_REQUESTS
     tok = tokenizer(FAMILY_TOKENIZERS[family])
     parser = reasonspan.create_parser_sync(family, tok, KWARGS.get(family, {}))
     ids = tok.encode(OUTPUTS[family])
     prompt = tok.encode(PROMPTS[family]) if family in PROMPTS else None
     rt = ReasoningRuntime(reasoning_content_alias=alias)
-    on_path = rt.add("a", parser, prompt, sse=True)
+    writers, readers = encoders("req"), encoders("req")
+    written = {
+        name: rt.add(f"a-{name}", parser, prompt, writer=w) for name, (w, _) in writers.items()
+    }
     chunks = rt.add("b", parser, prompt)
-    enc = {"a": encoders("req"), "b": encoders("req")}
-    out: dict[str, dict[str, list[bytes]]] = {"a": {}, "b": {}}
-    for side in "ab":
-        for name, (encoder, _end) in enc[side].items():
-            out[side][name] = list(encoder.start())
-    texts = 0
+    crowd = [rt.add(f"c{j}", parser, prompt, sse=True) for j in range(others)]
+    streams = [*written.values(), chunks, *crowd]
+    out_a = {name: w.start() for name, (w, _) in writers.items()}
+    out_b = {name: r.start() for name, (r, _) in readers.items()}
+    Counted.texts = 0
     rng = random.Random(seed)
     i = 0
     while i <= len(ids):
@@ -86,47 +113,77 @@ def test_events_from_the_output_path_equal_those_from_chunks(
         piece = ids[i : i + k]
         i += k
         if piece:
-            rows = [on_path.engine_id, chunks.engine_id]
-            rt.step(rows, piece * 2, [0, len(piece), 2 * len(piece)])
+            rows = [s.engine_id for s in streams]
+            offsets = np.arange(len(streams) + 1) * len(piece)
+            rt.step(rows, piece * len(streams), offsets)
         else:
-            rt.finish("a", "stop")
-            rt.finish("b", "stop")
-        for side, stream in (("a", on_path), ("b", chunks)):
-            items = stream.ready_items()
-            texts += side == "a" and sum(type(x) is tuple for x in items)
-            for name, (encoder, _end) in enc[side].items():
-                for item in items:
-                    got = encoder.text(item) if type(item) is tuple else encoder.chunk(item)
-                    out[side][name] += got
-    for side, stream in (("a", on_path), ("b", chunks)):
-        for name, (_encoder, end) in enc[side].items():
-            out[side][name] += end(stream)
-    assert out["a"]["messages"] == out["b"]["messages"]
-    assert _no_ids(out["a"]["responses"]) == _no_ids(out["b"]["responses"])
-    if family in PATH_WRITES:
-        assert texts >= len(ids) // 4, texts  # the output path wrote the plain text rows
-    assert all(type(x) is not tuple for x in chunks.ready_items())
+            for s in streams:
+                rt.finish(s.engine_id, "stop")
+        for name, stream in written.items():
+            out_a[name] += stream.ready_bytes()
+        got = chunks.ready()
+        assert all(type(c) is ChatCompletionChunk for c in got)
+        for name, (reader, _) in readers.items():
+            for c in got:
+                out_b[name] += reader.chunk(c)
+        for s in crowd:
+            s.ready_bytes()
+    for name, (_w, end) in writers.items():
+        out_a[name] += end(written[name])
+    for name, (_r, end) in readers.items():
+        out_b[name] += end(chunks)
+    assert out_a["messages"] == out_b["messages"]
+    assert _no_ids(out_a["responses"]) == _no_ids(out_b["responses"])
+    want = parser.parse(ids)
+    if want.reasoning:
+        assert signature(want.reasoning).encode() in out_a["messages"]
+    if family in PATH_WRITES:  # the output path handed the writers the plain text rows
+        assert Counted.texts >= len(ids) // 2, Counted.texts
 
 
-def test_a_reasoning_block_signed_from_escaped_text_is_signed_as_its_text() -> None:
-    """The Messages thinking block's signature is taken over its text: text that arrived
-    escaped (quotes, backslashes, newlines, emoji) is decoded before it is signed."""
-    from reasonspan.serving.messages_events import signature
+class Failing(MessageEvents):
+    """A writer with a bug: it raises on the third piece of text it is handed."""
 
+    def __init__(self) -> None:
+        super().__init__("bad", "m", 1)
+        self.calls = 0
+
+    def text(self, channel: int, escaped: bytes) -> bytes:
+        self.calls += 1
+        if self.calls == 3:
+            raise ValueError("writer bug")
+        return super().text(channel, escaped)
+
+    def chunk(self, chunk: ChatCompletionChunk) -> bytes:
+        self.calls += 1
+        if self.calls == 3:
+            raise ValueError("writer bug")
+        return super().chunk(chunk)
+
+
+@pytest.mark.parametrize("others", [0, 3, 40])
+def test_a_writer_that_raises_fails_its_own_request_alone(others: int) -> None:
+    """Its request ends with the error (the engine is told to stop it); every other
+    request of the batch, with a writer or not, gets its whole answer."""
     tok = tokenizer(FAMILY_TOKENIZERS["qwen3"])
     parser = reasonspan.create_parser_sync("qwen3", tok)
     ids = tok.encode(OUTPUTS["qwen3"])
     rt = ReasoningRuntime()
-    stream = rt.add("a", parser, None, sse=True)
-    enc = MessageEvents("m1", "m", 1)
-    events: list[bytes] = []
+    bad = rt.add("bad", parser, None, writer=Failing())
+    good_writer = MessageEvents("good", "m", 1)
+    good = rt.add("good", parser, None, writer=good_writer)
+    crowd = [rt.add(f"c{j}", parser, None, sse=True) for j in range(others)]
+    streams = [bad, good, *crowd]
     for t in ids:
-        rt.step(np.array([stream.engine_id]), np.array([t]), np.array([0, 1]))
-        for item in stream.ready_items():
-            events += enc.text(item) if type(item) is tuple else enc.chunk(item)
-    rt.finish("a", "stop")
-    for item in stream.ready_items():
-        events += enc.text(item) if type(item) is tuple else enc.chunk(item)
-    events += enc.end("stop", None, 0)
-    want = parser.parse(ids).reasoning
-    assert want and signature(want).encode() in b"".join(events)
+        live = [s for s in streams if s.request_id in rt]
+        rt.step([s.engine_id for s in live], [t] * len(live), np.arange(len(live) + 1))
+    assert "bad" not in rt
+    assert bad.engine_id in rt.take_aborted()
+    with pytest.raises(reasonspan.RequestFailedError, match="writer bug"):
+        bad.ready_bytes()
+    rt.finish("good", "stop")
+    events = good_writer.start() + good.ready_bytes() + good_writer.end("stop", None, 0)
+    want = parser.parse(ids)
+    assert signature(want.reasoning).encode() in events
+    pieces = re.findall(rb'"text_delta","text":("(?:[^"\\]|\\.)*")', events)
+    assert "".join(json.loads(p) for p in pieces) == want.content
