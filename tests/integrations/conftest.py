@@ -10,4 +10,6 @@ import importlib.util
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 
-collect_ignore = [] if HAS_VLLM else ["test_vllm_plugin.py", "test_vllm_fixes.py"]
+collect_ignore = (
+    [] if HAS_VLLM else ["test_vllm_plugin.py", "test_vllm_fixes.py", "test_vllm_names.py"]
+)

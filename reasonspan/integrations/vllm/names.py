@@ -20,6 +20,7 @@ import os
 from reasonspan.integrations.common import PREFIX, SKIPPED, class_stem, own_name
 
 __all__ = [
+    "NO_PROMPT_START",
     "PREFIX",
     "REASONING_NAMES",
     "REPLACE_ENV",
@@ -116,6 +117,15 @@ TOOL_NAMES: dict[str, tuple[str, ...]] = {
     "step3p5": ("step3p5",),
     "xlam": ("xlam",),
 }
+
+
+# vLLM name -> the start state its built-in parser assumes when no prompt is given, where
+# that differs from the family's documented default. vLLM 0.34 registers ``glm45`` as its
+# GLM-4.7 parser (``Glm47MoeParserReasoningAdapter``), which starts in reasoning; GLM-4.5's
+# own template lets the model open ``<think>``. With a prompt (vLLM's server always hands
+# it over), the prompt decides either way; in the ``vllm`` text mode the plugin registered
+# under that name takes vLLM's assumption when there is none.
+NO_PROMPT_START: dict[str, bool] = {"glm45": True}
 
 
 def replacing() -> bool:

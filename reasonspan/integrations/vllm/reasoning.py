@@ -26,7 +26,19 @@ from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 from reasonspan.factory import create_parser_sync
-from reasonspan.integrations.vllm.text import delta_message, in_text_mode, vllm_text
+from reasonspan.integrations.vllm.markers import (
+    GATE_FAMILIES,
+    end_token_ids,
+    honoured_switches,
+    may_hold_marker,
+)
+from reasonspan.integrations.vllm.names import NO_PROMPT_START
+from reasonspan.integrations.vllm.text import (
+    delta_message,
+    in_text_mode,
+    text_mode,
+    vllm_text,
+)
 from reasonspan.integrations.vllm.tokens import as_ids, encode, loaded_tokenizer
 from reasonspan.runtime import Label, ParseResult, ReasoningParser, TextSplitter
 from reasonspan.runtime.toolcalls import ToolCall
@@ -43,14 +55,30 @@ class ReasoningAdapter:
 
     family: ClassVar[str]
     vllm_base: ClassVar[Any]
+    vllm_name: ClassVar[str | None] = None
+    """The vLLM name this class is registered under in place of a built-in (None: the
+    plugin's own ``reasonspan_<family>``)."""
+    empty_reasoning: ClassVar[str | None] = ""
+    """``extract_reasoning``'s reasoning for an output that began in reasoning and closed it
+    at once: ``""`` as vLLM's marker parsers return it (deepseek_r1), ``None`` under the
+    name of one of vLLM's engine-based parsers (step3p5), which return no empty field."""
     engine_based_streaming: ClassVar[bool] = True
     opens_reasoning_in_content: ClassVar[bool] = True
 
     def __init__(self, tokenizer: Any, *args: Any, **kwargs: Any) -> None:
         type(self).vllm_base.__init__(self, tokenizer, *args, **kwargs)
         self._tok = loaded_tokenizer(tokenizer)
-        self._kwargs = dict(kwargs.get("chat_template_kwargs") or {})
+        self._kwargs = honoured_switches(
+            self.family,
+            self._tok,
+            kwargs.get("chat_template_kwargs") or {},
+            getattr(tokenizer, "chat_template", None),
+        )
+        self._start = NO_PROMPT_START.get(self.vllm_name or "") if text_mode() == "vllm" else None
         self._rs = self._new_parser()
+        gate = GATE_FAMILIES.get(self.family)
+        self._gate = self._rs if gate is None else self._new_parser(gate)
+        self._end_ids = end_token_ids(self._rs)
         self._prompt: list[int] | None = None
         self._split: TextSplitter | None = None
         self._fed: list[int] = []
@@ -66,8 +94,15 @@ class ReasoningAdapter:
         """The last ``extract_reasoning`` result read with tools, for the linked tool
         parser's ``extract_tool_calls``."""
 
-    def _new_parser(self) -> ReasoningParser:
-        return in_text_mode(create_parser_sync(self.family, self._tok, self._kwargs))
+    def _new_parser(self, family: str | None = None) -> ReasoningParser:
+        """A parser of this request's family (or ``family``), with its switches, and the
+        start state without a prompt that vLLM's parser of this name assumes (``vllm``
+        text mode, :data:`~.names.NO_PROMPT_START`)."""
+        return in_text_mode(
+            create_parser_sync(
+                family or self.family, self._tok, self._kwargs, default_reasoning=self._start
+            )
+        )
 
     # -- the prompt --------------------------------------------------------------------
 
@@ -81,11 +116,32 @@ class ReasoningAdapter:
 
     # -- reasoning end -----------------------------------------------------------------
 
+    @property
+    def reasoning_end_token_ids(self) -> frozenset[int]:
+        """Every token that alone ends reasoning (empty when reasoning can end another
+        way: :func:`~.markers.end_token_ids`). vLLM's grammar gate then asks
+        :meth:`find_reasoning_end`, which is vLLM's default (None: "ask
+        :meth:`is_reasoning_end_streaming`"), so the prompt scan still decides."""
+        return self._end_ids[0]
+
+    @property
+    def implicit_reasoning_end_token_ids(self) -> frozenset[int]:
+        """The tool-call starts among :attr:`reasoning_end_token_ids` (also content)."""
+        return self._end_ids[1]
+
     def is_reasoning_end(self, input_ids: Sequence[int]) -> bool:
         """Whether reasoning is over at the end of ``input_ids`` (a prompt, or a prompt and
         the output so far): reasonspan's right-to-left scan of the current turn, so an old
-        ``</think>`` in the history never decides it."""
-        return not self._rs.is_prompt_in_reasoning(as_ids(self._tok, list(input_ids)))
+        ``</think>`` in the history never decides it. Ids that hold no marker at all (an
+        output without its prompt) are where the turn starts: in reasoning when this
+        parser starts there without a prompt. A family that reports the model's reasoning
+        as content answers with the markers that end that reasoning (:data:`GATE_FAMILIES`):
+        a grammar must not constrain the model's thinking."""
+        ids = as_ids(self._tok, list(input_ids))
+        gate = self._gate
+        if not may_hold_marker(gate, ids):
+            return not gate.default_reasoning
+        return not gate.is_prompt_in_reasoning(ids)
 
     def is_reasoning_end_streaming(
         self, input_ids: Sequence[int], delta_ids: Iterable[int]
@@ -129,8 +185,9 @@ class ReasoningAdapter:
         res = self._new_parser().parse(encode(self._tok, model_output), self._prompt, tools=tools)
         self.whole = res if tools is not None else None
         # vLLM's convention: an output that began in reasoning has a reasoning string,
-        # empty if the model closed it at once; an empty field otherwise is None.
-        reasoning = res.reasoning or ("" if res.started_in_reasoning else None)
+        # empty if the model closed it at once (None for its engine-based parsers); an
+        # empty field otherwise is None.
+        reasoning = res.reasoning or (self.empty_reasoning if res.started_in_reasoning else None)
         return reasoning, vllm_text(res.content)
 
     def extract_reasoning_streaming(
@@ -209,15 +266,21 @@ def _auto_tools(request: Any) -> bool:
     return getattr(request, "tool_choice", None) in (None, "auto")
 
 
-def reasoning_class(family: str, base: Any) -> type[ReasoningAdapter]:
-    """A subclass of vLLM's ``ReasoningParser`` (``base``) for one family."""
-    from reasonspan.integrations.vllm.names import class_stem
+def reasoning_class(
+    family: str, base: Any, *, builtin: type | None = None, vllm_name: str | None = None
+) -> type[ReasoningAdapter]:
+    """A subclass of vLLM's ``ReasoningParser`` (``base``) for one family; registered under
+    vLLM's name ``vllm_name``, a subclass of that name's built-in class too (``builtin``:
+    :mod:`.builtins` says what is inherited from it: nothing that runs)."""
+    from reasonspan.integrations.vllm.builtins import class_name, engine_based, masked
 
-    name = f"Reasonspan{class_stem(family)}ReasoningParser"
-    cls: type[ReasoningAdapter] = type(
-        name,
-        (ReasoningAdapter, base),
-        {"family": family, "vllm_base": base, "__module__": __name__, "__qualname__": name},
-    )
+    name = class_name(family, vllm_name, "ReasoningParser")
+    space = masked(builtin, base, ReasoningAdapter) if builtin is not None else {}
+    space |= {"family": family, "vllm_base": base, "vllm_name": vllm_name}
+    space |= {"__module__": __name__, "__qualname__": name}
+    if builtin is not None and engine_based(builtin):
+        space["empty_reasoning"] = None
+    bases = (ReasoningAdapter, base) if builtin is None else (ReasoningAdapter, builtin)
+    cls: type[ReasoningAdapter] = type(name, bases, space)
     globals()[name] = cls  # importable by name, as vLLM's lazy registry and pickling expect
     return cls

@@ -68,6 +68,7 @@ class ToolAdapter:
 
     family: ClassVar[str]
     vllm_base: ClassVar[Any]
+    vllm_name: ClassVar[str | None] = None
     engine_based_streaming: ClassVar[bool] = True
 
     # Set by vLLM's ToolParser.__init__ (declared for the type checker).
@@ -157,15 +158,19 @@ class ToolAdapter:
         return delta_message(reasoning, content, deltas)
 
 
-def tool_class(family: str, base: Any) -> type[ToolAdapter]:
-    """A subclass of vLLM's ``ToolParser`` (``base``) for one family."""
-    from reasonspan.integrations.vllm.names import class_stem
+def tool_class(
+    family: str, base: Any, *, builtin: type | None = None, vllm_name: str | None = None
+) -> type[ToolAdapter]:
+    """A subclass of vLLM's ``ToolParser`` (``base``) for one family; registered under
+    vLLM's name ``vllm_name``, a subclass of that name's built-in class too (``builtin``,
+    with none of its code reachable: :mod:`.builtins`)."""
+    from reasonspan.integrations.vllm.builtins import class_name, masked
 
-    name = f"Reasonspan{class_stem(family)}ToolParser"
-    cls: type[ToolAdapter] = type(
-        name,
-        (ToolAdapter, base),
-        {"family": family, "vllm_base": base, "__module__": __name__, "__qualname__": name},
-    )
+    name = class_name(family, vllm_name, "ToolParser")
+    space = masked(builtin, base, ToolAdapter) if builtin is not None else {}
+    space |= {"family": family, "vllm_base": base, "vllm_name": vllm_name}
+    space |= {"__module__": __name__, "__qualname__": name}
+    bases = (ToolAdapter, base) if builtin is None else (ToolAdapter, builtin)
+    cls: type[ToolAdapter] = type(name, bases, space)
     globals()[name] = cls
     return cls
