@@ -13,55 +13,34 @@ from the values they wrote, never read back from an output.
 
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
-import anyio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import reasonspan
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
-from reasonspan.runtime.wire.call_messages import ToolCallStream
-from reasonspan.runtime.wire.openai import ChoiceDeltaToolCall
-from reasonspan.runtime.wire.region_calls import READ_EVERY, RegionCalls
+from reasonspan.runtime.wire.region_calls import READ_EVERY
+from tests.support import streamed_calls
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
+from tests.support.streamed_calls import (
+    CODE,
+    TOOLS,
+    Entries,
+    Maker,
+    Writer,
+    compact,
+    joined,
+    pieces,
+    streams_as_whole,
+)
 
 TOK = tokenizer("qwen-3")
-Writer = RegionCalls | ToolCallStream
-"""A request's writer of its ``tool_calls`` entries (the extractor's, or harmony's)."""
 ANSWER_ONLY = TOK.encode(
     "<|im_start|>user\nWrite it.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
 )
 """Qwen3's template with ``enable_thinking: false``: the turn starts in the answer."""
-STRING = {"type": "string"}
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "write_file",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": STRING, "content": STRING, "mode": {"type": "integer"}},
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "parameters": {"type": "object", "properties": {"city": STRING, "days": {}}},
-        },
-    },
-]
-
-CODE = "".join(
-    f'def step_{i}(x):\n    """Step {i}: "quoted" \\ path."""\n    return x + {i}  # 東京\n\n'
-    for i in range(150)
-)
-"""A file a coding agent writes: quotes, backslashes, non-ASCII, newlines (about 5,000
-tokens)."""
 
 
 def parser() -> reasonspan.ReasoningParser:
@@ -81,69 +60,17 @@ def coder(name: str, args: dict[str, Any]) -> str:
     return f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>"
 
 
-def compact(args: dict[str, Any]) -> str:
-    return json.dumps(args, ensure_ascii=False, separators=(",", ":"))
-
-
 def run(
     ids: list[int],
     cuts: list[int],
     finish: str = "stop",
     prompt: list[int] | None = None,
-    make: Any = parser,
+    make: Maker = parser,
     step: int = READ_EVERY,
-) -> tuple[str, list[list[ChoiceDeltaToolCall]], Writer, str | None]:
-    """The runtime, streamed arguments (the open region read every ``step`` tokens),
-    stepped at ``cuts``: content, every chunk's ``tool_calls`` entries, the request's writer
-    and its finish reason."""
-
-    async def go() -> tuple[str, list[list[ChoiceDeltaToolCall]], Writer, str | None]:
-        rt = ReasoningRuntime(argument_step=step)
-        stream = rt.add(
-            "r", make(), ANSWER_ONLY if prompt is None else prompt, tools=TOOLS,
-            stream_arguments=True,
-        )  # fmt: skip
-        bounds = [0, *sorted({c for c in cuts if 0 < c < len(ids)}), len(ids)]
-        for a, b in itertools.pairwise(bounds):
-            rt.step([stream.engine_id], ids[a:b], [0, b - a])
-        rt.finish("r", finish)  # type: ignore[arg-type]
-        content: list[str] = []
-        entries: list[list[ChoiceDeltaToolCall]] = []
-        reason = None
-        async for chunk in stream:
-            choice = chunk.choices[0]
-            content.append(choice.delta.content or "")
-            reason = choice.finish_reason or reason
-            if choice.delta.tool_calls:
-                entries.append(list(choice.delta.tool_calls))
-        rec = stream._rec
-        writer = rec.call_writer if rec.call_writer is not None else rec.tools
-        assert writer is not None
-        return "".join(content), entries, writer, reason
-
-    return anyio.run(go)
-
-
-def joined(entries: list[list[ChoiceDeltaToolCall]]) -> list[tuple[str, str]]:
-    """The calls a client assembles, checking OpenAI's shape on the way: a call's first
-    entry has its id, type and name; later ones only its index and argument text."""
-    calls: dict[int, list[str]] = {}
-    for chunk in entries:
-        for e in chunk:
-            assert e.function is not None
-            if e.index not in calls:
-                assert e.id and e.id.startswith("call_") and e.type == "function"
-                assert e.function.name
-                calls[e.index] = [e.function.name, ""]
-            else:
-                assert e.id is None and e.type is None and e.function.name is None
-            calls[e.index][1] += e.function.arguments or ""
-    assert sorted(calls) == list(range(len(calls)))
-    return [(n, a) for _, (n, a) in sorted(calls.items())]
-
-
-def pieces(entries: list[list[ChoiceDeltaToolCall]], index: int) -> int:
-    return sum(1 for chunk in entries for e in chunk if e.index == index)
+) -> tuple[str, Entries, Writer, str | None]:
+    """:func:`tests.support.streamed_calls.run` on Qwen3 with thinking off unless told."""
+    prompt = ANSWER_ONLY if prompt is None else prompt
+    return streamed_calls.run(ids, cuts, finish, prompt=prompt, make=make, step=step)
 
 
 VALUE = st.one_of(
@@ -455,26 +382,6 @@ def test_harmony_calls_stream_too() -> None:
     rt.step([stream.engine_id], cut, [0, len(cut)])
     rt.finish("r", "length")
     assert stream._rec.tools is not None and stream._rec.tools.broken == [0]
-
-
-def streams_as_whole(
-    ids: list[int],
-    prompt: list[int],
-    make: Any,
-    want: list[tuple[str, str]] | None,
-    cuts: list[int],
-    step: int = READ_EVERY,
-) -> list[list[ChoiceDeltaToolCall]]:
-    """``parse()`` reads ``want`` (None: whatever it reads, one call at least), and the
-    runtime streaming the output at ``cuts`` sends entries that join to exactly that, none
-    broken, with the same content and finish reason "tool_calls"; returns the entries."""
-    whole = make().parse(ids, prompt, tools=TOOLS, finish_reason="stop")
-    got = [(c.name, c.arguments) for c in whole.tool_calls]
-    assert got == want if want is not None else len(got) >= 1
-    content, entries, writer, reason = run(ids, cuts, prompt=prompt, make=make, step=step)
-    assert joined(entries) == got and writer.broken == [] and reason == "tool_calls"
-    assert content == (whole.content or "")
-    return entries
 
 
 DS_TOK = tokenizer(FAMILY_TOKENIZERS["deepseek_r1"])

@@ -24,9 +24,19 @@ from reasonspan.runtime.core.tool_types import as_tools
 from reasonspan.runtime.toolcalls.cohere_calls import parse_cohere
 from reasonspan.runtime.toolcalls.partial_cohere import CohereCallsReader
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
-from tests.support.streamed_calls import Call, calls_strategy, compact, fed_in_pieces, want
-from tests.toolcalls.test_streamed_arguments import CODE, TOOLS, joined, pieces, run
-from tests.toolcalls.test_streamed_arguments import streams_as_whole as joins_whole
+from tests.support.streamed_calls import (
+    CODE,
+    TOOLS,
+    Call,
+    calls_strategy,
+    compact,
+    fed_in_pieces,
+    joined,
+    pieces,
+    run,
+    want,
+)
+from tests.support.streamed_calls import streams_as_whole as joins_whole
 
 TOK = tokenizer(FAMILY_TOKENIZERS["cohere_command3"])
 TURN = "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>Write it.<|END_OF_TURN_TOKEN|>"

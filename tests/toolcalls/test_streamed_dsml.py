@@ -24,9 +24,19 @@ from reasonspan.runtime.toolcalls.dsml_calls import parse_dsml
 from reasonspan.runtime.toolcalls.partial_dsml import DsmlCallsReader
 from tests.support.fixtures import tokenizer
 from tests.support.section_calls import DS_PROMPT, dsml
-from tests.support.streamed_calls import Call, calls_strategy, compact, fed_in_pieces, want
-from tests.toolcalls.test_streamed_arguments import CODE, TOOLS, joined, pieces, run
-from tests.toolcalls.test_streamed_arguments import streams_as_whole as joins_whole
+from tests.support.streamed_calls import (
+    CODE,
+    TOOLS,
+    Call,
+    calls_strategy,
+    compact,
+    fed_in_pieces,
+    joined,
+    pieces,
+    run,
+    want,
+)
+from tests.support.streamed_calls import streams_as_whole as joins_whole
 
 CALLS = calls_strategy('ab "\\\n東🙂{}[]:,<|')
 

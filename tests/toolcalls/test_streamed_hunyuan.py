@@ -24,9 +24,18 @@ from reasonspan.runtime.core.tool_types import as_tools
 from reasonspan.runtime.toolcalls.hunyuan_calls import parse_hunyuan
 from reasonspan.runtime.toolcalls.partial_hunyuan import HunyuanCallsReader
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
-from tests.support.streamed_calls import Call, calls_strategy, fed_in_pieces, want
-from tests.toolcalls.test_streamed_arguments import CODE, TOOLS, joined, pieces, run
-from tests.toolcalls.test_streamed_arguments import streams_as_whole as joins_whole
+from tests.support.streamed_calls import (
+    CODE,
+    TOOLS,
+    Call,
+    calls_strategy,
+    fed_in_pieces,
+    joined,
+    pieces,
+    run,
+    want,
+)
+from tests.support.streamed_calls import streams_as_whole as joins_whole
 
 CALLS = calls_strategy('ab "\\\n東🙂{}[]:,<|/')
 

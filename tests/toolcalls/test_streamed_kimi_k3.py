@@ -22,9 +22,19 @@ from reasonspan.runtime.toolcalls.partial_kimi_k3 import KimiK3CallsReader
 from reasonspan.runtime.toolcalls.xtml_calls import parse_kimi_k3
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 from tests.support.section_calls import K3_PROMPT
-from tests.support.streamed_calls import Call, calls_strategy, compact, fed_in_pieces, want
-from tests.toolcalls.test_streamed_arguments import CODE, TOOLS, joined, pieces, run
-from tests.toolcalls.test_streamed_arguments import streams_as_whole as joins_whole
+from tests.support.streamed_calls import (
+    CODE,
+    TOOLS,
+    Call,
+    calls_strategy,
+    compact,
+    fed_in_pieces,
+    joined,
+    pieces,
+    run,
+    want,
+)
+from tests.support.streamed_calls import streams_as_whole as joins_whole
 
 CALLS = calls_strategy('ab "\\\n東🙂{}[]:,<|>&')
 TOK = tokenizer(FAMILY_TOKENIZERS["kimi_k3"])

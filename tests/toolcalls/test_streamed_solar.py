@@ -23,9 +23,18 @@ from reasonspan.runtime.core.tool_types import as_tools
 from reasonspan.runtime.toolcalls.partial_solar import SolarCallsReader
 from reasonspan.runtime.toolcalls.solar_calls import parse_solar
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
-from tests.support.streamed_calls import Call, calls_strategy, fed_in_pieces, want
-from tests.toolcalls.test_streamed_arguments import CODE, TOOLS, joined, pieces, run
-from tests.toolcalls.test_streamed_arguments import streams_as_whole as joins_whole
+from tests.support.streamed_calls import (
+    CODE,
+    TOOLS,
+    Call,
+    calls_strategy,
+    fed_in_pieces,
+    joined,
+    pieces,
+    run,
+    want,
+)
+from tests.support.streamed_calls import streams_as_whole as joins_whole
 
 TOK = tokenizer(FAMILY_TOKENIZERS["solar_open2"])
 TURN = "<|im:start|>user<|im:content|>Write it.<|im:end|><|im:start|>assistant<|im:content|>"

@@ -24,9 +24,8 @@ from reasonspan.runtime.core.tool_types import as_tools
 from reasonspan.runtime.toolcalls.partial_steptml import StepTmlCallsReader
 from reasonspan.runtime.toolcalls.steptml_calls import parse_steptml
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
-from tests.support.streamed_calls import Call, fed_in_pieces, want
-from tests.toolcalls.test_streamed_arguments import CODE, TOOLS, joined, pieces, run
-from tests.toolcalls.test_streamed_arguments import streams_as_whole as joins_whole
+from tests.support.streamed_calls import CODE, TOOLS, Call, fed_in_pieces, joined, pieces, run, want
+from tests.support.streamed_calls import streams_as_whole as joins_whole
 
 TOK = tokenizer(FAMILY_TOKENIZERS["step3"])
 PROMPT = TOK.encode("<|BOT|>user\nWrite it.<|EOT|><|BOT|>assistant\n<think>\n")

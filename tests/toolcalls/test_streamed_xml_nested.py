@@ -25,10 +25,19 @@ from reasonspan.runtime.core.tool_types import as_tools
 from reasonspan.runtime.toolcalls.partial_xml_nested import XmlNestedCallsReader
 from reasonspan.runtime.toolcalls.xml_nested import parse_xml_nested
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
-from tests.support.streamed_calls import Call, compact, fed_in_pieces, want
+from tests.support.streamed_calls import (
+    CODE,
+    TOOLS,
+    Call,
+    compact,
+    fed_in_pieces,
+    joined,
+    pieces,
+    run,
+    want,
+)
+from tests.support.streamed_calls import streams_as_whole as joins_whole
 from tests.support.xml_calls import NS, _m3_xml
-from tests.toolcalls.test_streamed_arguments import CODE, TOOLS, joined, pieces, run
-from tests.toolcalls.test_streamed_arguments import streams_as_whole as joins_whole
 
 TOK = tokenizer(FAMILY_TOKENIZERS["minimax_m3"])
 PROMPT = TOK.encode("]~b]user\nq[e~[\n]~b]ai\n")
