@@ -25,17 +25,23 @@ Qwen3.5, DeepSeek V3 / V3.1 / V3.2 / V4, GLM-4.5 / 4.7) and decoding the fixture
 (DeepSeek V4.1's decode exactly with V4's tokenizer, so they are replayed too).
 Elsewhere (gpt-oss, Kimi, Llama, Mistral, Gemma 4, and checkpoints whose vocabulary
 differs: Qwen3.8, GLM-5.3) a named stand-in is used (a real base tokenizer
-with the family's special tokens added, see ``tests/support/fixtures.py``) and ``raw_output`` is
-encoded with it: :func:`replay` reports which (``Replay.ids_from``).
+with the family's special tokens added, see ``tests/support/fixtures.py``). Where the
+fixture's vocabulary says which of its ids are special (gpt-oss, Llama 3 / 4, Kimi K2,
+Mistral's tekken), ``raw_output`` is encoded with a marker token exactly where the
+fixture's ids have a special token and ordinary tokens elsewhere
+(``tests/support/canitoolcall_ids.py``), so a marker the model wrote as text stays text;
+otherwise ``raw_output`` is encoded as it is. :func:`replay` reports which
+(``Replay.ids_from``: ``fixture``, ``aligned`` or ``raw_output``).
 
-``python -m tests.support.canitoolcall_replay`` prints the table the README shows
-(``--whole``: without the streamed-arguments observation; ``-v``: the misses).
+``python -m tests.support.canitoolcall_replay`` prints the per-family table (``--whole``:
+calls sent whole, without the streamed-arguments observation; ``-v``: the misses);
+``--write`` stores the replay of every fixture in ``docs/canitoolcall.json`` and rewrites
+the figures of ``docs/canitoolcall.md`` from it (``tests/support/canitoolcall_figures.py``).
 """
 
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +57,7 @@ from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.stream.runtime import ReasoningRuntime, RequestStream
 from reasonspan.runtime.toolcalls import ToolCall
 from reasonspan.runtime.wire.openai import FinishReason
+from tests.support.canitoolcall_ids import aligned_ids
 from tests.support.fixtures import tokenizer
 
 
@@ -132,10 +139,14 @@ class Replay:
     family: Family | None
     observation: Observation
     ids_from: str
-    """``"fixture"`` (the recorded ids on the real tokenizer) or ``"raw_output"`` (encoded
-    with a stand-in or a tokenizer whose vocabulary differs)."""
+    """``"fixture"`` (the recorded ids on the real tokenizer), ``"aligned"`` (``raw_output``
+    on a stand-in, special tokens where the fixture's ids have them) or ``"raw_output"``
+    (encoded with a stand-in or a tokenizer whose vocabulary differs)."""
     status: Status
     rows: list[Any]
+    whole: Status
+    """The status with calls sent whole only: the same parses judged without the
+    streamed-arguments observation (``status`` when that observation was not made)."""
 
 
 def _parser(fixture: Fixture) -> tuple[ReasoningParser, LoadedTokenizer, Reference]:
@@ -151,6 +162,9 @@ def _ids(fixture: Fixture, tok: LoadedTokenizer) -> tuple[list[int], str]:
     ids = list(fixture.output_token_ids or [])
     if ids and max(ids) < tok.vocab_size and tok.decode(ids) == fixture.raw_output:
         return ids, "fixture"
+    aligned = aligned_ids(fixture, tok)
+    if aligned is not None:
+        return aligned, "aligned"
     return tok.encode(fixture.raw_output), "raw_output"
 
 
@@ -207,7 +221,13 @@ def replay(fixture: Fixture, stream_arguments: bool = True) -> Replay:
     obs = Observation(nonstream=nonstream, streams=streams)
     family = family_for(fixture)
     rows = checks.run_checks(fixture, family, obs)
-    return Replay(fixture, family, obs, ids_from, checks.case_status(rows), rows)
+    status = checks.case_status(rows)
+    whole_status = status
+    if stream_arguments:
+        calls_whole = {k: v for k, v in streams.items() if k != "runtime-arguments"}
+        whole_obs = Observation(nonstream=nonstream, streams=calls_whole)
+        whole_status = checks.case_status(checks.run_checks(fixture, family, whole_obs))
+    return Replay(fixture, family, obs, ids_from, status, rows, whole_status)
 
 
 async def _runtime(
@@ -260,55 +280,55 @@ and ``qwen3-hermes/vllm-invalid-json-missing-brace`` would be listed."""
 
 
 KNOWN_MISSES: dict[str, str] = {
-    "gpt-oss/harmony-marker-in-arguments": "stand-in tokenizer: encoding raw_output makes the "
-    "`<|call|>` text inside the argument a special token, which the model's own ids do not have",
-    "gpt-oss/harmony-marker-in-reasoning": "stand-in tokenizer: encoding raw_output makes the "
-    "`<|call|>` text inside the reasoning a special token, which the model's own ids do not have",
     "mistral/llamacpp-ministral3-marker-in-reasoning": "skip_special_tokens: the control tokens "
     "`[TOOL_CALLS]` and `[ARGS]` the model writes inside `[THINK]`…`[/THINK]` stay reasoning "
     "(no call, no leak) but are left out of the reasoning text, as a server decoding with "
-    "skip_special_tokens=True (vLLM) does; the fixture (llama.cpp) keeps them in the text",
-    "mistral/v13think-marker-in-arguments": "skip_special_tokens, as "
-    "mistral/llamacpp-ministral3-marker-in-reasoning (the `[TOOL_CALLS]` control token inside "
-    "the reasoning is left out of its text); and stand-in tokenizer: encoding raw_output makes "
-    "the `[THINK]`/`[/THINK]` text inside the argument control tokens (they open reasoning), "
-    "which mistral-common never does (the corpus spec says so)",
+    "skip_special_tokens=True does; the fixture, copied from llama.cpp's tests, keeps their "
+    "text (reasonspan does too with skip_special_tokens=False)",
 }
-"""Fixtures a replay does not pass, each with the reason (README: deliberate choices and
-the limits of a stand-in tokenizer)."""
+"""Fixtures a replay does not pass, each with the reason (docs/canitoolcall.md, "The
+misses", says it for readers)."""
 
 
 def corpus() -> list[Fixture]:
     return load_fixtures()
 
 
-def main() -> None:
-    by_family: dict[str, Counter[str]] = {}
-    total: Counter[str] = Counter()
-    failing: list[str] = []
-    whole = "--whole" in sys.argv  # calls sent whole only, no streamed arguments
+def statuses() -> dict[str, dict[str, str]]:
+    """Every fixture replayed once: its family, where its ids came from, and its status
+    with calls sent whole (``whole``) and with arguments streamed as written
+    (``streamed``); a replay that raises is ``unsupported`` in both."""
+    out: dict[str, dict[str, str]] = {}
     for fixture in corpus():
+        row = {"family": fixture.family}
         try:
-            status = replay(fixture, stream_arguments=not whole).status.value
-        except Exception as exc:
-            status = "unsupported"
-            failing.append(f"{fixture.id}: {type(exc).__name__}: {exc}")
-        by_family.setdefault(fixture.family, Counter())[status] += 1
-        total[status] += 1
-        if status in ("fail", "error"):
-            failing.append(fixture.id)
-    cols = ("pass", "soft_pass", "fail", "error", "unsupported")
-    print("| family | " + " | ".join(cols) + " | of |")
-    print("|---|" + "---:|" * (len(cols) + 1))
-    for fam, counts in sorted(by_family.items()):
-        print(
-            f"| {fam} | "
-            + " | ".join(str(counts[c]) for c in cols)
-            + f" | {sum(counts.values())} |"
-        )
-    print("| **all** | " + " | ".join(str(total[c]) for c in cols) + f" | {sum(total.values())} |")
+            got = replay(fixture)
+        except Exception as exc:  # the table says so; -v names it
+            row |= {"ids_from": "", "whole": "unsupported", "streamed": "unsupported"}
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        else:
+            row |= {"ids_from": got.ids_from, "whole": got.whole.value}
+            row["streamed"] = got.status.value
+        out[fixture.id] = row
+    return out
+
+
+def main() -> None:
+    """Print the per-family table (``--whole``: calls sent whole; ``-v``: the misses), or
+    with ``--write`` store the replay and rewrite the page's figures from it."""
+    from tests.support import canitoolcall_figures as figures
+
+    got = statuses()
+    if "--write" in sys.argv:
+        figures.write(got)
+        print(f"wrote {figures.JSON} and the figures of {figures.PAGE}")
+        return
+    mode = "whole" if "--whole" in sys.argv else "streamed"
+    print("\n".join(figures.family_table(got, mode)))
     if "-v" in sys.argv:
-        print("\n".join(failing))
+        for fid, row in got.items():
+            if row[mode] not in ("pass", "soft_pass"):
+                print(f"{fid}: {row[mode]} {row.get('error', '')}".rstrip())
 
 
 if __name__ == "__main__":
