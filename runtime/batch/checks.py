@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from reasonspan.runtime.batch.errors import BatchTokenError, InvalidStepError
-from reasonspan.runtime.batch.ids import BadToken, int_array, token_array
+from reasonspan.runtime.batch.ids import BadToken, token_array
 from reasonspan.runtime.batch.slots import Slots
 from reasonspan.runtime.batch.types import IntArray
+from reasonspan.runtime.core.ids import int_array
 
 
 def check_step(
@@ -28,9 +29,9 @@ def check_step(
     """A step's input as owned arrays, checked before anything changes: ``(request
     ids, token ids, offsets, slots, tokens per row (None: not worked out), one token
     per row)``."""
-    rids = int_array(request_ids, "request_ids")
+    rids = int_array(request_ids, "request_ids", InvalidStepError)
     toks, bad = token_array(token_ids)
-    offs = int_array(offsets, "offsets")
+    offs = int_array(offsets, "offsets", InvalidStepError)
     n = rids.shape[0]
     m = toks.shape[0]
     if offs.shape[0] != n + 1:
@@ -53,9 +54,12 @@ def check_step(
             )
     slots = sl.lookup(rids)
     if bad is not None:
+        # The ids before the bad one are ids of int64: one outside its vocabulary comes
+        # first, as ``stream`` reports the first bad id in order.
+        check_tokens(sl, toks, slots, counts, offs, rids, bad[0])
         raise token_error(sl, bad, slots, offs, rids)
     if m:
-        check_tokens(sl, toks, slots, counts, offs, rids)
+        check_tokens(sl, toks, slots, counts, offs, rids, m)
     return rids, toks, offs, slots, counts, uniform
 
 
@@ -84,12 +88,18 @@ def check_tokens(
     counts: IntArray | None,
     offs: IntArray,
     rids: IntArray,
+    end: int,
 ) -> None:
-    """Every token id is inside the vocabulary of the request it was given for."""
+    """Every token id before ``end`` is inside the vocabulary of the request it was given
+    for."""
+    if end < toks.shape[0]:
+        toks = toks[:end]
     # One reduction: as unsigned, a negative id is larger than any vocabulary.
-    if int(toks.view(np.uint64).max()) < sl.vocab_floor():
+    if not end or int(toks.view(np.uint64).max()) < sl.vocab_floor():
         return
     tok_slots = slots if counts is None else np.repeat(slots, counts)
+    if end < tok_slots.shape[0]:
+        tok_slots = tok_slots[:end]
     bad = (toks < 0) | (toks >= sl.vocab[tok_slots])
     if not bad.any():
         return

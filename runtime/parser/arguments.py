@@ -1,33 +1,16 @@
-"""Checks of what a caller passes to a parser: token id containers, the reasoning state
-argument and the reasoning-as-content switches, each failing with an error that names the
-argument."""
+"""Checks of what a caller passes to a parser: the reasoning state argument and the
+reasoning-as-content switches, each failing with an error that names the argument. (Token
+ids are checked by :mod:`reasonspan.runtime.core.ids`, which the batch's step shares.)"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from reasonspan.runtime.core.errors import InvalidOptionError
 from reasonspan.runtime.core.spec import ReasoningSpec
-
-
-def check_container(ids: object, where: str) -> None:
-    if type(ids) is list:  # the usual container, and always a Sequence: skip the ABC check
-        return
-    if isinstance(ids, np.ndarray):
-        if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
-            raise TypeError(
-                f"{where} must be a 1-D integer array, "
-                f"got dtype={ids.dtype} with {ids.ndim} dimensions"
-            )
-        return
-    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
-        raise TypeError(
-            f"{where} must be a sequence of int token ids or a numpy array, "
-            f"not {type(ids).__name__}"
-        )
 
 
 def reasoning_arg(value: object, tracked: bool, where: str) -> bool:

@@ -15,11 +15,11 @@ from typing import Any, ClassVar
 import msgspec
 import numpy as np
 
-from reasonspan.runtime.core.errors import InvalidTokenError
+from reasonspan.runtime.core.ids import check_container, token_ids
 from reasonspan.runtime.core.labels import CONTENT, REASONING, TOOL, split_labels
 from reasonspan.runtime.core.machine import Machine, Spill
 from reasonspan.runtime.core.spec import MarkerKind, ReasoningSpec
-from reasonspan.runtime.parser.arguments import check_container, reasoning_arg, swap_requested
+from reasonspan.runtime.parser.arguments import reasoning_arg, swap_requested
 from reasonspan.runtime.parser.construction import (
     ParserConstruction,
     StartStateSource,
@@ -310,7 +310,7 @@ class ReasoningParser(ParserConstruction, ParserOutputs):
                 if row < 2 and len(hits := self._hits[row]) < _HIT_CAP:
                     hits[t] = got
                 return got
-        toks = self._check(delta_token_ids, "delta_token_ids")
+        toks = token_ids(delta_token_ids, self._vocab, "delta_token_ids")
         ids: list[int] = []
         labels = bytearray()
         spill: list[Spill] = []
@@ -375,7 +375,7 @@ class ReasoningParser(ParserConstruction, ParserOutputs):
         the output leaves open: at ``"stop"`` the model ended its turn with the block
         unclosed, and it is read as it is (its calls, or its text as content); otherwise
         (``"length"`` or not given) it is a call cut by ``max_tokens``, never returned."""
-        toks = self._check(output_token_ids, "output_token_ids")
+        toks = token_ids(output_token_ids, self._vocab, "output_token_ids")
         start = (
             self.is_prompt_in_reasoning(prompt_token_ids)
             if prompt_token_ids is not None
@@ -433,32 +433,6 @@ class ReasoningParser(ParserConstruction, ParserOutputs):
             self._cfmt,
             swap,
         )
-
-    def _check(self, ids: object, where: str) -> Sequence[int]:
-        """Validate token ids before any state changes (a bad request never corrupts state),
-        and return them as Python ints (numpy integers never reach a result)."""
-        n = self._machine.vocab_size
-        if isinstance(ids, np.ndarray):
-            check_container(ids, where)
-            if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= n):
-                bad = int(np.flatnonzero((ids < 0) | (ids >= n))[0])
-                raise InvalidTokenError(ids[bad].item(), bad, n, where)
-            got: list[int] = ids.tolist()
-            return got
-        check_container(ids, where)
-        seq: Sequence[object] = ids  # type: ignore[assignment]
-        exact = True
-        for i, t in enumerate(seq):
-            if type(t) is int:
-                if 0 <= t < n:
-                    continue
-            elif isinstance(t, np.integer) and 0 <= int(t) < n:
-                exact = False
-                continue
-            raise InvalidTokenError(t, i, n, where)
-        if exact:
-            return seq  # type: ignore[return-value]
-        return [int(t) for t in seq]  # type: ignore[call-overload]
 
     # ------------------------------------------------------------------ snapshots
 
