@@ -155,6 +155,42 @@ def event(kind: str, data: dict[str, Any] | msgspec.Struct) -> bytes:
     return b"event: " + kind.encode() + b"\ndata: " + msgspec.json.encode(data) + b"\n\n"
 
 
+def _cut(kind: str, data: dict[str, Any]) -> tuple[bytes, bytes]:
+    """The event of ``data`` (its ``index`` 0) cut where the index goes: events a request
+    writes for every block, made by formatting a number instead of encoding a dict."""
+    head, tail = event(kind, data).split(b'"index":0', 1)
+    return head + b'"index":', tail
+
+
+_BLOCK_START = {
+    kind: _cut(
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": block},
+    )
+    for kind, block in (
+        ("reasoning", {"type": "thinking", "thinking": "", "signature": ""}),
+        ("text", {"type": "text", "text": ""}),
+    )
+}
+_BLOCK_STOP = _cut("content_block_stop", {"type": "content_block_stop", "index": 0})
+_SIGNED = _cut(
+    "content_block_delta",
+    {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "signature_delta", "signature": ""},
+    },
+)
+_SIGNED_TAIL = _SIGNED[1].split(b'""', 1)
+"""A signature delta's end, cut where the signature goes (base64: nothing to escape)."""
+_PING = event("ping", {"type": "ping"})
+_MESSAGE_STOP = event("message_stop", {"type": "message_stop"})
+
+
+def _at(cut: tuple[bytes, bytes], index: int) -> bytes:
+    return b"%b%d%b" % (cut[0], index, cut[1])
+
+
 class MessageEvents(SegmentEncoder):
     """The event stream of one request. The runtime has it write the request's events at
     step time (``ReasoningRuntime.add(..., writer=...)``: :meth:`text`, :meth:`chunk`);
@@ -181,36 +217,32 @@ class MessageEvents(SegmentEncoder):
                 "usage": {"input_tokens": self.input_tokens, "output_tokens": 0},
             },
         }
-        return event("message_start", head) + event("ping", {"type": "ping"})
-
-    @staticmethod
-    def _delta(index: int, delta: dict[str, Any]) -> bytes:
-        data = {"type": "content_block_delta", "index": index, "delta": delta}
-        return event("content_block_delta", data)
+        return event("message_start", head) + _PING
 
     def _events(self, segment_events: list[SegmentEvent]) -> list[bytes]:
         out: list[bytes] = []
         for ev in segment_events:
             seg = ev.segment
             if isinstance(ev, Opened):
-                block: dict[str, Any]
-                if seg.kind == "reasoning":
-                    block = {"type": "thinking", "thinking": "", "signature": ""}
-                elif seg.kind == "text":
-                    block = {"type": "text", "text": ""}
+                if seg.kind != "call":
+                    out.append(_at(_BLOCK_START[seg.kind], seg.index))
                 else:
                     block = {"type": "tool_use", "id": seg.call_id, "name": seg.name, "input": {}}
-                start = {"type": "content_block_start", "index": seg.index, "content_block": block}
-                out.append(event("content_block_start", start))
+                    start = {
+                        "type": "content_block_start",
+                        "index": seg.index,
+                        "content_block": block,
+                    }
+                    out.append(event("content_block_start", start))
                 seg.prefix = _delta_prefix(seg.index, seg.kind)
             elif isinstance(ev, Delta):
                 out.append(seg.prefix + json_string(ev.text) + b"}}\n\n")
             else:
                 if seg.kind == "reasoning":
-                    sig = {"type": "signature_delta", "signature": signature(seg.joined)}
-                    out.append(self._delta(seg.index, sig))
-                stop = {"type": "content_block_stop", "index": seg.index}
-                out.append(event("content_block_stop", stop))
+                    head, tail = _SIGNED_TAIL
+                    sig = signature(seg.joined).encode()
+                    out.append(b'%b%d%b"%b"%b' % (_SIGNED[0], seg.index, head, sig, tail))
+                out.append(_at(_BLOCK_STOP, seg.index))
         return out
 
     def chunk(self, chunk: ChatCompletionChunk) -> bytes:
@@ -239,7 +271,7 @@ class MessageEvents(SegmentEncoder):
         }
         data = {"type": "message_delta", "delta": delta, "usage": {"output_tokens": output_tokens}}
         out.append(event("message_delta", data))
-        out.append(event("message_stop", {"type": "message_stop"}))
+        out.append(_MESSAGE_STOP)
         return b"".join(out)
 
     def error(self, exc: ReasonspanError) -> bytes:

@@ -46,13 +46,23 @@ class Segment:
     """What the encoder's delta events of this segment start with (its own cache: the
     event bytes before the delta's text)."""
 
+    def as_json(self) -> msgspec.Raw:
+        """Its whole text as a JSON string, for an encoder that sends it whole (escaped
+        pieces are joined as they are, not decoded and encoded again)."""
+        parts = self.text
+        try:
+            return msgspec.Raw(b'"' + b"".join(parts) + b'"')  # type: ignore[arg-type]
+        except TypeError:  # (some pieces came as str: from the exact path's chunks)
+            return msgspec.Raw(msgspec.json.encode(self.joined))
+
     @property
     def joined(self) -> str:
         """Its whole text (escaped pieces decoded in one go)."""
         parts = self.text
-        if all(type(p) is bytes for p in parts):
+        try:
             return _unescape(b"".join(parts))  # type: ignore[arg-type]
-        return "".join(p if type(p) is str else _unescape(p) for p in parts)  # type: ignore[arg-type]
+        except TypeError:  # (some pieces came as str: from the exact path's chunks)
+            return "".join(p if type(p) is str else _unescape(p) for p in parts)  # type: ignore[arg-type]
 
 
 _unescape_str = msgspec.json.Decoder(str).decode
