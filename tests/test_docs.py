@@ -185,9 +185,10 @@ def _normal(text: str) -> str:
 
 
 def test_the_canitoolcall_page_agrees_with_the_replay_harness() -> None:
-    """The page's table is the replay's output, copied by hand (a replay of the whole corpus
-    takes minutes): what the harness knows without replaying is checked here, so a fixture
-    added to the corpus, or a miss fixed or added, makes the page fail until it is rerun."""
+    """The page's figures are written by the replay (``--write``, checked against a fresh
+    replay in tests/toolcalls/test_canitoolcall.py); the README's sentence linking it is
+    prose: what the harness knows without replaying is checked here, so a fixture added
+    to the corpus, or a miss fixed or added, makes the README fail until it is updated."""
     from tests.support import canitoolcall_replay as replay
 
     redo = (
