@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from reasonspan.runtime.core.tool_types import Tools
+from reasonspan.runtime.toolcalls.json_stream import encoded
 
 
 @dataclass
@@ -51,16 +52,39 @@ class PartialCall:
     complete: bool = False
     """Its arguments were read to their end: ``arguments`` is the whole text."""
 
+    def add_member(self, member: str) -> None:
+        """A member read whole, its JSON text ``"key":value``, after the object's ``{`` or
+        a comma."""
+        self.arguments.append(("," if self.arguments else "{") + member)
+
+    def open_string(self, key: str) -> None:
+        """A string member streamed as it is written: its key and opening quote, after
+        the object's ``{`` or a comma (its text follows: :meth:`add_string`,
+        :meth:`close_string`)."""
+        self.arguments.append(("," if self.arguments else "{") + f'"{encoded(key)}":"')
+
+    def add_string(self, text: str) -> None:
+        """More of the streamed string's text, JSON-escaped (``encoded`` escapes per
+        character, so the pieces are the pieces of the whole string's text)."""
+        self.arguments.append(encoded(text))
+
+    def close_string(self, text: str = "") -> None:
+        """The streamed string's last text, JSON-escaped, and its closing quote."""
+        self.arguments.append(encoded(text) + '"')
+
+    def commit(self, calls: list[PartialCall]) -> None:
+        """Its first member was read and is valid: it may be sent, appended to its
+        reader's ``calls`` (once)."""
+        if not self.committed:
+            self.committed = True
+            calls.append(self)
+
     def close(self, calls: list[PartialCall]) -> None:
         """Its arguments were read to their end: close their object, or, for a call that
         had none (never committed), send ``{}`` and commit it now, appended to its
         reader's ``calls``."""
-        if self.committed:
-            self.arguments.append("}")
-        else:
-            self.arguments.append("{}")
-            self.committed = True
-            calls.append(self)
+        self.arguments.append("}" if self.committed else "{}")
+        self.commit(calls)
         self.complete = True
 
 
@@ -101,6 +125,18 @@ def streams_arguments(kinds: tuple[str, ...]) -> bool:
 def new_reader(kind: str, tools: Tools) -> PartialReader:
     """A fresh reader of the kind :func:`choose_kind` chose."""
     return _READERS[kind][1](tools)
+
+
+def opens_with(opener: str) -> Accepts:
+    """The :data:`Accepts` of a kind whose body begins with ``opener`` (None while the
+    text so far is shorter and may still begin it)."""
+
+    def accepts(body: str) -> bool | None:
+        if len(body) < len(opener):
+            return None if opener.startswith(body) else False
+        return body.startswith(opener)
+
+    return accepts
 
 
 def choose_kind(kinds: tuple[str, ...], body: str) -> str | None:

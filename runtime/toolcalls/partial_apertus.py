@@ -33,7 +33,7 @@ from reasonspan.runtime.toolcalls.json_stream import (
 )
 from reasonspan.runtime.toolcalls.partial import partial_kind
 from reasonspan.runtime.toolcalls.partial_args import ArgumentWriter
-from reasonspan.runtime.toolcalls.partial_json import JsonCallsReader, _Call
+from reasonspan.runtime.toolcalls.partial_json import JsonCall, JsonCallsReader, accepts_json
 
 
 class ApertusCallsReader(JsonCallsReader):
@@ -73,7 +73,7 @@ class ApertusCallsReader(JsonCallsReader):
             self._open.append(kind)
             if not arguments and self._at_item_place(depth):
                 if kind == OPEN_OBJECT:
-                    self._call = _Call(name="")
+                    self._call = JsonCall(name="")
                     self._call_depth = depth + 1
                     self._named = False
                 elif depth:
@@ -96,10 +96,6 @@ class ApertusCallsReader(JsonCallsReader):
             self._lost(call)
 
 
-def _accepts(body: str) -> bool | None:
-    return None if not body else body[0] in "{["
-
-
-@partial_kind("apertus", _accepts)
+@partial_kind("apertus", accepts_json)
 def _reader(tools: Tools) -> ApertusCallsReader:
     return ApertusCallsReader(tools)

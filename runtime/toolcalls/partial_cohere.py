@@ -16,7 +16,7 @@ from __future__ import annotations
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls.json_stream import KEY
 from reasonspan.runtime.toolcalls.partial import partial_kind
-from reasonspan.runtime.toolcalls.partial_json import JsonCallsReader
+from reasonspan.runtime.toolcalls.partial_json import JsonCallsReader, accepts_json
 
 _KEYS = {"tool_name": "name", "name": "\0name", "arguments": "\0arguments"}
 """Keys outside the arguments as the json kind's reader is to take them."""
@@ -34,10 +34,6 @@ class CohereCallsReader(JsonCallsReader):
         super()._outside(kind, _KEYS.get(value, value) if kind == KEY else value)
 
 
-def _accepts(body: str) -> bool | None:
-    return None if not body else body[0] in "{["
-
-
-@partial_kind("cohere", _accepts)
+@partial_kind("cohere", accepts_json)
 def _reader(tools: Tools) -> CohereCallsReader:
     return CohereCallsReader(tools)

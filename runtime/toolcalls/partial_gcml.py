@@ -23,8 +23,15 @@ import re
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls import gcml_calls
 from reasonspan.runtime.toolcalls.gcml_calls import INVOKE, INVOKE_END
-from reasonspan.runtime.toolcalls.partial import partial_kind
-from reasonspan.runtime.toolcalls.partial_tagged import PAIR, TAG_MAX, TaggedCallsReader, waits
+from reasonspan.runtime.toolcalls.partial import opens_with, partial_kind
+from reasonspan.runtime.toolcalls.partial_members import held_back
+from reasonspan.runtime.toolcalls.partial_tagged import (
+    BETWEEN,
+    PAIR,
+    TAG_MAX,
+    TaggedCallsReader,
+    waits,
+)
 from reasonspan.runtime.toolcalls.sections import skip_space
 
 _PARAM_OPEN = "<｜GCML｜parameter"
@@ -69,7 +76,7 @@ class GcmlCallsReader(TaggedCallsReader):
         j = skip_space(text, i)
         if text.startswith(INVOKE_END, j):
             self._i = j + len(INVOKE_END)
-            return self._closed()
+            return self._call_closed(BETWEEN)
         p = gcml_calls._PARAM.match(text, i)
         if p is None:
             space = _SPACE.match(text, i)
@@ -102,21 +109,10 @@ class GcmlCallsReader(TaggedCallsReader):
             return self._decided(
                 at, at + len(_PARAM_END), lambda raw: gcml_calls._value(raw, string, schema)
             )
-        undecided = len(text)
-        lt = text.rfind("<", max(self._start, len(text) - len(_PARAM_END) + 1))
-        if lt >= 0 and _PARAM_END.startswith(text[lt:]):
-            undecided = lt  # may begin the closer
-        self._sent_to(undecided)
+        self._sent_to(held_back(text, self._start, _PARAM_END))
         return False
 
 
-def _accepts(body: str) -> bool | None:
-    """A body that begins with an invoke."""
-    if len(body) < len(INVOKE):
-        return None if INVOKE.startswith(body) else False
-    return body.startswith(INVOKE)
-
-
-@partial_kind("gcml", _accepts)
+@partial_kind("gcml", opens_with(INVOKE))
 def _reader(tools: Tools) -> GcmlCallsReader:
     return GcmlCallsReader(tools)

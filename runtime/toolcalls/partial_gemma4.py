@@ -20,8 +20,7 @@ from typing import Any
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls import gemma4_calls
 from reasonspan.runtime.toolcalls.gemma4_calls import PREFIX, QUOTE
-from reasonspan.runtime.toolcalls.json_stream import encoded
-from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
+from reasonspan.runtime.toolcalls.partial import PartialCall, opens_with, partial_kind
 from reasonspan.runtime.toolcalls.partial_members import MemberReader, member_text
 
 _WS = " \t\r\n"
@@ -105,22 +104,19 @@ class Gemma4CallReader(MemberReader):
                 return self._stop()
         if key in self._keys:
             return self._stop()  # the whole read keeps the last: not followed
-        self._keys.add(key)
-        self._key = key
         self._i = colon + 1
         self._skip()
         if len(self._text) - self._i < len(QUOTE) and QUOTE.startswith(self._text[self._i :]):
             self._i = key_start  # the value's first characters: read the key again then
-            self._keys.discard(key)
             return False
         call = self._call
         assert call is not None
         if call.committed and self._text.startswith(QUOTE, self._i):
-            self._start = self._emit = self._i + len(QUOTE)
-            call.arguments.append(f',"{encoded(key)}":"')
-            self._i, self._state = self._emit, _STRING
+            self._i += len(QUOTE)
+            self._open_value(key, True, _STRING)
         else:
-            self._start, self._parts, self._depth, self._state = self._i, [], 0, _VALUE
+            self._depth = 0
+            self._open_value(key, False, _VALUE)
         return True
 
     def _string(self) -> bool:
@@ -131,12 +127,12 @@ class Gemma4CallReader(MemberReader):
         end = text.find(QUOTE, self._emit)
         stop = end if end >= 0 else _held(text, self._emit)
         if stop > self._emit:
-            call.arguments.append(encoded(text[self._emit : stop]))
+            call.add_string(text[self._emit : stop])
             self._emit = stop
         self._i = stop
         if end < 0:
             return False
-        call.arguments.append('"')
+        call.close_string()
         self._i, self._state = end + len(QUOTE), _AFTER
         return True
 
@@ -222,13 +218,6 @@ def _value_end(text: str, i: int, depth: int) -> tuple[int, int, int]:
     return -1, i, depth
 
 
-def _accepts(body: str) -> bool | None:
-    """Gemma 4's body begins with ``call:``."""
-    if len(body) < len(PREFIX):
-        return None if PREFIX.startswith(body) else False
-    return body.startswith(PREFIX)
-
-
-@partial_kind("gemma4", _accepts)
+@partial_kind("gemma4", opens_with(PREFIX))
 def _reader(tools: Tools) -> Gemma4CallReader:
     return Gemma4CallReader(tools)

@@ -24,9 +24,16 @@ from __future__ import annotations
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls.hunyuan_calls import _CALL_TAG, _Tags
 from reasonspan.runtime.toolcalls.partial import partial_kind
-from reasonspan.runtime.toolcalls.partial_tagged import PAIR, TAG_MAX, TaggedCallsReader, waits
+from reasonspan.runtime.toolcalls.partial_members import held_back, string_only
+from reasonspan.runtime.toolcalls.partial_tagged import (
+    BETWEEN,
+    PAIR,
+    TAG_MAX,
+    TaggedCallsReader,
+    waits,
+)
 from reasonspan.runtime.toolcalls.sections import plain_name, skip_space
-from reasonspan.runtime.toolcalls.values import schema_types, typed_value
+from reasonspan.runtime.toolcalls.values import typed_value
 
 
 class HunyuanCallsReader(TaggedCallsReader):
@@ -85,7 +92,7 @@ class HunyuanCallsReader(TaggedCallsReader):
         rest = text[j : j + max(len(tags.key), len(tags.call_end))]
         if rest.startswith(tags.call_end):
             self._i = j + len(tags.call_end)
-            return self._closed()
+            return self._call_closed(BETWEEN)
         if not rest.startswith(tags.key):
             return False if waits(rest, tags.key, tags.call_end) or not rest else self._drop()
         k_end = text.find(tags.key_end, j, j + TAG_MAX)
@@ -108,7 +115,7 @@ class HunyuanCallsReader(TaggedCallsReader):
             return False
         self._i = v + len(tags.value)
         schema = self._tools.property_schema(call.name, key)
-        self._member(key, schema_types(schema) == ["string"])
+        self._member(key, string_only(schema))
         return True
 
     def _value(self) -> bool:
@@ -125,13 +132,7 @@ class HunyuanCallsReader(TaggedCallsReader):
             if not rest or waits(rest, tags.key, tags.call_end):
                 break  # the value may end here: wait
             at = text.find(end, at + 1)
-        undecided = at
-        if at < 0:
-            undecided = len(text)
-            lt = text.rfind("<", max(self._start, len(text) - len(end) + 1))
-            if lt >= 0 and end.startswith(text[lt:]):
-                undecided = lt
-        self._sent_to(undecided)
+        self._sent_to(at if at >= 0 else held_back(text, self._start, end))
         return False
 
 

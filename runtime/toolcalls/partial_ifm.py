@@ -25,10 +25,17 @@ from typing import Any
 
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls import ifm_calls as f
-from reasonspan.runtime.toolcalls.partial import partial_kind
-from reasonspan.runtime.toolcalls.partial_tagged import PAIR, TAG_MAX, TaggedCallsReader, waits
+from reasonspan.runtime.toolcalls.partial import opens_with, partial_kind
+from reasonspan.runtime.toolcalls.partial_members import held_back, string_only
+from reasonspan.runtime.toolcalls.partial_tagged import (
+    BETWEEN,
+    PAIR,
+    TAG_MAX,
+    TaggedCallsReader,
+    waits,
+)
 from reasonspan.runtime.toolcalls.sections import plain_name, skip_space
-from reasonspan.runtime.toolcalls.values import schema_types, typed_value
+from reasonspan.runtime.toolcalls.values import typed_value
 
 _CLOSE = "</ifm|tool_calls>"
 _FIRST = re.compile(r"\s*(.)", re.DOTALL)
@@ -88,7 +95,7 @@ class IfmCallsReader(TaggedCallsReader):
         j = self._i = skip_space(text, self._i)
         if text.startswith(f.CALL_END, j):
             self._i = j + len(f.CALL_END)
-            return self._closed()
+            return self._call_closed(BETWEEN)
         key = self._tagged(j, f.KEY, f.KEY_END)
         if key is True:
             rest = text[j : j + len(f.CALL_END)]
@@ -112,7 +119,7 @@ class IfmCallsReader(TaggedCallsReader):
             return self._drop()
         self._schema = f._schema(self._tools, call.name, k, arg_type)
         self._i = t + len(f.VALUE)
-        self._member(k, schema_types(self._schema) == ["string"])
+        self._member(k, string_only(self._schema))
         return True
 
     def _value(self) -> bool:
@@ -125,21 +132,10 @@ class IfmCallsReader(TaggedCallsReader):
                 self.done = True  # JSON cannot hold it: the whole read decides (module doc)
                 return False
             return got
-        undecided = len(text)
-        lt = text.rfind("<", max(self._start, len(text) - len(end) + 1))
-        if lt >= 0 and end.startswith(text[lt:]):
-            undecided = lt  # may begin the closer
-        self._sent_to(undecided)
+        self._sent_to(held_back(text, self._start, end))
         return False
 
 
-def _accepts(body: str) -> bool | None:
-    """A body that begins with a call."""
-    if len(body) < len(f.CALL_BEGIN):
-        return None if f.CALL_BEGIN.startswith(body) else False
-    return body.startswith(f.CALL_BEGIN)
-
-
-@partial_kind("ifm", _accepts)
+@partial_kind("ifm", opens_with(f.CALL_BEGIN))
 def _reader(tools: Tools) -> IfmCallsReader:
     return IfmCallsReader(tools)

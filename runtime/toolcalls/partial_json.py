@@ -45,12 +45,13 @@ from reasonspan.runtime.toolcalls.partial_args import (
 _ARGUMENTS = ("arguments", "parameters")
 
 
-def _accepts(body: str) -> bool | None:
+def accepts_json(body: str) -> bool | None:
+    """A body that begins with a JSON object or list (the kinds read by this reader)."""
     return None if not body else body[0] in "{["
 
 
 @dataclass
-class _Call(PartialCall):
+class JsonCall(PartialCall):
     """A call object being read: its name and what stops it from being streamed."""
 
     followable: bool = True
@@ -72,7 +73,7 @@ class JsonCallsReader:
         self._tokens = JsonTokens()
         self._open: list[str] = []
         """The containers open at this point of the text, outermost first."""
-        self._call: _Call | None = None
+        self._call: JsonCall | None = None
         self._call_depth = 0
         """Depth of the call object being read (1, or 2 inside a top-level list)."""
         self._key = ""
@@ -119,7 +120,7 @@ class JsonCallsReader:
                 and kind == OPEN_OBJECT
                 and (depth == 0 or (depth == 1 and self._open[0] == "["))
             ):
-                self._call = _Call(name="")
+                self._call = JsonCall(name="")
                 self._call_depth = depth + 1
                 self._key = ""
         elif kind in (CLOSE_OBJECT, CLOSE_ARRAY):
@@ -165,7 +166,7 @@ class JsonCallsReader:
         self._writer = ArgumentWriter(call.arguments)
         self._writer.event(OPEN_OBJECT, "")
 
-    def _lost(self, call: _Call) -> None:
+    def _lost(self, call: JsonCall) -> None:
         """The call cannot be followed further: broken once committed, else sent whole."""
         if call.committed:
             call.broken = True
@@ -191,19 +192,17 @@ class JsonCallsReader:
         if got != FIRST_MEMBER:
             self._writer = None
 
-    def _commit(self, call: _Call) -> None:
-        if call.committed or self._blocked or not call.followable:
-            return
-        call.committed = True
-        self.calls.append(call)
+    def _commit(self, call: JsonCall) -> None:
+        if not self._blocked and call.followable:
+            call.commit(self.calls)
 
 
-@partial_kind("json", _accepts)
+@partial_kind("json", accepts_json)
 def _reader(tools: Tools) -> JsonCallsReader:
     return JsonCallsReader(tools)
 
 
-@partial_kind("xlam", _accepts)
+@partial_kind("xlam", accepts_json)
 def _xlam_reader(tools: Tools) -> JsonCallsReader:
     """xLAM's JSON list (``xlam_calls``): a call needs ``arguments`` (an item with
     ``parameters`` is not one), so only that key's object is followed."""

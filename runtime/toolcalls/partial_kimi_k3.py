@@ -21,9 +21,8 @@ import re
 
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls import xtml_calls
-from reasonspan.runtime.toolcalls.json_stream import encoded
-from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
-from reasonspan.runtime.toolcalls.partial_members import MemberReader, member_text
+from reasonspan.runtime.toolcalls.partial import PartialCall, opens_with, partial_kind
+from reasonspan.runtime.toolcalls.partial_members import MemberReader, closer_followed
 
 _CALL, _PARAM, _VALUE = range(3)
 _LOOK = 512
@@ -56,28 +55,13 @@ def _follows(text: str, at: int) -> bool | None:
 class KimiK3CallsReader(MemberReader):
     """The partial reader of kind ``kimi_k3`` (module doc): its calls one after another."""
 
-    __slots__ = ("_streamed", "_type")
+    __slots__ = ("_type",)
+    _value_state = _VALUE
 
     def __init__(self, tools: Tools) -> None:
         super().__init__(tools, _CALL)
-        self._streamed = False
         self._type: str | None = None
         """The value's ``type`` attribute (None: none written)."""
-
-    def _in_value(self) -> bool | None:
-        return self._streamed if self._state == _VALUE else None
-
-    def _stop(self) -> bool:
-        call = self._call
-        if call is not None and call.committed and not call.complete:
-            call.broken = True
-        self.done = True
-        return False
-
-    def _give_up(self) -> bool:
-        """A tag the reader cannot place: the whole read decides (module doc)."""
-        self.done = True
-        return False
 
     def _tag(self, pattern: re.Pattern[str], *openers: str) -> re.Match[str] | bool:
         """``pattern`` read at :attr:`_i`; True: wait (the text may still be one, or begin
@@ -109,7 +93,7 @@ class KimiK3CallsReader(MemberReader):
         end = xtml_calls._CALL_END.match(self._text, self._i)
         if end is not None:
             self._i = end.end()
-            return self._closed()
+            return self._call_closed(_CALL)
         m = self._tag(xtml_calls._ARG, _OPEN, _CALL_CLOSE)
         if not isinstance(m, re.Match):
             return False if m else self._give_up()
@@ -118,79 +102,35 @@ class KimiK3CallsReader(MemberReader):
         return self._argument(attrs.get("key"), attrs.get("type"))
 
     def _argument(self, key: str | None, kind: str | None) -> bool:
-        call = self._call
-        assert call is not None
         if key is None or key in self._keys:
             return self._stop()  # the whole read refuses the block
-        self._keys.add(key)
-        self._key, self._type = key, kind
-        self._start = self._emit = self._i
-        self._parts = []
-        self._streamed = call.committed and kind == "string"
-        if self._streamed:
-            call.arguments.append(f',"{encoded(key)}":"')
-        self._state = _VALUE
-        return True
-
-    def _closed(self) -> bool:
-        """The call closed: its arguments are whole."""
-        call = self._call
-        assert call is not None
-        call.close(self.calls)
-        self._state = _CALL
+        self._type = kind
+        self._open_value(key, kind == "string", _VALUE)
         return True
 
     def _value(self) -> bool:
-        text = self._text
-        at = text.find(_ARG_END, self._i)
-        undecided = len(text)
-        while at >= 0:
-            verdict = _follows(text, at + len(_ARG_END))
-            if verdict:
-                return self._decided(at, at + len(_ARG_END))
-            if verdict is None:
-                undecided = at
-                break
-            at = text.find(_ARG_END, at + 1)
-        else:
-            for lt in range(max(self._i, len(text) - len(_ARG_END) + 1), len(text)):
-                if _ARG_END.startswith(text[lt:]):
-                    undecided = lt  # may begin a closer
-                    break
-        self._i = max(self._start, undecided)
-        if self._streamed and undecided > self._emit:
-            assert self._call is not None
-            self._call.arguments.append(encoded(text[self._emit : undecided]))
-            self._emit = undecided
+        at, decided = closer_followed(self._text, self._i, _ARG_END, _follows)
+        if decided:
+            return self._decided(at, at + len(_ARG_END))
+        self._sent_to(at)
         return False
 
     def _decided(self, stop: int, resume: int) -> bool:
         """The value ends at ``stop``; reading goes on at ``resume``."""
         call = self._call
         assert call is not None
-        if self._streamed:
-            call.arguments.append(encoded(self._text[self._emit : stop]) + '"')
-        else:
-            raw = "".join(self._parts) + self._text[self._start : stop]
-            schema = self._tools.property_schema(call.name, self._key)
-            try:
-                member = member_text(self._key, xtml_calls._value(raw, self._type, schema))
-            except Exception:  # a lone surrogate, JSON nested past the recursion limit: the
-                member = None  # whole read raises too, and refuses the block (_guarded)
-            if member is None:
-                return self._stop()
-            self._send(member)
-        self._i, self._state = resume, _PARAM
+        schema = self._tools.property_schema(call.name, self._key)
+        kind = self._type
+        # Any exception (a lone surrogate, JSON nested past the recursion limit) is a value
+        # not read: the whole read raises too, and refuses the block (_guarded).
+        if not self._value_ends(
+            stop, resume, lambda raw: xtml_calls._value(raw, kind, schema), Exception
+        ):
+            return self._stop()
+        self._state = _PARAM
         return True
 
 
-def _accepts(body: str) -> bool | None:
-    """A body that begins with a call element."""
-    if len(body) < len(_CALL_OPEN):
-        return None if _CALL_OPEN.startswith(body) else False
-    return body.startswith(_CALL_OPEN)
-
-
-@partial_kind("kimi_k3", _accepts)
+@partial_kind("kimi_k3", opens_with(_CALL_OPEN))
 def _reader(tools: Tools) -> KimiK3CallsReader:
     return KimiK3CallsReader(tools)

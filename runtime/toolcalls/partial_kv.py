@@ -18,10 +18,9 @@ from __future__ import annotations
 import re
 
 from reasonspan.runtime.core.tool_types import Tools
-from reasonspan.runtime.toolcalls.json_stream import encoded
 from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
-from reasonspan.runtime.toolcalls.partial_members import MemberReader, member_text
-from reasonspan.runtime.toolcalls.values import schema_types, typed_value
+from reasonspan.runtime.toolcalls.partial_members import MemberReader, string_only
+from reasonspan.runtime.toolcalls.values import typed_value
 
 _WS = " \t\r\n"
 _KEY, _KEY_END = "<arg_key>", "</arg_key>"
@@ -38,14 +37,11 @@ _TAG_MAX = 64
 class KvCallReader(MemberReader):
     """The partial reader of kind ``kv`` (module doc): one call per region."""
 
-    __slots__ = ("_streamed",)
+    __slots__ = ()
+    _value_state = _IN_VALUE
 
     def __init__(self, tools: Tools) -> None:
         super().__init__(tools, _NAME)
-        self._streamed = False
-
-    def _in_value(self) -> bool | None:
-        return self._streamed if self._state == _IN_VALUE else None
 
     def _step(self) -> bool:
         text = self._text
@@ -89,17 +85,8 @@ class KvCallReader(MemberReader):
         assert call is not None
         if head != _VALUE or not key or key in self._keys:
             return self._stop()  # malformed; or a repeated key (the whole read keeps the last)
-        self._keys.add(key)
-        self._key = key
-        self._start = j + len(_VALUE)
-        self._streamed = call.committed and schema_types(
-            self._tools.property_schema(call.name, key)
-        ) == ["string"]
-        self._emit = self._start
-        self._parts = []
-        if self._streamed:
-            call.arguments.append(f',"{encoded(key)}":"')
-        self._i, self._state = self._start, _IN_VALUE
+        self._i = j + len(_VALUE)
+        self._open_value(key, string_only(self._tools.property_schema(call.name, key)), _IN_VALUE)
         return True
 
     def _value(self, text: str) -> bool:
@@ -129,7 +116,7 @@ class KvCallReader(MemberReader):
             if end - 1 >= self._emit and text[end - 1] == "\n":
                 end -= 1  # the layout a missing </arg_value> leaves, if the body ends here
             if end > self._emit:
-                call.arguments.append(encoded(text[self._emit : end]))
+                call.add_string(text[self._emit : end])
                 self._emit = end
         return False
 
@@ -137,16 +124,10 @@ class KvCallReader(MemberReader):
         """The value ends at ``stop``; reading goes on at ``resume`` (the next key)."""
         call = self._call
         assert call is not None
-        if self._streamed:
-            call.arguments.append(encoded(self._text[self._emit : stop]) + '"')
-        else:
-            raw = "".join(self._parts) + self._text[self._start : stop]
-            typed = typed_value(raw, self._tools.property_schema(call.name, self._key))
-            member = member_text(self._key, typed)
-            if member is None:
-                return self._stop()
-            self._send(member)
-        self._i, self._state = resume, _PAIR
+        schema = self._tools.property_schema(call.name, self._key)
+        if not self._value_ends(stop, resume, lambda raw: typed_value(raw, schema), ()):
+            return self._stop()
+        self._state = _PAIR
         return True
 
 

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls import plamo3_calls as p
-from reasonspan.runtime.toolcalls.partial import partial_kind
+from reasonspan.runtime.toolcalls.partial import opens_with, partial_kind
 from reasonspan.runtime.toolcalls.partial_sections import (
-    _AFTER,
-    _BETWEEN,
-    _DROP,
-    _HEAD_MAX,
-    _SKIP,
+    AFTER,
+    BETWEEN,
+    DROP,
+    HEAD_MAX,
+    SKIP,
     SectionCallsReader,
 )
 from reasonspan.runtime.toolcalls.sections import plain_name
@@ -39,22 +39,22 @@ tokens reach the reader before the region closes."""
 
 def _head(text: str, i: int) -> tuple[int, str | None] | None:
     """``<name tag>NAME<end name tag><arguments tag>[header]``, as :func:`.plamo3_calls._request`
-    reads it: where the arguments begin and the name; :data:`_DROP` when it does not read;
+    reads it: where the arguments begin and the name; :data:`DROP` when it does not read;
     None: wait for more text."""
     rest = text[i : i + len(p.NAME_BEGIN)]
     if not text.startswith(p.NAME_BEGIN, i):
-        return None if p.NAME_BEGIN.startswith(rest) else _DROP
+        return None if p.NAME_BEGIN.startswith(rest) else DROP
     j = i + len(p.NAME_BEGIN)
-    at = text.find(p.NAME_END, j, i + _HEAD_MAX)
+    at = text.find(p.NAME_END, j, i + HEAD_MAX)
     if at < 0:
         return None
     name = plain_name(text[j:at])
     j = at + len(p.NAME_END)
     if name is None:
-        return _DROP
+        return DROP
     rest = text[j : j + len(p.ARGS_BEGIN)]
     if not text.startswith(p.ARGS_BEGIN, j):
-        return None if p.ARGS_BEGIN.startswith(rest) else _DROP
+        return None if p.ARGS_BEGIN.startswith(rest) else DROP
     j += len(p.ARGS_BEGIN)
     rest = text[j : j + len(p.ARGS_HEADER)]
     if len(rest) < len(p.ARGS_HEADER) and p.ARGS_HEADER.startswith(rest):
@@ -72,26 +72,18 @@ class Plamo3CallsReader(SectionCallsReader):
 
     def _step(self) -> bool:
         at = self._i
-        if self._state == _BETWEEN:
+        if self._state == BETWEEN:
             gap = self._text[at:].lstrip(_SPACE)
             if gap and len(gap) < len(_CLOSE) and _CLOSE.startswith(gap):
                 return False  # the region's close tag, several tokens, may be coming
         text = self._text
-        if self._state == _AFTER and self._k == 0 and at < len(text) and text[at] in _SPACE:
+        if self._state == AFTER and self._k == 0 and at < len(text) and text[at] in _SPACE:
             self._lost()  # not the end tag right after the object: the call is dropped
-            self._state = _SKIP
+            self._state = SKIP
             return True
         return super()._step()
 
 
-def _accepts(body: str) -> bool | None:
-    """A body that begins with a request (None while the text may still begin one)."""
-    begin = p.REQUEST_BEGIN
-    if len(body) < len(begin):
-        return None if begin.startswith(body) else False
-    return body.startswith(begin)
-
-
-@partial_kind("plamo3", _accepts)
+@partial_kind("plamo3", opens_with(p.REQUEST_BEGIN))
 def _reader(tools: Tools) -> Plamo3CallsReader:
     return Plamo3CallsReader()

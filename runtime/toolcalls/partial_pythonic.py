@@ -39,7 +39,6 @@ import keyword
 import re
 
 from reasonspan.runtime.core.tool_types import Tools
-from reasonspan.runtime.toolcalls.json_stream import encoded
 from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
 from reasonspan.runtime.toolcalls.partial_members import WINDOW, member_text
 from reasonspan.runtime.toolcalls.partial_pyliterals import (
@@ -72,8 +71,8 @@ spaces (a comma's tuple stays on its line)."""
 class PythonicCallsReader:
     """The partial reader of the Python-call kinds (module doc)."""
 
-    __slots__ = ("_call", "_closing", "_dialect", "_first", "_i", "_key", "_keys", "_mark",
-                 "_pending", "_quote", "_stack", "_state", "_string_comma", "_text", "calls",
+    __slots__ = ("_call", "_closing", "_dialect", "_i", "_key", "_keys", "_mark", "_quote",
+                 "_stack", "_state", "_string_comma", "_text", "calls",
                  "done")  # fmt: skip
 
     def __init__(self, dialect: str) -> None:
@@ -87,10 +86,6 @@ class PythonicCallsReader:
         self._call: PartialCall | None = None
         self._keys: set[str] = set()
         self._key = ""
-        self._first = True
-        """The argument being read is the call's first (the call commits after it)."""
-        self._pending: list[str] = []
-        """Argument text of a call not committed yet."""
         self._quote = ""
         """The quote of the string being read ("" : none)."""
         self._mark = 0
@@ -163,19 +158,12 @@ class PythonicCallsReader:
         self.done = True
         return False
 
-    def _put(self, text: str) -> None:
+    def _current(self) -> PartialCall:
+        """The call being read (its arguments are written as they are read: the call is
+        seen only once it commits, after its first argument)."""
         call = self._call
         assert call is not None
-        (call.arguments if call.committed else self._pending).append(text)
-
-    def _commit(self) -> None:
-        call = self._call
-        assert call is not None
-        if not call.committed:
-            call.arguments.extend(self._pending)
-            self._pending = []
-            call.committed = True
-            self.calls.append(call)
+        return call
 
     # ------------------------------------------------------------------ calls
 
@@ -193,8 +181,6 @@ class PythonicCallsReader:
             return self._stop()
         self._call = PartialCall(name=name)
         self._keys = set()
-        self._first = True
-        self._pending = []
         return self._to(m.end(), _ARG)
 
     def _argument(self, i: int) -> bool:
@@ -235,11 +221,7 @@ class PythonicCallsReader:
         return self._to(i + 1, _CALL)
 
     def _finish(self) -> None:
-        call = self._call
-        assert call is not None
-        self._put("{}" if self._first else "}")
-        self._commit()
-        call.complete = True
+        self._current().close(self.calls)
 
     # ------------------------------------------------------------------ values
 
@@ -260,8 +242,7 @@ class PythonicCallsReader:
             return self._stop()  # the repairs read these by the rest of the list (module doc)
         if prefix not in ("", "u"):
             return self._whole(i)
-        key = encoded(self._key)
-        self._put(f'{"{" if self._first else ","}"{key}":"')
+        self._current().open_string(self._key)
         self._quote = quote
         return self._to(j + len(quote), _STRING)
 
@@ -304,7 +285,7 @@ class PythonicCallsReader:
             j = len(text)
         piece = "".join(out)
         if piece:
-            self._put(encoded(piece))
+            self._current().add_string(piece)
         self._i = j
         if stop:
             return self._stop()
@@ -335,10 +316,9 @@ class PythonicCallsReader:
 
     def _close_string(self) -> None:
         self._closing = False
-        self._put('"')
-        if self._first:
-            self._commit()
-            self._first = False
+        call = self._current()
+        call.close_string()
+        call.commit(self.calls)
 
     def _whole(self, i: int) -> bool:
         self._mark = i
@@ -415,10 +395,9 @@ class PythonicCallsReader:
             member = None
         if member is None:
             return self._stop()
-        self._put(("{" if self._first else ",") + member)
-        if self._first:
-            self._commit()
-            self._first = False
+        call = self._current()
+        call.add_member(member)
+        call.commit(self.calls)
         if self._text[j] == ",":
             return self._to(j + 1, _ARG)
         return self._to(j, _ARG)

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls import deepseek_calls, kimi_calls, mistral_calls
 from reasonspan.runtime.toolcalls.json_stream import OPEN_OBJECT, Event, JsonTokens
-from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
+from reasonspan.runtime.toolcalls.partial import PartialCall, opens_with, partial_kind
 from reasonspan.runtime.toolcalls.partial_args import (
     CLOSED,
     FAILED,
@@ -37,8 +37,8 @@ from reasonspan.runtime.toolcalls.partial_args import (
 from reasonspan.runtime.toolcalls.sections import plain_name, skip_space
 
 _SPACE = " \t\r\n"
-_BETWEEN, _HEAD, _ARGS, _AFTER, _SKIP = range(5)
-_HEAD_MAX = 1024
+BETWEEN, HEAD, ARGS, AFTER, SKIP = range(5)
+HEAD_MAX = 1024
 """Characters a call's head may have here: a longer one is not followed (the calls go
 whole), rather than searched again with every piece of text."""
 _WINDOW = 4096
@@ -47,8 +47,8 @@ Head = Callable[[str, int], "tuple[int, str | None] | None"]
 """``(text, i)`` -> where the arguments of the call whose head starts at ``text[i]`` begin,
 and its function's name (None: the call is dropped, read on to its call-end marker);
 None: wait for more text."""
-_DROP = (-1, None)
-_MALFORMED = (-2, None)
+DROP = (-1, None)
+MALFORMED = (-2, None)
 """A head that makes the whole section not this kind (every committed call is broken)."""
 
 
@@ -57,14 +57,14 @@ def sep_head(sep: str, end: str, name_of: Callable[[str], str | None]) -> Head:
     the arguments right after it."""
 
     def head(text: str, i: int) -> tuple[int, str | None] | None:
-        at = text.find(sep, i, i + _HEAD_MAX)
-        stop = text.find(end, i, i + _HEAD_MAX)
+        at = text.find(sep, i, i + HEAD_MAX)
+        stop = text.find(end, i, i + HEAD_MAX)
         if stop >= 0 and (at < 0 or stop < at):
-            return _DROP  # no separator before its end
+            return DROP  # no separator before its end
         if at < 0:
             return None
         name = name_of(text[i:at])
-        return _DROP if name is None else (at + len(sep), name)
+        return DROP if name is None else (at + len(sep), name)
 
     return head
 
@@ -73,28 +73,28 @@ def _v3_head(text: str, i: int) -> tuple[int, str | None] | None:
     """``function<｜tool▁sep｜>NAME\n```json`` (``json`` optional), as
     :func:`.deepseek_calls._v3_call` reads it."""
     sep, end = deepseek_calls.SEP, deepseek_calls.CALL_END
-    at = text.find(sep, i, i + _HEAD_MAX)
-    stop = text.find(end, i, i + _HEAD_MAX)
+    at = text.find(sep, i, i + HEAD_MAX)
+    stop = text.find(end, i, i + HEAD_MAX)
     if stop >= 0 and (at < 0 or stop < at):
-        return _DROP
+        return DROP
     if at < 0:
         return None
     if text[i:at].strip() != "function":
-        return _DROP
-    line_end = text.find("\n", at, i + _HEAD_MAX)
+        return DROP
+    line_end = text.find("\n", at, i + HEAD_MAX)
     if stop >= 0 and (line_end < 0 or stop < line_end):
-        return _DROP
+        return DROP
     if line_end < 0:
         return None
     name = plain_name(text[at + len(sep) : line_end])
     j = skip_space(text, line_end)
     if name is None:
-        return _DROP
+        return DROP
     fence = deepseek_calls.FENCE
     if (fence + "json").startswith(text[j : j + len(fence) + 4]) and len(text) - j < len(fence) + 4:
         return None  # the fence and its tag may still come
     if not text.startswith(fence, j):
-        return _DROP
+        return DROP
     j += len(fence)
     return (j + len("json") if text.startswith("json", j) else j), name
 
@@ -117,7 +117,7 @@ class SectionCallsReader:
         self._noise = noise
         self._text = ""
         self._i = 0
-        self._state = _BETWEEN
+        self._state = BETWEEN
         self._call: PartialCall | None = None
         self._tokens = JsonTokens(one_value=True)
         self._writer: ArgumentWriter | None = None
@@ -126,11 +126,11 @@ class SectionCallsReader:
     def feed(self, text: str) -> None:
         if self.done:
             return
-        if self._state == _ARGS:
+        if self._state == ARGS:
             self._arguments(text)
         else:
             self._text += text
-        while not self.done and self._state != _ARGS and self._step():
+        while not self.done and self._state != ARGS and self._step():
             pass
         if self._i > _WINDOW:  # drop the text read past
             self._text, self._i = self._text[self._i :], 0
@@ -145,7 +145,7 @@ class SectionCallsReader:
     def _step(self) -> bool:
         """Read on in the text; False: wait for more (or done)."""
         text, i = self._text, self._i
-        if self._state == _BETWEEN:
+        if self._state == BETWEEN:
             at = text.find(self._begin, i)
             gap = text[i:] if at < 0 else text[i:at]
             stray = gap.strip(_SPACE) and not self._noise
@@ -156,28 +156,28 @@ class SectionCallsReader:
                 self._i = max(i, len(text) - len(self._begin) + 1)
                 return False
             self._i = at + len(self._begin)
-            self._state = _HEAD
+            self._state = HEAD
             return True
-        if self._state == _HEAD:
+        if self._state == HEAD:
             got = self._head(text, i)
             if got is None:
-                if len(text) - i >= _HEAD_MAX:
+                if len(text) - i >= HEAD_MAX:
                     self.done = True  # a head this long is not followed: sent whole
                 return False
             start, name = got
-            if got == _MALFORMED:
+            if got == MALFORMED:
                 return self._malformed()
             if name is None:
-                self._state = _SKIP  # no function named: dropped, siblings kept
+                self._state = SKIP  # no function named: dropped, siblings kept
                 return True
             self._call = PartialCall(name=name)
             self._tokens = JsonTokens(one_value=True)
             self._writer = None
-            self._state = _ARGS
+            self._state = ARGS
             rest, self._text, self._i = text[start:], "", 0
             self._arguments(rest)
             return True
-        if self._state == _AFTER:
+        if self._state == AFTER:
             j = skip_space(text, i)
             want = self._closers[self._k]
             seen = text[j : j + len(want)]
@@ -186,23 +186,23 @@ class SectionCallsReader:
                 self._k += 1
                 if self._k == len(self._closers):
                     self._k = 0
-                    self._state = _BETWEEN
+                    self._state = BETWEEN
                     self._call = None
                 return True
             if want.startswith(seen):
                 return False
             self._lost()
             self._k = 0
-            self._state = _SKIP
+            self._state = SKIP
             return True
-        # _SKIP: a dropped call runs to its call-end marker (with none, to the next call's
+        # SKIP: a dropped call runs to its call-end marker (with none, to the next call's
         # begin); a call-begin first means the section is malformed.
         if not self._end:
             at = text.find(self._begin, i)
             if at < 0:
                 self._i = max(i, len(text) - len(self._begin) + 1)
                 return False
-            self._i, self._state, self._call = at, _BETWEEN, None
+            self._i, self._state, self._call = at, BETWEEN, None
             return True
         stop = text.find(self._end, i)
         following = text.find(self._begin, i)
@@ -212,7 +212,7 @@ class SectionCallsReader:
             self._i = max(i, len(text) - max(len(self._end), len(self._begin)) + 1)
             return False
         self._i = stop + len(self._end)
-        self._state = _BETWEEN
+        self._state = BETWEEN
         self._call = None
         return True
 
@@ -236,7 +236,7 @@ class SectionCallsReader:
             if self._writer is None:
                 if kind != OPEN_OBJECT:
                     self._lost()  # arguments that are not an object: dropped
-                    self._resume(_SKIP, tokens)
+                    self._resume(SKIP, tokens)
                     return
                 self._writer = ArgumentWriter(call.arguments)
             got = self._writer.event(kind, value)
@@ -244,15 +244,13 @@ class SectionCallsReader:
                 continue
             if got == FAILED:
                 self._lost()
-                self._resume(_SKIP, tokens)
+                self._resume(SKIP, tokens)
                 return
-            if not call.committed:  # its first member is whole, or it closed
-                call.committed = True
-                self.calls.append(call)
+            call.commit(self.calls)  # its first member is whole, or it closed
             if got == CLOSED:
                 call.complete = True
         if tokens.done and self._writer is not None and call.complete:
-            self._resume(_AFTER, tokens)
+            self._resume(AFTER, tokens)
 
     def _resume(self, state: int, tokens: JsonTokens) -> None:
         """Back to reading markers, from the text the lexer did not read."""
@@ -262,34 +260,25 @@ class SectionCallsReader:
 
 
 def _kimi_accepts(body: str) -> bool | None:
-    return _section_start(body, kimi_calls.CALL_BEGIN, noise=True)
+    """Any body: Kimi K2's section skips text between calls."""
+    return True
 
 
-def _deepseek_accepts(body: str) -> bool | None:
-    return _section_start(body, deepseek_calls.CALL_BEGIN, noise=False)
-
-
-def _section_start(body: str, begin: str, noise: bool) -> bool | None:
-    """Any body, for a section that skips text between calls; else one that begins with
-    a call (None while the text so far may still begin one)."""
-    if noise:
-        return True
-    if len(body) < len(begin):
-        return None if begin.startswith(body) else False
-    return body.startswith(begin)
+_deepseek_accepts = opens_with(deepseek_calls.CALL_BEGIN)
+"""A DeepSeek section begins with a call (it makes text between calls malformed)."""
 
 
 def _mistral_head(text: str, i: int) -> tuple[int, str | None] | None:
     """``NAME`` or ``NAME[CALL_ID]ID`` up to ``[ARGS]``, as :mod:`.mistral_calls` reads it."""
-    at = text.find(mistral_calls.ARGS, i, i + _HEAD_MAX)
-    following = text.find(mistral_calls.TOOL_CALLS, i, i + _HEAD_MAX)
+    at = text.find(mistral_calls.ARGS, i, i + HEAD_MAX)
+    following = text.find(mistral_calls.TOOL_CALLS, i, i + HEAD_MAX)
     if following >= 0 and (at < 0 or following < at):
-        return _MALFORMED
+        return MALFORMED
     if at < 0:
         return None
     head = text[i:at]
     if not mistral_calls.head_ok(head):
-        return _MALFORMED
+        return MALFORMED
     return at + len(mistral_calls.ARGS), head.partition(mistral_calls.CALL_ID)[0].strip(_SPACE)
 
 

@@ -24,12 +24,11 @@ without judging the call: the whole read decides at the close.
 from __future__ import annotations
 
 from reasonspan.runtime.core.tool_types import Tools
-from reasonspan.runtime.toolcalls.json_stream import encoded
 from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
-from reasonspan.runtime.toolcalls.partial_members import MemberReader, member_text
+from reasonspan.runtime.toolcalls.partial_members import MemberReader, held_back, string_only
 from reasonspan.runtime.toolcalls.sections import plain_name
 from reasonspan.runtime.toolcalls.solar_calls import ARG_END, ARG_START, ARG_VALUE, CALL_START
-from reasonspan.runtime.toolcalls.values import schema_types, typed_value
+from reasonspan.runtime.toolcalls.values import typed_value
 
 _NAME, _PAIR, _VALUE, _SKIP = range(4)
 _ENDS = (ARG_END, ARG_START, CALL_START)
@@ -43,11 +42,10 @@ decides), rather than searched again with every piece of text."""
 class SolarCallsReader(MemberReader):
     """The partial reader of kind ``solar`` (module doc): the parts of a region in turn."""
 
-    __slots__ = ("_ignored", "_streamed")
+    __slots__ = ("_ignored",)
 
     def __init__(self, tools: Tools) -> None:
         super().__init__(tools, _NAME)
-        self._streamed = False
         self._ignored = False
         """The value read is a repeated argument's: the whole read keeps the first."""
 
@@ -79,7 +77,7 @@ class SolarCallsReader(MemberReader):
             self._i = part + len(CALL_START)
             if name is not None:
                 self._call = PartialCall(name=name)
-                self._ended()
+                self._call_closed(_NAME)  # the next part begins: its arguments are whole
             return True  # (a part that names nothing is dropped)
         name = plain_name(text[i:arg])
         if name is None:
@@ -98,8 +96,7 @@ class SolarCallsReader(MemberReader):
         rest = text[i : i + _LONGEST]
         if rest.startswith(CALL_START):
             self._i = i + len(CALL_START)
-            self._ended()
-            return True
+            return self._call_closed(_NAME)  # the next part begins: its arguments are whole
         if not rest.startswith(ARG_START):
             if ARG_START.startswith(rest) or CALL_START.startswith(rest):
                 return False
@@ -119,15 +116,9 @@ class SolarCallsReader(MemberReader):
         call = self._call
         assert call is not None
         self._ignored = key in self._keys
-        self._keys.add(key)
-        self._key = key
-        self._start = self._emit = self._i = sep + len(ARG_VALUE)
-        self._parts = []
+        self._i = sep + len(ARG_VALUE)
         schema = self._tools.property_schema(call.name, key)
-        self._streamed = not self._ignored and call.committed and schema_types(schema) == ["string"]
-        if self._streamed:
-            call.arguments.append(f',"{encoded(key)}":"')
-        self._state = _VALUE
+        self._open_value(key, not self._ignored and string_only(schema), _VALUE)
         return True
 
     def _value(self) -> bool:
@@ -136,41 +127,21 @@ class SolarCallsReader(MemberReader):
         if found:
             at, m = min(found)
             return self._decided(at, at + len(m) if m == ARG_END else at)
-        undecided = len(text)
-        lt = text.rfind("<", max(self._start, len(text) - _LONGEST + 1))
-        if lt >= 0 and any(m.startswith(text[lt:]) for m in _ENDS):
-            undecided = lt  # may begin a marker that ends the value
-        self._i = max(self._start, undecided)
-        if self._streamed and undecided > self._emit:
-            assert self._call is not None
-            self._call.arguments.append(encoded(text[self._emit : undecided]))
-            self._emit = undecided
+        self._sent_to(held_back(text, self._start, *_ENDS))
         return False
 
     def _decided(self, stop: int, resume: int) -> bool:
         """The value ends at ``stop``; reading goes on at ``resume``."""
         call = self._call
         assert call is not None
-        self._i = resume
-        if self._streamed:
-            call.arguments.append(encoded(self._text[self._emit : stop]) + '"')
-        elif not self._ignored:
-            raw = "".join(self._parts) + self._text[self._start : stop]
+        if self._ignored:
+            self._i = resume
+        else:
             schema = self._tools.property_schema(call.name, self._key)
-            member = member_text(self._key, typed_value(raw, schema))
-            if member is None:
+            if not self._value_ends(stop, resume, lambda raw: typed_value(raw, schema), ()):
                 return self._drop()  # JSON cannot hold it: the whole read drops the part
-            self._send(member)
         self._state = _PAIR
         return True
-
-    def _ended(self) -> None:
-        """The part ended (the next one begins): its call's arguments are whole."""
-        call = self._call
-        assert call is not None
-        call.close(self.calls)
-        self._call = None
-        self._state = _NAME
 
     def _drop(self) -> bool:
         """The part does not read: never sent, or broken once it was; on to the next."""

@@ -24,11 +24,14 @@ import re
 
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls import steptml_calls
-from reasonspan.runtime.toolcalls.json_stream import encoded
-from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
-from reasonspan.runtime.toolcalls.partial_members import MemberReader, member_text
+from reasonspan.runtime.toolcalls.partial import PartialCall, opens_with, partial_kind
+from reasonspan.runtime.toolcalls.partial_members import (
+    MemberReader,
+    closer_followed,
+    string_only,
+)
 from reasonspan.runtime.toolcalls.sections import skip_space
-from reasonspan.runtime.toolcalls.values import schema_types, typed_value
+from reasonspan.runtime.toolcalls.values import typed_value
 
 _GAP, _HEAD, _INVOKE, _PARAM, _END, _VALUE = range(6)
 _LOOK = 512
@@ -74,21 +77,13 @@ def _follows(text: str, at: int) -> bool | None:
 class StepTmlCallsReader(MemberReader):
     """The partial reader of kind ``steptml`` (module doc): its calls one after another."""
 
-    __slots__ = ("_begun", "_streamed")
+    __slots__ = ("_begun",)
+    _value_state = _VALUE
 
     def __init__(self, tools: Tools) -> None:
         super().__init__(tools, _GAP)
-        self._streamed = False
         self._begun = False
         """A streamed value: its first non-whitespace character was sent."""
-
-    def _in_value(self) -> bool | None:
-        return self._streamed if self._state == _VALUE else None
-
-    def _give_up(self) -> bool:
-        """What follows is not read here: the whole read decides (module doc)."""
-        self.done = True
-        return False
 
     def _wait(self, *openers: str) -> bool:
         """The text at :attr:`_i` read no further: wait while it may still begin one of
@@ -124,7 +119,7 @@ class StepTmlCallsReader(MemberReader):
         if self._state == _END:
             if text.startswith(steptml_calls.CALL_END, j):
                 self._i = j + len(steptml_calls.CALL_END)
-                return self._closed()
+                return self._call_closed(_GAP)
             if steptml_calls.CALL_END.startswith(text[j:]):
                 return False
             return self._stop()  # the whole read drops the call
@@ -152,43 +147,15 @@ class StepTmlCallsReader(MemberReader):
         assert call is not None
         if key in self._keys:
             return self._give_up()  # the whole read keeps the last value
-        self._keys.add(key)
-        self._key = key
-        self._start = self._emit = self._i
-        self._parts = []
-        kinds = schema_types(self._tools.property_schema(call.name, key))
-        self._streamed = call.committed and bool(kinds) and all(k == "string" for k in kinds)
         self._begun = False
-        if self._streamed:
-            call.arguments.append(f',"{encoded(key)}":"')
-        self._state = _VALUE
-        return True
-
-    def _closed(self) -> bool:
-        """The call-end marker came: the call's arguments are whole."""
-        call = self._call
-        assert call is not None
-        call.close(self.calls)
-        self._state = _GAP
+        self._open_value(key, string_only(self._tools.property_schema(call.name, key)), _VALUE)
         return True
 
     def _value(self) -> bool:
-        text = self._text
-        at = text.find(steptml_calls._PARAM_END, self._i)
-        undecided = len(text)
-        while at >= 0:
-            verdict = _follows(text, at + len(steptml_calls._PARAM_END))
-            if verdict:
-                return self._decided(at, at + len(steptml_calls._PARAM_END))
-            if verdict is None:
-                undecided = at
-                break
-            at = text.find(steptml_calls._PARAM_END, at + 1)
-        else:
-            for lt in range(max(self._i, len(text) - len(steptml_calls._PARAM_END) + 1), len(text)):
-                if steptml_calls._PARAM_END.startswith(text[lt:]):
-                    undecided = lt  # may begin a closer
-                    break
+        closer = steptml_calls._PARAM_END
+        undecided, decided = closer_followed(self._text, self._i, closer, _follows)
+        if decided:
+            return self._decided(undecided, undecided + len(closer))
         self._i = max(self._start, undecided)
         if self._streamed:
             self._stream(undecided)
@@ -206,38 +173,29 @@ class StepTmlCallsReader(MemberReader):
         part = part.rstrip()
         if part:
             assert self._call is not None
-            self._call.arguments.append(encoded(part))
+            self._call.add_string(part)
             self._emit += len(part)
 
     def _decided(self, stop: int, resume: int) -> bool:
         """The value ends at ``stop``; reading goes on at ``resume``."""
         call = self._call
         assert call is not None
-        if self._streamed:
+        if self._streamed:  # (less what the whole read strips)
             rest = self._text[self._emit : stop]
-            rest = rest.rstrip() if self._begun else rest.strip()
-            call.arguments.append(encoded(rest) + '"')
+            self._i = resume
+            call.close_string(rest.rstrip() if self._begun else rest.strip())
         else:
-            raw = ("".join(self._parts) + self._text[self._start : stop]).strip()
             schema = self._tools.property_schema(call.name, self._key)
-            try:
-                member = member_text(self._key, typed_value(raw, schema))
-            except Exception:  # a lone surrogate, JSON nested past the recursion limit: the
-                member = None  # whole read raises too, and reads nothing (_guarded)
-            if member is None:
+            # Any exception (a lone surrogate, JSON nested past the recursion limit) is a
+            # value not read: the whole read raises too, and reads nothing (_guarded).
+            if not self._value_ends(
+                stop, resume, lambda raw: typed_value(raw.strip(), schema), Exception
+            ):
                 return self._stop() if call.committed else self._give_up()
-            self._send(member)
-        self._i, self._state = resume, _PARAM
+        self._state = _PARAM
         return True
 
 
-def _accepts(body: str) -> bool | None:
-    """A body that begins with a call-begin marker."""
-    if len(body) < len(steptml_calls.CALL_BEGIN):
-        return None if steptml_calls.CALL_BEGIN.startswith(body) else False
-    return body.startswith(steptml_calls.CALL_BEGIN)
-
-
-@partial_kind("steptml", _accepts)
+@partial_kind("steptml", opens_with(steptml_calls.CALL_BEGIN))
 def _reader(tools: Tools) -> StepTmlCallsReader:
     return StepTmlCallsReader(tools)

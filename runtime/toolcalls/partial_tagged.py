@@ -13,7 +13,8 @@ value or key read past would be taken there: the reader notes such a tag
 (:meth:`TaggedCallsReader._note`) and, dropping that call, stops without judging it (the
 whole read decides at the close). A kind's reader says how a call's name, its members and
 its values read (:meth:`TaggedCallsReader._name`, ``_pair``, ``_value``); the values are
-decided and sent here (:meth:`TaggedCallsReader._decided`).
+decided and sent as :mod:`.partial_members` decides them, a value JSON cannot hold
+dropping its call (:meth:`TaggedCallsReader._decided`).
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from reasonspan.runtime.core.tool_types import Tools
-from reasonspan.runtime.toolcalls.json_stream import encoded
 from reasonspan.runtime.toolcalls.partial import PartialCall
-from reasonspan.runtime.toolcalls.partial_members import MemberReader, member_text
+from reasonspan.runtime.toolcalls.partial_members import MemberReader
 from reasonspan.runtime.toolcalls.sections import skip_space
 
 BETWEEN, NAME, PAIR, VALUE, SKIP = range(5)
@@ -42,21 +42,18 @@ class TaggedCallsReader(MemberReader):
     """The calls of a tagged section (module doc); a kind's reader reads each one's name,
     members and values."""
 
-    __slots__ = ("_begin", "_close", "_end", "_inner", "_streamed", "_tail")
+    __slots__ = ("_begin", "_close", "_end", "_inner", "_tail")
+    _value_state = VALUE
 
     def __init__(self, tools: Tools, begin: str, end: str, close: str) -> None:
         """``begin`` / ``end``: a call's tags; ``close``: the region's close tag (when it is
         several tokens, its first ones reach the reader)."""
         super().__init__(tools, BETWEEN)
         self._begin, self._end, self._close = begin, end, close
-        self._streamed = False
         self._inner = False
         """A call tag was written inside the call's name, keys or values (module doc)."""
         self._tail = ""
         """The end of the streamed value's text sent so far (a tag may straddle pieces)."""
-
-    def _in_value(self) -> bool | None:
-        return self._streamed if self._state == VALUE else None
 
     def _step(self) -> bool:
         if self._state == BETWEEN:
@@ -106,59 +103,20 @@ class TaggedCallsReader(MemberReader):
 
     def _member(self, key: str, streamed: bool) -> None:
         """A member's value begins at :attr:`_i` (its key not seen before)."""
-        call = self._call
-        assert call is not None
-        self._keys.add(key)
-        self._key = key
-        self._start = self._emit = self._i
-        self._parts = []
         self._tail = ""
-        self._streamed = streamed and call.committed
-        if self._streamed:
-            call.arguments.append(f',"{encoded(key)}":"')
-        self._state = VALUE
+        self._open_value(key, streamed, VALUE)
 
-    def _sent_to(self, undecided: int) -> None:
-        """The value's text up to ``undecided`` cannot end it: a streamed one is sent."""
-        self._i = max(self._start, undecided)
-        if self._streamed and undecided > self._emit:
-            assert self._call is not None
-            piece = self._text[self._emit : undecided]
-            self._call.arguments.append(encoded(piece))
-            self._note(piece)
-            self._emit = undecided
+    def _read_past(self, text: str, whole: bool) -> None:
+        if whole:
+            self._tail = ""
+        self._note(text)
 
     def _decided(self, stop: int, resume: int, typed: Callable[[str], Any]) -> bool:
         """The value ends at ``stop`` (``typed`` reads its text); reading goes on at
         ``resume``."""
-        call = self._call
-        assert call is not None
-        self._i = resume
-        if self._streamed:
-            piece = self._text[self._emit : stop]
-            call.arguments.append(encoded(piece) + '"')
-            self._note(piece)
-        else:
-            raw = "".join(self._parts) + self._text[self._start : stop]
-            self._tail = ""
-            self._note(raw)
-            try:
-                member = member_text(self._key, typed(raw))
-            except UnicodeEncodeError:  # a lone surrogate: no UTF-8 text holds it
-                member = None
-            if member is None:
-                return self._drop()  # JSON cannot hold it: the call is dropped
-            self._send(member)
+        if not self._value_ends(stop, resume, typed):
+            return self._drop()  # JSON cannot hold it: the call is dropped
         self._state = PAIR
-        return True
-
-    def _closed(self) -> bool:
-        """The call's end tag: its arguments are whole."""
-        call = self._call
-        assert call is not None
-        call.close(self.calls)
-        self._call = None
-        self._state = BETWEEN
         return True
 
     def _drop(self) -> bool:

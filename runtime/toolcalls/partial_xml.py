@@ -21,12 +21,11 @@ is then broken, and nothing after it is read.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from reasonspan.runtime.core.tool_types import InvalidArgumentsError, Tools, dump_arguments
-from reasonspan.runtime.toolcalls.json_stream import encoded
+from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
-from reasonspan.runtime.toolcalls.values import schema_types, typed_value
+from reasonspan.runtime.toolcalls.partial_members import WINDOW, member_text, string_only
+from reasonspan.runtime.toolcalls.values import typed_value
 
 _WS = " \t\r\n"
 _WAIT, _NO = "\0wait", "\0no"
@@ -84,8 +83,6 @@ def _starts(text: str, i: int, literal: str) -> str | bool:
 _NAME_MAX = 256
 """Characters a function or parameter name may have here: a longer one is not followed
 (the whole read decides), rather than searched again with every piece of text."""
-_WINDOW = 4096
-"""Characters read past before the reader drops them from its text (:meth:`_compact`)."""
 
 
 @dataclass
@@ -145,7 +142,7 @@ class XmlCallsReader:
             keep = min(v.scan, v.emit if v.emit >= 0 else v.start)
         else:
             keep = v.scan
-        if keep < _WINDOW:
+        if keep < WINDOW:
             return
         if v is not None:
             if not v.streamed:
@@ -195,9 +192,7 @@ class XmlCallsReader:
             return False
         closed = _starts(text, i, self._spell.function_close)
         if closed is True:
-            call.arguments.append("}" if call.arguments else "{}")
-            call.complete = True
-            self._commit(call)
+            call.close(self.calls)
             self._call = None
             self._i = i + len(self._spell.function_close)
             return True
@@ -208,12 +203,10 @@ class XmlCallsReader:
             return self._stop()  # stray text, an empty key; a repeated one
         key = got[0]
         self._keys.add(key)
-        streamed = call.committed and schema_types(self._tools.property_schema(call.name, key)) == [
-            "string"
-        ]
+        streamed = call.committed and string_only(self._tools.property_schema(call.name, key))
         self._value = _Value(key, got[1], got[1], streamed)
         if streamed:
-            call.arguments.append(f'{self._sep(call)}"{encoded(key)}":"')
+            call.open_string(key)
         self._i = got[1]
         return True
 
@@ -232,7 +225,7 @@ class XmlCallsReader:
         if value.streamed:
             lead = value.emit if value.emit >= 0 else _lead(text, value.start, stop)
             tail = stop - 1 if stop - 1 >= lead and text[stop - 1] == "\n" else stop
-            call.arguments.append(encoded(text[lead:tail]) + '"')
+            call.close_string(text[lead:tail])
         else:
             raw = "".join(value.parts) + text[value.start : stop]
             if raw.startswith("\n"):
@@ -240,11 +233,11 @@ class XmlCallsReader:
             if raw.endswith("\n"):
                 raw = raw[:-1]
             typed = typed_value(raw, self._tools.property_schema(call.name, value.key))
-            got = _member(value.key, typed)
+            got = member_text(value.key, typed)
             if got is None:
                 return self._stop()
-            call.arguments.append(self._sep(call) + got)
-            self._commit(call)
+            call.add_member(got)
+            call.commit(self.calls)
         self._value = None
         self._i = resume
         return True
@@ -262,7 +255,7 @@ class XmlCallsReader:
         if end - 1 >= value.emit and text[end - 1] == "\n":
             end -= 1  # the layout newline, if the value ends right after it
         if end > value.emit:
-            call.arguments.append(encoded(text[value.emit : end]))
+            call.add_string(text[value.emit : end])
             value.emit = end
 
     def _value_end(self, value: _Value) -> tuple[int, int] | None:
@@ -329,29 +322,10 @@ class XmlCallsReader:
             return _WAIT
         return False
 
-    # ------------------------------------------------------------------ calls
-
-    @staticmethod
-    def _sep(call: PartialCall) -> str:
-        return "," if call.arguments else "{"
-
-    def _commit(self, call: PartialCall) -> None:
-        if not call.committed:
-            call.committed = True
-            self.calls.append(call)
-
 
 def _lead(text: str, start: int, stop: int) -> int:
     """Where a value beginning at ``start`` begins after the template's layout newline."""
     return start + 1 if start < stop and text[start] == "\n" else start
-
-
-def _member(key: str, value: Any) -> str | None:
-    """``"key":value`` as :func:`dump_arguments` writes it; None when it refuses it."""
-    try:
-        return dump_arguments({key: value})[1:-1]
-    except (InvalidArgumentsError, ValueError):
-        return None
 
 
 def _accepts_qwen(body: str) -> bool | None:

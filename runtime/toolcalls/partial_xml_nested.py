@@ -27,10 +27,13 @@ from typing import Any
 
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls import xml_nested
-from reasonspan.runtime.toolcalls.json_stream import encoded
-from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
-from reasonspan.runtime.toolcalls.partial_members import MemberReader, member_text
-from reasonspan.runtime.toolcalls.values import schema_types
+from reasonspan.runtime.toolcalls.partial import PartialCall, opens_with, partial_kind
+from reasonspan.runtime.toolcalls.partial_members import (
+    MemberReader,
+    held_back,
+    member_text,
+    string_only,
+)
 
 _ROOT, _CALL, _LEAF, _TREE = range(4)
 _LOOK = 512
@@ -40,23 +43,13 @@ _WS = xml_nested._WS
 _WAIT = "wait"
 
 
-def _ns_cut(text: str, start: int) -> int:
-    """Where a trailing piece of the namespace token begins in ``text`` (from ``start``
-    on), else its end."""
-    for at in range(max(start, len(text) - len(NS) + 1), len(text)):
-        if NS.startswith(text[at:]):
-            return at
-    return len(text)
-
-
 class XmlNestedCallsReader(MemberReader):
     """The partial reader of kind ``xml_nested`` (module doc): its calls one after another."""
 
-    __slots__ = ("_head", "_props", "_schema", "_stack", "_streamed", "_value_at")
+    __slots__ = ("_head", "_props", "_schema", "_stack", "_value_at")
 
     def __init__(self, tools: Tools) -> None:
         super().__init__(tools, _ROOT)
-        self._streamed = False
         self._head = False
         """A streamed argument: its key was sent (its text holds more than whitespace)."""
         self._value_at = 0
@@ -68,18 +61,6 @@ class XmlNestedCallsReader(MemberReader):
 
     def _in_value(self) -> bool | None:
         return None if self._state in (_ROOT, _CALL) else self._streamed
-
-    def _stop(self) -> bool:
-        call = self._call
-        if call is not None and call.committed and not call.complete:
-            call.broken = True
-        self.done = True
-        return False
-
-    def _give_up(self) -> bool:
-        """What follows is not read here: the whole read decides (module doc)."""
-        self.done = True
-        return False
 
     def _tag_at(self, j: int) -> re.Match[str] | str | None:
         """The tag after a namespace token that ends at ``j``; :data:`_WAIT` while the text
@@ -119,7 +100,7 @@ class XmlNestedCallsReader(MemberReader):
             self._state = _CALL
             return True
         if m[1]:
-            return self._closed() if m[2] == "invoke" else self._stop()
+            return self._call_closed(_ROOT) if m[2] == "invoke" else self._stop()
         return self._argument(m[2], p, m.end() - p)
 
     def _argument(self, key: str, start: int, tag: int) -> bool:
@@ -128,23 +109,14 @@ class XmlNestedCallsReader(MemberReader):
         assert call is not None
         if key in self._keys:
             return self._give_up()  # the whole read keeps the last value
-        self._keys.add(key)
-        self._key = key
         self._schema = xml_nested._sub(self._props, key)
-        kinds = schema_types(self._schema)
-        self._streamed = call.committed and bool(kinds) and all(k == "string" for k in kinds)
-        self._start = self._emit = start
+        streamed = call.committed and string_only(self._schema)
+        # Opened as kept aside: a streamed argument's key is sent once its text holds more
+        # than whitespace (_stream).
+        self._open_value(key, False, _LEAF if streamed else _TREE, start)
+        self._streamed = streamed
         self._value_at, self._head = tag, False
-        self._parts, self._stack = [], [key]
-        self._state = _LEAF if self._streamed else _TREE
-        return True
-
-    def _closed(self) -> bool:
-        """``</invoke>``: the call's arguments are whole."""
-        call = self._call
-        assert call is not None
-        call.close(self.calls)
-        self._state = _ROOT
+        self._stack = [key]
         return True
 
     def _leaf(self) -> bool:
@@ -152,7 +124,7 @@ class XmlNestedCallsReader(MemberReader):
         text = self._text
         p = text.find(NS, self._i)
         if p < 0:
-            self._i = _ns_cut(text, self._i)
+            self._i = held_back(text, self._i, NS)
             self._stream(self._i)
             return False
         m = self._tag_at(p + len(NS))
@@ -180,9 +152,13 @@ class XmlNestedCallsReader(MemberReader):
             begin = self._start + self._value_at
             if not last and not self._text[begin:stop].strip(_WS):
                 return
-            call.arguments.append(f',"{encoded(self._key)}":"')
+            call.open_string(self._key)
             self._emit, self._head = begin, True
-        call.arguments.append(encoded(self._text[self._emit : stop]) + ('"' if last else ""))
+        piece = self._text[self._emit : stop]
+        if last:
+            call.close_string(piece)
+        else:
+            call.add_string(piece)
         self._emit = stop
 
     def _tree(self) -> bool:
@@ -225,13 +201,6 @@ class XmlNestedCallsReader(MemberReader):
         return True
 
 
-def _accepts(body: str) -> bool | None:
-    """A body that begins with the namespace token."""
-    if len(body) < len(NS):
-        return None if NS.startswith(body) else False
-    return body.startswith(NS)
-
-
-@partial_kind("xml_nested", _accepts)
+@partial_kind("xml_nested", opens_with(NS))
 def _reader(tools: Tools) -> XmlNestedCallsReader:
     return XmlNestedCallsReader(tools)
