@@ -23,11 +23,9 @@ import re
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls import dsml_calls
 from reasonspan.runtime.toolcalls.partial import PartialCall, opens_with, partial_kind
-from reasonspan.runtime.toolcalls.partial_members import MemberReader, held_back
+from reasonspan.runtime.toolcalls.partial_members import LOOK, MemberReader, held_back
 
 _CALL, _PARAM, _VALUE = range(3)
-_LOOK = 512
-"""Characters a tag may take before the reader gives up on it."""
 _CLOSERS = ("</｜DSML｜parameter>", "</｜DSML｜ parameter>")
 _OPENER = "<｜DSML｜"
 _WAIT = "wait"
@@ -48,9 +46,9 @@ class DsmlCallsReader(MemberReader):
         """The first of ``patterns`` that reads the tag at :attr:`_i` (which ends at the
         first ``>``); :data:`_WAIT` while the text may still be one; None: it is not."""
         text, i = self._text, self._i
-        gt = text.find(">", i, i + _LOOK)
+        gt = text.find(">", i, i + LOOK)
         if gt < 0:
-            return _WAIT if len(text) - i < _LOOK else None
+            return _WAIT if len(text) - i < LOOK else None
         for pattern in patterns:
             m = pattern.match(text, i)
             if m is not None and m.end() == gt + 1:

@@ -22,11 +22,9 @@ import re
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls import xtml_calls
 from reasonspan.runtime.toolcalls.partial import PartialCall, opens_with, partial_kind
-from reasonspan.runtime.toolcalls.partial_members import MemberReader, closer_followed
+from reasonspan.runtime.toolcalls.partial_members import LOOK, MemberReader, closer_followed
 
 _CALL, _PARAM, _VALUE = range(3)
-_LOOK = 512
-"""Characters a tag may take before the reader gives up on it."""
 _OPEN = "<|open|>"
 _CALL_OPEN = "<|open|>call"
 _ARG_OPEN = "<|open|>argument"
@@ -71,7 +69,7 @@ class KimiK3CallsReader(MemberReader):
         if m is not None:
             return m
         rest = _after_space(text, i)
-        if len(text) - i >= _LOOK:
+        if len(text) - i >= LOOK:
             return False
         return any(rest[: len(o)] == o[: len(rest)] for o in openers)
 

@@ -23,6 +23,10 @@ from reasonspan.runtime.toolcalls.values import schema_types
 
 WINDOW = 4096
 """Characters read past before a reader drops them from its text."""
+LOOK = 512
+"""Characters a tag (or a call's head) may take before a reader of tagged values (dsml,
+kimi_k3, steptml, xml_nested) gives up on it: the whole read decides, rather than the tag
+being searched again with every piece of text."""
 
 
 class MemberReader:

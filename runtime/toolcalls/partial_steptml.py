@@ -26,6 +26,7 @@ from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls import steptml_calls
 from reasonspan.runtime.toolcalls.partial import PartialCall, opens_with, partial_kind
 from reasonspan.runtime.toolcalls.partial_members import (
+    LOOK,
     MemberReader,
     closer_followed,
     string_only,
@@ -34,8 +35,6 @@ from reasonspan.runtime.toolcalls.sections import skip_space
 from reasonspan.runtime.toolcalls.values import typed_value
 
 _GAP, _HEAD, _INVOKE, _PARAM, _END, _VALUE = range(6)
-_LOOK = 512
-"""Characters a tag or head may take before the reader gives up on it."""
 _INVOKE_OPEN = '<steptml:invoke name="'
 _PARAM_OPEN = '<steptml:parameter name="'
 _NAME = re.compile(r'[^"\n]*')
@@ -87,10 +86,10 @@ class StepTmlCallsReader(MemberReader):
 
     def _wait(self, *openers: str) -> bool:
         """The text at :attr:`_i` read no further: wait while it may still begin one of
-        ``openers`` within :data:`_LOOK` characters, else give up."""
+        ``openers`` within :data:`.partial_members.LOOK` characters, else give up."""
         text = self._text
         rest = text[skip_space(text, self._i) :]
-        if len(text) - self._i < _LOOK and any(_begins(rest, o) for o in openers):
+        if len(text) - self._i < LOOK and any(_begins(rest, o) for o in openers):
             return False
         return self._give_up()
 
@@ -136,7 +135,7 @@ class StepTmlCallsReader(MemberReader):
         """``function<｜tool_sep｜>`` after the call-begin marker."""
         sep = self._text.find(steptml_calls.SEP, self._i)
         if sep < 0:  # any head, within the look
-            return False if len(self._text) - self._i < _LOOK else self._give_up()
+            return False if len(self._text) - self._i < LOOK else self._give_up()
         if self._text[self._i : sep].strip() != "function":
             return self._give_up()  # the whole read drops the call
         self._i, self._state = sep + len(steptml_calls.SEP), _INVOKE

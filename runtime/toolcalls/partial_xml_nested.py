@@ -29,6 +29,7 @@ from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls import xml_nested
 from reasonspan.runtime.toolcalls.partial import PartialCall, opens_with, partial_kind
 from reasonspan.runtime.toolcalls.partial_members import (
+    LOOK,
     MemberReader,
     held_back,
     member_text,
@@ -36,8 +37,6 @@ from reasonspan.runtime.toolcalls.partial_members import (
 )
 
 _ROOT, _CALL, _LEAF, _TREE = range(4)
-_LOOK = 512
-"""Characters a tag may take before the reader gives up on it."""
 NS = xml_nested.NS
 _WS = xml_nested._WS
 _WAIT = "wait"
@@ -69,9 +68,20 @@ class XmlNestedCallsReader(MemberReader):
         m = xml_nested._TAG.match(text, j)
         if m is not None:
             return None if NS in text[j : m.end()] else m
-        if NS in text[j:] or len(text) - j >= _LOOK:
+        if NS in text[j:] or len(text) - j >= LOOK:
             return None
         return _WAIT
+
+    def _tag_after(self, p: int) -> re.Match[str] | None:
+        """The tag after the namespace token at ``p``; None: reading waits at ``p`` (the
+        tag may still come, else the reader gave up)."""
+        m = self._tag_at(p + len(NS))
+        if isinstance(m, re.Match):
+            return m
+        self._i = p
+        if m != _WAIT:
+            self._give_up()
+        return None
 
     def _step(self) -> bool:
         if self._state == _LEAF:
@@ -87,10 +97,9 @@ class XmlNestedCallsReader(MemberReader):
         if p < 0:
             self._i = len(text) - len(rest)
             return False
-        m = self._tag_at(p + len(NS))
-        if not isinstance(m, re.Match):
-            self._i = p
-            return False if m == _WAIT else self._give_up()
+        m = self._tag_after(p)
+        if m is None:
+            return False
         self._i = m.end()
         if self._state == _ROOT:
             if m[1] or m[2] != "invoke" or not m[3]:
@@ -127,11 +136,10 @@ class XmlNestedCallsReader(MemberReader):
             self._i = held_back(text, self._i, NS)
             self._stream(self._i)
             return False
-        m = self._tag_at(p + len(NS))
-        if not isinstance(m, re.Match):
-            self._i = p
+        m = self._tag_after(p)
+        if m is None:
             self._stream(p)
-            return False if m == _WAIT else self._give_up()
+            return False
         if m[1] and m[2] == self._key:
             self._stream(p, True)
             self._i, self._state = m.end(), _CALL
@@ -168,10 +176,9 @@ class XmlNestedCallsReader(MemberReader):
         if p < 0:
             self._i = max(self._i, len(text) - len(NS) + 1)
             return False
-        m = self._tag_at(p + len(NS))
-        if not isinstance(m, re.Match):
-            self._i = p
-            return False if m == _WAIT else self._give_up()
+        m = self._tag_after(p)
+        if m is None:
+            return False
         self._i = m.end()
         if not m[1]:
             self._stack.append(m[2])
