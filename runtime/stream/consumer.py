@@ -84,7 +84,16 @@ class RequestStream:
         return self._rec.response_format
 
     def __aiter__(self) -> Self:
+        self._chunks_only("iterate")
         return self
+
+    def _chunks_only(self, what: str) -> None:
+        """A request added with a writer queues that protocol's event bytes, not chunks."""
+        if self._rec.writer is not None:
+            raise TypeError(
+                f"cannot {what} request {self._rec.key!r} as chunks: it was added with a "
+                "writer, whose events are read with written() or ready_bytes()"
+            )
 
     async def _next(self) -> ChatCompletionChunk | bytes | None:
         """The next queued item (None: the stream ended); raises the request's error."""
@@ -121,6 +130,7 @@ class RequestStream:
         first if it ended with an error. A request added with ``sse=True`` gets most of
         them ready-made from the runtime's vectorized output path; any other request has
         its chunks encoded here. Leaving the loop early cancels the request."""
+        self._chunks_only("stream")
         try:
             async for event in event_stream(self._items(), include_usage=self._rec.include_usage):
                 yield event
@@ -134,6 +144,7 @@ class RequestStream:
     def ready(self) -> list[ChatCompletionChunk]:
         """Every chunk delivered so far, without waiting (for a writer that polls after
         each step instead of awaiting each stream); raises the request's error, if any."""
+        self._chunks_only("read")
         return [chunk_of_event(item) if isinstance(item, bytes) else item for item in self._drain()]
 
     async def written(self) -> AsyncIterator[bytes]:

@@ -19,6 +19,7 @@ import random
 import re
 from typing import Any
 
+import anyio
 import numpy as np
 import pytest
 
@@ -187,3 +188,28 @@ def test_a_writer_that_raises_fails_its_own_request_alone(others: int) -> None:
     assert signature(want.reasoning).encode() in events
     pieces = re.findall(rb'"text_delta","text":("(?:[^"\\]|\\.)*")', events)
     assert "".join(json.loads(p) for p in pieces) == want.content
+
+
+def test_a_request_with_a_writer_is_not_read_as_chunks() -> None:
+    """Its queue holds the writer's event bytes: reading it as chunks (iteration,
+    ``ready()``, Chat Completions' ``sse_events()``) is an error naming the request and the
+    reads that work, before anything is taken from the queue."""
+    tok = tokenizer(FAMILY_TOKENIZERS["qwen3"])
+    parser = reasonspan.create_parser_sync("qwen3", tok)
+    rt = ReasoningRuntime()
+    writer = MessageEvents("m", "m", 1)
+    stream = rt.add("w", parser, None, writer=writer)
+    ids = tok.encode("<think>\nhi")
+    rt.step([stream.engine_id], ids, [0, len(ids)])
+    for read in (stream.ready, stream.__aiter__):
+        with pytest.raises(TypeError, match="'w' as chunks: it was added with a writer"):
+            read()
+
+    async def first_event() -> bytes:
+        async for event in stream.sse_events():
+            return event
+        return b""
+
+    with pytest.raises(TypeError, match="written\\(\\) or ready_bytes\\(\\)"):
+        anyio.run(first_event)
+    assert b"thinking_delta" in stream.ready_bytes()
