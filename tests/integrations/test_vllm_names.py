@@ -29,7 +29,7 @@ from reasonspan.integrations.vllm.names import REASONING_NAMES, TOOL_NAMES
 from reasonspan.integrations.vllm.reasoning import ReasoningAdapter
 from reasonspan.integrations.vllm.tokens import loaded_tokenizer
 from reasonspan.integrations.vllm.tools import ToolAdapter
-from tests.integrations.vllm_ways import hf, reference, request, streamed, whole
+from tests.integrations.vllm_ways import Fixed, hf, reference, request, streamed, whole
 
 
 @pytest.fixture
@@ -212,3 +212,24 @@ def test_a_thinking_switch_the_chat_template_ignores_is_dropped(
         "glm47", loaded_tokenizer(tok), {} if thinks else {"enable_thinking": False}
     )
     assert parser.count_reasoning_tokens(ids) == rs.parse(ids).reasoning_tokens
+
+
+@pytest.mark.parametrize("mode", ["vllm", "reasonspan"])
+def test_step3p5s_trailing_reasoning_whitespace(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """vLLM's step3p5 parser (its engine's ``strip_trailing_reasoning_whitespace``) drops
+    the whitespace at the end of the reasoning and keeps the answer's: the ``vllm`` mode
+    does too, streamed (held until more reasoning follows) as not; ``reasonspan`` gives
+    ``parse()``'s text (one newline trimmed on each side of ``</think>``)."""
+    monkeypatch.setenv("REASONSPAN_VLLM_TEXT", mode)
+    tok = hf("step3p5")
+    output = "<think>\nA plan, \n on two lines.\n\n \n</think>\n\nSunny."
+    ids = tok.encode(output, add_special_tokens=False)
+    if mode == "vllm":
+        want = ("\nA plan, \n on two lines.", "\n\nSunny.", [])
+    else:
+        want = ("\nA plan, \n on two lines.\n\n ", "\nSunny.", [])
+    assert reference("step3p5", tok, ids, None, None) == want
+    names = ("reasonspan_step3p5", None)
+    assert whole(names, tok, ids, None, None) == want
+    for steps in (Fixed(1), Fixed(2), random.Random(5)):
+        assert streamed(names, tok, ids, None, None, steps) == want

@@ -23,7 +23,7 @@ from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionReque
 from vllm.parser.parser_manager import ParserManager
 
 import reasonspan
-from reasonspan.integrations.vllm.text import in_text_mode
+from reasonspan.integrations.vllm.text import in_text_mode, strips_reasoning_tail
 from reasonspan.integrations.vllm.tokens import loaded_tokenizer
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
@@ -130,11 +130,13 @@ def reference(
     family: str, tok: Any, ids: list[int], prompt: list[int] | None, tools: Tools
 ) -> Answer:
     """reasonspan's own ``parse()`` on the same vocabulary, in the plugin's text mode
-    (``text.in_text_mode``: vLLM's whitespace by default)."""
+    (``text.in_text_mode``: vLLM's whitespace by default, and the reasoning's trailing
+    whitespace dropped for ``text.VLLM_REASONING_RSTRIP``)."""
     parser = in_text_mode(reasonspan.create_parser_sync(family, loaded_tokenizer(tok)))
     res = parser.parse(ids, prompt, tools=tools)
+    reasoning = (res.reasoning or "").rstrip() if strips_reasoning_tail(family) else res.reasoning
     return (
-        res.reasoning or "",
+        reasoning or "",
         res.content or "",
         [(c.name, json.loads(c.arguments)) for c in res.tool_calls],
     )

@@ -34,8 +34,10 @@ from reasonspan.integrations.vllm.markers import (
 )
 from reasonspan.integrations.vllm.names import NO_PROMPT_START
 from reasonspan.integrations.vllm.text import (
+    ReasoningTail,
     delta_message,
     in_text_mode,
+    strips_reasoning_tail,
     text_mode,
     vllm_text,
 )
@@ -79,6 +81,7 @@ class ReasoningAdapter:
         gate = GATE_FAMILIES.get(self.family)
         self._gate = self._rs if gate is None else self._new_parser(gate)
         self._end_ids = end_token_ids(self._rs)
+        self._tail = ReasoningTail() if strips_reasoning_tail(self.family) else None
         self._prompt: list[int] | None = None
         self._split: TextSplitter | None = None
         self._fed: list[int] = []
@@ -187,7 +190,8 @@ class ReasoningAdapter:
         # vLLM's convention: an output that began in reasoning has a reasoning string,
         # empty if the model closed it at once (None for its engine-based parsers); an
         # empty field otherwise is None.
-        reasoning = res.reasoning or (self.empty_reasoning if res.started_in_reasoning else None)
+        text = (res.reasoning or "").rstrip() if self._tail is not None else res.reasoning
+        reasoning = text or (self.empty_reasoning if res.started_in_reasoning else None)
         return reasoning, vllm_text(res.content)
 
     def extract_reasoning_streaming(
@@ -244,6 +248,8 @@ class ReasoningAdapter:
     def feed(self, delta: list[int]) -> tuple[str, str, list[ToolCall]]:
         split = self._splitter()
         reasoning, content = split.feed(delta)
+        if self._tail is not None:
+            reasoning = self._tail(reasoning)
         return reasoning, content, split.take_tool_calls()
 
     def finish_split(self) -> tuple[str, str, list[ToolCall]]:
@@ -252,6 +258,8 @@ class ReasoningAdapter:
         self._finished = True
         split = self._splitter()
         reasoning, content = split.finish()
+        if self._tail is not None:
+            reasoning = self._tail(reasoning)
         return reasoning, content, split.take_tool_calls()
 
     def _content_of_last_delta(self) -> list[int]:

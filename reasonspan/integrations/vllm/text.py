@@ -37,6 +37,53 @@ its answer; ``gemma4``: its thinking text and the ``thought`` label), so they ke
 reasonspan's trims in the ``vllm`` mode."""
 
 
+VLLM_REASONING_RSTRIP = frozenset(
+    {
+        "deepseek_v4",
+        "deepseek_v41",
+        "glm45",
+        "glm47",
+        "granite_thinking",
+        "inkling",
+        "kimi_k2",
+        "ling3",
+        "minimax_m2",
+        "mistral",
+        "nemotron_v3",
+        "step3p5",
+    }
+)
+"""Families whose vLLM 0.34 parser drops the whitespace at the end of the reasoning (its
+parser engine's ``strip_trailing_reasoning_whitespace``, read off each built-in: Step-3.5
+closes reasoning with ``\n</think>``): in the ``vllm`` mode the plugin's reasoning text
+drops it too (:class:`ReasoningTail`), both ways alike."""
+
+
+def strips_reasoning_tail(family: str) -> bool:
+    """Whether the plugin's reasoning text of ``family`` drops its trailing whitespace."""
+    return text_mode() == "vllm" and family in VLLM_REASONING_RSTRIP
+
+
+class ReasoningTail:
+    """The streamed side of :data:`VLLM_REASONING_RSTRIP`: whitespace at the end of the
+    reasoning streamed so far is held, and sent only in front of more reasoning text, so
+    the reasoning deltas join to ``parse()``'s reasoning with its trailing whitespace
+    dropped (``rstrip``), however the stream is cut."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        self.held = ""
+
+    def __call__(self, text: str) -> str:
+        if not text:
+            return text
+        joined = self.held + text
+        kept = joined.rstrip()
+        self.held = joined[len(kept) :]
+        return kept
+
+
 def text_mode() -> str:
     """The plugin's text mode, from :data:`TEXT_ENV` (default ``vllm``); anything else than
     :data:`TEXT_MODES` is an error naming the variable, raised when a parser is built."""
