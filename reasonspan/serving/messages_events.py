@@ -31,9 +31,11 @@ from reasonspan.runtime.core.errors import ReasonspanError
 from reasonspan.runtime.wire.openai import ChatCompletion, ChatCompletionChunk, FinishReason
 from reasonspan.serving.messages import AnthropicError, AnthropicErrorDetail
 from reasonspan.serving.segments import (
+    HOLE,
     Delta,
     Opened,
     SegmentEncoder,
+    Template,
     encode_events,
     json_string,
 )
@@ -155,40 +157,23 @@ def event(kind: str, data: dict[str, Any] | msgspec.Struct) -> bytes:
     return b"event: " + kind.encode() + b"\ndata: " + msgspec.json.encode(data) + b"\n\n"
 
 
-def _cut(kind: str, data: dict[str, Any]) -> tuple[bytes, bytes]:
-    """The event of ``data`` (its ``index`` 0) cut where the index goes: events a request
-    writes for every block, made by formatting a number instead of encoding a dict."""
-    head, tail = event(kind, data).split(b'"index":0', 1)
-    return head + b'"index":', tail
+def _indexed(kind: str, data: dict[str, Any]) -> Template:
+    """The event of ``data`` with a hole for its ``index`` (and whatever else is a
+    :data:`HOLE`): events a request writes for every block."""
+    return Template(event(kind, {"type": kind, "index": HOLE, **data}))
 
 
 _BLOCK_START = {
-    kind: _cut(
-        "content_block_start",
-        {"type": "content_block_start", "index": 0, "content_block": block},
-    )
+    kind: _indexed("content_block_start", {"content_block": block})
     for kind, block in (
         ("reasoning", {"type": "thinking", "thinking": "", "signature": ""}),
         ("text", {"type": "text", "text": ""}),
     )
 }
-_BLOCK_STOP = _cut("content_block_stop", {"type": "content_block_stop", "index": 0})
-_SIGNED = _cut(
-    "content_block_delta",
-    {
-        "type": "content_block_delta",
-        "index": 0,
-        "delta": {"type": "signature_delta", "signature": ""},
-    },
-)
-_SIGNED_TAIL = _SIGNED[1].split(b'""', 1)
-"""A signature delta's end, cut where the signature goes (base64: nothing to escape)."""
+_BLOCK_STOP = _indexed("content_block_stop", {})
+_SIGNED = _indexed("content_block_delta", {"delta": {"type": "signature_delta", "signature": HOLE}})
 _PING = event("ping", {"type": "ping"})
 _MESSAGE_STOP = event("message_stop", {"type": "message_stop"})
-
-
-def _at(cut: tuple[bytes, bytes], index: int) -> bytes:
-    return b"%b%d%b" % (cut[0], index, cut[1])
 
 
 class MessageEvents(SegmentEncoder):
@@ -225,7 +210,7 @@ class MessageEvents(SegmentEncoder):
             seg = ev.segment
             if isinstance(ev, Opened):
                 if seg.kind != "call":
-                    out.append(_at(_BLOCK_START[seg.kind], seg.index))
+                    out.append(_BLOCK_START[seg.kind].fill(b"%d" % seg.index))
                 else:
                     block = {"type": "tool_use", "id": seg.call_id, "name": seg.name, "input": {}}
                     start = {
@@ -238,11 +223,10 @@ class MessageEvents(SegmentEncoder):
             elif isinstance(ev, Delta):
                 out.append(seg.prefix + json_string(ev.text) + b"}}\n\n")
             else:
+                index = b"%d" % seg.index
                 if seg.kind == "reasoning":
-                    head, tail = _SIGNED_TAIL
-                    sig = signature(seg.joined).encode()
-                    out.append(b'%b%d%b"%b"%b' % (_SIGNED[0], seg.index, head, sig, tail))
-                out.append(_at(_BLOCK_STOP, seg.index))
+                    out.append(_SIGNED.fill(index, _encode(signature(seg.joined))))
+                out.append(_BLOCK_STOP.fill(index))
         return out
 
     def chunk(self, chunk: ChatCompletionChunk) -> bytes:

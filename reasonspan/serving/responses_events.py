@@ -37,11 +37,13 @@ from reasonspan.runtime.wire.openai import (
 )
 from reasonspan.serving.responses import ResponsesRequest, tools_echo, wants_logprobs
 from reasonspan.serving.segments import (
+    HOLE,
     Closed,
     Delta,
     Opened,
     Segment,
     SegmentEncoder,
+    Template,
     encode_events,
     json_string,
 )
@@ -59,13 +61,17 @@ def _item_id(kind: str) -> str:
     return f"{_PREFIX[kind]}_{_random_bits(128):032x}"
 
 
+Json = str | msgspec.Raw
+"""A value an item is built with: a string, or JSON already encoded (a template's hole)."""
+
+
 def _item(
     kind: str,
-    item_id: str,
-    text: str | msgspec.Raw,
-    status: str,
-    call: tuple[str, str] = ("", ""),
-    logprobs: list[Any] | None = None,
+    item_id: Json,
+    text: Json,
+    status: Json,
+    call: tuple[Json, Json] = ("", ""),
+    logprobs: list[Any] | msgspec.Raw | None = None,
 ) -> dict[str, Any]:
     """One output item of a kind, as the response and its events carry it."""
     if kind == "reasoning":
@@ -90,7 +96,7 @@ def _item(
     }
 
 
-def _text_part(text: str | msgspec.Raw, logprobs: list[Any] | None = None) -> dict[str, Any]:
+def _text_part(text: Json, logprobs: list[Any] | msgspec.Raw | None = None) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": logprobs or []}
 
 
@@ -154,7 +160,7 @@ class ResponseShape:
     def snapshot(
         self,
         status: str,
-        output: list[dict[str, Any]],
+        output: list[dict[str, Any]] | list[msgspec.Raw],
         usage: Usage | None = None,
         finish: FinishReason | None = None,
     ) -> msgspec.Raw:
@@ -208,6 +214,83 @@ _DELTA_EVENT = {
 }
 
 
+def _event_template(kind: str, data: dict[str, Any]) -> Template:
+    """An event with a hole for its sequence number, then ``data``'s holes."""
+    event = {"type": kind, "sequence_number": HOLE, **data}
+    return Template(b"event: " + kind.encode() + b"\ndata: " + _encode(event) + b"\n\n")
+
+
+_WHERE = {"item_id": HOLE, "output_index": HOLE}
+_ADDED = {
+    kind: _event_template(
+        "response.output_item.added",
+        {"output_index": HOLE, "item": _item(kind, HOLE, "", "in_progress", (HOLE, HOLE))},
+    )
+    for kind in _PREFIX
+}
+"""Holes: sequence number, output index, item id (a call's: and its call id, name)."""
+_PART_ADDED = {
+    "reasoning": {"type": "reasoning_text", "text": ""},
+    "text": _text_part(""),
+}
+_PART_ADDED_EVENT = {
+    kind: _event_template(
+        "response.content_part.added", {**_WHERE, "content_index": 0, "part": part}
+    )
+    for kind, part in _PART_ADDED.items()
+}
+_TEXT_DONE = {
+    "reasoning": _event_template(
+        "response.reasoning_text.done", {**_WHERE, "content_index": 0, "text": HOLE}
+    ),
+    "text": _event_template(
+        "response.output_text.done",
+        {**_WHERE, "content_index": 0, "text": HOLE, "logprobs": HOLE},
+    ),
+}
+"""Holes: sequence number, item id, output index, text (an answer's: and its entries)."""
+_PART_DONE = {
+    "reasoning": _event_template(
+        "response.content_part.done",
+        {**_WHERE, "content_index": 0, "part": {"type": "reasoning_text", "text": HOLE}},
+    ),
+    "text": _event_template(
+        "response.content_part.done",
+        {**_WHERE, "content_index": 0, "part": _text_part(HOLE, HOLE)},
+    ),
+}
+_ARGUMENTS_DONE = _event_template(
+    "response.function_call_arguments.done", {**_WHERE, "arguments": HOLE, "name": HOLE}
+)
+_ITEM = {
+    "reasoning": Template(_encode(_item("reasoning", HOLE, HOLE, "completed"))),
+    "text": Template(_encode(_item("text", HOLE, HOLE, HOLE, logprobs=HOLE))),
+    "call": Template(_encode(_item("call", HOLE, HOLE, "completed", (HOLE, HOLE)))),
+}
+"""A closed item. Holes: id, then reasoning: text; answer: status, text, entries; call:
+call id, name, arguments."""
+_ITEM_DONE = _event_template("response.output_item.done", {"output_index": HOLE, "item": HOLE})
+_DELTA_HEAD = {
+    kind: Template(
+        b"event: "
+        + event.encode()
+        + b"\ndata: "
+        + _encode(
+            {
+                "type": event,
+                **_WHERE,
+                **({"content_index": 0} if kind != "call" else {}),
+                **({"logprobs": []} if kind == "text" else {}),
+            }
+        )[:-1]
+        + b',"delta":'
+    )
+    for kind, event in _DELTA_EVENT.items()
+}
+"""A delta event up to its text (the same for every delta of an item). Holes: item id,
+output index."""
+
+
 _TAILS: list[bytes] = []
 """``","sequence_number":N}\n\n`` by N, the end of a text delta (:func:`_tail`): a
 look-up instead of formatting a number for every token of every response."""
@@ -236,8 +319,13 @@ class ResponseEvents(SegmentEncoder):
         super().__init__()
         self.shape = shape
         self._seq = 0
-        self._ids: dict[int, str] = {}
-        self._done: list[dict[str, Any]] = []
+        self._ids: dict[int, bytes] = {}
+        """Each item's id, as JSON."""
+        self._done: list[bytes] = []
+        """Each closed item, as JSON (the final response lists them)."""
+        self._answer: tuple[int, bytes, bytes, bytes, list[Any]] | None = None
+        """The last answer item closed: its place in :attr:`_done`, id, status, text and
+        entries (entries decided after it closed are added to it at the end)."""
         self._logprobs = wants_logprobs(shape.req)
         self._pending: list[Any] = []
         """Answer entries not sent with a text delta yet (:meth:`chunk`)."""
@@ -264,17 +352,24 @@ class ResponseEvents(SegmentEncoder):
         return self._head
 
     def _where(self, seg: Segment) -> dict[str, Any]:
-        return {"item_id": self._ids[seg.index], "output_index": seg.index}
+        return {"item_id": msgspec.Raw(self._ids[seg.index]), "output_index": seg.index}
+
+    def _number(self) -> bytes:
+        """The next event's sequence number, as JSON."""
+        seq = self._seq
+        self._seq = seq + 1
+        return b"%d" % seq
 
     def _opened(self, seg: Segment) -> list[bytes]:
-        item_id = self._ids[seg.index] = _item_id(seg.kind)
-        item = _item(seg.kind, item_id, "", "in_progress", (seg.call_id, seg.name))
-        out = [self._event("response.output_item.added", {"output_index": seg.index, "item": item})]
-        if seg.kind != "call":
-            part = _text_part("") if seg.kind == "text" else {"type": "reasoning_text", "text": ""}
-            added = {**self._where(seg), "content_index": 0, "part": part}
-            out.append(self._event("response.content_part.added", added))
-        return out
+        kind, index = seg.kind, b"%d" % seg.index
+        item_id = self._ids[seg.index] = _encode(_item_id(kind))
+        if kind == "call":
+            call = (_encode(seg.call_id), _encode(seg.name))
+            return [_ADDED[kind].fill(self._number(), index, item_id, *call)]
+        return [
+            _ADDED[kind].fill(self._number(), index, item_id),
+            _PART_ADDED_EVENT[kind].fill(self._number(), item_id, index),
+        ]
 
     def _delta(self, seg: Segment, text: str | bytes) -> bytes:
         """``prefix`` (the event up to its text, the same for every delta of the item)
@@ -283,14 +378,7 @@ class ResponseEvents(SegmentEncoder):
         if self._logprobs and seg.kind == "text":
             return self._delta_with_logprobs(seg, text)
         if not seg.prefix:
-            kind = _DELTA_EVENT[seg.kind]
-            head = {"type": kind, **self._where(seg)}
-            if seg.kind != "call":
-                head["content_index"] = 0
-            if seg.kind == "text":
-                head["logprobs"] = []
-            fields = msgspec.json.encode(head)[:-1]  # without its closing brace
-            seg.prefix = b"event: " + kind.encode() + b"\ndata: " + fields + b',"delta":'
+            seg.prefix = _DELTA_HEAD[seg.kind].fill(self._ids[seg.index], b"%d" % seg.index)
         seq = self._seq
         self._seq = seq + 1
         return seg.prefix + json_string(text)[:-1] + _tail(seq)  # (the tail closes it)
@@ -305,38 +393,32 @@ class ResponseEvents(SegmentEncoder):
         return self._event(_DELTA_EVENT["text"], where)
 
     def _closed(self, seg: Segment, status: str) -> list[bytes]:
-        text, where = seg.as_json(), self._where(seg)
-        out = []
-        if seg.kind == "call":
-            done = {**where, "arguments": text, "name": seg.name}
-            out.append(self._event("response.function_call_arguments.done", done))
+        kind, text = seg.kind, seg.as_json()
+        item_id, index = self._ids[seg.index], b"%d" % seg.index
+        if kind == "call":
+            name = _encode(seg.name)
+            done = _ARGUMENTS_DONE.fill(self._number(), item_id, index, text, name)
+            item = _ITEM[kind].fill(item_id, _encode(seg.call_id), name, text)
+            out = [done]
+        elif kind == "reasoning":
+            out = [
+                _TEXT_DONE[kind].fill(self._number(), item_id, index, text),
+                _PART_DONE[kind].fill(self._number(), item_id, index, text),
+            ]
+            item = _ITEM[kind].fill(item_id, text)
         else:
-            kind = "reasoning_text" if seg.kind == "reasoning" else "output_text"
-            extra: dict[str, Any] = {}
-            entries: list[Any] = []
-            if seg.kind == "text":
-                entries = self._sent.setdefault(seg.index, [])
-                entries += self._pending  # (a trailing newline's: its text was trimmed)
-                self._pending = []
-                extra["logprobs"] = entries
-            done = {**where, "content_index": 0, "text": text, **extra}
-            out.append(self._event(f"response.{kind}.done", done))
-            part = _text_part(text, entries) if seg.kind == "text" else {"type": kind, "text": text}
-            part_done = {**where, "content_index": 0, "part": part}
-            out.append(self._event("response.content_part.done", part_done))
-        item_status = "completed" if seg.kind == "call" else status
-        item = _item(
-            seg.kind,
-            where["item_id"],
-            text,
-            item_status,
-            (seg.call_id, seg.name),
-            self._sent.get(seg.index),
-        )
+            entries = self._sent.setdefault(seg.index, [])
+            entries += self._pending  # (a trailing newline's: its text was trimmed)
+            self._pending = []
+            got, state = _encode(entries), _encode(status)
+            out = [
+                _TEXT_DONE[kind].fill(self._number(), item_id, index, text, got),
+                _PART_DONE[kind].fill(self._number(), item_id, index, text, got),
+            ]
+            item = _ITEM[kind].fill(item_id, state, text, got)
+            self._answer = (len(self._done), item_id, state, text, entries)
         self._done.append(item)
-        out.append(
-            self._event("response.output_item.done", {"output_index": seg.index, "item": item})
-        )
+        out.append(_ITEM_DONE.fill(self._number(), index, item))
         return out
 
     def _events(self, segment_events: list[SegmentEvent], status: str = "completed") -> list[bytes]:
@@ -383,15 +465,15 @@ class ResponseEvents(SegmentEncoder):
         status = status_of(finish)
         out = self._events(self._segments.end(), status)
         self._track()
-        messages = [item for item in self._done if item["type"] == "message"]
-        if self._pending and messages:
-            # Decided after the message's text closed (a call after it): the final response
-            # carries them in the message's part, as a whole response does.
-            messages[-1]["content"][0]["logprobs"] = [
-                *messages[-1]["content"][0]["logprobs"],
-                *self._pending,
-            ]
-        snap = self.shape.snapshot(status, self._done, usage, finish)
+        answer = self._answer
+        if self._pending and answer is not None:
+            # Decided after the answer's text closed (a call after it): the final response
+            # carries them in the answer's part, as a whole response does.
+            at, item_id, state, text, entries = answer
+            more = _encode([*entries, *self._pending])
+            self._done[at] = _ITEM["text"].fill(item_id, state, text, more)
+        output = [msgspec.Raw(item) for item in self._done]
+        snap = self.shape.snapshot(status, output, usage, finish)
         kind = "response.incomplete" if status == "incomplete" else "response.completed"
         out.append(self._event(kind, {"response": snap}))
         return b"".join(out)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Literal, Protocol
 
 import msgspec
@@ -46,14 +47,14 @@ class Segment:
     """What the encoder's delta events of this segment start with (its own cache: the
     event bytes before the delta's text)."""
 
-    def as_json(self) -> msgspec.Raw:
+    def as_json(self) -> bytes:
         """Its whole text as a JSON string, for an encoder that sends it whole (escaped
         pieces are joined as they are, not decoded and encoded again)."""
         parts = self.text
         try:
-            return msgspec.Raw(b'"' + b"".join(parts) + b'"')  # type: ignore[arg-type]
+            return b'"' + b"".join(parts) + b'"'  # type: ignore[arg-type]
         except TypeError:  # (some pieces came as str: from the exact path's chunks)
-            return msgspec.Raw(msgspec.json.encode(self.joined))
+            return msgspec.json.encode(self.joined)
 
     @property
     def joined(self) -> str:
@@ -160,6 +161,33 @@ class Segments:
         """Close the open segment (the stream ended, or another part begins)."""
         seg, self._open = self._open, None
         return [] if seg is None else [Closed(seg)]
+
+
+HOLE = msgspec.Raw(b"\x00")
+"""Where a :class:`Template`'s value goes: a JSON value encoded as a NUL byte (encoded JSON
+never holds one: msgspec escapes it in strings)."""
+
+
+class Template:
+    """The bytes of an event (or of a JSON value inside one) with :data:`HOLE` where each
+    value goes, encoded once by msgspec; :meth:`fill` joins the values' JSON in: the bytes
+    msgspec writes for the whole, without building or encoding it per event."""
+
+    __slots__ = ("_pieces",)
+
+    def __init__(self, encoded: bytes) -> None:
+        self._pieces = encoded.split(b"\x00")
+
+    @property
+    def holes(self) -> int:
+        return len(self._pieces) - 1
+
+    def fill(self, *values: bytes) -> bytes:
+        """The bytes with each hole's value (JSON bytes, in the order the holes come)."""
+        pieces = self._pieces
+        if len(values) != len(pieces) - 1:
+            raise ValueError(f"a template with {len(pieces) - 1} holes got {len(values)} values")
+        return b"".join(chain.from_iterable(zip(pieces, values, strict=False))) + pieces[-1]
 
 
 class SegmentEncoder:

@@ -20,16 +20,17 @@ import re
 from typing import Any
 
 import anyio
+import msgspec
 import numpy as np
 import pytest
 
 import reasonspan
 from reasonspan.runtime.batch.small import SMALL_REQUESTS
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
-from reasonspan.runtime.wire.openai import ChatCompletionChunk
+from reasonspan.runtime.wire.openai import ChatCompletionChunk, CompletionBuilder
 from reasonspan.serving.messages_events import MessageEvents, signature
 from reasonspan.serving.responses import ResponsesRequest
-from reasonspan.serving.responses_events import ResponseEvents, ResponseShape
+from reasonspan.serving.responses_events import ResponseEvents, ResponseShape, response_of
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
 OUTPUTS = {
@@ -107,6 +108,7 @@ def test_events_written_at_step_time_equal_those_of_chunks(
     out_a = {name: w.start() for name, (w, _) in writers.items()}
     out_b = {name: r.start() for name, (r, _) in readers.items()}
     Counted.texts = 0
+    every: list[ChatCompletionChunk] = []
     rng = random.Random(seed)
     i = 0
     while i <= len(ids):
@@ -124,6 +126,7 @@ def test_events_written_at_step_time_equal_those_of_chunks(
             out_a[name] += stream.ready_bytes()
         got = chunks.ready()
         assert all(type(c) is ChatCompletionChunk for c in got)
+        every.extend(got)
         for name, (reader, _) in readers.items():
             for c in got:
                 out_b[name] += reader.chunk(c)
@@ -138,6 +141,16 @@ def test_events_written_at_step_time_equal_those_of_chunks(
     want = parser.parse(ids)
     if want.reasoning:
         assert signature(want.reasoning).encode() in out_a["messages"]
+    # The streamed response's last snapshot is the response a whole request gets.
+    builder = CompletionBuilder()
+    for c in every:
+        builder.add(c)
+    shape = ResponseShape("req", ResponsesRequest(model="m", input="hi"), 0)
+    whole = json.loads(_no_ids(msgspec.json.encode(response_of(shape, builder.build()))))
+    last = out_a["responses"].rstrip(b"\n").rsplit(b"\n\n", 1)[1]
+    assert last.startswith(b"event: response.completed\ndata: ")
+    streamed = json.loads(_no_ids(last.split(b"data: ", 1)[1]))["response"]
+    assert streamed["output"] == whole["output"]
     if family in PATH_WRITES:  # the output path handed the writers the plain text rows
         assert Counted.texts >= len(ids) // 2, Counted.texts
 
