@@ -18,6 +18,7 @@ from reasonspan.runtime.batch.errors import InvalidStepError
 from reasonspan.runtime.batch.types import IntArray
 from reasonspan.runtime.core import ids
 from reasonspan.runtime.core.ids import I64_END, I64_MAX, I64_MIN, as_request_id, reported, scan
+from reasonspan.runtime.core.ids import int_array as _int_array
 
 __all__ = ["BadToken", "as_request_id", "int_array", "token_array"]
 
@@ -27,7 +28,7 @@ _INTS = frozenset((int,))
 def int_array(x: object, where: str) -> IntArray:
     """A 1-D int64 array owned by the batch (a copy), or :class:`InvalidStepError` naming
     the first element that is no int64 id (:func:`reasonspan.runtime.core.ids.int_array`)."""
-    return ids.int_array(x, where, InvalidStepError)
+    return _int_array(x, where, InvalidStepError)
 
 
 BadToken = tuple[int, object]
@@ -49,7 +50,7 @@ def token_array(x: object) -> tuple[IntArray, BadToken | None]:
             if big.any():
                 pos = int(np.argmax(big))
                 return x.astype(np.int64), (pos, x[pos].item())
-        return ids.int_array(x, "token_ids", InvalidStepError), None
+        return _int_array(x, "token_ids", InvalidStepError), None
     seq: Sequence[object]
     if type(x) is list or type(x) is tuple:
         seq = x

@@ -74,15 +74,18 @@ def scan(seq: Sequence[object], lo: int, hi: int) -> int:
     """The one per-id loop: the position of the first element that is not an id in
     ``[lo, hi)``, else :data:`ALL_INTS` or :data:`CONVERT`.
 
-    A plain loop, not ``set(map(type, ...))`` and ``min``/``max``: a delta is one to a
-    few ids, and three builtin calls cost twice the loop there (a long list goes through
-    numpy first, and only comes here to name its culprit)."""
+    A plain loop, not ``set(map(type, ...))`` and ``min``/``max``: a parser's delta is one
+    to a few ids, and three builtin calls cost more than the loop there. (The batch's
+    lists are converted by numpy after a type check and come here only to name a culprit.)
+    The int fast test comes first; a numpy integer before an int subclass."""
     got = ALL_INTS
     for i, t in enumerate(seq):
         if type(t) is int:
             if lo <= t < hi:
                 continue
-        elif isinstance(t, (int, np.integer)) and not isinstance(t, bool) and lo <= int(t) < hi:
+        elif (
+            isinstance(t, np.integer) or (isinstance(t, int) and type(t) is not bool)
+        ) and lo <= int(t) < hi:
             got = CONVERT
             continue
         return i
@@ -140,18 +143,17 @@ def int_array(x: object, where: str, error: ErrorClass) -> npt.NDArray[np.int64]
     """``x`` (request ids, offsets) as a 1-D int64 array the caller owns (a copy), or
     ``error`` naming the first element that is no id of int64 (a uint64 above 2**63 - 1
     included: converted, it would wrap round to a negative id and name the wrong one)."""
-    if type(x) is list or type(x) is tuple:
-        seq: Sequence[object] = x
-    elif isinstance(x, np.ndarray):
-        check_array(x, where, error)
-        if x.dtype.kind == "u" and x.dtype.itemsize == 8 and x.size:
+    if isinstance(x, np.ndarray):  # first: the batch's hot path (an engine's arrays)
+        kind = x.dtype.kind
+        if x.ndim != 1 or (kind not in "iu" and x.size):
+            check_array(x, where, error)  # (raises; the rule is inlined for speed)
+        if kind == "u" and x.dtype.itemsize == 8 and x.size:
             big = x > np.uint64(I64_MAX)
             if big.any():
                 pos = int(np.argmax(big))
                 raise error(f"{where}[{pos}] = {x[pos].item()} does not fit in int64")
         return x.astype(np.int64)
-    else:
-        seq = sequence_of(x, where, error)
+    seq = x if type(x) is list or type(x) is tuple else sequence_of(x, where, error)
     # A bool among ints would be converted to 0 or 1 by numpy: check types first.
     if not set(map(type, seq)) <= _INTS:
         pos = scan(seq, I64_MIN, I64_END)
@@ -168,7 +170,7 @@ def token_ids(ids: object, vocab: int, where: str) -> Sequence[int]:
     """Token ids checked before any state changes, as Python ints (numpy integers never
     reach a result; a list of ints is returned as it is): a bad container raises
     TypeError, an id that is no id or lies outside ``[0, vocab)`` InvalidTokenError."""
-    if type(ids) is not list:
+    if type(ids) is not list and type(ids) is not tuple:  # (both skip the ABC check)
         if isinstance(ids, np.ndarray):
             check_array(ids, where, TypeError)
             if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
