@@ -123,3 +123,18 @@ def test_a_draft_step_keeps_the_text_before_a_call() -> None:
     assert got["builtin whole"] == want and got["builtin k=1"] == want
     assert got["builtin k=1-6"] != want
     assert got["builtin k=1-6"][1] != "Calling."
+
+
+def test_a_newline_before_think_is_the_same_streamed_or_not() -> None:
+    """DeepSeek R1, an output that writes a newline before ``<think>`` (vLLM's own
+    ``new_line`` tests pin both of its answers): vLLM's non-streaming path drops the
+    newline, its streaming path keeps it as reasoning one token a step, and with a draft
+    model's steps (the newline and ``<think>`` in one step) sends ``<think>`` itself as
+    reasoning. The plugin gives one answer every way, ``parse()``'s (the non-streaming
+    one: deepseek_r1 drops a blank run before its start marker)."""
+    output = "\n<think>Plan.</think>\nThe answer."
+    got = three_ways("deepseek_r1", ("deepseek_r1", None), output)
+    assert got["parse()"] == ("Plan.", "\nThe answer.", [])
+    assert got["builtin whole"] == got["parse()"]
+    assert got["builtin k=1"] == ("\nPlan.", "\nThe answer.", [])
+    assert got["builtin k=1-6"] == ("\n<think>Plan.", "\nThe answer.", [])
