@@ -14,6 +14,7 @@ a value ends.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -206,14 +207,32 @@ def member_text(key: str, value: Any) -> str | None:
 
 
 def held_back(text: str, start: int, *closers: str) -> int:
-    """Where a trailing piece of ``text`` (from ``start`` on) that may begin one of
-    ``closers`` begins, else its end: what a streamed value must not send yet."""
-    longest = max(len(c) for c in closers)
-    for at in range(max(start, len(text) - longest + 1), len(text)):
-        tail = text[at:]
-        if any(c.startswith(tail) for c in closers):
-            return at
-    return len(text)
+    """Where a trailing piece of ``text`` (from ``start`` on, and no longer than the
+    longest closer) that may begin one of ``closers`` begins, else its end: what a
+    streamed value must not send yet."""
+    tail = _TAILS.get(closers)
+    if tail is None:
+        tail = _TAILS[closers] = _tail_pattern(closers)
+    low = len(text) + 1 - tail[1]
+    m = tail[0].search(text, low if low > start else start)
+    return len(text) if m is None else m.start()
+
+
+_TAILS: dict[tuple[str, ...], tuple[re.Pattern[str], int]] = {}
+""":func:`held_back`'s pattern of each set of closers, and their longest length."""
+
+
+def _tail_pattern(closers: tuple[str, ...]) -> tuple[re.Pattern[str], int]:
+    """A pattern that matches, at the end of a text, any non-empty start of one of
+    ``closers`` (``<(?:/(?:p(?:>)?)?)?\\Z`` for ``</p>``): one search finds the first
+    place a trailing piece begins one, in C."""
+    alternatives = []
+    for closer in closers:
+        nested = ""
+        for ch in reversed(closer[1:]):
+            nested = f"(?:{re.escape(ch)}{nested})?"
+        alternatives.append(re.escape(closer[0]) + nested)
+    return re.compile("(?:" + "|".join(alternatives) + r")\Z"), max(map(len, closers))
 
 
 def closer_followed(

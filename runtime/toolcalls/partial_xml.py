@@ -24,7 +24,12 @@ from dataclasses import dataclass, field
 
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
-from reasonspan.runtime.toolcalls.partial_members import WINDOW, member_text, string_only
+from reasonspan.runtime.toolcalls.partial_members import (
+    WINDOW,
+    held_back,
+    member_text,
+    string_only,
+)
 from reasonspan.runtime.toolcalls.values import typed_value
 
 _WS = " \t\r\n"
@@ -267,13 +272,10 @@ class XmlCallsReader:
             line = text.find("\n", value.scan)
             at = text.find(close, value.scan)
             if at < 0:
-                # (a close the text so far cuts waits where it begins)
-                at = next(
-                    (k for k in range(max(value.scan, len(text) - len(close) + 1), len(text))
-                     if close.startswith(text[k:])),
-                    -1,
-                )  # fmt: skip
-                if at >= 0:
+                at = held_back(text, value.scan, close)  # (a close the text cuts waits there)
+                if at == len(text):
+                    at = -1
+                else:
                     value.scan = min(at, line) if line >= 0 else at
                     if line < 0 or at < line:
                         return None
