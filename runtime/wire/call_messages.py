@@ -66,7 +66,78 @@ def new_tool_call_id() -> str:
     return "call_" + uuid.uuid4().hex[:24]
 
 
-class ToolCallStream:
+class SentCall:
+    """A call whose arguments stream: its index once its first entry went out (-1: not
+    yet), its function name and the argument text sent so far. Each writer's reader of
+    such a call extends it (``region_calls._RegionCall``, :class:`_LiveCall`) with what it
+    reads; the writer sends it with :meth:`CallEntries._send` and ends it with
+    :meth:`CallEntries._close`."""
+
+    __slots__ = ("arguments", "index", "name")
+
+    def __init__(self, name: str) -> None:
+        self.index = -1
+        self.name = name
+        self.arguments: list[str] = []
+        """The argument text sent, in the pieces sent."""
+
+
+class CallEntries:
+    """What both writers of a request's ``delta.tool_calls`` entries share (the region
+    writer ``region_calls.RegionCalls``, the message stream :class:`ToolCallStream`): the
+    numbering of its calls, in the order their first entries go out (each with a fresh id:
+    :func:`tool_call_entry`), and the end of a call sent in parts (:class:`SentCall`): the
+    rest of its arguments once the call is read whole, or, when the whole read has no such
+    call (it broke after it was sent: ``region_calls`` says why that is the price of
+    streaming), nothing more, its index in :attr:`broken`."""
+
+    __slots__ = ("broken", "numbered")
+
+    def __init__(self) -> None:
+        self.numbered = 0
+        """Calls given an index so far (the next call's index)."""
+        self.broken: list[int] = []
+        """Indexes of calls sent in part whose whole read has no such call (a syntax
+        error, a value JSON cannot hold, a cut inside their arguments): what was sent of
+        them is all they get."""
+
+    def _open(self, name: str, arguments: str) -> ChoiceDeltaToolCall:
+        """A call's first entry, with the next index: a call sent whole (``arguments``:
+        all of them) or the first part of one that streams (:meth:`_send`)."""
+        entry = tool_call_entry(self.numbered, name, arguments)
+        self.numbered += 1
+        return entry
+
+    def _whole(self, call: ToolCall) -> ChoiceDeltaToolCall:
+        """A call sent whole: one entry, with all its arguments."""
+        return self._open(call.name, call.arguments)
+
+    def _send(self, call: SentCall, text: str, out: list[ChoiceDeltaToolCall]) -> None:
+        """Send ``text``, the next part of ``call``'s arguments: its first entry (index,
+        id, name; sent even with no text) or a later one (when there is text)."""
+        if call.index < 0:
+            call.index = self.numbered
+            call.arguments.append(text)
+            out.append(self._open(call.name, text))
+        elif text:
+            call.arguments.append(text)
+            out.append(tool_call_entry(call.index, None, text))
+
+    def _close(
+        self, sent: SentCall, whole: ToolCall | None, out: list[ChoiceDeltaToolCall]
+    ) -> bool:
+        """End ``sent``, its call read whole as ``whole`` (None: the whole read has no
+        call there): the rest of its arguments; False, nothing sent, when ``whole`` is not
+        the call sent (another name, arguments that do not go on from what was sent)."""
+        head = "".join(sent.arguments)
+        if whole is None or whole.name != sent.name or not whole.arguments.startswith(head):
+            self.broken.append(sent.index)
+            return False
+        self._send(sent, whole.arguments[len(head) :], out)
+        return True
+
+
+class ToolCallStream(CallEntries):
     """One request's tool-call messages (harmony) as complete calls: the one place that
     decides when a call read by a family's reader is complete, for ``parse()``
     (:func:`calls_from_reader`), ``TextSplitter`` (:meth:`calls`) and the runtime's
@@ -79,11 +150,12 @@ class ToolCallStream:
     is the reader's ``in_call``, a function of the labelled tokens alone, so every split
     of the output gives the same calls."""
 
-    __slots__ = ("_live", "_pending", "_sent", "_step", "_tokenizer", "broken", "count", "reader")
+    __slots__ = ("_live", "_pending", "_step", "_tokenizer", "count", "reader")
 
     def __init__(
         self, reader: ToolCallReader, tokenizer: LoadedTokenizer, argument_step: int = 0
     ) -> None:
+        super().__init__()
         self.reader = reader
         self._tokenizer = tokenizer
         self._pending: list[tuple[str, list[int]]] = []
@@ -94,11 +166,6 @@ class ToolCallStream:
         many (0: each call whole; so is every call of a tokenizer whose text is not its
         tokens' bytes)."""
         self._live: _LiveCall | None = None
-        self._sent = 0
-        """Calls given an index so far (the next call's index)."""
-        self.broken: list[int] = []
-        """Indexes of streamed calls whose message never completed (cut inside its
-        arguments): what was sent of them is all they get."""
 
     def calls(
         self, token_ids: Sequence[int], labels: bytes | bytearray, *, final: bool = False
@@ -137,53 +204,40 @@ class ToolCallStream:
         out: list[ChoiceDeltaToolCall] = []
         for call in calls:
             if live is not None and live.index >= 0 and not out and call.name == live.name:
-                head = "".join(live.sent)  # (a streamed call is the first one completed)
-                if not call.arguments.startswith(head):
-                    self.broken.append(live.index)
-                elif len(call.arguments) > len(head):
-                    out.append(tool_call_entry(live.index, None, call.arguments[len(head) :]))
+                self._close(live, call, out)  # (a streamed call is the first one completed)
                 live = self._live = None
                 continue
-            out.append(tool_call_entry(self._sent, call.name, call.arguments))
-            self._sent += 1
+            out.append(self._whole(call))
         pending = self._pending
         if live is not None and (not pending or pending[-1][1] is not live.ids):
             if live.index >= 0:
-                self.broken.append(live.index)
+                self._close(live, None, out)  # cut inside its arguments
             live = self._live = None
         if self._step and pending and self.reader.in_call:
             name, ids = pending[-1]
             if live is None:
                 live = self._live = _LiveCall(name, ids)
             got = live.read(self._tokenizer.token_bytes, self._step)
-            if got is not None and live.index < 0:
-                live.index = self._sent
-                self._sent += 1
-                out.append(tool_call_entry(live.index, name, got))
-            elif got:
-                out.append(tool_call_entry(live.index, None, got))
+            if got is not None:
+                self._send(live, got, out)
         return out or None
 
 
-class _LiveCall:
+class _LiveCall(SentCall):
     """A harmony call whose arguments stream. Its raw text (what the whole call sends) is
     read every few tokens and re-read by the JSON lexer only to know when its first member
     is whole and valid (then the call is sent) and where its object closes (that brace,
     and what follows it, waits for the message's end). A call whose text is not an object
     or fails before its first member is sent whole, as written, when its message ends."""
 
-    __slots__ = ("cut", "decoder", "ids", "index", "name", "raw", "read_to", "sent",
-                 "state", "tokens", "writer")  # fmt: skip
+    __slots__ = ("cut", "decoder", "ids", "raw", "read_to", "state", "tokens", "writer")
 
     def __init__(self, name: str, ids: list[int]) -> None:
-        self.name = name
+        super().__init__(name)
         self.ids = ids
         """The call's argument ids (the pending entry's own list: it grows in place)."""
-        self.index = -1
-        """Its index once sent (-1: not yet)."""
         self.read_to = 0
         self.raw: list[str] = []
-        self.sent: list[str] = []
         self.cut = -1
         """Where its object's closing brace is in its raw text (-1: not seen)."""
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
@@ -194,7 +248,7 @@ class _LiveCall:
         ``FAILED``: the lexer's verdict on the object so far."""
 
     def read(self, token_bytes: list[bytes], step: int) -> str | None:
-        """The argument text to send now ("": nothing new; None: not sent yet)."""
+        """The argument text to send now ("": nothing new; None: not to be sent yet)."""
         ids = self.ids
         if len(ids) - self.read_to < (step if self.read_to else 2 * step):
             return "" if self.index >= 0 else None
@@ -207,11 +261,8 @@ class _LiveCall:
             return None
         raw = "".join(self.raw)
         end = self.cut if self.cut >= 0 else len(raw)
-        head = sum(map(len, self.sent))
-        more = raw[head:end] if end > head else ""
-        if more:
-            self.sent.append(more)
-        return more
+        head = sum(map(len, self.arguments))
+        return raw[head:end] if end > head else ""
 
     def _check(self, text: str, before: int) -> None:
         if self.state in (CLOSED, FAILED):

@@ -37,7 +37,7 @@ from reasonspan.runtime.toolcalls.partial import (
     new_reader,
     streams_arguments,
 )
-from reasonspan.runtime.wire.call_messages import tool_call_entry
+from reasonspan.runtime.wire.call_messages import CallEntries, SentCall
 from reasonspan.runtime.wire.openai import ChoiceDeltaToolCall
 
 READ_EVERY = 32
@@ -51,18 +51,18 @@ requests, a fixed 0.85 us a token; ``bench --suite tools``, ``BENCHMARKS.md``)."
 Fed = tuple[list[int], bytearray, list[Spill], list[ChoiceDeltaToolCall] | None]
 
 
-class _Sent:
-    """A committed call: its index, how many of its argument pieces were taken, and the
-    text sent. The closing brace of its arguments waits in ``held`` until its region
-    closed and read as this call: a call that breaks never shows whole arguments."""
+class _RegionCall(SentCall):
+    """A call of the open region, sent in parts as its kind's partial reader takes it:
+    the reader's call and how many of its argument pieces were taken. The closing brace
+    of its arguments waits in ``held`` until its region closed and read as this call: a
+    call that breaks never shows whole arguments."""
 
-    __slots__ = ("call", "held", "index", "pieces", "sent")
+    __slots__ = ("call", "held", "pieces")
 
-    def __init__(self, call: PartialCall, index: int) -> None:
+    def __init__(self, call: PartialCall) -> None:
+        super().__init__(call.name)
         self.call = call
-        self.index = index
         self.pieces = 0
-        self.sent: list[str] = []
         self.held = ""
 
     def more(self) -> str:
@@ -74,29 +74,22 @@ class _Sent:
         self.pieces = len(call.arguments)
         cut = len(text) - 1 if call.complete else len(text)
         self.held = text[cut:]
-        if cut > 0:
-            self.sent.append(text[:cut])
         return text[:cut]
 
 
-class RegionCalls:
+class RegionCalls(CallEntries):
     """The ``delta.tool_calls`` writer of one request's call extractor (module doc)."""
 
     __slots__ = (
-        "_body", "_decoder", "_every", "_reader", "_region", "_seen", "_sent", "_used", "broken",
-        "count", "ext",
+        "_body", "_calls", "_decoder", "_every", "_reader", "_region", "_seen", "_used", "ext",
     )  # fmt: skip
 
     def __init__(self, ext: ToolCallExtractor, read_every: int = READ_EVERY) -> None:
         """``read_every``: stream arguments, reading the open region every that many
         tokens; 0: send each call whole."""
+        super().__init__()
         self.ext = ext
         self._every = read_every
-        self.count = 0
-        """Calls given an index so far (the next call's index)."""
-        self.broken: list[int] = []
-        """Indexes of calls that committed and then broke (module doc): what was sent of
-        them is all they get."""
         self._region = 0
         """The number of the region followed (0: none)."""
         self._reader: PartialReader | None = None
@@ -108,7 +101,8 @@ class RegionCalls:
         self._seen = 0
         """Tokens the extractor held when the region was last read."""
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        self._sent: list[_Sent] = []
+        self._calls: list[_RegionCall] = []
+        """The open region's calls sent so far."""
         if read_every > 0 and streams_arguments(ext.kinds):
             ext.settled = []
 
@@ -163,29 +157,18 @@ class RegionCalls:
             self._follow(out)
         return out or None
 
-    def _whole(self, call: ToolCall) -> ChoiceDeltaToolCall:
-        entry = tool_call_entry(self.count, call.name, call.arguments)
-        self.count += 1
-        return entry
-
     def _settle(self, region: int, calls: list[ToolCall], out: list[ChoiceDeltaToolCall]) -> None:
         """A region closed as ``calls``: the rest of each call sent in part, in order;
         the calls not sent yet, whole."""
         p = 0
         if region == self._region:
-            for sent in self._sent:
-                call = sent.call
-                final = calls[p] if p < len(calls) and not call.broken else None
-                head = "".join(sent.sent)
-                if final is None or final.name != call.name or not final.arguments.startswith(head):
-                    self.broken.append(sent.index)  # the whole read has no such call here
-                    continue
-                if len(final.arguments) > len(head):
-                    out.append(tool_call_entry(sent.index, None, final.arguments[len(head) :]))
-                p += 1
+            for call in self._calls:
+                whole = calls[p] if p < len(calls) and not call.call.broken else None
+                if self._close(call, whole, out):
+                    p += 1
             self._region = 0
             self._reader = None
-            self._sent = []
+            self._calls = []
         out.extend(self._whole(c) for c in calls[p:])
 
     def _follow(self, out: list[ChoiceDeltaToolCall]) -> None:
@@ -201,7 +184,7 @@ class RegionCalls:
             self._body = ""
             self._used = ext.body_start()
             self._decoder.reset()
-            self._sent = []
+            self._calls = []
         if len(buf) <= self._used:
             return
         text = self._decoder.decode(bytes(buf[self._used :]))
@@ -215,7 +198,10 @@ class RegionCalls:
                 return
         else:
             reader.feed(text)
-        self._send(reader, out)
+        calls = self._calls
+        calls.extend(_RegionCall(call) for call in reader.calls[len(calls) :])
+        for call in calls:
+            self._send(call, call.more(), out)
 
     def _choose(self, text: str) -> PartialReader | None:
         assert self._body is not None
@@ -230,15 +216,3 @@ class RegionCalls:
         reader = self._reader = new_reader(kind, self.ext.tools)
         reader.feed(body)
         return reader
-
-    def _send(self, reader: PartialReader, out: list[ChoiceDeltaToolCall]) -> None:
-        sent = self._sent
-        for call in sent:
-            more = call.more()
-            if more:
-                out.append(tool_call_entry(call.index, None, more))
-        for partial in reader.calls[len(sent) :]:
-            new = _Sent(partial, self.count)
-            self.count += 1
-            sent.append(new)
-            out.append(tool_call_entry(new.index, partial.name, new.more()))
