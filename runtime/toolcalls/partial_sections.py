@@ -99,6 +99,20 @@ def _v3_head(text: str, i: int) -> tuple[int, str | None] | None:
     return (j + len("json") if text.startswith("json", j) else j), name
 
 
+def skip_dropped(text: str, i: int, begin: str, end: str) -> tuple[int, bool | None]:
+    """A dropped call read on from ``i`` to its call-end marker ``end`` (as the whole read
+    skips it): ``(after the marker, True)``; ``(where to read on, None)``, not there yet
+    (only what may begin a marker is read again); ``(i, False)``: a call's ``begin``
+    comes first, the section is malformed (``partial_tagged`` skips the same way)."""
+    stop = text.find(end, i)
+    following = text.find(begin, i)
+    if following >= 0 and (stop < 0 or following < stop):
+        return i, False
+    if stop < 0:
+        return max(i, len(text) - max(len(end), len(begin)) + 1), None
+    return stop + len(end), True
+
+
 class SectionCallsReader:
     """The partial reader of one section kind (module doc)."""
 
@@ -204,14 +218,9 @@ class SectionCallsReader:
                 return False
             self._i, self._state, self._call = at, BETWEEN, None
             return True
-        stop = text.find(self._end, i)
-        following = text.find(self._begin, i)
-        if following >= 0 and (stop < 0 or following < stop):
-            return self._malformed()
-        if stop < 0:
-            self._i = max(i, len(text) - max(len(self._end), len(self._begin)) + 1)
-            return False
-        self._i = stop + len(self._end)
+        self._i, past = skip_dropped(text, i, self._begin, self._end)
+        if not past:
+            return False if past is None else self._malformed()
         self._state = BETWEEN
         self._call = None
         return True

@@ -25,6 +25,7 @@ from typing import Any
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls.partial import PartialCall
 from reasonspan.runtime.toolcalls.partial_members import MemberReader
+from reasonspan.runtime.toolcalls.partial_sections import skip_dropped
 from reasonspan.runtime.toolcalls.sections import skip_space
 
 BETWEEN, NAME, PAIR, VALUE, SKIP = range(5)
@@ -133,16 +134,9 @@ class TaggedCallsReader(MemberReader):
 
     def _skip(self) -> bool:
         """To the dropped call's end tag; a begin tag first: the region does not read."""
-        text = self._text
-        stop = text.find(self._end, self._i)
-        following = text.find(self._begin, self._i)
-        if following >= 0 and (stop < 0 or following < stop):
-            return self._malformed()
-        if stop < 0:
-            longest = max(len(self._end), len(self._begin))
-            self._i = max(self._i, len(text) - longest + 1)
-            return False
-        self._i = stop + len(self._end)
+        self._i, past = skip_dropped(self._text, self._i, self._begin, self._end)
+        if not past:
+            return False if past is None else self._malformed()
         self._state = BETWEEN
         return True
 
