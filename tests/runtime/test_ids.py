@@ -29,6 +29,7 @@ from reasonspan.runtime.core import ids
 from tests.support.fixtures import tokenizer
 
 RID = 7
+_VOCAB = tokenizer("qwen-3").vocab_size
 
 
 class Colour(enum.IntEnum):
@@ -120,6 +121,19 @@ def test_a_numpy_integer_out_of_bounds_is_named_as_out_of_bounds(value: np.integ
 
 
 @pytest.mark.parametrize(
+    "toks",
+    [[-1, True], [_VOCAB, "x"], (2**70, None)],
+    ids=["negative, then bool", "vocabulary, then str", "past int64, then None"],
+)
+def test_the_first_bad_id_in_order_is_reported_by_both(toks: Any) -> None:
+    """The step checked types before vocabularies, so it named the bool at 1 where
+    ``stream`` named the id outside the vocabulary at 0."""
+    streamed, stepped = _both(toks, 2)
+    body = _same_token_error(streamed, stepped)
+    assert body.startswith(f"token_ids[0] = {toks[0]} is outside the vocabulary")
+
+
+@pytest.mark.parametrize(
     "bad",
     [
         np.array([1.0, 2.0]),
@@ -180,7 +194,6 @@ def test_offsets_past_int64_and_float_ids_name_the_element() -> None:
 
 # ---------------------------------------------------------------- one rule, any input
 
-_VOCAB = tokenizer("qwen-3").vocab_size
 _ELEMENTS = st.one_of(
     st.integers(0, _VOCAB - 1),
     st.integers(0, _VOCAB - 1),
