@@ -143,7 +143,7 @@ class MemberReader:
             assert self._call is not None
             piece = self._text[self._emit : undecided]
             self._call.add_string(piece)
-            self._read_past(piece, False)
+            self._note(piece)
             self._emit = undecided
 
     def _value_ends(
@@ -164,10 +164,10 @@ class MemberReader:
         if self._streamed:
             piece = self._text[self._emit : stop]
             call.close_string(piece)
-            self._read_past(piece, False)
+            self._note(piece)
             return True
         raw = "".join(self._parts) + self._text[self._start : stop]
-        self._read_past(raw, True)
+        self._note(raw)
         try:
             member = member_text(self._key, typed(raw))
         except errors:
@@ -177,9 +177,9 @@ class MemberReader:
         self._send(member)
         return True
 
-    def _read_past(self, text: str, whole: bool) -> None:
-        """``text``, a value's (``whole``) or a streamed value's last piece, was read past
-        (the tagged kinds look in it: ``partial_tagged``)."""
+    def _note(self, text: str) -> None:
+        """``text``, a value kept aside or a streamed value's next piece, was read past
+        (the tagged kinds look in it for a call tag: ``partial_tagged``)."""
 
     def _send(self, member: str) -> None:
         """A member decided and not streamed: its JSON text joins the call's arguments (the

@@ -107,11 +107,6 @@ class TaggedCallsReader(MemberReader):
         self._tail = ""
         self._open_value(key, streamed, VALUE)
 
-    def _read_past(self, text: str, whole: bool) -> None:
-        if whole:
-            self._tail = ""
-        self._note(text)
-
     def _decided(self, stop: int, resume: int, typed: Callable[[str], Any]) -> bool:
         """The value ends at ``stop`` (``typed`` reads its text); reading goes on at
         ``resume``."""
