@@ -119,15 +119,8 @@ class RegionCalls(CallEntries):
         settled = ext.settled
         if settled is None:
             return ids, out_labels, out_spill, [self._whole(c) for c in done] if done else None
-        if not settled:
-            # The common case, a token of an open region (or none): read every few tokens,
-            # a region first once it holds twice that many (a shorter call goes whole).
-            held = ext.held_count
-            if ext.regions == self._region:
-                if held - self._seen < self._every:
-                    return ids, out_labels, out_spill, None
-            elif held < 2 * self._every:
-                return ids, out_labels, out_spill, None
+        if not settled and not self._due():
+            return ids, out_labels, out_spill, None  # the common case: between reads
         return ids, out_labels, out_spill, self._entries(done)
 
     def finish(self, finish_reason: str | None) -> Fed:
@@ -148,14 +141,17 @@ class RegionCalls(CallEntries):
                 self._settle(region, done[k : k + n], out)
                 k += n
             settled.clear()
-        ext = self.ext
-        held = ext.held_count
-        if ext.regions == self._region:
-            if held - self._seen >= self._every:
-                self._follow(out)
-        elif held >= 2 * self._every:
+        if self._due():
             self._follow(out)
         return out or None
+
+    def _due(self) -> bool:
+        """Whether the open region is read now: every ``read_every`` tokens, the first
+        time once it holds twice that many (a shorter call goes whole: :data:`READ_EVERY`)."""
+        ext = self.ext
+        if ext.regions == self._region:
+            return ext.held_count - self._seen >= self._every
+        return ext.held_count >= 2 * self._every
 
     def _settle(self, region: int, calls: list[ToolCall], out: list[ChoiceDeltaToolCall]) -> None:
         """A region closed as ``calls``: the rest of each call sent in part, in order;
