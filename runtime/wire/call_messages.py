@@ -11,6 +11,12 @@ detokenized; headers are read by the family on token bytes.
 
 Families whose tool markers stay in the content (TOOL) have no reader: their calls are
 content text for the user's own tool parser.
+
+What a ``tool_calls`` entry is and what "a call that has been sent" means are written
+here once for both writers, this stream and ``region_calls.RegionCalls`` (the calls the
+extractor takes out of call regions): :func:`tool_call_entry`, :class:`SentCall` and
+:class:`CallEntries` (the numbering of a request's calls, a call sent whole, a streamed
+call's first entry and later fragments, and the end of a streamed call, broken or not).
 """
 
 from __future__ import annotations
