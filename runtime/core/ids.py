@@ -2,8 +2,8 @@
 
 An id is a Python int or a numpy integer, never a bool of either kind (``True`` is not
 token 1, nor request 1), that fits in int64; a float, a numeric string or ``None`` is
-refused, never converted. Every path that takes ids reads them here: the parser's
-``stream``, ``parse`` and prompt container check, the batch's step (its request ids,
+refused, never converted. The paths that take ids read them here: the parser's
+``stream`` and ``parse`` and a prompt's container, the batch's step (its request ids,
 token ids and offsets) and its one-request methods. So one bad id is refused the same way
 on every path, named by its position and value, whichever path a caller takes (a server
 that feeds ``parser.stream`` one request and ``ReasoningBatch.step`` another must not see
