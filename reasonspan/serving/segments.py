@@ -100,12 +100,23 @@ Event = Opened | Delta | Closed
 
 class Segments:
     """Feed a request's chunks in order (:meth:`feed`), then :meth:`end`; each returns the
-    opens, deltas and closes it caused. ``parts`` holds every segment, in order."""
+    opens, deltas and closes it caused. ``parts`` holds every segment, in order.
+
+    Parts are sent one after another, never interleaved (a block or item stops before the
+    next starts). The runtime's streamed calls can be: a call's last argument text (its
+    closing brace) waits until its whole region has been read (``region_calls.py``: a
+    region cut by ``max_tokens`` drops its calls), so in a region of several calls the
+    first one's end comes after the next ones began. The first call of a run of calls is
+    streamed as it is written; the calls after it are held, their text gathered, and sent
+    whole, in order, once the run ends (text, or the end of the stream), when every one of
+    them is complete."""
 
     def __init__(self) -> None:
         self.parts: list[Segment] = []
         self._open: Segment | None = None
         self._calls: dict[int, Segment] = {}
+        self._held: list[Segment] = []
+        """Calls begun while another call is open (see the class doc), in order."""
 
     def _switch(self, kind: Kind, out: list[Event]) -> Segment:
         out.extend(self.end())
@@ -139,28 +150,57 @@ class Segments:
         if not chunk.choices:
             return out
         delta = chunk.choices[0].delta
+        # The rest of calls already begun comes first: it ends a region written before any
+        # text of this chunk; then the text; then calls this chunk begins.
+        new = []
+        for call in delta.tool_calls or ():
+            seg = self._calls.get(call.index)
+            if seg is None:
+                new.append(call)
+            elif call.function is not None and call.function.arguments:
+                self._more(seg, call.function.arguments, out)
         reasoning = delta.reasoning if delta.reasoning is not None else delta.reasoning_content
         if reasoning:
             self._text("reasoning", reasoning, out)
         if delta.content:
             self._text("text", delta.content, out)
-        for call in delta.tool_calls or ():
+        for call in new:
             fn = call.function
             seg = self._calls.get(call.index)
             if seg is None:
-                seg = self._switch("call", out)
+                open_seg = self._open
+                if open_seg is not None and open_seg.kind == "call":
+                    seg = Segment(len(self.parts), "call")  # held: see the class doc
+                    self.parts.append(seg)
+                    self._held.append(seg)
+                else:
+                    seg = self._switch("call", out)
                 seg.call_id = call.id or ""
                 seg.name = fn.name if fn is not None and fn.name else ""
                 self._calls[call.index] = seg
             if fn is not None and fn.arguments:
-                seg.text.append(fn.arguments)
-                out.append(Delta(seg, fn.arguments))
+                self._more(seg, fn.arguments, out)
         return out
 
+    def _more(self, seg: Segment, arguments: str, out: list[Event]) -> None:
+        """More argument text of a call: a delta while it is the open part; gathered while
+        it is held."""
+        seg.text.append(arguments)
+        if seg is self._open:
+            out.append(Delta(seg, arguments))
+
     def end(self) -> list[Event]:
-        """Close the open segment (the stream ended, or another part begins)."""
+        """Close the open segment (the stream ended, or another part begins), then send the
+        calls held behind it whole."""
         seg, self._open = self._open, None
-        return [] if seg is None else [Closed(seg)]
+        out: list[Event] = [] if seg is None else [Closed(seg)]
+        for held in self._held:
+            out.append(Opened(held))
+            if held.text:
+                out.append(Delta(held, "".join(held.text)))  # type: ignore[arg-type]
+            out.append(Closed(held))
+        self._held.clear()
+        return out
 
 
 HOLE = msgspec.Raw(b"\x00")

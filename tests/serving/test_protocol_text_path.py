@@ -27,10 +27,16 @@ import pytest
 import reasonspan
 from reasonspan.runtime.batch.small import SMALL_REQUESTS
 from reasonspan.runtime.stream.runtime import ReasoningRuntime
-from reasonspan.runtime.wire.openai import ChatCompletionChunk, CompletionBuilder
+from reasonspan.runtime.wire.openai import (
+    ChatCompletionChunk,
+    ChoiceDelta,
+    ChunkChoice,
+    CompletionBuilder,
+)
 from reasonspan.serving.messages_events import MessageEvents, signature
 from reasonspan.serving.responses import ResponsesRequest
 from reasonspan.serving.responses_events import ResponseEvents, ResponseShape, response_of
+from tests.support import paths
 from tests.support.fixtures import FAMILY_TOKENIZERS, tokenizer
 
 OUTPUTS = {
@@ -226,3 +232,56 @@ def test_a_request_with_a_writer_is_not_read_as_chunks() -> None:
     with pytest.raises(TypeError, match="written\\(\\) or ready_bytes\\(\\)"):
         anyio.run(first_event)
     assert b"thinking_delta" in stream.ready_bytes()
+
+
+def _calls_chunk(*entries: tuple[int, str | None, str]) -> ChatCompletionChunk:
+    from reasonspan.runtime.wire.call_messages import tool_call_entry
+
+    calls = [tool_call_entry(i, name, args) for i, name, args in entries]
+    return ChatCompletionChunk(
+        id="c", created=0, model="m", choices=[ChunkChoice(0, ChoiceDelta(tool_calls=calls))]
+    )
+
+
+def test_calls_of_one_region_are_sent_one_after_another() -> None:
+    """The runtime streams the calls of one region as they are written but holds each
+    one's closing brace until the region is read (a region cut by ``max_tokens`` drops its
+    calls): call 0 ends after call 1 began. Chat Completions carries that by index;
+    Messages blocks and Responses items must not interleave, so call 1 is sent whole once
+    the run of calls ends, and call 0's ``.done`` holds its whole arguments (it had
+    ``{"city":"Zürich"`` without its brace)."""
+    chunks = [
+        _calls_chunk((0, "get_weather", '{"city":')),
+        _calls_chunk((0, None, '"Zürich"')),
+        _calls_chunk((1, "note", '{"text":')),
+        _calls_chunk((1, None, '"hi"')),
+        _calls_chunk((0, None, "}"), (1, None, "}")),
+        ChatCompletionChunk(
+            id="c", created=0, model="m", choices=[ChunkChoice(0, ChoiceDelta(content="Done."))]
+        ),
+    ]
+    messages = MessageEvents("m1", "m", 1)
+    responses = ResponseEvents(ResponseShape("r1", ResponsesRequest(model="m", input="x"), 0))
+    got = {}
+    for name, writer in (("messages", messages), ("responses", responses)):
+        events = writer.start() + b"".join(writer.chunk(c) for c in chunks)
+        if writer is messages:
+            events += messages.end("stop", None, 0)
+        else:
+            events += responses.end("stop", None)
+        got[name] = paths.read_protocol(events)  # (it checks that parts never interleave)
+    want = ("", "Done.", [("get_weather", '{"city":"Zürich"}'), ("note", '{"text":"hi"}')])
+    assert got == {"messages": want, "responses": want}
+    # Call 0 streamed as written: its two first fragments are two deltas.
+    assert json_deltas(chunks[:2]) == ['{"city":', '"Zürich"']
+
+
+def json_deltas(chunks: list[ChatCompletionChunk]) -> list[str]:
+    """The ``input_json_delta`` fragments a Messages writer sends for ``chunks``."""
+    fresh = MessageEvents("m2", "m", 1)
+    events = b"".join(fresh.chunk(c) for c in chunks)
+    return [
+        json.loads(e.split(b"data: ", 1)[1])["delta"]["partial_json"]
+        for e in events.split(b"\n\n")
+        if e.startswith(b"event: content_block_delta")
+    ]
