@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from reasonspan.runtime.core.errors import InvalidTokenError
 from reasonspan.runtime.core.holdback import Cursor, HoldBackMatcher
+from reasonspan.runtime.core.ids import reported, scan
 from reasonspan.runtime.core.marker_tables import CUT, END, KIND_MASK, PROBE, START, TOOL_KIND, TURN
 
 
@@ -127,13 +128,9 @@ class PromptScan(HoldBackMatcher):
     def validate(self, ids: Sequence[object], offset: int, where: str) -> None:
         """Raise InvalidTokenError for the first id that is not an int in the vocabulary."""
         n = self.vocab_size
-        for i, t in enumerate(ids):
-            if type(t) is int:
-                if 0 <= t < n:
-                    continue
-            elif isinstance(t, np.integer) and not isinstance(t, bool) and 0 <= int(t) < n:
-                continue
-            raise InvalidTokenError(t, offset + i, n, where)
+        pos = scan(ids, 0, n)
+        if pos >= 0:
+            raise InvalidTokenError(reported(ids[pos]), offset + pos, n, where)
 
     def _decide(self, kind: int) -> bool | None:
         kind &= KIND_MASK

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from reasonspan.runtime.core.errors import InvalidOptionError
+from reasonspan.runtime.core.ids import is_id
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.stream.errors import RequestKey
 from reasonspan.runtime.stream.logprobs import MAX_TOP_LOGPROBS, RequestLogprobs
@@ -26,9 +25,9 @@ from reasonspan.runtime.wire.region_calls import RegionCalls
 def request_key(request_id: object) -> RequestKey:
     """A request id that is not a ``str``: an int (a numpy integer as its int), else a
     TypeError naming its type (``bool`` is not an id)."""
-    if isinstance(request_id, bool) or not isinstance(request_id, (str, int, np.integer)):
+    if not (isinstance(request_id, str) or is_id(request_id)):
         raise TypeError(f"add(): request ids are str or int, not {type(request_id).__name__}")
-    return request_id if isinstance(request_id, str) else int(request_id)
+    return request_id if isinstance(request_id, str) else int(request_id)  # type: ignore[call-overload]
 
 
 def completion_id_of(key: RequestKey) -> str:

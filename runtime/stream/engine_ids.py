@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Container
 
-import numpy as np
-
+from reasonspan.runtime.core.ids import is_id
 from reasonspan.runtime.stream.errors import DuplicateRequestIdError, RequestKey
 
 STRING_IDS_FROM = 1 << 62
@@ -98,4 +97,4 @@ class EngineIds:
         """Whether ``request_id`` (a key or an engine id) was ended by the runtime."""
         if isinstance(request_id, str):
             return request_id in self.gone_keys
-        return isinstance(request_id, (int, np.integer)) and int(request_id) in self.gone
+        return is_id(request_id) and int(request_id) in self.gone  # type: ignore[call-overload]

@@ -46,6 +46,7 @@ from reasonspan.runtime.batch.result import BatchStepResult
 from reasonspan.runtime.batch.step import ReasoningBatch
 from reasonspan.runtime.batch.types import RequestUsage
 from reasonspan.runtime.core.errors import InvalidOptionError
+from reasonspan.runtime.core.ids import is_id
 from reasonspan.runtime.parser.contract import ReasoningParser
 from reasonspan.runtime.stream.admission import (
     completion_id_of,
@@ -237,8 +238,8 @@ class ReasoningRuntime:
     def _record(self, request_id: object) -> StreamRecord | None:
         if isinstance(request_id, str):
             return self._records.get(request_id)
-        if isinstance(request_id, (int, np.integer)) and not isinstance(request_id, bool):
-            return self._by_engine.get(int(request_id))
+        if is_id(request_id):
+            return self._by_engine.get(int(request_id))  # type: ignore[call-overload]
         return None
 
     def stream_of(self, request_id: RequestKey) -> RequestStream | None:
