@@ -101,7 +101,10 @@ class DsmlCallsReader(MemberReader):
         assert call is not None
         schema = self._tools.property_schema(call.name, self._key)
         string = self._string
-        if not self._value_ends(stop, resume, lambda raw: dsml_calls._value(raw, string, schema)):
+        # Any exception reading a value is "not read" (JSON nested past the recursion limit
+        # raises RecursionError), as the whole read's guard has it.
+        read = lambda raw: dsml_calls._value(raw, string, schema)  # noqa: E731
+        if not self._value_ends(stop, resume, read, Exception):
             return self._give_up()
         self._state = _PARAM
         return True

@@ -110,7 +110,9 @@ class TaggedCallsReader(MemberReader):
     def _decided(self, stop: int, resume: int, typed: Callable[[str], Any]) -> bool:
         """The value ends at ``stop`` (``typed`` reads its text); reading goes on at
         ``resume``."""
-        if not self._value_ends(stop, resume, typed):
+        # Any exception reading a value is "not read" (JSON nested past the recursion limit
+        # raises RecursionError), as the whole read's guard has it.
+        if not self._value_ends(stop, resume, typed, Exception):
             return self._drop()  # JSON cannot hold it: the call is dropped
         self._state = PAIR
         return True

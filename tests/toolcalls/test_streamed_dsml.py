@@ -175,3 +175,24 @@ def test_reader_at_any_character_split(calls: list[Call], space: str, data: st.D
     expected = parse_dsml(text, tools) or []
     assert [(c.name, c.arguments) for c in expected] == want(calls)
     assert fed_in_pieces(DsmlCallsReader(tools), text, data) == want(calls)
+
+
+def test_a_value_nested_past_the_recursion_limit_breaks_the_call() -> None:
+    """A ``string="false"`` value nested deeper than Python's recursion limit: the whole
+    read raises and reads nothing; the reader never raises: it stops reading there and
+    leaves the call unclosed, for the whole read to judge at the region's close (where
+    the runtime reports it broken: ``region_calls.py``), as for a value JSON cannot
+    hold."""
+    deep = "[" * 100_000 + "]" * 100_000
+    t = "｜DSML｜"
+    text = (
+        f'<{t}invoke name="get_weather">\n'
+        f'<{t}parameter name="city" string="true">Bern</{t}parameter>\n'
+        f'<{t}parameter name="days" string="false">{deep}</{t}parameter>\n'
+        f"</{t}invoke>"
+    )
+    reader = DsmlCallsReader(as_tools(TOOLS))
+    reader.feed(text)
+    [call] = reader.calls
+    assert reader.done and not call.complete
+    assert "".join(call.arguments) == '{"city":"Bern"'

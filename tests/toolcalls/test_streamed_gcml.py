@@ -143,3 +143,21 @@ def test_reader_at_any_character_split(calls: list[Call], data: st.DataObject) -
     expected = parse_gcml(text, tools) or []
     assert [(c.name, c.arguments) for c in expected] == want(calls)
     assert fed_in_pieces(GcmlCallsReader(tools), text, data) == want(calls)
+
+
+def test_a_value_nested_past_the_recursion_limit_breaks_the_call() -> None:
+    """A ``string="false"`` value nested deeper than Python's recursion limit: the whole
+    read raises and reads nothing; the reader never raises, and reports the committed
+    call broken (as kimi_k3's, steptml's and xml_nested's readers do)."""
+    deep = "[" * 100_000 + "]" * 100_000
+    text = (
+        '<｜GCML｜invoke name="get_weather">\n'
+        + param("city", "Bern")
+        + '\n<｜GCML｜parameter name="days" string="false">'
+        + deep
+        + "</｜GCML｜parameter>\n</｜GCML｜invoke>"
+    )
+    reader = GcmlCallsReader(as_tools(TOOLS))
+    reader.feed(text)
+    [call] = reader.calls
+    assert call.broken and "".join(call.arguments) == '{"city":"Bern"'
