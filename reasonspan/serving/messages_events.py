@@ -28,7 +28,7 @@ from typing import Any, Literal
 import msgspec
 
 from reasonspan.runtime.core.errors import ReasonspanError
-from reasonspan.runtime.wire.openai import ChatCompletion, ChatCompletionChunk, FinishReason
+from reasonspan.runtime.wire.openai import ChatCompletion, FinishReason
 from reasonspan.serving.messages import AnthropicError, AnthropicErrorDetail
 from reasonspan.serving.segments import (
     HOLE,
@@ -229,20 +229,12 @@ class MessageEvents(SegmentEncoder):
                 out.append(_BLOCK_STOP.fill(index))
         return out
 
-    def chunk(self, chunk: ChatCompletionChunk) -> bytes:
-        """The events of one chunk of the request (none for a chunk with no text)."""
-        out = b"".join(self._events(self._segments.feed(chunk)))
-        self._track()
-        return out
-
     def text(self, channel: int, escaped: bytes) -> bytes:
         """The events of escaped text of ``channel`` the runtime's output path wrote."""
         if channel == self._channel:  # one more delta of the open block
             self._parts.append(escaped)
             return self._pre + escaped + b'"}}\n\n'
-        out = b"".join(self._events(self._segments.text(channel, escaped)))
-        self._track()
-        return out
+        return self._written(self._segments.text(channel, escaped))
 
     def end(
         self, finish: FinishReason | None, stop_sequence: str | None, output_tokens: int

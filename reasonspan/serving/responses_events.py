@@ -437,9 +437,7 @@ class ResponseEvents(SegmentEncoder):
         if self._logprobs:
             for choice in chunk.choices:
                 self._pending += _answer_entries(choice.logprobs)
-        out = b"".join(self._events(self._segments.feed(chunk)))
-        self._track()
-        return out
+        return super().chunk(chunk)
 
     def text(self, channel: int, escaped: bytes) -> bytes:
         """The events of escaped text of ``channel`` the runtime's output path wrote."""
@@ -451,9 +449,7 @@ class ResponseEvents(SegmentEncoder):
                 return self._pre + escaped + _TAILS[seq]
             except IndexError:
                 return self._pre + escaped + _tail(seq)
-        out = b"".join(self._events(self._segments.text(channel, escaped)))
-        self._track()
-        return out
+        return self._written(self._segments.text(channel, escaped))
 
     def _track(self) -> None:
         if self._logprobs:  # (every text delta carries entries: never the common case)

@@ -246,6 +246,20 @@ class SegmentEncoder:
         self._pre = b""
         """Its delta events up to the text, the opening quote included."""
 
+    def _events(self, segment_events: list[Event]) -> list[bytes]:
+        """The protocol's events of these opens, deltas and closes (its encoder's)."""
+        raise NotImplementedError
+
+    def _written(self, segment_events: list[Event]) -> bytes:
+        """:meth:`_events` joined, the open part noted again (:meth:`_track`)."""
+        out = b"".join(self._events(segment_events))
+        self._track()
+        return out
+
+    def chunk(self, chunk: ChatCompletionChunk) -> bytes:
+        """The events of one chunk of the request (none for a chunk with no text)."""
+        return self._written(self._segments.feed(chunk))
+
     def _track(self) -> None:
         """Note the open part after anything but the common case changed the parts."""
         seg = self._segments.open
