@@ -3,6 +3,7 @@
 # built-in parsers, then with the plugin under vLLM's names (REASONSPAN_VLLM_REPLACE=1).
 #
 #   bash scripts/vllm_upstream_tests.sh            # the sample below
+#   bash scripts/vllm_upstream_tests.sh --long     # every file that looks a parser up by name
 #   bash scripts/vllm_upstream_tests.sh FILE...    # other files of vLLM's tests/
 #   REASONSPAN_VLLM_MODES=plugin bash scripts/vllm_upstream_tests.sh   # the plugin only
 #
@@ -13,6 +14,8 @@
 # Prints one line per file and mode; exits 0 (a report: docs/vllm.md explains the
 # differences), unless the environment cannot be built or a run does not start.
 set -euo pipefail
+long=0
+if [ "${1:-}" = --long ]; then long=1; shift; fi
 cd "$(dirname "$0")/.."
 root=$(pwd)
 python=$(bash scripts/vllm_env.sh)
@@ -76,17 +79,49 @@ for repo, (name, model_type) in MODELS.items():
             (absent / f).touch()
 EOF
 files=("$@")
-if [ ${#files[@]} -eq 0 ]; then
+if [ $long = 1 ]; then
+    # Every test file of the three folders that looks a parser up by name (those whose
+    # model has no tokenizer here fail alike in both modes: nothing is downloaded).
+    mapfile -t files < <(cd "$src" && grep -l "get_reasoning_parser\|get_tool_parser\|ParserManager" \
+        tests/reasoning/test_*.py tests/tool_parsers/test_*.py tests/parser/test_*.py)
+elif [ ${#files[@]} -eq 0 ]; then
     files=(tests/reasoning/test_{deepseekr1,deepseekv3,glm4_moe,holo2,minimax_m2,minimax_m2_append,qwen3,step3p5}_reasoning_parser.py
         tests/tool_parsers/test_glm4_moe_tool_parser.py)
 fi
+run() {  # run MODE FILE...: pytest over files of one folder, in vLLM's source tree
+    local mode=$1
+    shift
+    local last=${*: -1}
+    local args=(-p no:cacheprovider -p no:randomly -W ignore --confcutdir="$src/$(dirname "$last")")
+    if [ "$mode" = plugin ]; then args+=(-p reasonspan.integrations.vllm); fi
+    (cd "$src" && env HF_HOME="$hf" HF_HUB_OFFLINE=1 PYTHONPATH="$root" \
+        REASONSPAN_VLLM_REPLACE=$([ "$mode" = plugin ] && echo 1 || echo 0) \
+        "$python" -m pytest "${args[@]}" "$@" 2>&1 || true)
+}
 for mode in ${REASONSPAN_VLLM_MODES:-builtin plugin}; do
+    if [ $long = 1 ]; then
+        # One process per folder (vLLM's import is most of a file's time), counted per
+        # file from pytest's report of every test (-rA).
+        for dir in tests/reasoning tests/tool_parsers tests/parser; do
+            mapfile -t here < <(printf '%s\n' "${files[@]}" | grep "^$dir/")
+            [ ${#here[@]} -gt 0 ] || continue
+            run "$mode" -q --tb=no -rA --continue-on-collection-errors "${here[@]}" | awk -v mode="$mode" '
+                /^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) / {
+                    split($2, part, "::"); f = part[1]; sub(".*/", "", f); sub("[.]py$", "", f)
+                    n[f, $1]++; seen[f] = 1
+                }
+                END {
+                    for (f in seen) {
+                        line = ""
+                        split("PASSED FAILED ERROR SKIPPED XFAIL XPASS", k, " ")
+                        for (i = 1; i <= 6; i++) if (n[f, k[i]]) line = line sprintf("%s%d %s", line ? ", " : "", n[f, k[i]], tolower(k[i]))
+                        print mode " " f ": " line
+                    }
+                }' | sort
+        done
+        continue
+    fi
     for f in "${files[@]}"; do
-        args=(-p no:cacheprovider -p no:randomly -W ignore --confcutdir="$src/$(dirname "$f")")
-        if [ $mode = plugin ]; then args+=(-p reasonspan.integrations.vllm); fi
-        line=$(cd "$src" && env HF_HOME="$hf" HF_HUB_OFFLINE=1 PYTHONPATH="$root" \
-            REASONSPAN_VLLM_REPLACE=$([ $mode = plugin ] && echo 1 || echo 0) \
-            "$python" -m pytest "${args[@]}" -q "$f" 2>&1 | tail -1 || true)
-        echo "$mode $(basename "$f" .py): $line"
+        echo "$mode $(basename "$f" .py): $(run "$mode" -q "$f" | tail -1)"
     done
 done
