@@ -193,7 +193,11 @@ GLM47_STYLE = (
 """A GLM-4.7-style template, which honours ``enable_thinking``."""
 
 
-@pytest.mark.parametrize(("template", "thinks"), [(GLM53_STYLE, True), (GLM47_STYLE, False)])
+@pytest.mark.parametrize(
+    ("template", "thinks"),
+    [(GLM53_STYLE, True), (GLM47_STYLE, False)],
+    ids=["glm53_style", "glm47_style"],
+)
 def test_a_thinking_switch_the_chat_template_ignores_is_dropped(
     template: str, thinks: bool
 ) -> None:
