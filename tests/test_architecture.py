@@ -67,20 +67,23 @@ def _imports(module: str, path: Path) -> set[str]:
     return _imports_of_source(module, path, path.read_text(encoding="utf-8"))
 
 
+def _from_target(module: str, path: Path, node: ast.ImportFrom) -> str:
+    """The absolute name of the module a ``from … import`` reads from (relative resolved)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
 def _imports_of_source(module: str, path: Path, source: str) -> set[str]:
-    is_package = path.name == "__init__.py"
-    package = module if is_package else module.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join([*base, node.module] if node.module else base)
-            else:
-                target = node.module or ""
+            target = _from_target(module, path, node)
             # `from pkg import sub` imports the submodule pkg.sub when there is one
             subs = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in MODULES]
             names = subs if subs and len(subs) == len(node.names) else [target, *subs]
@@ -249,3 +252,117 @@ def test_the_family_check_can_fail() -> None:
     assert _cross_family(planted) == {
         "reasonspan.architectures.glm": ["reasonspan.architectures.qwen3"]
     }
+
+
+# One spelling per concept (issue 30): a module's underscore names are its own. What another
+# module needs (a streamed reader sharing its whole read's patterns and value readers) gets a
+# public name where it is defined, so no module under runtime/ or architectures/ imports an
+# underscore name of another reasonspan module (``from m import _x``) or reads one
+# (``m._x``, ``alias._x``, ``reasonspan.pkg.m._x``). What does so today is listed, as
+# "user -> module._name", so the list can only shrink: a new reach fails, and one that was
+# made public fails until its line here is removed.
+PRIVATE_SCOPE = ("reasonspan.runtime", "reasonspan.architectures")
+PRIVATE_REACHES: set[str] = {
+    "reasonspan.runtime.declared.schema -> reasonspan.runtime.declared.regex._Captured",
+    "reasonspan.runtime.declared.schema -> reasonspan.runtime.declared.regex._captured",
+    "reasonspan.runtime.declared.schema -> reasonspan.runtime.declared.regex._leading_literal",
+    "reasonspan.runtime.declared.schema -> reasonspan.runtime.declared.regex._parse",
+    "reasonspan.runtime.declared.schema -> reasonspan.runtime.declared.regex._trailing_literal",
+    "reasonspan.runtime.declared.template -> reasonspan.runtime.declared.regex._leading_literal",
+    "reasonspan.runtime.declared.template -> reasonspan.runtime.declared.regex._trailing_literal",
+}
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _module_names(module: str, path: Path, tree: ast.AST) -> dict[str, str]:
+    """Local name -> the reasonspan module it is bound to by an import anywhere in the file
+    (``import a.b`` binds ``a`` to ``a``; attribute reads walk on from there)."""
+    bound: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                local = a.asname or a.name.partition(".")[0]
+                bound[local] = a.name if a.asname else local
+        elif isinstance(node, ast.ImportFrom):
+            target = _from_target(module, path, node)
+            for a in node.names:
+                if f"{target}.{a.name}" in MODULES:
+                    bound[a.asname or a.name] = f"{target}.{a.name}"
+    return bound
+
+
+def _private_reaches(module: str, path: Path, source: str) -> set[str]:
+    """``module._name`` for every underscore name of another reasonspan module this file
+    imports or reads as an attribute of that module."""
+    tree = ast.parse(source)
+    bound = _module_names(module, path, tree)
+
+    def resolved(expr: ast.expr) -> str | None:
+        if isinstance(expr, ast.Name):
+            return bound.get(expr.id)
+        if isinstance(expr, ast.Attribute) and (base := resolved(expr.value)) is not None:
+            name = f"{base}.{expr.attr}"
+            return name if any(m == name or m.startswith(name + ".") for m in MODULES) else None
+        return None
+
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            target = _from_target(module, path, node)
+            if target in MODULES and target != module:
+                found |= {f"{target}.{a.name}" for a in node.names if _is_private(a.name)}
+        elif isinstance(node, ast.Attribute) and _is_private(node.attr):
+            owner = resolved(node.value)
+            if owner in MODULES and owner != module:
+                found.add(f"{owner}.{node.attr}")
+    return found
+
+
+def _all_private_reaches() -> set[str]:
+    return {
+        f"{module} -> {reach}"
+        for module, path in MODULES.items()
+        if module.startswith(PRIVATE_SCOPE)
+        for reach in _private_reaches(module, path, path.read_text(encoding="utf-8"))
+    }
+
+
+def test_no_module_reaches_another_modules_private_names() -> None:
+    found = _all_private_reaches()
+    new = sorted(found - PRIVATE_REACHES)
+    public = sorted(PRIVATE_REACHES - found)
+    assert not new, f"give these a public name where they are defined: {new}"
+    assert not public, f"no longer reached, remove from PRIVATE_REACHES: {public}"
+
+
+def test_the_private_name_check_can_fail() -> None:
+    """Each way of reaching a private name is seen; public, dunder and own names are not."""
+    module = "reasonspan.runtime.toolcalls.partial_dsml"
+    path = MODULES[module]
+    reached = {
+        "from reasonspan.runtime.toolcalls.dsml_calls import _T": "dsml_calls._T",
+        "from .dsml_calls import INVOKE, _MORE": "dsml_calls._MORE",
+        "def f():\n    from . import dsml_calls\n    return dsml_calls._T": "dsml_calls._T",
+        "from reasonspan.runtime.toolcalls import dsml_calls as d\nd._invoke": "dsml_calls._invoke",
+        "import reasonspan.runtime.toolcalls.dsml_calls\nreasonspan.runtime.toolcalls.dsml_calls._T": (
+            "dsml_calls._T"
+        ),
+        "import reasonspan.runtime.toolcalls.dsml_calls as d\nd._T.pattern": "dsml_calls._T",
+        "from ..core import ids\nids._x": "reasonspan.runtime.core.ids._x",
+    }
+    for source, name in reached.items():
+        full = name if name.startswith("reasonspan.") else f"reasonspan.runtime.toolcalls.{name}"
+        assert _private_reaches(module, path, source) == {full}, source
+    unseen = [
+        "from reasonspan.runtime.toolcalls import dsml_calls\ndsml_calls.INVOKE.match",
+        "class A:\n    def f(self):\n        return self._x",
+        "from reasonspan import __version__",
+        "import re\nre._pattern_type",
+        "from reasonspan.runtime.toolcalls.partial_dsml import _CALL",  # its own name
+        "dsml_calls = object()\ndsml_calls._x",  # not bound by an import
+    ]
+    for source in unseen:
+        assert _private_reaches(module, path, source) == set(), source

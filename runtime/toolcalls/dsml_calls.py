@@ -39,14 +39,17 @@ from reasonspan.runtime.core.tool_types import ToolCall, Tools, dump_arguments
 from reasonspan.runtime.toolcalls.values import typed_value
 
 _T = "｜DSML｜ ?"
-_INVOKE = re.compile(rf'\s*<{_T}invoke\s+name="([^"]*)"\s*(/?)>')
-_PARAM = re.compile(rf'\s*<{_T}parameter\s+name="([^"]*)"(?:\s+string="(true|false)")?\s*>')
-_PARAM_END = re.compile(rf"</{_T}parameter>")
-_INVOKE_END = re.compile(rf"\s*</{_T}invoke>")
+# The element patterns, shared with the streamed reader (partial_dsml) so both read one grammar.
+INVOKE = re.compile(rf'\s*<{_T}invoke\s+name="([^"]*)"\s*(/?)>')
+PARAM = re.compile(rf'\s*<{_T}parameter\s+name="([^"]*)"(?:\s+string="(true|false)")?\s*>')
+PARAM_END = re.compile(rf"</{_T}parameter>")
+INVOKE_END = re.compile(rf"\s*</{_T}invoke>")
 _MORE = re.compile(r"\s*\S")
 
 
-def _value(text: str, string: str | None, schema: Any) -> Any:
+def read_value(text: str, string: str | None, schema: Any) -> Any:
+    """A parameter's raw text as its value, by its ``string`` attribute (module doc); the
+    streamed reader (partial_dsml) reads a closed value with it, as the whole read does."""
     if string == "true":
         return text
     if string == "false":
@@ -58,22 +61,22 @@ def _value(text: str, string: str | None, schema: Any) -> Any:
 
 
 def _invoke(body: str, i: int, tools: Tools) -> tuple[ToolCall, int] | None:
-    m = _INVOKE.match(body, i)
+    m = INVOKE.match(body, i)
     if m is None or not m.group(1):
         return None
     name = m.group(1)
     i = m.end()
     args: dict[str, Any] = {}
     if not m.group(2):
-        while (p := _PARAM.match(body, i)) is not None:
-            end = _PARAM_END.search(body, p.end())
+        while (p := PARAM.match(body, i)) is not None:
+            end = PARAM_END.search(body, p.end())
             key = p.group(1)
             if end is None or key in args:
                 return None
             raw = body[p.end() : end.start()]
-            args[key] = _value(raw, p.group(2), tools.property_schema(name, key))
+            args[key] = read_value(raw, p.group(2), tools.property_schema(name, key))
             i = end.end()
-        close = _INVOKE_END.match(body, i)
+        close = INVOKE_END.match(body, i)
         if close is None:
             return None
         i = close.end()

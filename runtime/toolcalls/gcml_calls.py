@@ -36,12 +36,16 @@ from reasonspan.runtime.toolcalls.sections import ReadCall, read_section
 from reasonspan.runtime.toolcalls.values import typed_value
 
 INVOKE, INVOKE_END = "<｜GCML｜invoke", "</｜GCML｜invoke>"
-_NAME = re.compile(r'\s+name="([^"]+)"\s*>')
-_PARAM = re.compile(r'\s*<｜GCML｜parameter\s+name="([^"]*)"(?:\s+string="(true|false)")?\s*>')
-_PARAM_END = "</｜GCML｜parameter>"
+# The rest of an invoke opener and the parameter tags, shared with the streamed reader
+# (partial_gcml) so both read one grammar.
+INVOKE_NAME = re.compile(r'\s+name="([^"]+)"\s*>')
+PARAM = re.compile(r'\s*<｜GCML｜parameter\s+name="([^"]*)"(?:\s+string="(true|false)")?\s*>')
+PARAM_END = "</｜GCML｜parameter>"
 
 
-def _value(text: str, string: str | None, schema: Any) -> Any:
+def read_value(text: str, string: str | None, schema: Any) -> Any:
+    """A parameter's raw text as its value, by its ``string`` attribute (module doc); the
+    streamed reader (partial_gcml) reads a closed value with it, as the whole read does."""
     if string != "false":
         return text
     try:
@@ -52,19 +56,21 @@ def _value(text: str, string: str | None, schema: Any) -> Any:
 
 def _read_invoke(tools: Tools) -> ReadCall:
     def read(body: str, i: int) -> tuple[ToolCall, int] | None:
-        m = _NAME.match(body, i)
+        m = INVOKE_NAME.match(body, i)
         if m is None:
             return None
         name = m.group(1)
         i = m.end()
         args: dict[str, Any] = {}
-        while (p := _PARAM.match(body, i)) is not None:
+        while (p := PARAM.match(body, i)) is not None:
             key = p.group(1)
-            end = body.find(_PARAM_END, p.end())
+            end = body.find(PARAM_END, p.end())
             if not key or key in args or end < 0:
                 return None
-            args[key] = _value(body[p.end() : end], p.group(2), tools.property_schema(name, key))
-            i = end + len(_PARAM_END)
+            args[key] = read_value(
+                body[p.end() : end], p.group(2), tools.property_schema(name, key)
+            )
+            i = end + len(PARAM_END)
         call = checked_call(name, args)
         return None if call is None else (call, i)
 

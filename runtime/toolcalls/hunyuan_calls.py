@@ -31,11 +31,12 @@ from reasonspan.runtime.core.tool_types import ToolCall, Tools, checked_call
 from reasonspan.runtime.toolcalls.sections import plain_name, read_section, skip_space
 from reasonspan.runtime.toolcalls.values import typed_value
 
-_CALL_TAG = re.compile(r"<tool_call(:[^\s<>]+)?>")
+# A call's opener and its suffix, shared with the streamed reader (partial_hunyuan).
+CALL_TAG = re.compile(r"<tool_call(:[^\s<>]+)?>")
 
 
-class _Tags:
-    """The structural tags of one suffix."""
+class Tags:
+    """The structural tags of one suffix (shared with the streamed reader, partial_hunyuan)."""
 
     __slots__ = ("call_end", "key", "key_end", "sep", "value", "value_end")
 
@@ -56,12 +57,12 @@ class _Tags:
         return -1
 
 
-def _name_end(text: str, i: int, tags: _Tags) -> int:
+def _name_end(text: str, i: int, tags: Tags) -> int:
     found = [at for t in (tags.sep, tags.key, tags.call_end) if (at := text.find(t, i)) >= 0]
     return min(found, default=-1)
 
 
-def _read_call(text: str, i: int, tags: _Tags, tools: Tools) -> tuple[ToolCall, int] | None:
+def _read_call(text: str, i: int, tags: Tags, tools: Tools) -> tuple[ToolCall, int] | None:
     """The call whose name starts at ``text[i]``, and the offset of its close tag."""
     at = _name_end(text, i, tags)
     name = plain_name(text[i:at]) if at >= 0 else None
@@ -93,9 +94,9 @@ def _read_call(text: str, i: int, tags: _Tags, tools: Tools) -> tuple[ToolCall, 
 
 @body_kind("hunyuan")
 def parse_hunyuan(body: str, tools: Tools) -> list[ToolCall] | None:
-    first = _CALL_TAG.search(body)
+    first = CALL_TAG.search(body)
     suffix = (first.group(1) or "") if first else ""
-    tags = _Tags(suffix)
+    tags = Tags(suffix)
     return read_section(
         body,
         f"<tool_call{suffix}>",

@@ -58,7 +58,9 @@ def _between(text: str, i: int, open_tag: str, close_tag: str) -> tuple[str, int
     return text[i + len(open_tag) : end], end + len(close_tag)
 
 
-def _schema(tools: Tools, name: str, key: str, arg_type: str | None) -> Any:
+def argument_schema(tools: Tools, name: str, key: str, arg_type: str | None) -> Any:
+    """The schema a value is typed by: the tool's, else the one its ``arg_type`` names; the
+    streamed reader (partial_ifm) types a value with it, as the whole read does."""
     schema = tools.property_schema(name, key)
     if schema or arg_type is None:
         return schema
@@ -80,7 +82,7 @@ def _xml_call(text: str, i: int, tools: Tools) -> tuple[ToolCall, int] | None:
         value = _between(text, arg_type[1] if arg_type else key[1], VALUE, VALUE_END)
         if not k or k in args or value is None:
             return None
-        schema = _schema(tools, name, k, arg_type[0] if arg_type else None)
+        schema = argument_schema(tools, name, k, arg_type[0] if arg_type else None)
         args[k] = typed_value(value[0], schema)
         i = value[1]
     call = checked_call(name, args)  # (a value JSON cannot hold drops this call alone)

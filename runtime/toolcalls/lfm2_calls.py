@@ -119,7 +119,9 @@ def _candidates(text: str) -> Iterator[str]:
     yield _repaired(text, requote=True)
 
 
-def _parsed(text: str) -> ast.expr | None:
+def parse_repaired(text: str) -> ast.expr | None:
+    """The expression ``text`` parses as, itself or repaired (:func:`_candidates`), or None;
+    the streamed reader (partial_pyliterals) reads an LFM2 value with it."""
     for candidate in _candidates(text):
         try:
             tree = parse_quietly(candidate, "eval")
@@ -142,7 +144,7 @@ def parse_lfm2(body: str, tools: Tools) -> list[ToolCall] | None:
     text = body.strip()
     if not text.startswith("["):
         return None
-    tree = _parsed(text)
+    tree = parse_repaired(text)
     if not isinstance(tree, ast.List) or not tree.elts:
         return None
     if not all(isinstance(node, ast.Call) for node in tree.elts):

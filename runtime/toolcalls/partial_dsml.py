@@ -59,9 +59,9 @@ class DsmlCallsReader(MemberReader):
         if self._state == _VALUE:
             return self._value()
         if self._state == _CALL:
-            m = self._tag(dsml_calls._INVOKE)
+            m = self._tag(dsml_calls.INVOKE)
         else:
-            m = self._tag(dsml_calls._PARAM, dsml_calls._INVOKE_END)
+            m = self._tag(dsml_calls.PARAM, dsml_calls.INVOKE_END)
         if m == _WAIT:
             return False
         if not isinstance(m, re.Match):
@@ -76,7 +76,7 @@ class DsmlCallsReader(MemberReader):
                 return self._call_closed(_CALL)  # <｜DSML｜invoke name="x"/>
             self._state = _PARAM
             return True
-        if m.re is dsml_calls._INVOKE_END:
+        if m.re is dsml_calls.INVOKE_END:
             return self._call_closed(_CALL)
         return self._parameter(m[1], m[2])
 
@@ -89,7 +89,7 @@ class DsmlCallsReader(MemberReader):
 
     def _value(self) -> bool:
         text = self._text
-        end = dsml_calls._PARAM_END.search(text, self._i)
+        end = dsml_calls.PARAM_END.search(text, self._i)
         if end is not None:
             return self._decided(end.start(), end.end())
         self._sent_to(held_back(text, self._start, *_CLOSERS))
@@ -103,7 +103,7 @@ class DsmlCallsReader(MemberReader):
         string = self._string
         # Any exception reading a value is "not read" (JSON nested past the recursion limit
         # raises RecursionError), as the whole read's guard has it.
-        read = lambda raw: dsml_calls._value(raw, string, schema)  # noqa: E731
+        read = lambda raw: dsml_calls.read_value(raw, string, schema)  # noqa: E731
         if not self._value_ends(stop, resume, read, Exception):
             return self._give_up()
         self._state = _PARAM

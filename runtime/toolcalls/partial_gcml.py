@@ -22,7 +22,7 @@ import re
 
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls import gcml_calls
-from reasonspan.runtime.toolcalls.gcml_calls import INVOKE, INVOKE_END
+from reasonspan.runtime.toolcalls.gcml_calls import INVOKE, INVOKE_END, PARAM_END
 from reasonspan.runtime.toolcalls.partial import opens_with, partial_kind
 from reasonspan.runtime.toolcalls.partial_members import held_back
 from reasonspan.runtime.toolcalls.partial_tagged import (
@@ -35,7 +35,6 @@ from reasonspan.runtime.toolcalls.partial_tagged import (
 from reasonspan.runtime.toolcalls.sections import skip_space
 
 _PARAM_OPEN = "<｜GCML｜parameter"
-_PARAM_END = gcml_calls._PARAM_END
 _CLOSE = "</｜GCML｜tool_calls>"
 _SPACE = re.compile(r"\s*")
 
@@ -61,7 +60,7 @@ class GcmlCallsReader(TaggedCallsReader):
     def _name(self) -> bool:
         call = self._call
         assert call is not None
-        m = gcml_calls._NAME.match(self._text, self._i)
+        m = gcml_calls.INVOKE_NAME.match(self._text, self._i)
         if m is None:
             return self._unplaced(self._i)
         call.name = m[1]
@@ -77,7 +76,7 @@ class GcmlCallsReader(TaggedCallsReader):
         if text.startswith(INVOKE_END, j):
             self._i = j + len(INVOKE_END)
             return self._call_closed(BETWEEN)
-        p = gcml_calls._PARAM.match(text, i)
+        p = gcml_calls.PARAM.match(text, i)
         if p is None:
             space = _SPACE.match(text, i)
             assert space is not None  # (it matches nothing at worst)
@@ -102,14 +101,14 @@ class GcmlCallsReader(TaggedCallsReader):
         call = self._call
         assert call is not None
         text = self._text
-        at = text.find(_PARAM_END, self._i)
+        at = text.find(PARAM_END, self._i)
         if at >= 0:
             schema = self._tools.property_schema(call.name, self._key)
             string = self._string
             return self._decided(
-                at, at + len(_PARAM_END), lambda raw: gcml_calls._value(raw, string, schema)
+                at, at + len(PARAM_END), lambda raw: gcml_calls.read_value(raw, string, schema)
             )
-        self._sent_to(held_back(text, self._start, _PARAM_END))
+        self._sent_to(held_back(text, self._start, PARAM_END))
         return False
 
 

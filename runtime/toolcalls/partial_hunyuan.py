@@ -22,7 +22,7 @@ without judging the call: the whole read decides at the close.
 from __future__ import annotations
 
 from reasonspan.runtime.core.tool_types import Tools
-from reasonspan.runtime.toolcalls.hunyuan_calls import _CALL_TAG, _Tags
+from reasonspan.runtime.toolcalls.hunyuan_calls import CALL_TAG, Tags
 from reasonspan.runtime.toolcalls.partial import partial_kind
 from reasonspan.runtime.toolcalls.partial_members import held_back, string_only
 from reasonspan.runtime.toolcalls.partial_tagged import (
@@ -43,7 +43,7 @@ class HunyuanCallsReader(TaggedCallsReader):
 
     def __init__(self, tools: Tools) -> None:
         super().__init__(tools, "", "", "")
-        self._tags: _Tags | None = None
+        self._tags: Tags | None = None
         """The tags of the suffix the first call tag has (None: not read yet)."""
 
     def _between(self) -> bool:
@@ -55,12 +55,12 @@ class HunyuanCallsReader(TaggedCallsReader):
                 if len(text) - i >= TAG_MAX:
                     self.done = True
                 return False
-            m = _CALL_TAG.match(text, i)
+            m = CALL_TAG.match(text, i)
             if m is None or m.end() != gt + 1:
                 self.done = True  # not a call: the whole read decides
                 return False
             suffix = m[1] or ""
-            self._tags = _Tags(suffix)
+            self._tags = Tags(suffix)
             self._begin, self._end = m[0], self._tags.call_end
             self._close = f"</tool_calls{suffix}>"
         return super()._between()
@@ -141,7 +141,7 @@ def _accepts(body: str) -> bool | None:
     gt = body.find(">", 0, TAG_MAX)
     if gt < 0:
         return None if "<tool_call".startswith(body[:10]) and len(body) < TAG_MAX else False
-    m = _CALL_TAG.match(body)
+    m = CALL_TAG.match(body)
     return m is not None and m.end() == gt + 1
 
 

@@ -117,7 +117,7 @@ class IfmCallsReader(TaggedCallsReader):
         k = key[0].strip()
         if head != f.VALUE or not k or k in self._keys:
             return self._drop()
-        self._schema = f._schema(self._tools, call.name, k, arg_type)
+        self._schema = f.argument_schema(self._tools, call.name, k, arg_type)
         self._i = t + len(f.VALUE)
         self._member(k, string_only(self._schema))
         return True

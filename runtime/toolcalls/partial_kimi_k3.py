@@ -29,7 +29,6 @@ _OPEN = "<|open|>"
 _CALL_OPEN = "<|open|>call"
 _ARG_OPEN = "<|open|>argument"
 _CALL_CLOSE = "<|close|>call<|sep|>"
-_ARG_END = xtml_calls._ARG_END
 _SPACE = re.compile(r"\s*")
 
 
@@ -40,9 +39,9 @@ def _after_space(text: str, i: int) -> str:
 
 
 def _follows(text: str, at: int) -> bool | None:
-    """Does the next element follow a closer that ends at ``at`` (``xtml_calls._NEXT``)?
+    """Does the next element follow a closer that ends at ``at`` (``xtml_calls.NEXT``)?
     None: the text so far cannot tell."""
-    if xtml_calls._NEXT.match(text, at):
+    if xtml_calls.NEXT.match(text, at):
         return True
     rest = _after_space(text, at)
     if len(rest) <= len(_ARG_OPEN) and _ARG_OPEN.startswith(rest):
@@ -77,10 +76,10 @@ class KimiK3CallsReader(MemberReader):
         if self._state == _VALUE:
             return self._value()
         if self._state == _CALL:
-            m = self._tag(xtml_calls._CALL, _CALL_OPEN)
+            m = self._tag(xtml_calls.CALL, _CALL_OPEN)
             if not isinstance(m, re.Match):
                 return False if m else self._give_up()
-            name = xtml_calls._attrs(m[1]).get("tool", "")
+            name = xtml_calls.attributes(m[1]).get("tool", "")
             if not name:
                 return self._give_up()  # an empty name: the whole read refuses the block
             self._i = m.end()
@@ -88,15 +87,15 @@ class KimiK3CallsReader(MemberReader):
             self._keys = set()
             self._state = _PARAM
             return True
-        end = xtml_calls._CALL_END.match(self._text, self._i)
+        end = xtml_calls.CALL_END.match(self._text, self._i)
         if end is not None:
             self._i = end.end()
             return self._call_closed(_CALL)
-        m = self._tag(xtml_calls._ARG, _OPEN, _CALL_CLOSE)
+        m = self._tag(xtml_calls.ARG, _OPEN, _CALL_CLOSE)
         if not isinstance(m, re.Match):
             return False if m else self._give_up()
         self._i = m.end()
-        attrs = xtml_calls._attrs(m[1])
+        attrs = xtml_calls.attributes(m[1])
         return self._argument(attrs.get("key"), attrs.get("type"))
 
     def _argument(self, key: str | None, kind: str | None) -> bool:
@@ -107,9 +106,9 @@ class KimiK3CallsReader(MemberReader):
         return True
 
     def _value(self) -> bool:
-        at, decided = closer_followed(self._text, self._i, _ARG_END, _follows)
+        at, decided = closer_followed(self._text, self._i, xtml_calls.ARG_END, _follows)
         if decided:
-            return self._decided(at, at + len(_ARG_END))
+            return self._decided(at, at + len(xtml_calls.ARG_END))
         self._sent_to(at)
         return False
 
@@ -122,7 +121,7 @@ class KimiK3CallsReader(MemberReader):
         # Any exception (a lone surrogate, JSON nested past the recursion limit) is a value
         # not read: the whole read raises too, and refuses the block (_guarded).
         if not self._value_ends(
-            stop, resume, lambda raw: xtml_calls._value(raw, kind, schema), Exception
+            stop, resume, lambda raw: xtml_calls.read_value(raw, kind, schema), Exception
         ):
             return self._stop()
         self._state = _PARAM

@@ -13,8 +13,8 @@ from typing import Any
 
 from reasonspan.runtime.toolcalls import lfm2_calls
 from reasonspan.runtime.toolcalls.pythonic_calls import (
-    _BAD,
-    _json,
+    BAD_VALUE,
+    as_json,
     parse_quietly,
     with_json_literals,
 )
@@ -80,19 +80,19 @@ def quote_at(text: str, j: int) -> str | None:
 
 
 def read_value(text: str, dialect: str) -> Any:
-    """One argument's value text as the kind's whole read reads it (``_BAD``: it does
+    """One argument's value text as the kind's whole read reads it (``BAD_VALUE``: it does
     not). In parentheses, as inside the call: the lines of a value join."""
     source = "(" + text + "\n)"
     try:
         if dialect == "lfm2":
-            node = lfm2_calls._parsed(source)
+            node = lfm2_calls.parse_repaired(source)
             if node is None:
-                return _BAD
+                return BAD_VALUE
         else:
             tree = parse_quietly(source, "eval")
             assert isinstance(tree, ast.Expression)
             node = tree.body
         node = with_json_literals(node, sets_as_lists=dialect == "lfm2")
-        return _json(ast.literal_eval(node))
+        return as_json(ast.literal_eval(node))
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return _BAD
+        return BAD_VALUE

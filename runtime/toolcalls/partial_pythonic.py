@@ -49,7 +49,7 @@ from reasonspan.runtime.toolcalls.partial_pyliterals import (
     read_value,
     unescaped,
 )
-from reasonspan.runtime.toolcalls.pythonic_calls import _BAD
+from reasonspan.runtime.toolcalls.pythonic_calls import BAD_VALUE
 
 _WS = " \t\n"
 _NAME = re.compile(r"([A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*)[ \t]*\(", re.ASCII)
@@ -390,7 +390,7 @@ class PythonicCallsReader:
         """The value ``text[_mark:j]`` is whole: its JSON text joins the call's arguments."""
         value = read_value(self._text[self._mark : j], self._dialect)
         try:
-            member = None if value is _BAD else member_text(self._key, value)
+            member = None if value is BAD_VALUE else member_text(self._key, value)
         except UnicodeEncodeError:  # a lone surrogate: no UTF-8 text holds it
             member = None
         if member is None:

@@ -46,7 +46,7 @@ def _begins(rest: str, opener: str) -> bool:
 
 
 def _param_may_follow(rest: str) -> bool | None:
-    """``rest`` against a parameter tag (``steptml_calls._PARAM``): True: it is one; None:
+    """``rest`` against a parameter tag (``steptml_calls.PARAM``): True: it is one; None:
     it may still be; False: it is not."""
     if len(rest) <= len(_PARAM_OPEN):
         return None if _PARAM_OPEN.startswith(rest) else False
@@ -66,9 +66,9 @@ def _follows(text: str, at: int) -> bool | None:
     """Does the next parameter or the invocation's close follow a closer that ends at
     ``at`` (``steptml_calls._value_end``)? None: the text so far cannot tell."""
     rest = text[skip_space(text, at) :]
-    if rest.startswith(steptml_calls._INVOKE_END):
+    if rest.startswith(steptml_calls.INVOKE_END):
         return True
-    if steptml_calls._INVOKE_END.startswith(rest):
+    if steptml_calls.INVOKE_END.startswith(rest):
         return None
     return _param_may_follow(rest)
 
@@ -106,7 +106,7 @@ class StepTmlCallsReader(MemberReader):
             self._i, self._state = j + len(steptml_calls.CALL_BEGIN), _HEAD
             return True
         if self._state == _INVOKE:
-            m = steptml_calls._INVOKE.match(text, j)
+            m = steptml_calls.INVOKE.match(text, j)
             if m is None:
                 return self._wait(_INVOKE_OPEN)
             name = m[1].strip()
@@ -122,12 +122,12 @@ class StepTmlCallsReader(MemberReader):
             if steptml_calls.CALL_END.startswith(text[j:]):
                 return False
             return self._stop()  # the whole read drops the call
-        if text.startswith(steptml_calls._INVOKE_END, j):
-            self._i, self._state = j + len(steptml_calls._INVOKE_END), _END
+        if text.startswith(steptml_calls.INVOKE_END, j):
+            self._i, self._state = j + len(steptml_calls.INVOKE_END), _END
             return True
-        m = steptml_calls._PARAM.match(text, j)
+        m = steptml_calls.PARAM.match(text, j)
         if m is None:
-            return self._wait(steptml_calls._INVOKE_END, _PARAM_OPEN)
+            return self._wait(steptml_calls.INVOKE_END, _PARAM_OPEN)
         self._i = m.end()
         return self._parameter(m[1].strip())
 
@@ -151,7 +151,7 @@ class StepTmlCallsReader(MemberReader):
         return True
 
     def _value(self) -> bool:
-        closer = steptml_calls._PARAM_END
+        closer = steptml_calls.PARAM_END
         undecided, decided = closer_followed(self._text, self._i, closer, _follows)
         if decided:
             return self._decided(undecided, undecided + len(closer))

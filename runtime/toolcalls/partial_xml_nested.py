@@ -35,10 +35,9 @@ from reasonspan.runtime.toolcalls.partial_members import (
     member_text,
     string_only,
 )
+from reasonspan.runtime.toolcalls.xml_nested import NS, WS
 
 _ROOT, _CALL, _LEAF, _TREE = range(4)
-NS = xml_nested.NS
-_WS = xml_nested._WS
 _WAIT = "wait"
 
 
@@ -65,7 +64,7 @@ class XmlNestedCallsReader(MemberReader):
         """The tag after a namespace token that ends at ``j``; :data:`_WAIT` while the text
         may still be one; None: it is not."""
         text = self._text
-        m = xml_nested._TAG.match(text, j)
+        m = xml_nested.TAG.match(text, j)
         if m is not None:
             return None if NS in text[j : m.end()] else m
         if NS in text[j:] or len(text) - j >= LOOK:
@@ -91,7 +90,7 @@ class XmlNestedCallsReader(MemberReader):
         text, i = self._text, self._i
         p = text.find(NS, i)
         gap = text[i:] if p < 0 else text[i:p]
-        rest = gap.lstrip(_WS)
+        rest = gap.lstrip(WS)
         if rest and (p >= 0 or not NS.startswith(rest)):
             return self._stop()  # text between elements: the whole read refuses
         if p < 0:
@@ -105,7 +104,7 @@ class XmlNestedCallsReader(MemberReader):
             if m[1] or m[2] != "invoke" or not m[3]:
                 return self._give_up()  # the whole read refuses the block
             self._call, self._keys = PartialCall(name=m[3]), set()
-            self._props = xml_nested._sub(self._tools.parameters(m[3]), "properties")
+            self._props = xml_nested.sub_schema(self._tools.parameters(m[3]), "properties")
             self._state = _CALL
             return True
         if m[1]:
@@ -118,7 +117,7 @@ class XmlNestedCallsReader(MemberReader):
         assert call is not None
         if key in self._keys:
             return self._give_up()  # the whole read keeps the last value
-        self._schema = xml_nested._sub(self._props, key)
+        self._schema = xml_nested.sub_schema(self._props, key)
         streamed = call.committed and string_only(self._schema)
         # Opened as kept aside: a streamed argument's key is sent once its text holds more
         # than whitespace (_stream).
@@ -158,7 +157,7 @@ class XmlNestedCallsReader(MemberReader):
         assert call is not None
         if not self._head:
             begin = self._start + self._value_at
-            if not last and not self._text[begin:stop].strip(_WS):
+            if not last and not self._text[begin:stop].strip(WS):
                 return
             call.open_string(self._key)
             self._emit, self._head = begin, True
@@ -193,11 +192,11 @@ class XmlNestedCallsReader(MemberReader):
         call = self._call
         assert call is not None
         raw = "".join(self._parts) + self._text[self._start : self._i]
-        root = xml_nested._tree(raw)
+        root = xml_nested.parse_tree(raw)
         member = None
         if root is not None and len(root.children) == 1:
             try:
-                value = xml_nested._value(root.children[0], self._schema)
+                value = xml_nested.node_value(root.children[0], self._schema)
                 member = member_text(self._key, value)
             except Exception:  # _Malformed, a lone surrogate, nesting past the recursion
                 member = None  # limit: the whole read refuses the block too (_guarded)

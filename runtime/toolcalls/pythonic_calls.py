@@ -40,7 +40,9 @@ from reasonspan.runtime.core.tool_types import ToolCall, Tools, checked_call
 
 PYTHON_END = "<|python_end|>"
 
-_BAD = object()
+BAD_VALUE = object()
+"""What :func:`as_json` gives for a literal with no JSON value; the streamed readers
+(partial_pyliterals, partial_pythonic) test for it too."""
 
 
 JSON_NAMES: dict[str, bool | None] = {"true": True, "false": False, "null": None}
@@ -82,22 +84,23 @@ def parse_quietly(text: str, mode: Literal["eval", "exec"]) -> ast.AST:
         return ast.parse(text, mode=mode)
 
 
-def _json(value: Any) -> Any:
-    """A literal as a JSON value, or ``_BAD`` (bytes, sets, complex numbers, …)."""
+def as_json(value: Any) -> Any:
+    """A literal as a JSON value, or ``BAD_VALUE`` (bytes, sets, complex numbers, …); the
+    streamed reader (partial_pyliterals) types a value with it, as the whole read does."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, (list, tuple)):
-        out = [_json(v) for v in value]
-        return _BAD if any(v is _BAD for v in out) else out
+        out = [as_json(v) for v in value]
+        return BAD_VALUE if any(v is BAD_VALUE for v in out) else out
     if isinstance(value, dict):
         obj: dict[str, Any] = {}
         for k, v in value.items():
-            got = _json(v)
-            if not isinstance(k, str) or got is _BAD:
-                return _BAD
+            got = as_json(v)
+            if not isinstance(k, str) or got is BAD_VALUE:
+                return BAD_VALUE
             obj[k] = got
         return obj
-    return _BAD
+    return BAD_VALUE
 
 
 def _name(node: ast.expr) -> str | None:
@@ -120,10 +123,10 @@ def read_call(node: ast.expr) -> ToolCall | None:
         if kw.arg is None:  # **kwargs
             return None
         try:
-            value = _json(ast.literal_eval(kw.value))
+            value = as_json(ast.literal_eval(kw.value))
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             return None
-        if value is _BAD:
+        if value is BAD_VALUE:
             return None
         args[kw.arg] = value
     return checked_call(name, args)

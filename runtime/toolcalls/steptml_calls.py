@@ -33,27 +33,28 @@ from reasonspan.runtime.toolcalls.values import typed_value
 CALL_BEGIN = "<｜tool_call_begin｜>"
 CALL_END = "<｜tool_call_end｜>"
 SEP = "<｜tool_sep｜>"
-_INVOKE = re.compile(r'<steptml:invoke name="([^"\n]+)">')
-_INVOKE_END = "</steptml:invoke>"
-_PARAM = re.compile(r'<steptml:parameter name="([^"\n]+)">')
-_PARAM_END = "</steptml:parameter>"
+# The invoke and parameter tags, shared with the streamed reader (partial_steptml).
+INVOKE = re.compile(r'<steptml:invoke name="([^"\n]+)">')
+INVOKE_END = "</steptml:invoke>"
+PARAM = re.compile(r'<steptml:parameter name="([^"\n]+)">')
+PARAM_END = "</steptml:parameter>"
 
 
 def _value_end(text: str, start: int) -> int:
     """Where the value beginning at ``start`` ends (module doc), or -1."""
-    at = text.find(_PARAM_END, start)
+    at = text.find(PARAM_END, start)
     while at >= 0:
-        j = skip_space(text, at + len(_PARAM_END))
-        if text.startswith(_INVOKE_END, j) or _PARAM.match(text, j):
+        j = skip_space(text, at + len(PARAM_END))
+        if text.startswith(INVOKE_END, j) or PARAM.match(text, j):
             return at
-        at = text.find(_PARAM_END, at + 1)
+        at = text.find(PARAM_END, at + 1)
     return -1
 
 
 def _invocation(text: str, i: int, tools: Tools) -> tuple[ToolCall, int] | None:
     """The ``<steptml:invoke>`` element at ``text[i]`` (after whitespace) as a call, and
     the offset after its close."""
-    invoke = _INVOKE.match(text, skip_space(text, i))
+    invoke = INVOKE.match(text, skip_space(text, i))
     if invoke is None:
         return None
     name = invoke.group(1).strip()
@@ -61,17 +62,17 @@ def _invocation(text: str, i: int, tools: Tools) -> tuple[ToolCall, int] | None:
     j = invoke.end()
     while True:
         j = skip_space(text, j)
-        if text.startswith(_INVOKE_END, j):
+        if text.startswith(INVOKE_END, j):
             call = checked_call(name, args) if name else None
-            return None if call is None else (call, j + len(_INVOKE_END))
-        param = _PARAM.match(text, j)
+            return None if call is None else (call, j + len(INVOKE_END))
+        param = PARAM.match(text, j)
         end = -1 if param is None else _value_end(text, param.end())
         if param is None or end < 0:
             return None
         key = param.group(1).strip()
         value = text[param.end() : end].strip()
         args[key] = typed_value(value, tools.property_schema(name, key))
-        j = end + len(_PARAM_END)
+        j = end + len(PARAM_END)
 
 
 def _reader(tools: Tools) -> ReadCall:

@@ -33,26 +33,32 @@ from reasonspan.runtime.core.tool_types import ToolCall, Tools, dump_arguments
 from reasonspan.runtime.toolcalls.values import schema_types, typed_value
 
 NS = "]<]minimax[>["
-_TAG = re.compile(r'<(/?)([^<>\s/"]+)(?: name="([^"]*)")?>')
-_WS = " \t\r\n"
+# What follows NS (a tag) and the whitespace allowed between elements, shared with the
+# streamed reader (partial_xml_nested) so both read one grammar.
+TAG = re.compile(r'<(/?)([^<>\s/"]+)(?: name="([^"]*)")?>')
+WS = " \t\r\n"
 
 
 @dataclass
-class _Node:
+class Node:
+    """One element of a call block, as :func:`parse_tree` reads it."""
+
     tag: str
     attr: str | None = None
     text: str = ""
-    children: list[_Node] = field(default_factory=list)
+    children: list[Node] = field(default_factory=list)
 
 
-def _tree(body: str) -> _Node | None:
+def parse_tree(body: str) -> Node | None:
+    """The elements of ``body`` under an untagged root, or None when they do not nest; the
+    streamed reader (partial_xml_nested) reads a closed value with it and :func:`node_value`."""
     pieces = body.split(NS)
-    if pieces[0].strip(_WS):
+    if pieces[0].strip(WS):
         return None
-    root = _Node("")
+    root = Node("")
     stack = [root]
     for piece in pieces[1:]:
-        m = _TAG.match(piece)
+        m = TAG.match(piece)
         if m is None:
             return None
         closing, tag, attr = m.group(1), m.group(2), m.group(3)
@@ -61,16 +67,17 @@ def _tree(body: str) -> _Node | None:
             if len(stack) == 1 or stack[-1].tag != tag:
                 return None
             stack.pop()
-            if rest.strip(_WS):
+            if rest.strip(WS):
                 return None  # text between elements
         else:
-            node = _Node(tag, attr, rest)
+            node = Node(tag, attr, rest)
             stack[-1].children.append(node)
             stack.append(node)
     return root if len(stack) == 1 else None
 
 
-def _sub(schema: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def sub_schema(schema: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``schema[key]`` when it is a schema, else {} (shared with partial_xml_nested)."""
     got = schema.get(key)
     return got if isinstance(got, Mapping) else {}
 
@@ -79,38 +86,40 @@ class _Malformed(Exception):
     """Text mixed with elements: never written by the template."""
 
 
-def _value(node: _Node, schema: Mapping[str, Any]) -> Any:
+def node_value(node: Node, schema: Mapping[str, Any]) -> Any:
+    """An element's value, typed by ``schema`` (module doc); raises :class:`_Malformed` on text
+    mixed with elements. Shared with the streamed reader (partial_xml_nested)."""
     kinds = schema_types(schema)
     if not node.children:
-        if not node.text.strip(_WS) and "string" not in kinds:
+        if not node.text.strip(WS) and "string" not in kinds:
             if "object" in kinds:
                 return {}
             if "array" in kinds:
                 return []
         return typed_value(node.text, schema)
-    if node.text.strip(_WS):
+    if node.text.strip(WS):
         raise _Malformed
     as_list = "array" in kinds if kinds else all(c.tag == "item" for c in node.children)
     if as_list:
-        items = _sub(schema, "items")
-        return [_value(c, items) for c in node.children]
-    props = _sub(schema, "properties")
-    return {c.tag: _value(c, _sub(props, c.tag)) for c in node.children}
+        items = sub_schema(schema, "items")
+        return [node_value(c, items) for c in node.children]
+    props = sub_schema(schema, "properties")
+    return {c.tag: node_value(c, sub_schema(props, c.tag)) for c in node.children}
 
 
 @body_kind("xml_nested")
 def parse_xml_nested(body: str, tools: Tools) -> list[ToolCall] | None:
-    root = _tree(body)
+    root = parse_tree(body)
     if root is None or not root.children:
         return None
     calls: list[ToolCall] = []
     for invoke in root.children:
-        if invoke.tag != "invoke" or not invoke.attr or invoke.text.strip(_WS):
+        if invoke.tag != "invoke" or not invoke.attr or invoke.text.strip(WS):
             return None
         params = tools.parameters(invoke.attr)
-        props = _sub(params, "properties")
+        props = sub_schema(params, "properties")
         try:
-            args = {c.tag: _value(c, _sub(props, c.tag)) for c in invoke.children}
+            args = {c.tag: node_value(c, sub_schema(props, c.tag)) for c in invoke.children}
         except _Malformed:
             return None
         calls.append(ToolCall(name=invoke.attr, arguments=dump_arguments(args)))

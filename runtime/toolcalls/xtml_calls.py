@@ -34,22 +34,27 @@ from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools, dump_arguments
 from reasonspan.runtime.toolcalls.values import typed_value
 
-_CALL = re.compile(r"\s*<\|open\|>call((?:\s+[\w-]+=\"[^\"]*\")*)\s*<\|sep\|>")
-_ARG = re.compile(r"\s*<\|open\|>argument((?:\s+[\w-]+=\"[^\"]*\")*)\s*<\|sep\|>")
-_ARG_END = "<|close|>argument<|sep|>"
-_NEXT = re.compile(r"\s*(?:<\|open\|>argument[\s<]|<\|close\|>call<\|sep\|>)")
-_CALL_END = re.compile(r"\s*<\|close\|>call<\|sep\|>")
+# The element patterns, shared with the streamed reader (partial_kimi_k3) so both read one
+# grammar; NEXT is what may follow an argument's closer (module doc).
+CALL = re.compile(r"\s*<\|open\|>call((?:\s+[\w-]+=\"[^\"]*\")*)\s*<\|sep\|>")
+ARG = re.compile(r"\s*<\|open\|>argument((?:\s+[\w-]+=\"[^\"]*\")*)\s*<\|sep\|>")
+ARG_END = "<|close|>argument<|sep|>"
+NEXT = re.compile(r"\s*(?:<\|open\|>argument[\s<]|<\|close\|>call<\|sep\|>)")
+CALL_END = re.compile(r"\s*<\|close\|>call<\|sep\|>")
 _ATTR = re.compile(r"([\w-]+)=\"([^\"]*)\"")
 _ENTITY = re.compile(r"&(amp|quot|lt|gt|apos);")
 _ENTITIES = {"amp": "&", "quot": '"', "lt": "<", "gt": ">", "apos": "'"}
 _MORE = re.compile(r"\s*\S")
 
 
-def _attrs(text: str) -> dict[str, str]:
+def attributes(text: str) -> dict[str, str]:
+    """A tag's ``key="value"`` attributes, entities decoded (shared with partial_kimi_k3)."""
     return {k: _ENTITY.sub(lambda m: _ENTITIES[m.group(1)], v) for k, v in _ATTR.findall(text)}
 
 
-def _value(text: str, kind: str | None, schema: Any) -> Any:
+def read_value(text: str, kind: str | None, schema: Any) -> Any:
+    """An argument's raw text as its value, by its ``type`` attribute (module doc); the
+    streamed reader (partial_kimi_k3) reads a closed value with it, as the whole read does."""
     if kind == "string":
         return text
     if kind is not None:
@@ -61,31 +66,31 @@ def _value(text: str, kind: str | None, schema: Any) -> Any:
 
 
 def _call(body: str, i: int, tools: Tools) -> tuple[ToolCall, int] | None:
-    m = _CALL.match(body, i)
+    m = CALL.match(body, i)
     if m is None:
         return None
-    name = _attrs(m.group(1)).get("tool", "")
+    name = attributes(m.group(1)).get("tool", "")
     if not name:
         return None
     i = m.end()
     args: dict[str, Any] = {}
-    while (a := _ARG.match(body, i)) is not None:
-        attrs = _attrs(a.group(1))
+    while (a := ARG.match(body, i)) is not None:
+        attrs = attributes(a.group(1))
         key = attrs.get("key")
         if key is None or key in args:
             return None
         start = end = a.end()
         while True:
-            end = body.find(_ARG_END, end)
+            end = body.find(ARG_END, end)
             if end < 0:
                 return None
-            if _NEXT.match(body, end + len(_ARG_END)):
+            if NEXT.match(body, end + len(ARG_END)):
                 break
             end += 1
         schema = tools.property_schema(name, key)
-        args[key] = _value(body[start:end], attrs.get("type"), schema)
-        i = end + len(_ARG_END)
-    close = _CALL_END.match(body, i)
+        args[key] = read_value(body[start:end], attrs.get("type"), schema)
+        i = end + len(ARG_END)
+    close = CALL_END.match(body, i)
     if close is None:
         return None
     return ToolCall(name=name, arguments=dump_arguments(args)), close.end()
