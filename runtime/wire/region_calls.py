@@ -119,8 +119,15 @@ class RegionCalls(CallEntries):
         settled = ext.settled
         if settled is None:
             return ids, out_labels, out_spill, [self._whole(c) for c in done] if done else None
-        if not settled and not self._due():
-            return ids, out_labels, out_spill, None  # the common case: between reads
+        if not settled:
+            # The common case, a token of an open region (or none) between reads: _due,
+            # written out here because this runs once a token (the call costs ~25 ns).
+            held = ext.held_count
+            if ext.regions == self._region:
+                if held - self._seen < self._every:
+                    return ids, out_labels, out_spill, None
+            elif held < 2 * self._every:
+                return ids, out_labels, out_spill, None
         return ids, out_labels, out_spill, self._entries(done)
 
     def finish(self, finish_reason: str | None) -> Fed:
