@@ -168,8 +168,9 @@ def _trim(ws: tuple[str, int] | None, side: Literal["lead", "trail"]) -> Trim:
     return Trim(trail=chars, trail_max=ws[1])
 
 
-class _Captured(msgspec.Struct, frozen=True):
-    """The delimiters around one captured part of a regex."""
+class Captured(msgspec.Struct, frozen=True):
+    """The delimiters around one captured part of a regex (what :func:`captured_part` gives
+    the declaration readers, schema and template)."""
 
     before: list[str]
     before_optional: bool
@@ -209,8 +210,9 @@ def _nesting(pattern: str) -> int:
     return deepest
 
 
-def _parse(source: str, prop: str, pattern: object) -> Any:
-    """The pattern read by Python's own regex reader, once it is within the bounds."""
+def parse_pattern(source: str, prop: str, pattern: object) -> Any:
+    """The pattern read by Python's own regex reader, once it is within the bounds (the
+    declaration readers, schema and template, read their patterns with it)."""
     if not isinstance(pattern, str):
         raise DeclarationError(source, prop, pattern, "a pattern must be a string")
     if len(pattern) > MAX_PATTERN_CHARS:
@@ -234,10 +236,10 @@ def _parse(source: str, prop: str, pattern: object) -> Any:
         raise DeclarationError(source, prop, pattern, f"not a regular expression: {exc}") from exc
 
 
-def _captured(source: str, prop: str, pattern: str, group: str | None) -> _Captured | None:
+def captured_part(source: str, prop: str, pattern: str, group: str | None) -> Captured | None:
     """The delimiters around ``(?P<group>…)``, or around the one capture group when
     ``group`` is None; None when there is no such group."""
-    tree = _parse(source, prop, pattern)
+    tree = parse_pattern(source, prop, pattern)
     gid = tree.state.groupdict.get(group) if group else (1 if tree.state.groups > 1 else None)
     if gid is None:
         return None
@@ -252,17 +254,19 @@ def _captured(source: str, prop: str, pattern: str, group: str | None) -> _Captu
         before, optional, _, _ = _side(inner, 1)
     if not after:
         after, _, _, _ = _side(inner[::-1], -1)
-    return _Captured(before, optional, after, _trim(ws_lead, "lead"), _trim(ws_trail, "trail"))
+    return Captured(before, optional, after, _trim(ws_lead, "lead"), _trim(ws_trail, "trail"))
 
 
-def _leading_literal(source: str, prop: str, pattern: str) -> str:
+def leading_literal(source: str, prop: str, pattern: str) -> str:
     """The literal a pattern starts with, past optional whitespace (``\\s*<tool_call>``)."""
-    lits, _, _, _ = _side(list(_parse(source, prop, pattern)), 1)
+    lits, _, _, _ = _side(list(parse_pattern(source, prop, pattern)), 1)
     return lits[0] if len(lits) == 1 else ""
 
 
-def _trailing_literal(source: str, prop: str, pattern: str) -> str:
-    lits, _, _, _ = _side(list(_parse(source, prop, pattern))[::-1], -1)
+def trailing_literal(source: str, prop: str, pattern: str) -> str:
+    """The literal a pattern ends with, before optional whitespace (as :func:`leading_literal`;
+    both shared with the declaration readers, schema and template)."""
+    lits, _, _, _ = _side(list(parse_pattern(source, prop, pattern))[::-1], -1)
     return lits[0] if len(lits) == 1 else ""
 
 

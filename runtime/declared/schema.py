@@ -18,11 +18,11 @@ from reasonspan.runtime.declared.declaration import (
     check_delimiters,
 )
 from reasonspan.runtime.declared.regex import (
-    _Captured,
-    _captured,
-    _leading_literal,
-    _parse,
-    _trailing_literal,
+    Captured,
+    captured_part,
+    leading_literal,
+    parse_pattern,
+    trailing_literal,
 )
 
 # transformers' x-parser names (``recursive_parse``); only a ``json`` body maps onto a
@@ -44,7 +44,7 @@ class SchemaReader:
     def fail(self, prop: str, pattern: object, reason: str) -> DeclarationError:
         return DeclarationError(self.source, prop, pattern, reason)
 
-    def part(self, name: str) -> tuple[_Captured | None, str | None, bool]:
+    def part(self, name: str) -> tuple[Captured | None, str | None, bool]:
         """A property's delimiters: from its own x-regex (or x-regex-iterator), else from
         the top-level x-regex's ``(?P<name>…)`` group. Also the pattern read, and whether it
         was the property's own (searched anywhere in the reply)."""
@@ -53,33 +53,33 @@ class SchemaReader:
         own = node.get("x-regex", node.get("x-regex-iterator"))
         top_group = (
             self.top is not None
-            and name in _parse(self.source, "x-regex", self.top).state.groupdict
+            and name in parse_pattern(self.source, "x-regex", self.top).state.groupdict
         )
         if own is not None and not (top_group and not self._opens(name, own)):
             if not isinstance(own, str):
                 raise self.fail(name, own, "a pattern must be a string")
-            got = _captured(self.source, name, own, None)
+            got = captured_part(self.source, name, own, None)
             if got is None:  # no group: the whole match is the part
-                got = _Captured(
-                    [lit] if (lit := _leading_literal(self.source, name, own)) else [],
+                got = Captured(
+                    [lit] if (lit := leading_literal(self.source, name, own)) else [],
                     False,
-                    [lit] if (lit := _trailing_literal(self.source, name, own)) else [],
+                    [lit] if (lit := trailing_literal(self.source, name, own)) else [],
                     Trim(),
                     Trim(),
                 )
             return got, own, True
         if self.top is not None:
-            return _captured(self.source, name, self.top, name), self.top, False
+            return captured_part(self.source, name, self.top, name), self.top, False
         return None, None, False
 
     def _opens(self, name: str, pattern: str) -> bool:
         """The property's own pattern names an opener (else it only reshapes a part the
         top-level x-regex already cut out, as ``^(.*)$`` does)."""
-        got = _captured(self.source, name, pattern, None)
+        got = captured_part(self.source, name, pattern, None)
         return (
             bool(got.before)
             if got is not None
-            else bool(_leading_literal(self.source, name, pattern))
+            else bool(leading_literal(self.source, name, pattern))
         )
 
     def check_parsers(self, name: str, node: object) -> None:

@@ -19,8 +19,8 @@ from reasonspan.runtime.declared.declaration import (
 )
 from reasonspan.runtime.declared.regex import (
     WHITESPACE,
-    _leading_literal,
-    _trailing_literal,
+    leading_literal,
+    trailing_literal,
 )
 
 # transformers' content parsers (``CONTENT_PARSERS``); only ``json`` and ``xml-inline``
@@ -62,9 +62,9 @@ class TemplateReader:
             return []
         prop = f"{name}.{side}_pattern"
         lit = (
-            _leading_literal(self.source, prop, pattern)
+            leading_literal(self.source, prop, pattern)
             if side == "open"
-            else _trailing_literal(self.source, prop, pattern)
+            else trailing_literal(self.source, prop, pattern)
         )
         if not lit:
             raise self.fail(prop, pattern, "no literal delimiter in the pattern")
@@ -113,7 +113,7 @@ class TemplateReader:
         turn = [anchor] if isinstance(anchor, str) else anchor if isinstance(anchor, list) else []
         too_many_delimiters(self.fail, "start_anchor", turn)
         if turn == [] and (pat := self.template.get("start_anchor_pattern")) is not None:
-            turn = [lit] if (lit := _leading_literal(self.source, "start_anchor", pat)) else []
+            turn = [lit] if (lit := leading_literal(self.source, "start_anchor", pat)) else []
         turn = [t for t in turn if isinstance(t, str) and t]
         strip = _args(reasoning).get("strip", True)
         cstrip = _args(content).get("strip", True)
