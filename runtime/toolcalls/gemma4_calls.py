@@ -27,13 +27,13 @@ from typing import Any
 
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools, dump_arguments
+from reasonspan.runtime.toolcalls.sections import SPACE
 from reasonspan.runtime.toolcalls.values import typed_value
 
 QUOTE = '<|"|>'
 PREFIX = "call:"
 
 _NAME = re.compile(r"[^\s{}\[\]:,]+")
-_WS = " \t\r\n"
 _EMPTY: Mapping[str, Any] = {}
 
 
@@ -53,7 +53,7 @@ class ValueReader:
 
     def skip(self) -> None:
         text, i = self.text, self.i
-        while i < len(text) and text[i] in _WS:
+        while i < len(text) and text[i] in SPACE:
             i += 1
         self.i = i
 
@@ -89,7 +89,7 @@ class ValueReader:
             if text.startswith(QUOTE, self.i):
                 raise NotThisKind("quote inside a bare value")
             self.i += 1
-        bare = text[start : self.i].strip(_WS)
+        bare = text[start : self.i].strip(SPACE)
         if not bare:
             raise NotThisKind("empty value")
         return typed_value(bare, schema or None)
@@ -111,7 +111,7 @@ class ValueReader:
                 colon = self.text.find(":", self.i)
                 if colon < 0:
                     raise NotThisKind("key without ':'")
-                key = self.text[self.i : colon].strip(_WS)
+                key = self.text[self.i : colon].strip(SPACE)
                 if not key or any(c in key for c in "{}[],") or QUOTE in key:
                     raise NotThisKind("bad key")
                 self.i = colon + 1
@@ -149,13 +149,13 @@ def name_ok(name: str) -> bool:
 
 @body_kind("gemma4")
 def parse_gemma4(body: str, tools: Tools) -> list[ToolCall] | None:
-    text = body.strip(_WS)
+    text = body.strip(SPACE)
     if not text.startswith(PREFIX):
         return None
     brace = text.find("{")
     if brace < 0:
         return None
-    name = text[len(PREFIX) : brace].strip(_WS)
+    name = text[len(PREFIX) : brace].strip(SPACE)
     if not name_ok(name):
         return None
     reader = ValueReader(text)

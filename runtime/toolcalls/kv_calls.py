@@ -30,23 +30,23 @@ from typing import Any
 
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools, dump_arguments
+from reasonspan.runtime.toolcalls.sections import SPACE
 from reasonspan.runtime.toolcalls.values import typed_value
 
-_WS = " \t\r\n"
 _KEY, _KEY_END = "<arg_key>", "</arg_key>"
 _VALUE, _VALUE_END = "<arg_value>", "</arg_value>"
 
 
 def _skip(text: str, i: int) -> int:
     n = len(text)
-    while i < n and text[i] in _WS:
+    while i < n and text[i] in SPACE:
         i += 1
     return i
 
 
 def _name(body: str) -> str | None:
-    head = body.split(_KEY, 1)[0].strip(_WS)
-    if not head or "<" in head or any(c in head for c in _WS):
+    head = body.split(_KEY, 1)[0].strip(SPACE)
+    if not head or "<" in head or any(c in head for c in SPACE):
         return None
     return head
 
@@ -78,7 +78,7 @@ def kv_complete(body: str) -> bool | None:
     last = tags[-1]
     tag = last.group(0)
     if tag == _KEY_END:
-        return bool(body[last.end() :].strip(_WS))
+        return bool(body[last.end() :].strip(SPACE))
     return tag == _VALUE_END
 
 
@@ -99,7 +99,7 @@ def parse_kv(body: str, tools: Tools) -> list[ToolCall] | None:
         k_end = body.find(_KEY_END, i)
         if k_end < 0:
             return None
-        key = body[i + len(_KEY) : k_end].strip(_WS)
+        key = body[i + len(_KEY) : k_end].strip(SPACE)
         i = _skip(body, k_end + len(_KEY_END))
         if not key or not body.startswith(_VALUE, i):
             return None

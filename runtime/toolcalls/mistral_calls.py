@@ -30,26 +30,26 @@ import re
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools, checked_call
 from reasonspan.runtime.toolcalls.json_calls import is_json_prefix
+from reasonspan.runtime.toolcalls.sections import SPACE
 
 TOOL_CALLS, ARGS, CALL_ID = "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"
 
 _NAME = re.compile(r"[^\s\[\]{}()\"',;]+")
 _ID = re.compile(r"[A-Za-z0-9_-]*")
 _decoder = json.JSONDecoder()
-_WS = " \t\r\n"
 
 
 def head_ok(head: str) -> bool:
     """``NAME`` or ``NAME[CALL_ID]ID``: what precedes ``[ARGS]`` (or what the end cut)."""
     name, marker, call_id = head.partition(CALL_ID)
-    if not _NAME.fullmatch(name.strip(_WS)):
+    if not _NAME.fullmatch(name.strip(SPACE)):
         return False
-    return not marker or bool(_ID.fullmatch(call_id.strip(_WS)))
+    return not marker or bool(_ID.fullmatch(call_id.strip(SPACE)))
 
 
 @body_kind("mistral")
 def parse_mistral(body: str, tools: Tools) -> list[ToolCall] | None:
-    text = body.strip(_WS)
+    text = body.strip(SPACE)
     if not text:
         return []  # the output ended right after [TOOL_CALLS]
     if text[0] in "[{":
@@ -74,9 +74,9 @@ def _calls(text: str) -> list[ToolCall | None] | None:
         head = text[i:at]
         if not head_ok(head):
             return None
-        name = head.partition(CALL_ID)[0].strip(_WS)
+        name = head.partition(CALL_ID)[0].strip(SPACE)
         j = at + len(ARGS)
-        while j < n and text[j] in _WS:
+        while j < n and text[j] in SPACE:
             j += 1
         try:
             args, j = _decoder.raw_decode(text, j)
@@ -84,12 +84,12 @@ def _calls(text: str) -> list[ToolCall | None] | None:
             rest = text[j:]
             return calls if not rest or is_json_prefix(rest) else None
         calls.append(checked_call(name, args))
-        while j < n and text[j] in _WS:
+        while j < n and text[j] in SPACE:
             j += 1
         if j >= n:
             return calls
         if not text.startswith(TOOL_CALLS, j):
             return None  # text after a call: not a call list
         i = j + len(TOOL_CALLS)
-        if not text[i:].strip(_WS):
+        if not text[i:].strip(SPACE):
             return calls  # the output ended right after the next marker

@@ -22,8 +22,8 @@ from reasonspan.runtime.toolcalls import gemma4_calls
 from reasonspan.runtime.toolcalls.gemma4_calls import PREFIX, QUOTE
 from reasonspan.runtime.toolcalls.partial import PartialCall, opens_with, partial_kind
 from reasonspan.runtime.toolcalls.partial_members import MemberReader, member_text
+from reasonspan.runtime.toolcalls.sections import SPACE
 
-_WS = " \t\r\n"
 _NAME, _KEY, _VALUE, _STRING, _AFTER = range(5)
 _NAME_MAX = 256
 """Characters of ``call:NAME{`` looked at: more is not followed (the whole read decides)."""
@@ -44,7 +44,7 @@ class Gemma4CallReader(MemberReader):
 
     def _skip(self) -> int:
         text, i = self._text, self._i
-        while i < len(text) and text[i] in _WS:
+        while i < len(text) and text[i] in SPACE:
             i += 1
         self._i = i
         return i
@@ -61,14 +61,14 @@ class Gemma4CallReader(MemberReader):
         return self._after()
 
     def _name(self) -> bool:
-        text = self._text.lstrip(_WS)
+        text = self._text.lstrip(SPACE)
         brace = text.find("{", 0, _NAME_MAX)
         if not text.startswith(PREFIX[: len(text)]) or (brace < 0 and len(text) >= _NAME_MAX):
             self.done = True  # not this kind's call, or not followed: the whole read decides
             return False
         if brace < 0:
             return False
-        name = text[len(PREFIX) : brace].strip(_WS)
+        name = text[len(PREFIX) : brace].strip(SPACE)
         if not text.startswith(PREFIX) or not gemma4_calls.name_ok(name):
             self.done = True
             return False
@@ -87,7 +87,7 @@ class Gemma4CallReader(MemberReader):
                 return False
             key = text[i + len(QUOTE) : end]
             colon = end + len(QUOTE)
-            while colon < len(text) and text[colon] in _WS:
+            while colon < len(text) and text[colon] in SPACE:
                 colon += 1
             if colon >= len(text):
                 return False
@@ -99,7 +99,7 @@ class Gemma4CallReader(MemberReader):
             colon = text.find(":", i)
             if colon < 0:
                 return False
-            key = text[i:colon].strip(_WS)
+            key = text[i:colon].strip(SPACE)
             if not key or any(c in key for c in "{}[],") or QUOTE in key:
                 return self._stop()
         if key in self._keys:

@@ -20,9 +20,9 @@ import re
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
 from reasonspan.runtime.toolcalls.partial_members import MemberReader, string_only
+from reasonspan.runtime.toolcalls.sections import SPACE
 from reasonspan.runtime.toolcalls.values import typed_value
 
-_WS = " \t\r\n"
 _KEY, _KEY_END = "<arg_key>", "</arg_key>"
 _VALUE, _VALUE_END = "<arg_value>", "</arg_value>"
 _TRAILING_TAG = re.compile(r"</?[A-Za-z_:|]*>?\Z")
@@ -51,8 +51,8 @@ class KvCallReader(MemberReader):
                 if len(text) >= _NAME_MAX:
                     self.done = True  # no name this short: the whole read decides
                 return False  # a call with no pair is sent whole, at the close
-            head = text[:at].strip(_WS)
-            if not head or "<" in head or any(c in head for c in _WS):
+            head = text[:at].strip(SPACE)
+            if not head or "<" in head or any(c in head for c in SPACE):
                 self.done = True  # not this kind's call: the whole read decides
                 return False
             self._call = PartialCall(name=head)
@@ -64,7 +64,7 @@ class KvCallReader(MemberReader):
 
     def _pair(self, text: str) -> bool:
         i = self._i
-        while i < len(text) and text[i] in _WS:
+        while i < len(text) and text[i] in SPACE:
             i += 1
         rest = text[i : i + len(_KEY)]
         if len(rest) < len(_KEY):
@@ -74,9 +74,9 @@ class KvCallReader(MemberReader):
         k_end = text.find(_KEY_END, i)
         if k_end < 0:
             return False
-        key = text[i + len(_KEY) : k_end].strip(_WS)
+        key = text[i + len(_KEY) : k_end].strip(SPACE)
         j = k_end + len(_KEY_END)
-        while j < len(text) and text[j] in _WS:
+        while j < len(text) and text[j] in SPACE:
             j += 1
         head = text[j : j + len(_VALUE)]
         if len(head) < len(_VALUE):
@@ -95,7 +95,7 @@ class KvCallReader(MemberReader):
         at = text.find(_VALUE_END, self._i)
         while at >= 0:
             j = at + len(_VALUE_END)
-            while j < len(text) and text[j] in _WS:
+            while j < len(text) and text[j] in SPACE:
                 j += 1
             rest = text[j:]
             if rest.startswith(_KEY):

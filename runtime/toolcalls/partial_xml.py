@@ -30,9 +30,9 @@ from reasonspan.runtime.toolcalls.partial_members import (
     member_text,
     string_only,
 )
+from reasonspan.runtime.toolcalls.sections import SPACE
 from reasonspan.runtime.toolcalls.values import typed_value
 
-_WS = " \t\r\n"
 _WAIT, _NO = "\0wait", "\0no"
 
 
@@ -171,7 +171,7 @@ class XmlCallsReader:
 
     def _skip(self) -> int:
         text, i = self._text, self._i
-        while i < len(text) and text[i] in _WS:
+        while i < len(text) and text[i] in SPACE:
             i += 1
         return i
 
@@ -306,7 +306,7 @@ class XmlCallsReader:
         (the end of the body, or a region close marker, would end the value there)."""
         text = self._text
         if strict:
-            while i < len(text) and text[i] in _WS:
+            while i < len(text) and text[i] in SPACE:
                 i += 1
             if i >= len(text) or text[i] == "<":
                 pass

@@ -35,7 +35,8 @@ from reasonspan.runtime.toolcalls.partial_members import (
     member_text,
     string_only,
 )
-from reasonspan.runtime.toolcalls.xml_nested import NS, WS
+from reasonspan.runtime.toolcalls.sections import SPACE
+from reasonspan.runtime.toolcalls.xml_nested import NS
 
 _ROOT, _CALL, _LEAF, _TREE = range(4)
 _WAIT = "wait"
@@ -90,7 +91,7 @@ class XmlNestedCallsReader(MemberReader):
         text, i = self._text, self._i
         p = text.find(NS, i)
         gap = text[i:] if p < 0 else text[i:p]
-        rest = gap.lstrip(WS)
+        rest = gap.lstrip(SPACE)
         if rest and (p >= 0 or not NS.startswith(rest)):
             return self._stop()  # text between elements: the whole read refuses
         if p < 0:
@@ -157,7 +158,7 @@ class XmlNestedCallsReader(MemberReader):
         assert call is not None
         if not self._head:
             begin = self._start + self._value_at
-            if not last and not self._text[begin:stop].strip(WS):
+            if not last and not self._text[begin:stop].strip(SPACE):
                 return
             call.open_string(self._key)
             self._emit, self._head = begin, True

@@ -34,7 +34,10 @@ from typing import Any
 from reasonspan.runtime.core.tool_types import ToolCall, checked_call, dump_arguments
 
 _decoder = json.JSONDecoder()
-_SPACE = " \t\r\n"
+SPACE = " \t\r\n"
+"""The whitespace the readers skip between elements and strip from names and keys
+(JSON's four: never ``\\f``, ``\\v`` or a Unicode space, as :func:`skip_space`); the kind
+modules and partial readers that skip or strip it import this one set."""
 
 ReadCall = Callable[[str, int], "tuple[ToolCall, int] | None"]
 """``(section text, offset just after a call-begin marker) -> (call, offset after its
@@ -42,7 +45,7 @@ arguments)``, or None when the call does not read."""
 
 
 def skip_space(text: str, i: int) -> int:
-    while i < len(text) and text[i] in _SPACE:
+    while i < len(text) and text[i] in SPACE:
         i += 1
     return i
 
@@ -60,7 +63,7 @@ def json_object_at(text: str, i: int) -> tuple[dict[str, Any], int] | None:
 def plain_name(head: str) -> str | None:
     """A function name written between markers: stripped, non-empty, one word."""
     name = head.strip()
-    if not name or any(c in _SPACE for c in name) or "<" in name:
+    if not name or any(c in SPACE for c in name) or "<" in name:
         return None
     return name
 
@@ -99,7 +102,7 @@ def read_section(
     while True:
         at = body.find(begin, i)
         gap = body[i:] if at < 0 else body[i:at]
-        if gap.strip(_SPACE) and not noise:
+        if gap.strip(SPACE) and not noise:
             return None
         if at < 0:
             return None if dropped and not calls else calls

@@ -36,9 +36,8 @@ from typing import Any
 
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import NO_TOOLS, ToolCall, Tools, dump_arguments
+from reasonspan.runtime.toolcalls.sections import SPACE
 from reasonspan.runtime.toolcalls.values import typed_value
-
-_WS = " \t\r\n"
 
 
 @dataclass(frozen=True)
@@ -69,7 +68,7 @@ MINIMAX_XML = XmlShape(
 
 def _skip(text: str, i: int) -> int:
     n = len(text)
-    while i < n and text[i] in _WS:
+    while i < n and text[i] in SPACE:
         i += 1
     return i
 

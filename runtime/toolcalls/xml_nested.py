@@ -30,13 +30,12 @@ from typing import Any
 
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools, dump_arguments
+from reasonspan.runtime.toolcalls.sections import SPACE
 from reasonspan.runtime.toolcalls.values import schema_types, typed_value
 
 NS = "]<]minimax[>["
-# What follows NS (a tag) and the whitespace allowed between elements, shared with the
-# streamed reader (partial_xml_nested) so both read one grammar.
+# What follows NS (a tag), shared with the streamed reader (partial_xml_nested).
 TAG = re.compile(r'<(/?)([^<>\s/"]+)(?: name="([^"]*)")?>')
-WS = " \t\r\n"
 
 
 @dataclass
@@ -53,7 +52,7 @@ def parse_tree(body: str) -> Node | None:
     """The elements of ``body`` under an untagged root, or None when they do not nest; the
     streamed reader (partial_xml_nested) reads a closed value with it and :func:`node_value`."""
     pieces = body.split(NS)
-    if pieces[0].strip(WS):
+    if pieces[0].strip(SPACE):
         return None
     root = Node("")
     stack = [root]
@@ -67,7 +66,7 @@ def parse_tree(body: str) -> Node | None:
             if len(stack) == 1 or stack[-1].tag != tag:
                 return None
             stack.pop()
-            if rest.strip(WS):
+            if rest.strip(SPACE):
                 return None  # text between elements
         else:
             node = Node(tag, attr, rest)
@@ -91,13 +90,13 @@ def node_value(node: Node, schema: Mapping[str, Any]) -> Any:
     mixed with elements. Shared with the streamed reader (partial_xml_nested)."""
     kinds = schema_types(schema)
     if not node.children:
-        if not node.text.strip(WS) and "string" not in kinds:
+        if not node.text.strip(SPACE) and "string" not in kinds:
             if "object" in kinds:
                 return {}
             if "array" in kinds:
                 return []
         return typed_value(node.text, schema)
-    if node.text.strip(WS):
+    if node.text.strip(SPACE):
         raise _Malformed
     as_list = "array" in kinds if kinds else all(c.tag == "item" for c in node.children)
     if as_list:
@@ -114,7 +113,7 @@ def parse_xml_nested(body: str, tools: Tools) -> list[ToolCall] | None:
         return None
     calls: list[ToolCall] = []
     for invoke in root.children:
-        if invoke.tag != "invoke" or not invoke.attr or invoke.text.strip(WS):
+        if invoke.tag != "invoke" or not invoke.attr or invoke.text.strip(SPACE):
             return None
         params = tools.parameters(invoke.attr)
         props = sub_schema(params, "properties")
