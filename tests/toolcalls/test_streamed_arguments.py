@@ -559,7 +559,9 @@ def test_gemma4_calls_stream_too() -> None:
 
 
 G4_VALUE = st.one_of(
-    st.text('ab "\\\n東🙂{},[]:<tool_call|>', max_size=12),
+    # Gemma 4 quotes a string with <|"|> and has no escape for it: no string holds it
+    # (hypothesis drew '<|"|>' from these characters once; the whole read then has no call).
+    st.text('ab "\\\n東🙂{},[]:<tool_call|>', max_size=12).filter(lambda t: '<|"|>' not in t),
     st.integers(-99, 99),
     st.lists(st.integers(0, 9), max_size=3),
     st.fixed_dictionaries({"x": st.integers(0, 9), "y": st.text("ab, ", max_size=3)}),
