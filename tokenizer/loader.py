@@ -91,7 +91,7 @@ class LoadedTokenizer:
         return self._token_bytes
 
     @property
-    def _raw_json(self) -> str | None:
+    def raw_json(self) -> str | None:
         """The tokenizer.json text it was loaded from (None for an in-memory Tokenizer)."""
         return None if self._raw is None else self._raw.decode("utf-8")
 

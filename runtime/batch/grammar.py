@@ -124,7 +124,7 @@ def _lltokenizer(tok: LoadedTokenizer) -> Any:
         with _lock:
             got = tok.cache.get(_CACHE_KEY)
             if got is None:
-                raw = tok._raw_json if tok._raw_json is not None else tok.tokenizer.to_str()
+                raw = tok.raw_json if tok.raw_json is not None else tok.tokenizer.to_str()
                 got = llg.LLTokenizer(raw, n_vocab=tok.vocab_size)
                 tok.cache[_CACHE_KEY] = got
     return got

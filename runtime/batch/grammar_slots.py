@@ -255,8 +255,7 @@ class Grammars:
         gmask[at:end] = False
         if sl.tab[slot]:
             sl.row[slot] |= ASIDE_BIT
-        res._decided.pop(i, None)
-        res._spill.pop(i, None)
+        res.forget_decided(i)
         res.grammar_active[i] = False
 
     def fill(self, sl: Slots, slots: IntArray, out: np.ndarray[Any, Any]) -> BoolArray:

@@ -246,6 +246,12 @@ class BatchStepResult:
         if spill:
             self._spill[row] = tuple(spill)
 
+    def forget_decided(self, row: int) -> None:
+        """Row ``row`` decides nothing of its own this step (a grammar rejection failed
+        it): what :meth:`set_decided` recorded for it is dropped."""
+        self._decided.pop(row, None)
+        self._spill.pop(row, None)
+
     def took_parser(self, parser_rows: IntArray | None, hold_rows: list[IntArray]) -> None:
         """Record which rows the step sent through their own parser: ``parser_rows``, on
         the parser lane from their first token (None: none), and ``hold_rows``, hold-back

@@ -129,7 +129,7 @@ def step_one(
     if type(tok) is not int or not 0 <= tok < py.vocab[s]:
         return None
     # ---- validated: from here on the batch changes
-    lut, lab_t, nxt_t, inc_t = tables._scalar or tables.scalar()
+    lut, lab_t, nxt_t, inc_t = tables.built_scalar or tables.scalar()
     rows = py.row
     cnts = py.cnt
     idx = rows[s] + lut[py.lutb[s] + tok]
@@ -161,7 +161,7 @@ def _step_draft(
     # ---- validated: from here on the batch changes
     if type(toks) is tuple:
         toks = list(toks)
-    lut, lab_t, nxt_t, inc_t = tables._scalar or tables.scalar()
+    lut, lab_t, nxt_t, inc_t = tables.built_scalar or tables.scalar()
     rows = py.row
     cnts = py.cnt
     base = py.lutb[s]

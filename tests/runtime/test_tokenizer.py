@@ -187,7 +187,7 @@ def test_the_file_is_kept_as_its_bytes_and_read_back_as_its_text() -> None:
     path = folder("qwen-3") / "tokenizer.json"
     tok = reasonspan.load_tokenizer_sync(path)
     assert tok._raw == path.read_bytes()
-    assert tok._raw_json == path.read_text(encoding="utf-8")
+    assert tok.raw_json == path.read_text(encoding="utf-8")
     from_text = reasonspan.LoadedTokenizer(tok.tokenizer, "x", raw_json=path.read_text("utf-8"))
     in_memory = reasonspan.LoadedTokenizer(tok.tokenizer, "x")  # from tokenizer.to_str()
     assert from_text._raw == tok._raw
