@@ -25,9 +25,10 @@ Only requests added with ``sse=True`` (their stream is read as event bytes) ride
 per-slot state, and which of them may (a request offering tools too), is
 ``runtime/stream/sse_slots.py``. A request added with a ``writer`` (another protocol's
 events: ``runtime/wire/events.py``) rides it too: its rows are found the same way, and each
-row's escaped text is handed to its writer instead of framed in the templates. The bytes are identical to encoding the chunk Structs
-(``runtime.sse.chunk_events``): the prefix and suffix are cut from such an encoding at add
-time, and the escaped pieces come from msgspec itself.
+row's escaped text is handed to its writer instead of framed in the templates. The bytes
+are identical to encoding the chunk Structs (``runtime.sse.chunk_events``): the prefix and
+suffix are cut from such an encoding at add time, and the escaped pieces come from msgspec
+itself.
 """
 
 from __future__ import annotations
