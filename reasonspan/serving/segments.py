@@ -218,10 +218,6 @@ class Template:
     def __init__(self, encoded: bytes) -> None:
         self._pieces = encoded.split(b"\x00")
 
-    @property
-    def holes(self) -> int:
-        return len(self._pieces) - 1
-
     def fill(self, *values: bytes) -> bytes:
         """The bytes with each hole's value (JSON bytes, in the order the holes come)."""
         pieces = self._pieces
