@@ -186,3 +186,22 @@ def fed_in_pieces(reader: PartialReader, text: str, data: st.DataObject) -> list
         i += k
     assert all(c.complete and not c.broken for c in reader.calls)
     return [(c.name, "".join(c.arguments)) for c in reader.calls]
+
+
+def broken_first(
+    ids: list[int], prompt: list[int], make: Maker, sibling: Call, prefix: str = ""
+) -> str:
+    """The runtime streams ``ids`` (a ``write_file`` call whose long ``content`` breaks after
+    it was sent, then ``sibling``; 3 tokens a step, read every 4): the first call is listed
+    broken, sent in at least 10 pieces and never closed (its arguments start with
+    ``prefix``), the sibling follows whole, and the turn finishes "tool_calls". Returns the
+    content, for a kind's own checks."""
+    content, entries, writer, reason = run(
+        ids, list(range(0, len(ids), 3)), prompt=prompt, make=make, step=4
+    )
+    calls = joined(entries)
+    assert writer.broken == [0] and reason == "tool_calls"
+    assert calls[0][0] == "write_file" and not calls[0][1].endswith("}")
+    assert calls[0][1].startswith(prefix)
+    assert pieces(entries, 0) >= 10 and calls[1:] == want([sibling])
+    return content

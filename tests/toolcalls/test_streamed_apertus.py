@@ -26,12 +26,11 @@ from tests.support.streamed_calls import (
     CODE,
     TOOLS,
     Call,
+    broken_first,
     calls_strategy,
     compact,
     fed_in_pieces,
-    joined,
     pieces,
-    run,
     want,
 )
 from tests.support.streamed_calls import streams_as_whole as joins_whole
@@ -110,12 +109,7 @@ def test_a_call_broken_after_it_was_sent_is_listed_broken() -> None:
     ids = TOK.encode(START + "[" + sent + ', "mode": 1e999}}, ' + item(*sibling) + "]" + END)
     whole = parser().parse(ids, PROMPT, tools=TOOLS, finish_reason="stop")
     assert [(c.name, c.arguments) for c in whole.tool_calls] == want([sibling])
-    content, entries, writer, reason = run(ids, list(range(0, len(ids), 3)), prompt=PROMPT,
-                                           make=parser, step=4)  # fmt: skip
-    calls = joined(entries)
-    assert writer.broken == [0] and reason == "tool_calls"
-    assert calls[0][0] == "write_file" and not calls[0][1].endswith("}")
-    assert pieces(entries, 0) >= 10 and calls[1:] == want([sibling])
+    content = broken_first(ids, PROMPT, parser, sibling)
     assert content == (whole.content or "")
 
 

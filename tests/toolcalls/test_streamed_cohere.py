@@ -28,12 +28,11 @@ from tests.support.streamed_calls import (
     CODE,
     TOOLS,
     Call,
+    broken_first,
     calls_strategy,
     compact,
     fed_in_pieces,
-    joined,
     pieces,
-    run,
     want,
 )
 from tests.support.streamed_calls import streams_as_whole as joins_whole
@@ -112,13 +111,7 @@ def test_a_bad_first_argument_is_never_sent_and_a_later_one_breaks() -> None:
     ids = TOK.encode(PLAN + action([bad_later, item(1, *sibling)]))
     whole = make().parse(ids, PROMPT, tools=TOOLS, finish_reason="stop")
     assert [(c.name, c.arguments) for c in whole.tool_calls] == want([sibling])
-    content_text, entries, writer, reason = run(
-        ids, list(range(0, len(ids), 3)), prompt=PROMPT, make=make, step=4
-    )
-    calls = joined(entries)
-    assert writer.broken == [0] and reason == "tool_calls"
-    assert calls[0][0] == "write_file" and not calls[0][1].endswith("}")
-    assert pieces(entries, 0) >= 10 and calls[1:] == want([sibling])
+    content_text = broken_first(ids, PROMPT, make, sibling)
     assert content_text == (whole.content or "")
 
 

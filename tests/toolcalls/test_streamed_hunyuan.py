@@ -28,6 +28,7 @@ from tests.support.streamed_calls import (
     CODE,
     TOOLS,
     Call,
+    broken_first,
     calls_strategy,
     fed_in_pieces,
     joined,
@@ -126,14 +127,7 @@ def test_a_call_broken_after_it_was_sent_is_listed_broken(fam: Family) -> None:
     bad = fam.entry("write_file", {"path": "a.py", "content": CODE[:2000], "mode": "1e999"})
     ids = fam.ids(bad, fam.entry(*sibling))
     assert fam.whole(ids) == want([sibling])
-    _, entries, writer, reason = run(
-        ids, list(range(0, len(ids), 3)), prompt=fam.prompt, make=fam.make, step=4
-    )
-    calls = joined(entries)
-    assert writer.broken == [0] and reason == "tool_calls"
-    assert calls[0][0] == "write_file" and not calls[0][1].endswith("}")
-    assert calls[0][1].startswith('{"path":"a.py","content":"def step_0')
-    assert pieces(entries, 0) >= 10 and calls[1:] == want([sibling])
+    broken_first(ids, fam.prompt, fam.make, sibling, '{"path":"a.py","content":"def step_0')
 
 
 def test_a_repeated_key_is_left_to_the_whole_read() -> None:

@@ -27,11 +27,10 @@ from tests.support.streamed_calls import (
     CODE,
     TOOLS,
     Call,
+    broken_first,
     calls_strategy,
     fed_in_pieces,
-    joined,
     pieces,
-    run,
     want,
 )
 from tests.support.streamed_calls import streams_as_whole as joins_whole
@@ -99,14 +98,7 @@ def test_a_call_broken_after_it_was_sent_is_listed_broken() -> None:
     ids = output(request("write_file", args, after=" "), request(*sibling))
     whole = make().parse(ids, PROMPT, tools=TOOLS, finish_reason="stop")
     assert [(c.name, c.arguments) for c in whole.tool_calls] == want([sibling])
-    content, entries, writer, reason = run(
-        ids, list(range(0, len(ids), 3)), prompt=PROMPT, make=make, step=4
-    )
-    calls = joined(entries)
-    assert writer.broken == [0] and reason == "tool_calls"
-    assert calls[0][0] == "write_file" and not calls[0][1].endswith("}")
-    assert calls[0][1].startswith('{"path":"a.py","content":"def step_0')
-    assert pieces(entries, 0) >= 10 and calls[1:] == want([sibling])
+    content = broken_first(ids, PROMPT, make, sibling, '{"path":"a.py","content":"def step_0')
     assert content == (whole.content or "")
 
 

@@ -30,12 +30,11 @@ from tests.support.streamed_calls import (
     CODE,
     TOOLS,
     Call,
+    broken_first,
     calls_strategy,
     compact,
     fed_in_pieces,
-    joined,
     pieces,
-    run,
     want,
 )
 from tests.support.streamed_calls import streams_as_whole as joins_whole
@@ -233,14 +232,7 @@ def test_a_call_broken_after_it_was_sent_is_listed_broken(fam: Family) -> None:
     ids = fam.tok.encode(fam.frame[0] + body + fam.frame[1])
     whole = fam.make().parse(ids, fam.prompt, tools=TOOLS, finish_reason="stop")
     assert [(c.name, c.arguments) for c in whole.tool_calls] == [(sibling[0], compact(sibling[1]))]
-    content, entries, writer, reason = run(
-        ids, list(range(0, len(ids), 3)), prompt=fam.prompt, make=fam.make, step=4
-    )
-    calls = joined(entries)
-    assert writer.broken == [0] and reason == "tool_calls"
-    assert calls[0][0] == "write_file" and calls[0][1].startswith('{"path":"a.py","content":"')
-    assert not calls[0][1].endswith("}") and pieces(entries, 0) >= 10
-    assert calls[1:] == [(sibling[0], compact(sibling[1]))]
+    content = broken_first(ids, fam.prompt, fam.make, sibling, '{"path":"a.py","content":"')
     assert content == (whole.content or "")
 
 
