@@ -36,6 +36,7 @@ from typing import Any
 
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools, dump_arguments
+from reasonspan.runtime.toolcalls.sections import skip_any_space
 from reasonspan.runtime.toolcalls.values import typed_value
 
 _T = "｜DSML｜ ?"
@@ -44,7 +45,6 @@ INVOKE = re.compile(rf'\s*<{_T}invoke\s+name="([^"]*)"\s*(/?)>')
 PARAM = re.compile(rf'\s*<{_T}parameter\s+name="([^"]*)"(?:\s+string="(true|false)")?\s*>')
 PARAM_END = re.compile(rf"</{_T}parameter>")
 INVOKE_END = re.compile(rf"\s*</{_T}invoke>")
-_MORE = re.compile(r"\s*\S")
 
 
 def read_value(text: str, string: str | None, schema: Any) -> Any:
@@ -87,7 +87,7 @@ def _invoke(body: str, i: int, tools: Tools) -> tuple[ToolCall, int] | None:
 def parse_dsml(body: str, tools: Tools) -> list[ToolCall] | None:
     calls: list[ToolCall] = []
     i = 0
-    while _MORE.match(body, i):
+    while skip_any_space(body, i) < len(body):
         got = _invoke(body, i, tools)
         if got is None:
             return None

@@ -27,7 +27,7 @@ from typing import Any
 
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools, dump_arguments
-from reasonspan.runtime.toolcalls.sections import SPACE
+from reasonspan.runtime.toolcalls.sections import SPACE, skip_space
 from reasonspan.runtime.toolcalls.values import typed_value
 
 QUOTE = '<|"|>'
@@ -52,10 +52,7 @@ class ValueReader:
         self.i = 0
 
     def skip(self) -> None:
-        text, i = self.text, self.i
-        while i < len(text) and text[i] in SPACE:
-            i += 1
-        self.i = i
+        self.i = skip_space(self.text, self.i)
 
     def peek(self) -> str:
         self.skip()

@@ -26,6 +26,7 @@ from typing import Any
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools, checked_call
 from reasonspan.runtime.toolcalls.json_calls import read_json_values
+from reasonspan.runtime.toolcalls.sections import SPACE
 
 ARGUMENT_KEYS = ("args", "arguments", "parameters")
 
@@ -42,7 +43,7 @@ def _arguments(obj: dict[str, Any]) -> object:
 
 @body_kind("inkling")
 def parse_inkling(body: str, tools: Tools) -> list[ToolCall] | None:
-    values = read_json_values(body, " \t\r\n")
+    values = read_json_values(body, SPACE)
     if values is None or len(values) != 1 or not isinstance(values[0], dict):
         return None
     obj = values[0]

@@ -20,6 +20,7 @@ from typing import Any
 
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools, checked_call
+from reasonspan.runtime.toolcalls.sections import SPACE
 
 _decoder = json.JSONDecoder()
 
@@ -42,7 +43,7 @@ def _call(obj: object) -> ToolCall | None:
     return checked_call(name, {} if args is None else args)
 
 
-def read_json_values(text: str, separators: str = " \t\r\n;,") -> list[Any] | None:
+def read_json_values(text: str, separators: str = SPACE + ";,") -> list[Any] | None:
     """Every JSON value in ``text``, in order, allowing ``separators`` between them; None
     when anything else is there (the body is not this kind)."""
     out: list[Any] = []

@@ -33,13 +33,14 @@ import re
 
 import msgspec
 
+from reasonspan.runtime.toolcalls.sections import SPACE, SPACE_RUN
+
 # Event kinds.
 OPEN_OBJECT, CLOSE_OBJECT, OPEN_ARRAY, CLOSE_ARRAY, COLON, COMMA = "{", "}", "[", "]", ":", ","
 KEY, STR, PIECE, END, SCALAR, STOP, FAIL = "k", '"', "s", "e", "n", "x", "!"
 
 Event = tuple[str, str]
 
-_SPACE = re.compile(r"[ \t\r\n]*")
 _RUN = re.compile(r'[^"\\\x00-\x1f]*')
 _NUMBER_PREFIX = re.compile(r"-?[0-9]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
@@ -216,8 +217,8 @@ class JsonTokens:
     def _token(self, text: str, i: int, out: list[Event]) -> int:
         """Read one token outside strings at ``i``. -1: wait."""
         c = text[i]
-        if c in " \t\r\n":
-            i = _end(_SPACE, text, i)
+        if c in SPACE:
+            i = _end(SPACE_RUN, text, i)
             if i >= len(text):
                 return i
             c = text[i]

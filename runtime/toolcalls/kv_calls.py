@@ -30,18 +30,11 @@ from typing import Any
 
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools, dump_arguments
-from reasonspan.runtime.toolcalls.sections import SPACE
+from reasonspan.runtime.toolcalls.sections import SPACE, skip_space
 from reasonspan.runtime.toolcalls.values import typed_value
 
 _KEY, _KEY_END = "<arg_key>", "</arg_key>"
 _VALUE, _VALUE_END = "<arg_value>", "</arg_value>"
-
-
-def _skip(text: str, i: int) -> int:
-    n = len(text)
-    while i < n and text[i] in SPACE:
-        i += 1
-    return i
 
 
 def _name(body: str) -> str | None:
@@ -56,7 +49,7 @@ def _value_end(body: str, start: int) -> int:
     close is missing."""
     at = body.find(_VALUE_END, start)
     while at >= 0:
-        j = _skip(body, at + len(_VALUE_END))
+        j = skip_space(body, at + len(_VALUE_END))
         if j == len(body) or body.startswith(_KEY, j):
             return at
         at = body.find(_VALUE_END, at + 1)
@@ -91,7 +84,7 @@ def parse_kv(body: str, tools: Tools) -> list[ToolCall] | None:
     i = body.find(_KEY)
     n = len(body)
     while 0 <= i < n:
-        i = _skip(body, i)
+        i = skip_space(body, i)
         if i == n:
             break
         if not body.startswith(_KEY, i):
@@ -100,7 +93,7 @@ def parse_kv(body: str, tools: Tools) -> list[ToolCall] | None:
         if k_end < 0:
             return None
         key = body[i + len(_KEY) : k_end].strip(SPACE)
-        i = _skip(body, k_end + len(_KEY_END))
+        i = skip_space(body, k_end + len(_KEY_END))
         if not key or not body.startswith(_VALUE, i):
             return None
         start = i + len(_VALUE)

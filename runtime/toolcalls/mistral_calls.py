@@ -30,7 +30,7 @@ import re
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools, checked_call
 from reasonspan.runtime.toolcalls.json_calls import is_json_prefix
-from reasonspan.runtime.toolcalls.sections import SPACE
+from reasonspan.runtime.toolcalls.sections import SPACE, skip_space
 
 TOOL_CALLS, ARGS, CALL_ID = "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"
 
@@ -76,16 +76,14 @@ def _calls(text: str) -> list[ToolCall | None] | None:
             return None
         name = head.partition(CALL_ID)[0].strip(SPACE)
         j = at + len(ARGS)
-        while j < n and text[j] in SPACE:
-            j += 1
+        j = skip_space(text, j)
         try:
             args, j = _decoder.raw_decode(text, j)
         except ValueError:
             rest = text[j:]
             return calls if not rest or is_json_prefix(rest) else None
         calls.append(checked_call(name, args))
-        while j < n and text[j] in SPACE:
-            j += 1
+        j = skip_space(text, j)
         if j >= n:
             return calls
         if not text.startswith(TOOL_CALLS, j):

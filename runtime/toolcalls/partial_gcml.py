@@ -18,8 +18,6 @@ whole read decides at the close.
 
 from __future__ import annotations
 
-import re
-
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls import gcml_calls
 from reasonspan.runtime.toolcalls.gcml_calls import INVOKE, INVOKE_END, PARAM_END
@@ -32,11 +30,10 @@ from reasonspan.runtime.toolcalls.partial_tagged import (
     TaggedCallsReader,
     waits,
 )
-from reasonspan.runtime.toolcalls.sections import skip_space
+from reasonspan.runtime.toolcalls.sections import skip_any_space, skip_space
 
 _PARAM_OPEN = "<｜GCML｜parameter"
 _CLOSE = "</｜GCML｜tool_calls>"
-_SPACE = re.compile(r"\s*")
 
 
 class GcmlCallsReader(TaggedCallsReader):
@@ -78,9 +75,7 @@ class GcmlCallsReader(TaggedCallsReader):
             return self._call_closed(BETWEEN)
         p = gcml_calls.PARAM.match(text, i)
         if p is None:
-            space = _SPACE.match(text, i)
-            assert space is not None  # (it matches nothing at worst)
-            k = space.end()
+            k = skip_any_space(text, i)  # (PARAM's \s*, where the invoke's end takes JSON's)
             rest = text[k : k + len(_PARAM_OPEN)]
             if not rest or waits(rest, _PARAM_OPEN, INVOKE_END):
                 return False

@@ -22,7 +22,7 @@ from reasonspan.runtime.toolcalls import gemma4_calls
 from reasonspan.runtime.toolcalls.gemma4_calls import PREFIX, QUOTE
 from reasonspan.runtime.toolcalls.partial import PartialCall, opens_with, partial_kind
 from reasonspan.runtime.toolcalls.partial_members import MemberReader, member_text
-from reasonspan.runtime.toolcalls.sections import SPACE
+from reasonspan.runtime.toolcalls.sections import SPACE, skip_space
 
 _NAME, _KEY, _VALUE, _STRING, _AFTER = range(5)
 _NAME_MAX = 256
@@ -43,11 +43,8 @@ class Gemma4CallReader(MemberReader):
         return True if self._state == _STRING else False if self._state == _VALUE else None
 
     def _skip(self) -> int:
-        text, i = self._text, self._i
-        while i < len(text) and text[i] in SPACE:
-            i += 1
-        self._i = i
-        return i
+        self._i = skip_space(self._text, self._i)
+        return self._i
 
     def _step(self) -> bool:
         if self._state == _NAME:
@@ -86,9 +83,7 @@ class Gemma4CallReader(MemberReader):
             if end < 0:
                 return False
             key = text[i + len(QUOTE) : end]
-            colon = end + len(QUOTE)
-            while colon < len(text) and text[colon] in SPACE:
-                colon += 1
+            colon = skip_space(text, end + len(QUOTE))
             if colon >= len(text):
                 return False
             if text[colon] != ":":

@@ -23,19 +23,18 @@ from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls import xtml_calls
 from reasonspan.runtime.toolcalls.partial import PartialCall, opens_with, partial_kind
 from reasonspan.runtime.toolcalls.partial_members import LOOK, MemberReader, closer_followed
+from reasonspan.runtime.toolcalls.sections import skip_any_space
 
 _CALL, _PARAM, _VALUE = range(3)
 _OPEN = "<|open|>"
 _CALL_OPEN = "<|open|>call"
 _ARG_OPEN = "<|open|>argument"
 _CALL_CLOSE = "<|close|>call<|sep|>"
-_SPACE = re.compile(r"\s*")
 
 
 def _after_space(text: str, i: int) -> str:
     """The text from ``i`` on, leading whitespace (as the patterns' ``\\s*``) removed."""
-    m = _SPACE.match(text, i)
-    return text[m.end() if m else i :]
+    return text[skip_any_space(text, i) :]
 
 
 def _follows(text: str, at: int) -> bool | None:

@@ -20,7 +20,7 @@ import re
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
 from reasonspan.runtime.toolcalls.partial_members import MemberReader, string_only
-from reasonspan.runtime.toolcalls.sections import SPACE
+from reasonspan.runtime.toolcalls.sections import SPACE, skip_space
 from reasonspan.runtime.toolcalls.values import typed_value
 
 _KEY, _KEY_END = "<arg_key>", "</arg_key>"
@@ -63,9 +63,7 @@ class KvCallReader(MemberReader):
         return self._value(text)
 
     def _pair(self, text: str) -> bool:
-        i = self._i
-        while i < len(text) and text[i] in SPACE:
-            i += 1
+        i = skip_space(text, self._i)
         rest = text[i : i + len(_KEY)]
         if len(rest) < len(_KEY):
             return False if _KEY.startswith(rest) else self._stop()
@@ -75,9 +73,7 @@ class KvCallReader(MemberReader):
         if k_end < 0:
             return False
         key = text[i + len(_KEY) : k_end].strip(SPACE)
-        j = k_end + len(_KEY_END)
-        while j < len(text) and text[j] in SPACE:
-            j += 1
+        j = skip_space(text, k_end + len(_KEY_END))
         head = text[j : j + len(_VALUE)]
         if len(head) < len(_VALUE):
             return False if _VALUE.startswith(head) else self._stop()
@@ -94,9 +90,7 @@ class KvCallReader(MemberReader):
         assert call is not None
         at = text.find(_VALUE_END, self._i)
         while at >= 0:
-            j = at + len(_VALUE_END)
-            while j < len(text) and text[j] in SPACE:
-                j += 1
+            j = skip_space(text, at + len(_VALUE_END))
             rest = text[j:]
             if rest.startswith(_KEY):
                 return self._decided(at, j)

@@ -29,9 +29,8 @@ from reasonspan.runtime.toolcalls.partial_sections import (
     SKIP,
     SectionCallsReader,
 )
-from reasonspan.runtime.toolcalls.sections import plain_name
+from reasonspan.runtime.toolcalls.sections import SPACE, plain_name
 
-_SPACE = " \t\r\n"
 _CLOSE = "<|plamo:end_tool_requests:plamo|>"
 """The region's close tag (:data:`architectures.plamo3.END_TOOL_REQUESTS`): its first
 tokens reach the reader before the region closes."""
@@ -73,11 +72,11 @@ class Plamo3CallsReader(SectionCallsReader):
     def _step(self) -> bool:
         at = self._i
         if self._state == BETWEEN:
-            gap = self._text[at:].lstrip(_SPACE)
+            gap = self._text[at:].lstrip(SPACE)
             if gap and len(gap) < len(_CLOSE) and _CLOSE.startswith(gap):
                 return False  # the region's close tag, several tokens, may be coming
         text = self._text
-        if self._state == AFTER and self._k == 0 and at < len(text) and text[at] in _SPACE:
+        if self._state == AFTER and self._k == 0 and at < len(text) and text[at] in SPACE:
             self._lost()  # not the end tag right after the object: the call is dropped
             self._state = SKIP
             return True

@@ -34,9 +34,8 @@ from reasonspan.runtime.toolcalls.partial_args import (
     GOING,
     ArgumentWriter,
 )
-from reasonspan.runtime.toolcalls.sections import plain_name, skip_space
+from reasonspan.runtime.toolcalls.sections import SPACE, plain_name, skip_space
 
-_SPACE = " \t\r\n"
 BETWEEN, HEAD, ARGS, AFTER, SKIP = range(5)
 HEAD_MAX = 1024
 """Characters a call's head may have here: a longer one is not followed (the calls go
@@ -162,8 +161,8 @@ class SectionCallsReader:
         if self._state == BETWEEN:
             at = text.find(self._begin, i)
             gap = text[i:] if at < 0 else text[i:at]
-            stray = gap.strip(_SPACE) and not self._noise
-            if stray and (at >= 0 or not self._begin.startswith(gap.lstrip(_SPACE))):
+            stray = gap.strip(SPACE) and not self._noise
+            if stray and (at >= 0 or not self._begin.startswith(gap.lstrip(SPACE))):
                 return self._malformed()
             if at < 0:
                 # (text skipped between calls is read once: only a marker's start waits)
@@ -288,7 +287,7 @@ def _mistral_head(text: str, i: int) -> tuple[int, str | None] | None:
     head = text[i:at]
     if not mistral_calls.head_ok(head):
         return MALFORMED
-    return at + len(mistral_calls.ARGS), head.partition(mistral_calls.CALL_ID)[0].strip(_SPACE)
+    return at + len(mistral_calls.ARGS), head.partition(mistral_calls.CALL_ID)[0].strip(SPACE)
 
 
 def _mistral_accepts(body: str) -> bool | None:

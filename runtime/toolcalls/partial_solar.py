@@ -26,7 +26,7 @@ from __future__ import annotations
 from reasonspan.runtime.core.tool_types import Tools
 from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
 from reasonspan.runtime.toolcalls.partial_members import MemberReader, held_back, string_only
-from reasonspan.runtime.toolcalls.sections import plain_name
+from reasonspan.runtime.toolcalls.sections import plain_name, skip_any_space
 from reasonspan.runtime.toolcalls.solar_calls import ARG_END, ARG_START, ARG_VALUE, CALL_START
 from reasonspan.runtime.toolcalls.values import typed_value
 
@@ -89,10 +89,8 @@ class SolarCallsReader(MemberReader):
 
     def _pair(self) -> bool:
         """The next argument's key, or the end of the part."""
-        text, i = self._text, self._i
-        while i < len(text) and text[i].isspace():
-            i += 1
-        self._i = i
+        text = self._text
+        self._i = i = skip_any_space(text, self._i)
         rest = text[i : i + _LONGEST]
         if rest.startswith(CALL_START):
             self._i = i + len(CALL_START)

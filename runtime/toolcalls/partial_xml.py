@@ -30,7 +30,7 @@ from reasonspan.runtime.toolcalls.partial_members import (
     member_text,
     string_only,
 )
-from reasonspan.runtime.toolcalls.sections import SPACE
+from reasonspan.runtime.toolcalls.sections import skip_space
 from reasonspan.runtime.toolcalls.values import typed_value
 
 _WAIT, _NO = "\0wait", "\0no"
@@ -170,10 +170,7 @@ class XmlCallsReader:
     # ------------------------------------------------------------------ tags
 
     def _skip(self) -> int:
-        text, i = self._text, self._i
-        while i < len(text) and text[i] in SPACE:
-            i += 1
-        return i
+        return skip_space(self._text, self._i)
 
     def _between(self) -> bool:
         i = self._skip()
@@ -306,8 +303,7 @@ class XmlCallsReader:
         (the end of the body, or a region close marker, would end the value there)."""
         text = self._text
         if strict:
-            while i < len(text) and text[i] in SPACE:
-                i += 1
+            i = skip_space(text, i)
             if i >= len(text) or text[i] == "<":
                 pass
             else:

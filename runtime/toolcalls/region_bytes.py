@@ -13,11 +13,14 @@ import re
 
 from reasonspan.runtime.core.tool_format import CompiledToolFormat, ToolFormat
 from reasonspan.runtime.core.tool_types import ToolCall, Tools
+from reasonspan.runtime.toolcalls.sections import SPACE
 
 Bytes = bytes | bytearray
 """A region's bytes: a join of its tokens, or the open region's grown buffer."""
 
-WS = b" \t\r\n"
+WS = SPACE.encode("ascii")
+"""JSON's whitespace (:data:`.sections.SPACE`) as bytes, for the byte scans here and in
+:mod:`.extract`."""
 _QUOTE_OR_BACKSLASH = re.compile(rb'["\\]')
 
 

@@ -28,6 +28,7 @@ is only how one call's head reads; this module does the rest once:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +39,10 @@ SPACE = " \t\r\n"
 """The whitespace the readers skip between elements and strip from names and keys
 (JSON's four: never ``\\f``, ``\\v`` or a Unicode space, as :func:`skip_space`); the kind
 modules and partial readers that skip or strip it import this one set."""
+SPACE_RUN = re.compile(f"[{SPACE}]*")
+"""A run of :data:`SPACE` as a pattern, for the JSON lexer (:mod:`.json_stream`), which
+skips a long indent in one ``match`` rather than a character at a time."""
+_ANY_SPACE = re.compile(r"\s*")
 
 ReadCall = Callable[[str, int], "tuple[ToolCall, int] | None"]
 """``(section text, offset just after a call-begin marker) -> (call, offset after its
@@ -45,9 +50,22 @@ arguments)``, or None when the call does not read."""
 
 
 def skip_space(text: str, i: int) -> int:
+    """The offset after the :data:`SPACE` at ``text[i]``: the whitespace JSON and the
+    marker sections allow between elements (a loop: the runs are mostly one character)."""
     while i < len(text) and text[i] in SPACE:
         i += 1
     return i
+
+
+def skip_any_space(text: str, i: int) -> int:
+    """The offset after the whitespace at ``text[i]`` in Python's sense (``\\s``, the set
+    ``str.isspace`` tests), wider than :func:`skip_space` on purpose: the tag grammars
+    (dsml, xtml, gcml's parameters, solar) allow ``\\s*`` between elements, so their
+    whole and streamed readers skip what those patterns skip (a ``\\f`` or a no-break
+    space too), where JSON allows only its four."""
+    m = _ANY_SPACE.match(text, i)
+    assert m is not None  # (an empty match at worst)
+    return m.end()
 
 
 def json_object_at(text: str, i: int) -> tuple[dict[str, Any], int] | None:

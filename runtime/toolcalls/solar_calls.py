@@ -35,7 +35,7 @@ from typing import Any
 
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools, checked_call
-from reasonspan.runtime.toolcalls.sections import plain_name
+from reasonspan.runtime.toolcalls.sections import plain_name, skip_any_space
 from reasonspan.runtime.toolcalls.values import typed_value
 
 CALL_START = "<|tool_call:start|>"
@@ -50,12 +50,6 @@ def _value_end(body: str, i: int) -> tuple[int, int]:
         return end, end + len(ARG_END)
     stop = len(body) if nxt < 0 else nxt
     return stop, stop
-
-
-def _skip_space(body: str, i: int) -> int:
-    while i < len(body) and body[i].isspace():
-        i += 1
-    return i
 
 
 def _call(body: str, tools: Tools) -> ToolCall | None:
@@ -78,7 +72,7 @@ def _call(body: str, tools: Tools) -> ToolCall | None:
         end, i = _value_end(body, start)
         if key not in args:
             args[key] = typed_value(body[start:end], tools.property_schema(name, key))
-        i = _skip_space(body, i)
+        i = skip_any_space(body, i)
     return checked_call(name, args)
 
 

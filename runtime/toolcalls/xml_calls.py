@@ -36,7 +36,7 @@ from typing import Any
 
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import NO_TOOLS, ToolCall, Tools, dump_arguments
-from reasonspan.runtime.toolcalls.sections import SPACE
+from reasonspan.runtime.toolcalls.sections import skip_space
 from reasonspan.runtime.toolcalls.values import typed_value
 
 
@@ -66,17 +66,10 @@ MINIMAX_XML = XmlShape(
 )
 
 
-def _skip(text: str, i: int) -> int:
-    n = len(text)
-    while i < n and text[i] in SPACE:
-        i += 1
-    return i
-
-
 def _ends_value(text: str, i: int, shape: XmlShape) -> bool:
     """Does a value end before ``i``: only whitespace, then the next parameter, the
     function close or the end of the body?"""
-    j = _skip(text, i)
+    j = skip_space(text, i)
     return (
         j == len(text)
         or text.startswith(shape.function_close, j)
@@ -129,7 +122,7 @@ def read_functions(body: str, tools: Tools, shape: XmlShape) -> list[ToolCall] |
 def _read(body: str, tools: Tools, shape: XmlShape) -> list[ToolCall] | str | None:
     """The calls; :data:`_OPEN` when the body ends inside a function; None otherwise."""
     calls: list[ToolCall] = []
-    i = _skip(body, 0)
+    i = skip_space(body, 0)
     n = len(body)
     while i < n:
         fn = shape.function.match(body, i)
@@ -141,7 +134,7 @@ def _read(body: str, tools: Tools, shape: XmlShape) -> list[ToolCall] | str | No
         args: dict[str, Any] = {}
         i = fn.end()
         while True:
-            i = _skip(body, i)
+            i = skip_space(body, i)
             if body.startswith(shape.function_close, i):
                 i += len(shape.function_close)
                 break
@@ -160,7 +153,7 @@ def _read(body: str, tools: Tools, shape: XmlShape) -> list[ToolCall] | str | No
             value = _layout(body[param.end() : end])
             args[key] = typed_value(value, tools.property_schema(name, key))
         calls.append(ToolCall(name=name, arguments=dump_arguments(args)))
-        i = _skip(body, i)
+        i = skip_space(body, i)
     return calls or None
 
 
@@ -168,7 +161,7 @@ def function_complete(body: str, shape: XmlShape) -> bool | None:
     """The ``complete`` check: None when ``body`` does not begin with a function; False
     while it ends inside one (a close marker here is argument text); True when it reads as
     whole functions, or never will (stray text: the region closes, and is content)."""
-    if shape.function.match(body, _skip(body, 0)) is None:
+    if shape.function.match(body, skip_space(body, 0)) is None:
         return None
     return _read(body, NO_TOOLS, shape) != _OPEN
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from reasonspan.runtime.core.tool_format import body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools, dump_arguments
+from reasonspan.runtime.toolcalls.sections import skip_any_space
 from reasonspan.runtime.toolcalls.values import typed_value
 
 # The element patterns, shared with the streamed reader (partial_kimi_k3) so both read one
@@ -44,7 +45,6 @@ CALL_END = re.compile(r"\s*<\|close\|>call<\|sep\|>")
 _ATTR = re.compile(r"([\w-]+)=\"([^\"]*)\"")
 _ENTITY = re.compile(r"&(amp|quot|lt|gt|apos);")
 _ENTITIES = {"amp": "&", "quot": '"', "lt": "<", "gt": ">", "apos": "'"}
-_MORE = re.compile(r"\s*\S")
 
 
 def attributes(text: str) -> dict[str, str]:
@@ -100,7 +100,7 @@ def _call(body: str, i: int, tools: Tools) -> tuple[ToolCall, int] | None:
 def parse_kimi_k3(body: str, tools: Tools) -> list[ToolCall] | None:
     calls: list[ToolCall] = []
     i = 0
-    while _MORE.match(body, i):
+    while skip_any_space(body, i) < len(body):
         got = _call(body, i, tools)
         if got is None:
             return None
