@@ -11,8 +11,9 @@ re-encode a value token by token:
 - ``{`` ``}`` ``[`` ``]`` ``:`` ``,`` (inside a value; ``,`` and ``;`` between top-level
   values are separators, as ``read_json_values`` allows, and not reported);
 - :data:`KEY` with the decoded key, once it is whole;
-- :data:`STR` (a value string begins), :data:`PIECE` with decoded text as it arrives,
-  :data:`END` (the string closed);
+- :data:`STR` (a value string begins), :data:`PIECE` with its text as it arrives, in
+  canonical JSON (escaped as msgspec escapes: what a reader writes is the piece itself;
+  :func:`decoded` gives the text), :data:`END` (the string closed);
 - :data:`SCALAR` with the canonical text of a number or literal (``1E2`` → ``100.0``),
   once the next character shows it is whole;
 - :data:`STOP` at text that begins no value at the top level (prose after the calls, the
@@ -41,7 +42,11 @@ KEY, STR, PIECE, END, SCALAR, STOP, FAIL = "k", '"', "s", "e", "n", "x", "!"
 
 Event = tuple[str, str]
 
-_RUN = re.compile(r'[^"\\\x00-\x1f]*')
+_CANONICAL = re.compile(r'[^"\\\x00-\x1f]*(?:\\["\\bfnrt][^"\\\x00-\x1f]*)*')
+"""String text written as msgspec writes it: raw characters but the quote, the backslash
+and control characters, which take their short escapes (``\\u`` escapes, ``\\/`` and
+the other control characters do not match): such text is its own canonical piece, read
+without decoding and encoding it again (the run of a long argument, a file's lines)."""
 _NUMBER_PREFIX = re.compile(r"-?[0-9]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
@@ -109,6 +114,12 @@ def _end(pattern: re.Pattern[str], text: str, i: int) -> int:
     return m.end()
 
 
+def decoded(piece: str) -> str:
+    """The text of a :data:`PIECE` (or of pieces joined): the inverse of :func:`encoded`."""
+    text: str = _loads(f'"{piece}"')
+    return text
+
+
 def encoded(text: str) -> str:
     """``text`` as the inside of a JSON string, escaped as msgspec escapes it (per
     character, so pieces encode to the pieces of the whole)."""
@@ -140,11 +151,11 @@ class JsonTokens:
         return self._tail
 
     def plain_string_text(self, more: str) -> bool:
-        """Is ``more`` nothing but text inside the value string being read (no quote,
-        escape or control character, nothing waiting)? Then it is read as one
-        :data:`PIECE` whose JSON text is itself, and the caller may take it as is:
-        (the run of a long string argument, token after token)."""
-        return self._string == 1 and not self._tail and _RUN.fullmatch(more) is not None
+        """Is ``more`` nothing but canonical text inside the value string being read (no
+        closing quote, nothing waiting, every escape one msgspec writes: :data:`_CANONICAL`)?
+        Then it is read as one :data:`PIECE` that is itself, and the caller may take it as
+        is (the run of a long string argument, token after token)."""
+        return self._string == 1 and not self._tail and _CANONICAL.fullmatch(more) is not None
 
     def feed(self, more: str, out: list[Event]) -> None:
         """Read ``more`` text, appending its events to ``out``."""
@@ -174,7 +185,16 @@ class JsonTokens:
     def _in_string(self, text: str, i: int, out: list[Event]) -> int:
         """Read string text from ``i``: up to its closing quote, or as much of it as the
         text holds whole (an escape it cuts waits), decoded in one go by ``json`` (its
-        strict rules, so what it refuses fails here too). -1: wait."""
+        strict rules, so what it refuses fails here too). -1: wait. A value string's run of
+        canonical text (:data:`_CANONICAL`) is its own piece, taken as it is."""
+        if self._string == 1:
+            j = _CANONICAL.match(text, i).end()  # type: ignore[union-attr]
+            if j > i:
+                out.append((PIECE, text[i:j]))
+                if j < len(text) and text[j] == '"':
+                    self._close_string(out)
+                    return j + 1
+                return j
         end = _closing_quote(text, i)
         seg = text[i:] if end < 0 else text[i:end]
         if end < 0:
@@ -195,7 +215,7 @@ class JsonTokens:
         if self._string == 2:
             self._key.append(piece)
         else:
-            out.append((PIECE, piece))
+            out.append((PIECE, encoded(piece)))
 
     def _close_string(self, out: list[Event]) -> None:
         if self._string == 2:

@@ -48,7 +48,7 @@ class ArgumentWriter:
         object: its first member is whole), :data:`CLOSED` or :data:`FAILED`."""
         out = self.out
         if kind == PIECE:
-            out.append(encoded(value))
+            out.append(value)
         elif kind in (STR, END):
             out.append('"')
         elif kind == SCALAR:

@@ -32,6 +32,7 @@ from reasonspan.runtime.toolcalls.json_stream import (
     STR,
     Event,
     JsonTokens,
+    decoded,
 )
 from reasonspan.runtime.toolcalls.partial import PartialCall, partial_kind
 from reasonspan.runtime.toolcalls.partial_args import (
@@ -144,7 +145,7 @@ class JsonCallsReader:
             self._name.append(value)
         elif kind == END and self._name is not None:
             if call is not None:
-                call.name = "".join(self._name)
+                call.name = decoded("".join(self._name))
             self._name = None
         elif at_call and self._key in _ARGUMENTS and kind in (STR, SCALAR):
             assert call is not None
