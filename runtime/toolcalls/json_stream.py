@@ -188,7 +188,7 @@ class JsonTokens:
         strict rules, so what it refuses fails here too). -1: wait. A value string's run of
         canonical text (:data:`_CANONICAL`) is its own piece, taken as it is."""
         if self._string == 1:
-            j = _CANONICAL.match(text, i).end()  # type: ignore[union-attr]
+            j = _end(_CANONICAL, text, i)
             if j > i:
                 out.append((PIECE, text[i:j]))
                 if j < len(text) and text[j] == '"':
