@@ -7,6 +7,7 @@ from typing import Any
 
 from reasonspan.runtime.parser.contract import ReasoningParser, TokenIds
 from reasonspan.runtime.text.citations import Citation, as_content
+from reasonspan.runtime.text.results import ParsedReasoningDelta
 from reasonspan.runtime.toolcalls import ToolCall, ToolCallExtractor, Tools
 from reasonspan.runtime.wire.call_messages import ToolCallStream
 
@@ -71,10 +72,14 @@ class TextSplitter:
         self.reasoning_as_content = False
         """Set by :meth:`finish` when the reasoning was returned as the content because no
         content came, as ``parse()`` returns it; nothing was returned as reasoning."""
+        self._decided: ParsedReasoningDelta | None = None
+        """What the parser decided in the last :meth:`feed` (for :meth:`fed_labels`)."""
+        self._final: bytes | None = None
+        """After :meth:`finish`: the labels the last feed and the finish decided."""
 
     def feed(self, delta_token_ids: TokenIds) -> tuple[str, str]:
         """Return ``(reasoning_text, content_text)`` released by these tokens."""
-        d = self._stream(delta_token_ids, self.is_reasoning)
+        d = self._decided = self._stream(delta_token_ids, self.is_reasoning)
         self.is_reasoning = d.is_still_reasoning
         if self._plain:
             return self._feed_text(d.token_ids, d.labels, d.spill)
@@ -97,6 +102,8 @@ class TextSplitter:
         d = self.parser.finish(self.is_reasoning)
         self.is_reasoning = d.is_still_reasoning
         self.reasoning_as_content = d.reasoning_as_content
+        if self._final is None:
+            self._final = (self._decided.labels if self._decided is not None else b"") + d.labels
         ids, labels, spill = d.token_ids, bytearray(d.labels), list(d.spill)
         if self._tools is not None:
             ids, labels, spill, calls = self._tools.feed(ids, labels, spill)
@@ -119,6 +126,38 @@ class TextSplitter:
                 self._swapped = as_content(self._decoder.take_citations(), len(r))
                 return "", r + c
         return r, c
+
+    def fed_labels(self, n: int) -> bytes:
+        """The labels of the last ``n`` token ids fed, as ``parse()`` of everything fed so
+        far labels them (before its ``reasoning_as_content`` swap, which only the end of
+        the output decides); ``n`` at most the length of the last delta fed.
+
+        Tokens the parser decided are labelled for good. Tokens it holds at a possible
+        marker are labelled as :meth:`finish` would label them if the output ended here
+        (the parser's state is put back: nothing changes), which the next tokens may
+        overturn. For a caller that must say now what a delta's tokens are (vLLM asks a
+        reasoning parser for the content ids of the delta where reasoning ended) without
+        parsing the output again. After :meth:`finish`, the labels of the last feed's
+        tokens, final."""
+        if n < 0:
+            raise ValueError(f"n must be at least 0, not {n}")
+        labels = self._final
+        if labels is None:
+            d = self._decided
+            labels = d.labels if d is not None else b""
+            if d is not None and d.held_token_count:
+                parser = self.parser
+                snap = parser.snapshot()
+                try:
+                    labels += parser.finish(self.is_reasoning).labels
+                finally:
+                    parser.restore(snap)
+        if n > len(labels):
+            raise ValueError(
+                f"the labels of the last {n} tokens are not known here: at most the last "
+                f"delta's ({len(labels)} tokens decided or held since the feed before it)"
+            )
+        return labels[len(labels) - n :]
 
     def take_tool_calls(self) -> list[ToolCall]:
         """The tool calls completed since the last call, in order (with ``tools``; and
