@@ -218,6 +218,50 @@ def test_a_thinking_switch_the_chat_template_ignores_is_dropped(
     assert parser.count_reasoning_tokens(ids) == rs.parse(ids).reasoning_tokens
 
 
+UNRENDERABLE = "{% for tc in m.tool_calls %}{{ tc }}{% endfor %}<|assistant|>"
+"""A template fragment that does not render (``m`` is undefined), as vLLM's own GLM-5.3
+test hands one."""
+
+
+@pytest.mark.parametrize(
+    ("template", "thinks"),
+    [
+        (UNRENDERABLE + "<think>", True),
+        (
+            UNRENDERABLE + "{% if enable_thinking is defined and not enable_thinking %}</think>"
+            "{% else %}<think>{% endif %}",
+            False,
+        ),
+    ],
+    ids=["never_reads_the_switch", "reads_the_switch"],
+)
+@pytest.mark.parametrize("switch", ["enable_thinking", "thinking"])
+def test_a_template_that_does_not_render_keeps_a_switch_only_if_it_reads_it(
+    template: str, thinks: bool, switch: str
+) -> None:
+    """Without a rendering to look at, the template's text decides: a switch it never reads
+    cannot change the prompt, so the model thinks as it would without it (streamed and
+    not). One it reads is obeyed."""
+    tok = copy.copy(hf("glm47"))
+    tok.chat_template = template
+    cls = ReasoningParserManager.get_reasoning_parser("reasonspan_glm47")
+    kwargs = {"chat_template_kwargs": {switch: False}}
+    output = "Simple question.</think>2 + 2 = 4"
+    # Only enable_thinking is read by the second template: "thinking" is never read there.
+    obeyed = not thinks and switch == "enable_thinking"
+    want = (None, output) if obeyed else ("Simple question.", "2 + 2 = 4")
+    assert cls(tok, **kwargs).extract_reasoning(output, request(None)) == want
+    parser = cls(tok, **kwargs)
+    parts = [
+        parser.extract_reasoning_streaming("", "", "", [], [], [t])
+        for t in tok.encode(output, add_special_tokens=False)
+    ]
+    parts.append(parser.finish_streaming())
+    reasoning = "".join(m.reasoning or "" for m in parts if m is not None)
+    content = "".join(m.content or "" for m in parts if m is not None)
+    assert (reasoning or None, content) == want
+
+
 @pytest.mark.parametrize("mode", ["vllm", "reasonspan"])
 def test_step3p5s_trailing_reasoning_whitespace(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     """vLLM's step3p5 parser (its engine's ``strip_trailing_reasoning_whitespace``) drops

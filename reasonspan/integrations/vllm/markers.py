@@ -6,7 +6,7 @@
   (the "no marker found" answer of :meth:`ReasoningAdapter.is_reasoning_end`).
 - :func:`honoured_switches`: the chat_template_kwargs with a thinking switch dropped when
   the chat template vLLM's tokenizer carries ignores it (GLM-5.3's template opens ``<think>``
-  whatever ``enable_thinking`` says).
+  whatever ``enable_thinking`` says, and never reads it).
 - :data:`GATE_FAMILIES`: the family whose markers say where the model's reasoning ends, for
   a family that reports reasoning as content (vLLM's grammar gate).
 """
@@ -93,6 +93,22 @@ def _switch_keys(cls: type[ReasoningParser]) -> frozenset[str]:
     return frozenset((*spec.thinking_switches, *(k for k, _ in spec.thinking_off_when)))
 
 
+def _reads_none_of(template: str, names: frozenset[str] | set[str]) -> bool:
+    """Whether the template, parsed (not rendered), reads none of these variables: then
+    the prompt is the same whatever they say. False when it does not parse (nothing is
+    known) or ``names`` is empty."""
+    if not names:
+        return False
+    try:
+        from jinja2 import Environment, meta
+
+        env = Environment(extensions=["jinja2.ext.loopcontrols"])
+        read = meta.find_undeclared_variables(env.parse(template))
+    except Exception:  # jinja2 missing, or a syntax it does not know: nothing is known
+        return False
+    return read.isdisjoint(names)
+
+
 def honoured_switches(
     family: str, tok: LoadedTokenizer, kwargs: Mapping[str, Any], template: Any
 ) -> dict[str, Any]:
@@ -102,8 +118,11 @@ def honoured_switches(
     carries (reasonspan's template profile renders it under these kwargs): a template that
     still opens a reasoning block has no such switch (GLM-5.3's), and obeying the switch
     would call the model's reasoning the answer. Such a switch is dropped (and logged), as
-    vLLM's GLM parser does for that template. Rendered once per tokenizer, family, kwargs
-    and template; without a template or with thinking on, nothing is rendered."""
+    vLLM's GLM parser does for that template. A template that does not render (a
+    fragment, or one that needs messages the profile does not write) is parsed instead: a
+    switch it never reads is dropped too, since the prompt is the same without it. Checked
+    once per tokenizer, family, kwargs and template; without a template or with thinking
+    on, nothing is rendered."""
     out = dict(kwargs)
     if not out or not isinstance(template, str) or not template:
         return out
@@ -116,12 +135,19 @@ def honoured_switches(
     if key not in cache:
         from reasonspan.detection.profile import template_profile
 
-        setting = template_profile(cls, tok, chat_template=template).setting(out)
-        cache[key] = setting is not None and setting.switch_ignored
+        profile = template_profile(cls, tok, chat_template=template)
+        setting = profile.setting(out)
+        if profile.fallback or setting is None or setting.error:
+            # Not rendered (a fragment, or a template that needs messages of its own):
+            # a template that never reads the switch cannot obey it.
+            cache[key] = _reads_none_of(template, _switch_keys(cls) & out.keys())
+        else:
+            cache[key] = setting.switch_ignored
         if cache[key]:
             log.warning(
-                "%s: the chat template opens reasoning whatever %s says; the switch is "
-                "ignored, so the model's reasoning is not read as the answer",
+                "%s: the chat template ignores %s (it opens reasoning anyway, or never "
+                "reads it); the switch is dropped, so the model's reasoning is not read "
+                "as the answer",
                 family,
                 json.dumps(out, default=repr),
             )

@@ -84,7 +84,6 @@ class ReasoningAdapter:
         self._tail = ReasoningTail() if strips_reasoning_tail(self.family) else None
         self._prompt: list[int] | None = None
         self._split: TextSplitter | None = None
-        self._fed: list[int] = []
         self._last_delta: list[int] = []
         self._delta_content: list[int] | None = None
         self._finished = False
@@ -206,7 +205,6 @@ class ReasoningAdapter:
         """The reasoning and content text these delta tokens release (``None`` when they
         release nothing: held at a possible marker, or a consumed marker)."""
         delta = list(delta_token_ids)
-        self._fed += delta
         self._last_delta = delta
         reasoning, content, calls = self.feed(delta)
         if self._handed_over or not self.has_engine_confirmed_reasoning_end():
@@ -263,9 +261,12 @@ class ReasoningAdapter:
         return reasoning, content, split.take_tool_calls()
 
     def _content_of_last_delta(self) -> list[int]:
-        labels = self._new_parser().parse(self._fed, self._prompt).labels
-        tail = labels[len(self._fed) - len(self._last_delta) :]
-        return [t for t, lab in zip(self._last_delta, tail, strict=True) if lab not in _NOT_CONTENT]
+        """The content tokens of the delta just fed, from the splitter's own labels (those
+        of ``parse()`` of the output so far; tokens held at a possible marker labelled as
+        if the output ended there): nothing is parsed again."""
+        delta = self._last_delta
+        labels = self._splitter().fed_labels(len(delta))
+        return [t for t, lab in zip(delta, labels, strict=True) if lab not in _NOT_CONTENT]
 
 
 def _auto_tools(request: Any) -> bool:
