@@ -225,6 +225,37 @@ def test_token_id_methods() -> None:
     assert p.extract_reasoning("d e", request(None)) == (None, "d e")  # None, not ""
 
 
+@pytest.mark.parametrize(
+    ("family", "text"),
+    [
+        ("qwen3", "<think>a b c</think>\n\nd e"),
+        ("olmo3", "a b c</think>d e"),  # </think> is three tokens there: held pieces
+        ("kimi_k2", "<think>Plan.</think>Calling.<|tool_calls_section_begin|>"),
+    ],
+)
+def test_the_content_ids_of_the_delta_where_reasoning_ended(family: str, text: str) -> None:
+    """During a stream vLLM asks ``extract_content_ids`` of the delta in which reasoning
+    ended and hands those ids to its tool parser: they are the delta's tokens that
+    ``parse()`` of the output so far calls content (the plugin reads them off its
+    splitter), for every step size."""
+    tok = hf(family)
+    ids = tok.encode(text, add_special_tokens=False)
+    rcls = ReasoningParserManager.get_reasoning_parser(plugin.own_name(family))
+    rs = reasonspan.create_parser_sync(family, loaded_tokenizer(tok))
+    content = (int(reasonspan.Label.CONTENT), int(reasonspan.Label.TOOL))
+    for k in range(1, len(ids) + 1):
+        p = rcls(tok)
+        at = 0
+        while not p.has_engine_confirmed_reasoning_end():
+            assert at < len(ids), (k, "reasoning never ended")
+            delta = ids[at : at + k]
+            at += len(delta)
+            p.extract_reasoning_streaming("", "", "", [], [], delta)
+        so_far = rs.parse(ids[:at]).labels[at - len(delta) : at]
+        want = [t for t, lab in zip(delta, so_far, strict=True) if lab in content]
+        assert p.extract_content_ids(delta) == want, k
+
+
 def test_vllms_text_conventions() -> None:
     """An output that began in reasoning has a reasoning string, empty if closed at once;
     any other empty field is None (vLLM's deepseek_r1 tests pin both)."""
