@@ -11,7 +11,7 @@ the tokens of a region are decoded, for its kind to read.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -35,21 +35,41 @@ _T = TypeVar("_T")
 _KINDS: dict[str, BodyParser] = {}
 _COMPLETE: dict[str, BodyComplete] = {}
 
+KindMarkers = Callable[["ToolFormat"], Sequence[str]]
+"""``format -> markers``: the markers of a kind whose spelling depends on the family's
+format (Hy3's tags carry the checkpoint's suffix, read off the format's open marker)."""
+
+_MARKERS: dict[str, Sequence[str] | KindMarkers] = {}
+
 
 def body_kind(
-    name: str, complete: BodyComplete | None = None
+    name: str,
+    complete: BodyComplete | None = None,
+    markers: Sequence[str] | KindMarkers = (),
 ) -> Callable[[BodyParser], BodyParser]:
     """Register a body parser under a kind name (each kind module does this on import),
     with an optional ``complete`` check (:data:`BodyComplete`) for kinds whose arguments
-    are raw text that may hold the close marker."""
+    are raw text that may hold the close marker, and the literal ``markers`` its reader
+    matches inside a body (Mistral's ``[ARGS]``, Kimi K2's ``<|tool_call_begin|>``), or a
+    :data:`KindMarkers` that spells them for a format: a model may write them where no
+    call is made of them (in its reasoning), and their text then shows, as an engine that
+    offered tools shows it (:meth:`ToolFormat.markers`)."""
 
     def deco(fn: BodyParser) -> BodyParser:
         _KINDS[name] = fn
+        _MARKERS[name] = markers
         if complete is not None:
             _COMPLETE[name] = complete
         return fn
 
     return deco
+
+
+def kind_markers(name: str, fmt: ToolFormat) -> tuple[str, ...]:
+    """The markers kind ``name`` declared (:func:`body_kind`), spelled for ``fmt``; none
+    for an unknown kind."""
+    got = _MARKERS.get(name, ())
+    return tuple(got(fmt) if callable(got) else got)
 
 
 def kind_parser(name: str) -> BodyParser:
@@ -113,6 +133,19 @@ class ToolFormat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     content: a ``<function=`` in prose is never lost)."""
     source: str = ""
     """Where the format's facts come from (the family's docstring repeats it)."""
+
+    def markers(self) -> tuple[str, ...]:
+        """Every marker of the format: the ones it names (open, close and separator
+        markers) and the ones its kinds read inside a body (:func:`body_kind`), each once.
+        Each shows as its text wherever no call is made of it, special token or not (one of
+        several tokens keeps its special pieces): ``ParserOutputs.skipped_token_ids``."""
+        quote = (self.string_quote,) if self.string_quote else ()
+        own = (
+            *self.open, *self.close, *self.call_close, *self.json_after, *self.open_in_body,
+            *quote,
+        )  # fmt: skip
+        kinds = (m for kind in self.kinds for m in kind_markers(kind, self))
+        return tuple(dict.fromkeys((*own, *kinds)))
 
     def could_end(self, body: str) -> bool:
         """May a close marker end the region whose body so far is ``body``? No when a kind

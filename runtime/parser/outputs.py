@@ -43,9 +43,20 @@ class ParserOutputs:
         """Token ids left out of the text with ``skip_special_tokens``: the tokenizer's
         special tokens (end of sequence, ``<|im_end|>``, a turn marker), except the family's
         tool markers, which it keeps in content for the tool parser (after reasoning ended
-        they are labelled CONTENT), and the pieces of its multi-token markers, so a marker
-        kept in content never loses half of itself (``<|close|>think<|sep|>`` must not
-        become ``think``). A token labelled TOOL is never left out, whatever it is."""
+        they are labelled CONTENT), every marker of its tool-call format
+        (:meth:`~reasonspan.runtime.toolcalls.ToolFormat.markers`: open, close and
+        separator markers, and those its kinds read inside a call, such as ``[ARGS]``), and
+        the pieces of its multi-token markers, so a marker kept never loses half of itself
+        (``<|close|>think<|sep|>`` must not become ``think``). A token labelled TOOL is never
+        left out, whatever it is.
+
+        Why a tool-call marker is kept: one the model writes where no call is made of it
+        (inside its reasoning, or a close with no call open) shows as the text it is,
+        whether or not the tokenizer calls it special, as engines show it: they decode with
+        ``skip_special_tokens=False`` whenever tools are offered (vLLM's Mistral, InternLM2,
+        Gemma 4 and MiniCPM tool parsers in ``adjust_request``, SGLang's chat serving for
+        any request with tools), so the call the model began in its thinking is visible
+        there, and a tool parser reading the content sees both ends of a call."""
         machine = self._machine
         got = machine.skipped_ids
         if got is None:  # once per machine, shared by every parser and request on it
@@ -56,6 +67,10 @@ class ParserOutputs:
                 for tid in tok.encode(marker.decode("utf-8", "replace"))
             }
             kept = {t for t, k in machine.id_markers.items() if k == MarkerKind.TOOL}
+            fmt = machine.spec.tool_calls
+            for marker in fmt.markers() if fmt is not None else ():
+                tid = tok.single_token_id(marker)
+                kept.update(tok.encode(marker) if tid is None else (tid,))
             got = machine.skipped_ids = tok.special_ids - pieces - kept
         return got
 

@@ -59,11 +59,11 @@ _v31_call = head_then_json(SEP, plain_name)
 """``NAME<｜tool▁sep｜>{…}``."""
 
 
-@body_kind("deepseek_v3")
+@body_kind("deepseek_v3", markers=(CALL_BEGIN, CALL_END, SEP))
 def parse_deepseek_v3(body: str, tools: Tools) -> list[ToolCall] | None:
     return read_section(body, CALL_BEGIN, CALL_END, _v3_call)
 
 
-@body_kind("deepseek_v31")
+@body_kind("deepseek_v31", markers=(CALL_BEGIN, CALL_END, SEP))
 def parse_deepseek_v31(body: str, tools: Tools) -> list[ToolCall] | None:
     return read_section(body, CALL_BEGIN, CALL_END, _v31_call)

@@ -77,6 +77,6 @@ def _read_invoke(tools: Tools) -> ReadCall:
     return read
 
 
-@body_kind("gcml")
+@body_kind("gcml", markers=(INVOKE, INVOKE_END, PARAM_END))
 def parse_gcml(body: str, tools: Tools) -> list[ToolCall] | None:
     return read_section(body, INVOKE, INVOKE_END, _read_invoke(tools)) or None

@@ -144,7 +144,7 @@ def name_ok(name: str) -> bool:
     return bool(_NAME.fullmatch(name))
 
 
-@body_kind("gemma4")
+@body_kind("gemma4", markers=(QUOTE, PREFIX))
 def parse_gemma4(body: str, tools: Tools) -> list[ToolCall] | None:
     text = body.strip(SPACE)
     if not text.startswith(PREFIX):

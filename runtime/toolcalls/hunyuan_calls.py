@@ -26,13 +26,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from reasonspan.runtime.core.tool_format import body_kind
+from reasonspan.runtime.core.tool_format import ToolFormat, body_kind
 from reasonspan.runtime.core.tool_types import ToolCall, Tools, checked_call
 from reasonspan.runtime.toolcalls.sections import plain_name, read_section, skip_space
 from reasonspan.runtime.toolcalls.values import typed_value
 
 # A call's opener and its suffix, shared with the streamed reader (partial_hunyuan).
 CALL_TAG = re.compile(r"<tool_call(:[^\s<>]+)?>")
+SECTION = "<tool_calls"
+"""The section opener's spelling before its suffix."""
 
 
 class Tags:
@@ -92,7 +94,20 @@ def _read_call(text: str, i: int, tags: Tags, tools: Tools) -> tuple[ToolCall, i
         j = end + len(tags.value_end)
 
 
-@body_kind("hunyuan")
+def _markers(fmt: ToolFormat) -> tuple[str, ...]:
+    """The tags of the suffix the format's section opener carries (``<tool_calls{S}>``:
+    the family resolved it from the vocabulary)."""
+    out: list[str] = []
+    for opener in fmt.open:
+        if opener.startswith(SECTION) and opener.endswith(">"):
+            suffix = opener[len(SECTION) : -1]
+            tags = Tags(suffix)
+            out += (f"<tool_call{suffix}>", tags.call_end, tags.sep, tags.key, tags.key_end)
+            out += (tags.value, tags.value_end)
+    return tuple(out)
+
+
+@body_kind("hunyuan", markers=_markers)
 def parse_hunyuan(body: str, tools: Tools) -> list[ToolCall] | None:
     first = CALL_TAG.search(body)
     suffix = (first.group(1) or "") if first else ""

@@ -112,7 +112,11 @@ def ifm_complete(body: str) -> bool | None:
 _NOT_JSON = re.compile(r"\s*[^\s{]")
 
 
-@body_kind("ifm", complete=ifm_complete)
+@body_kind(
+    "ifm",
+    complete=ifm_complete,
+    markers=(CALL_BEGIN, CALL_END, KEY, KEY_END, TYPE, TYPE_END, VALUE, VALUE_END),
+)
 def parse_ifm(body: str, tools: Tools) -> list[ToolCall] | None:
     def read_call(text: str, i: int) -> tuple[ToolCall, int] | None:
         if _NOT_JSON.match(text, i):

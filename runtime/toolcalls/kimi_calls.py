@@ -47,6 +47,6 @@ _call = head_then_json(ARGS_BEGIN, name_from_id)
 """``functions.NAME:IDX<|tool_call_argument_begin|>{…}``."""
 
 
-@body_kind("kimi_k2")
+@body_kind("kimi_k2", markers=(CALL_BEGIN, ARGS_BEGIN, CALL_END))
 def parse_kimi_k2(body: str, tools: Tools) -> list[ToolCall] | None:
     return read_section(body, CALL_BEGIN, CALL_END, _call, noise=True)

@@ -75,7 +75,7 @@ def kv_complete(body: str) -> bool | None:
     return tag == _VALUE_END
 
 
-@body_kind("kv", complete=kv_complete)
+@body_kind("kv", complete=kv_complete, markers=(_KEY, _KEY_END, _VALUE, _VALUE_END))
 def parse_kv(body: str, tools: Tools) -> list[ToolCall] | None:
     name = _name(body)
     if name is None:

@@ -47,7 +47,7 @@ def head_ok(head: str) -> bool:
     return not marker or bool(_ID.fullmatch(call_id.strip(SPACE)))
 
 
-@body_kind("mistral")
+@body_kind("mistral", markers=(TOOL_CALLS, ARGS, CALL_ID))
 def parse_mistral(body: str, tools: Tools) -> list[ToolCall] | None:
     text = body.strip(SPACE)
     if not text:

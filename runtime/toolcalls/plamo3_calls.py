@@ -63,6 +63,9 @@ def _request(text: str, i: int) -> tuple[ToolCall, int] | None:
     return None if call is None else (call, j + len(ARGS_END))
 
 
-@body_kind("plamo3")
+@body_kind(
+    "plamo3",
+    markers=(REQUEST_BEGIN, REQUEST_END, NAME_BEGIN, NAME_END, ARGS_BEGIN, ARGS_HEADER, ARGS_END),
+)
 def parse_plamo3(body: str, tools: Tools) -> list[ToolCall] | None:
     return read_section(body, REQUEST_BEGIN, REQUEST_END, _request)

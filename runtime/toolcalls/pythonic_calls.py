@@ -132,7 +132,7 @@ def read_call(node: ast.expr) -> ToolCall | None:
     return checked_call(name, args)
 
 
-@body_kind("pythonic")
+@body_kind("pythonic", markers=(PYTHON_END,))
 def parse_pythonic(body: str, tools: Tools) -> list[ToolCall] | None:
     text = body.strip()
     if text.endswith(PYTHON_END):

@@ -76,7 +76,7 @@ def _call(body: str, tools: Tools) -> ToolCall | None:
     return checked_call(name, args)
 
 
-@body_kind("solar")
+@body_kind("solar", markers=(CALL_START, ARG_START, ARG_VALUE, ARG_END))
 def parse_solar(body: str, tools: Tools) -> list[ToolCall] | None:
     calls = [call for part in body.split(CALL_START) if (call := _call(part, tools)) is not None]
     return calls or None

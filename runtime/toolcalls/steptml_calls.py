@@ -85,6 +85,6 @@ def _reader(tools: Tools) -> ReadCall:
     return read_call
 
 
-@body_kind("steptml")
+@body_kind("steptml", markers=(CALL_BEGIN, CALL_END, SEP, INVOKE_END, PARAM_END))
 def parse_steptml(body: str, tools: Tools) -> list[ToolCall] | None:
     return read_section(body, CALL_BEGIN, CALL_END, _reader(tools))

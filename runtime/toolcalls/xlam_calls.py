@@ -38,7 +38,7 @@ def _call(obj: object) -> ToolCall | None:
     return checked_call(name, args)
 
 
-@body_kind("xlam")
+@body_kind("xlam", markers=(TAG,))
 def parse_xlam(body: str, tools: Tools) -> list[ToolCall] | None:
     text = body.lstrip()
     if text.startswith(TAG):

@@ -174,11 +174,19 @@ def _minimax_complete(body: str) -> bool | None:
     return function_complete(body, MINIMAX_XML)
 
 
-@body_kind("xml", complete=_qwen_complete)
+@body_kind(
+    "xml",
+    complete=_qwen_complete,
+    markers=(QWEN_XML.function_close, QWEN_XML.parameter_close),
+)
 def parse_xml(body: str, tools: Tools) -> list[ToolCall] | None:
     return read_functions(body, tools, QWEN_XML)
 
 
-@body_kind("xml_invoke", complete=_minimax_complete)
+@body_kind(
+    "xml_invoke",
+    complete=_minimax_complete,
+    markers=(MINIMAX_XML.function_close, MINIMAX_XML.parameter_close),
+)
 def parse_xml_invoke(body: str, tools: Tools) -> list[ToolCall] | None:
     return read_functions(body, tools, MINIMAX_XML)

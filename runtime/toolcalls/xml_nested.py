@@ -106,7 +106,7 @@ def node_value(node: Node, schema: Mapping[str, Any]) -> Any:
     return {c.tag: node_value(c, sub_schema(props, c.tag)) for c in node.children}
 
 
-@body_kind("xml_nested")
+@body_kind("xml_nested", markers=(NS,))
 def parse_xml_nested(body: str, tools: Tools) -> list[ToolCall] | None:
     root = parse_tree(body)
     if root is None or not root.children:

@@ -35,6 +35,8 @@ from reasonspan.runtime.core.tool_types import ToolCall, Tools, dump_arguments
 from reasonspan.runtime.toolcalls.sections import skip_any_space
 from reasonspan.runtime.toolcalls.values import typed_value
 
+OPEN, CLOSE, SEP = "<|open|>", "<|close|>", "<|sep|>"
+"""The control tokens every element is built from (module doc)."""
 # The element patterns, shared with the streamed reader (partial_kimi_k3) so both read one
 # grammar; NEXT is what may follow an argument's closer (module doc).
 CALL = re.compile(r"\s*<\|open\|>call((?:\s+[\w-]+=\"[^\"]*\")*)\s*<\|sep\|>")
@@ -96,7 +98,7 @@ def _call(body: str, i: int, tools: Tools) -> tuple[ToolCall, int] | None:
     return ToolCall(name=name, arguments=dump_arguments(args)), close.end()
 
 
-@body_kind("kimi_k3")
+@body_kind("kimi_k3", markers=(OPEN, CLOSE, SEP))
 def parse_kimi_k3(body: str, tools: Tools) -> list[ToolCall] | None:
     calls: list[ToolCall] = []
     i = 0

@@ -212,8 +212,10 @@ def test_without_tools_the_markup_stays_in_the_content() -> None:
     out = "<seed:think>t</seed:think>Sure.\n" + call_text("note", NOTE)
     res = parser().parse(TOK.encode(out), PROMPT)
     assert res.tool_calls == []
-    # (the close marker is a special token the decoder leaves out, as the engines do)
-    assert res.content == "Sure.\n" + call_text("note", NOTE).removesuffix(CLOSE)
+    # both markers show, the close as well as the open: a marker of the tool-call format
+    # is kept for a tool parser whole (a special close left out would leave half a call)
+    assert res.content == "Sure.\n" + call_text("note", NOTE)
+    assert res.content.endswith(CLOSE)
 
 
 def test_every_split_of_mixed_outputs() -> None:

@@ -279,13 +279,7 @@ step (``READ_EVERY``): the corpus' broken calls are shorter than the first read;
 and ``qwen3-hermes/vllm-invalid-json-missing-brace`` would be listed."""
 
 
-KNOWN_MISSES: dict[str, str] = {
-    "mistral/llamacpp-ministral3-marker-in-reasoning": "skip_special_tokens: the control tokens "
-    "`[TOOL_CALLS]` and `[ARGS]` the model writes inside `[THINK]`…`[/THINK]` stay reasoning "
-    "(no call, no leak) but are left out of the reasoning text, as a server decoding with "
-    "skip_special_tokens=True does; the fixture, copied from llama.cpp's tests, keeps their "
-    "text (reasonspan does too with skip_special_tokens=False)",
-}
+KNOWN_MISSES: dict[str, str] = {}
 """Fixtures a replay does not pass, each with the reason (docs/canitoolcall.md, "The
 misses", says it for readers)."""
 
