@@ -367,7 +367,8 @@ class ReasoningParser(ParserConstruction, ParserOutputs):
 
         Without a prompt the start state is :attr:`default_reasoning`. The text drops
         special tokens as a server decoding with ``skip_special_tokens=True`` does (TOOL
-        markers stay, see :meth:`skipped_token_ids`); pass False to keep them all, e.g.
+        markers and the tool-call format's markers stay, see :meth:`skipped_token_ids`);
+        pass False to keep them all, e.g.
         when a text-based tool parser reads the content. Token ids and labels are the same
         either way.
 
