@@ -31,11 +31,6 @@ from tests.serving.test_server import Running, extra
 from tests.support.canitoolcall_replay import REFERENCE, corpus
 from tests.support.fixtures import tokenizer
 
-# Its one server serves every case's model (their tables warmed at its start): the fixture
-# tokenizers stay loaded until the module ends (tests/conftest.py releases them after each
-# test elsewhere, and each test here would warm its model again).
-KEEP_TOKENIZERS_LOADED = True
-
 CASES = [
     "qwen3-hermes/parallel-two-calls-thinking",
     "qwen3-hermes/parallel-mixed-tools-text-before-no-thinking",
