@@ -45,10 +45,6 @@ from tests.support.fixtures import FAMILY_KWARGS, FAMILY_TOKENIZERS, tokenizer
 from tests.support.sampling import examples
 from tests.support.strategies import FILLER, marker_texts, outputs
 
-# Its tests mix every family in one batch: the fixture tokenizers it loads stay loaded
-# until it ends (tests/conftest.py releases them after each test elsewhere).
-KEEP_TOKENIZERS_LOADED = True
-
 R, C, D, T = (int(x) for x in (Label.REASONING, Label.CONTENT, Label.DELIMITER, Label.TOOL))
 
 # Every family on its fixture tokenizer with each kwargs variant, plus text markers that

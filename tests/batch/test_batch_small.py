@@ -31,10 +31,6 @@ from tests.batch.test_batch import CASES, Req, case_key, parser, simulate
 from tests.support.sampling import examples
 from tests.support.strategies import outputs
 
-# Its tests mix every family in one batch: the fixture tokenizers it loads stay loaded
-# until it ends (tests/conftest.py releases them after each test elsewhere).
-KEEP_TOKENIZERS_LOADED = True
-
 
 def _vectorized(case: tuple[str, str, dict[str, Any]]) -> bool:
     """A case whose requests go by table alone (single-token markers, no lead rule)."""

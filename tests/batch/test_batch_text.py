@@ -31,10 +31,6 @@ from tests.support.fixtures import tokenizer
 from tests.support.sampling import examples
 from tests.support.strategies import outputs
 
-# Its tests mix every family in one batch: the fixture tokenizers it loads stay loaded
-# until it ends (tests/conftest.py releases them after each test elsewhere).
-KEEP_TOKENIZERS_LOADED = True
-
 
 class Req:
     """One request of the property test and its reference, a TextSplitter of its own."""
