@@ -21,7 +21,6 @@ import gc
 import importlib
 import importlib.machinery
 import importlib.util
-import itertools
 import os
 import resource
 import sys
@@ -99,49 +98,21 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not long_run():
-        skip = pytest.mark.skip(reason="long run: pass --long (or set REASONSPAN_LONG=1)")
-        for item in items:
-            if "slow" in item.keywords:
-                item.add_marker(skip)
-        sampled_out = pytest.mark.skip(reason="not in the CI sample: --long runs every case")
-        for item in sample(items):  # (by collection order: before the reordering below)
-            item.add_marker(sampled_out)
-    items[:] = _by_tokenizer(items)
-
-
-def _by_tokenizer(items: list[pytest.Item]) -> list[pytest.Item]:
-    """``items`` with each module's cases of one fixture tokenizer (a ``family`` or ``tok``
-    parameter) run one after another, where that tokenizer's first case was; the others
-    keep their order. A module that sweeps every family in several test functions then
-    loads each tokenizer once, though only the few used last stay loaded after a test
-    (:data:`KEEP_AFTER_TEST`). The order is the same in every pytest-xdist worker."""
-    fixtures = sys.modules.get("tests.support.fixtures")
-    if fixtures is None:
-        return items
-    out: list[pytest.Item] = []
-    for _, group in itertools.groupby(items, key=lambda item: item.nodeid.split("::")[0]):
-        cases = list(group)
-        first: dict[str, int] = {}
-        keys = []
-        for at, item in enumerate(cases):
-            params = getattr(getattr(item, "callspec", None), "params", {})
-            tok, family = params.get("tok"), params.get("family")
-            if not isinstance(tok, str) and isinstance(family, str):
-                tok = fixtures.FAMILY_TOKENIZERS.get(family)
-            keys.append(first.setdefault(tok, at) if isinstance(tok, str) else at)
-        out += [cases[j] for j in sorted(range(len(cases)), key=lambda j: (keys[j], j))]
-    return out
+    if long_run():
+        return
+    skip = pytest.mark.skip(reason="long run: pass --long (or set REASONSPAN_LONG=1)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+    sampled_out = pytest.mark.skip(reason="not in the CI sample: --long runs every case")
+    for item in sample(items):
+        item.add_marker(sampled_out)
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
-    """Release the fixture tokenizers a module's import loaded (but the few used last,
-    which the next module often shares): each pytest-xdist worker imports every module,
-    and kept, they made collection alone take 1.8 GB. Then freeze what collection built
-    (parsers, case tables: module-level, kept for the whole session) out of the cyclic GC:
-    each full collection would otherwise walk them again, a few percent of the suite's
-    time."""
-    _release_tokenizers(KEEP_AFTER_MODULE)
+    """Freeze what collection built (tokenizers, parsers, case tables: module-level, kept
+    for the whole session) out of the cyclic GC: each full collection would otherwise walk
+    every tokenizer's tables again, a few percent of the suite's time."""
     gc.freeze()
 
 
@@ -152,49 +123,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="module", autouse=True)
 def _release_grammar_tables() -> Iterator[None]:
-    """What a module loaded goes when it ends: the fixture tokenizers it used (but the
-    :data:`KEEP_AFTER_MODULE` used last, with their tables), and llguidance's tokenizer built
-    on those kept. A server builds one for every model it serves (``warm_model``), 110-180 MB
-    each; kept with the fixture tokenizers for the session, a worker's modules made it peak
-    at 5-7 GB. A later module that needs one loads it again (0.3-1 s a tokenizer, about a
-    second an llguidance tokenizer)."""
+    """llguidance's tokenizer, built on a fixture tokenizer during a module, goes when the
+    module ends. A server builds one for every model it serves (``warm_model``), 110-180 MB
+    each, and the fixture tokenizers live for the session: a worker's serving modules left
+    2-3 GB of them behind. A later module that needs one builds it again (about a second)."""
     from reasonspan.runtime.batch.grammar import _CACHE_KEY  # imports reasonspan: see the doc
     from tests.support.fixtures import release_tables
 
     with release_tables(_CACHE_KEY):
         yield
-    _release_tokenizers(KEEP_AFTER_MODULE)
     _return_free_memory()
-
-
-KEEP_AFTER_MODULE = 2
-"""Fixture tokenizers kept loaded when a module ends (the ones used last: the next module
-often tests the same family or Qwen3); the rest are released (tests/support/fixtures.py)."""
-
-
-KEEP_AFTER_TEST = 6
-"""Fixture tokenizers kept loaded when a test ends (the ones used last). A module that
-sweeps every family (~42 tokenizers, each ~45 MB and its tables as much again) held all of
-them until it ended, up to 3.8 GB; its cases run grouped by tokenizer (:func:`_by_tokenizer`)."""
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """After a test's fixtures are torn down, release the fixture tokenizers but the
-    :data:`KEEP_AFTER_TEST` used last; not in a module that sets ``KEEP_TOKENIZERS_LOADED``
-    (its tests each mix every family in one batch: each would load all of them again,
-    60-120 s a test, and the module's peak is one such test's anyway)."""
-    yield
-    if getattr(getattr(item, "module", None), "KEEP_TOKENIZERS_LOADED", False):
-        return
-    if _release_tokenizers(KEEP_AFTER_TEST):
-        _return_free_memory()
-
-
-def _release_tokenizers(keep: int) -> int:
-    """tests/support/fixtures.py's ``release_unused``, if a test module imported it."""
-    fixtures = sys.modules.get("tests.support.fixtures")
-    return 0 if fixtures is None else int(fixtures.release_unused(keep))
 
 
 def _return_free_memory() -> None:
