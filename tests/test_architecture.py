@@ -358,3 +358,123 @@ def test_the_private_name_check_can_fail() -> None:
     ]
     for source in unseen:
         assert _private_reaches(module, path, source) == set(), source
+
+
+# An object's underscore attributes are its own too. Python has no friend classes and an
+# ``ast`` check cannot tell an object's type, so the rule is read by name: ``x._a`` is
+# allowed when ``x`` is ``self``, ``cls`` or ``super()``, or when ``x`` is a plain name (a
+# local, a parameter) and the module itself defines an attribute ``_a`` (a class in it
+# assigns ``self._a``, or names it in its body or ``__slots__``): a module's classes may read
+# each other's fields, as ``__eq__`` reads ``other._a``. A chain (``self._runtime._cancel``)
+# or a name the module never defines is a reach into another module's object; what it
+# needs gets a public name there. Reads of other libraries' underscore names that have no
+# public spelling are listed with why, in a list that can only shrink.
+OTHER_LIBRARIES_PRIVATE = {
+    # argparse has no public API for a parser's actions; the CLI reference in the docs is
+    # generated from them (and test_docs checks it against `--help`).
+    "reasonspan.cli_docs": {"_actions", "_mutually_exclusive_groups", "_group_actions"},
+    # A namedtuple's field names (public API, spelled with an underscore so as not to clash
+    # with a field).
+    "reasonspan.runtime.batch.slots": {"_fields"},
+}
+
+
+def _defined_private_attributes(tree: ast.AST) -> set[str]:
+    """The underscore attribute names a module defines: assigned on an object anywhere in
+    it (``self._a = ...``), or named in a class body (methods, fields, ``__slots__``)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    out.add(stmt.name)
+                elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                    out.add(stmt.target.id)
+                elif isinstance(stmt, ast.Assign):
+                    for t in stmt.targets:
+                        if isinstance(t, ast.Name):
+                            out.add(t.id)
+                            if t.id == "__slots__":
+                                out |= {
+                                    e.value
+                                    for e in ast.walk(stmt.value)
+                                    if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                                }
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out |= {
+                e.attr
+                for t in targets
+                for e in ast.walk(t)
+                if isinstance(e, ast.Attribute) and _is_private(e.attr)
+            }
+    return {name for name in out if _is_private(name)}
+
+
+def _attribute_reaches(source: str) -> set[str]:
+    """``x._a`` as written, for each read of another object's underscore attribute (the
+    rule above); module attributes are the other check's."""
+    tree = ast.parse(source)
+    own = _defined_private_attributes(tree)
+    modules = {  # names bound to a module by ``import m`` (``from`` may bind a class)
+        a.asname or a.name.partition(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for a in node.names
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and _is_private(node.attr)):
+            continue
+        value = node.value
+        if isinstance(value, ast.Name) and value.id in ("self", "cls"):
+            continue
+        if isinstance(value, ast.Call) and ast.unparse(value.func) == "super":
+            continue
+        if isinstance(value, ast.Name) and (node.attr in own or value.id in modules):
+            continue  # the module's own field, or a module's name (the check above's)
+        found.add(ast.unparse(node))
+    return found
+
+
+def test_no_module_reads_another_objects_private_attributes() -> None:
+    found = {
+        (module, reach)
+        for module, path in MODULES.items()
+        for reach in _attribute_reaches(path.read_text(encoding="utf-8"))
+    }
+    new = sorted(
+        f"{module}: {reach}"
+        for module, reach in found
+        if reach.rpartition(".")[2] not in OTHER_LIBRARIES_PRIVATE.get(module, ())
+    )
+    listed = {(module, name) for module, names in OTHER_LIBRARIES_PRIVATE.items() for name in names}
+    stale = listed - {(module, reach.rpartition(".")[2]) for module, reach in found}
+    assert not new, f"give these a public name on their class: {new}"
+    assert not stale, f"no longer read, remove from OTHER_LIBRARIES_PRIVATE: {sorted(stale)}"
+
+
+def test_the_attribute_check_can_fail() -> None:
+    reached = {
+        "class A:\n    def f(self):\n        return self._runtime._cancel(1)": (
+            "self._runtime._cancel"
+        ),
+        "def f(feed):\n    return feed._grammars": "feed._grammars",
+        "x = make()\nx._slots.slot_of": "x._slots",
+        "def f():\n    return build()._actions": "build()._actions",
+        "from m import Views\nViews._hidden": "Views._hidden",  # a class, not a module
+    }
+    for source, reach in reached.items():
+        assert _attribute_reaches(source) == {reach}, source
+    unseen = [
+        "class A:\n    def f(self):\n        return self._x",
+        "class A:\n    def __init__(self):\n        self._x = 1\n\n"
+        "    def __eq__(self, other):\n        return self._x == other._x",
+        "class B(A):\n    def f(self):\n        return super()._step()",
+        "class A:\n    @classmethod\n    def f(cls):\n        return cls._x",
+        "import re\nre._pattern_type",  # a module's name: test_no_module_reaches_...
+        "import reasonspan.x as x\nx._y",
+        "class A:\n    __slots__ = ('_n',)\n\n\ndef f(a):\n    return a._n",
+    ]
+    for source in unseen:
+        assert _attribute_reaches(source) == set(), source

@@ -157,7 +157,7 @@ def _setup(
             ungated[i] = g
     feed = batches[FEED]
     for i in range(n):  # answers already begun: feed the batch's matchers too
-        g2 = feed._grammars.get(feed._slots.slot_of[i])
+        g2 = feed.grammar_of(i)
         if g2 is not None and starts[i] > answer_at:
             g2.consume(script[answer_at : starts[i]])
     return batches, ungated

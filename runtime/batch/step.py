@@ -74,6 +74,7 @@ from reasonspan.runtime.batch.checks import check_step
 from reasonspan.runtime.batch.errors import RequestFailedError, RequestFinishedError
 from reasonspan.runtime.batch.fallback import step_fallback
 from reasonspan.runtime.batch.fill import fill_result
+from reasonspan.runtime.batch.grammar import Grammar
 from reasonspan.runtime.batch.ids import int_array
 from reasonspan.runtime.batch.result import BatchStepResult
 from reasonspan.runtime.batch.route import route
@@ -174,8 +175,14 @@ class ReasoningBatch(BatchAdmission):
     def grammar_stopped(self, request_id: int) -> bool:
         """The request's ``response_format`` grammar is complete: the engine ends the
         request here (finish "stop"); False without a grammar."""
-        g = self._grammars.get(self._slots.slot(request_id, "grammar_stopped()"))
+        g = self.grammar_of(request_id)
         return g is not None and g.stopped
+
+    def grammar_of(self, request_id: int) -> Grammar | None:
+        """The request's ``response_format`` matcher (None without one): what its mask and
+        its stop are read from, for an engine that feeds it tokens it did not step (a
+        request admitted mid-answer)."""
+        return self._grammars.get(self._slots.slot(request_id, "grammar_of()"))
 
     def allocate_token_bitmask(self, rows: int) -> np.ndarray[Any, Any]:
         """An int32 bitmask of ``rows`` rows, wide enough for every request's vocabulary

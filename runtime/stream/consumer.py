@@ -34,7 +34,7 @@ class StreamOwner(Protocol):
         """Also fill ``reasoning_content`` (older clients)."""
         ...
 
-    def _cancel(self, rec: StreamRecord) -> None:
+    def consumer_gone(self, rec: StreamRecord) -> None:
         """The consumer went away: free the request's slot now."""
         ...
 
@@ -111,7 +111,7 @@ class RequestStream:
                 finally:
                     rec.waiting = False
         except anyio.get_cancelled_exc_class():
-            self._runtime._cancel(rec)
+            self._runtime.consumer_gone(rec)
             raise
         item = rec.queue.popleft()
         if isinstance(item, BaseException):
@@ -195,7 +195,7 @@ class RequestStream:
     async def aclose(self) -> None:
         """Stop reading: the request is cancelled and its slot freed now."""
         if not (self._rec.closed and not self._rec.queue):
-            self._runtime._cancel(self._rec)
+            self._runtime.consumer_gone(self._rec)
 
     async def __aenter__(self) -> Self:
         return self

@@ -269,8 +269,9 @@ class ReasoningRuntime:
         """The batch's name for :meth:`abort`: forget the request now, freeing its slot."""
         return self.abort(request_id)
 
-    def _cancel(self, rec: StreamRecord) -> None:
-        """The consumer went away (its iteration was cancelled or closed)."""
+    def consumer_gone(self, rec: StreamRecord) -> None:
+        """The consumer went away (its iteration was cancelled or closed): called by the
+        request's :class:`RequestStream`, which holds ``rec``."""
         if rec.closed:
             rec.cancelled = True
             rec.queue.clear()
