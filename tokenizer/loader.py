@@ -27,6 +27,11 @@ class LoadedTokenizer:
 
     Compiled marker tables are cached here, keyed by family and switches, so creating a
     parser per request costs a dict lookup after the first one.
+
+    The byte table (:attr:`token_bytes`) is read from the tokenizer's JSON: ``tokenizer_json``
+    (the loader's parse of the file: the table is built at once), else ``raw_json`` (kept
+    until the table is first needed), else the tokenizer's own serialization. The JSON is
+    not kept once the table is built.
     """
 
     def __init__(
@@ -35,6 +40,7 @@ class LoadedTokenizer:
         source: str,
         *,
         raw_json: str | bytes | None = None,
+        tokenizer_json: dict[str, Any] | None = None,
         config: dict[str, Any] | None = None,
         chat_template: str | None = None,
         model_config: dict[str, Any] | None = None,
@@ -45,9 +51,9 @@ class LoadedTokenizer:
         self.model_config: dict[str, Any] = model_config or {}
         template = chat_template if chat_template is not None else self.config.get("chat_template")
         self.chat_template: str | None = template if isinstance(template, str) else None
-        # The file as UTF-8 bytes, not a str: a str of a byte-level vocabulary's JSON takes
-        # 2 bytes a character (20 MB for Qwen3's 10 MB file, 35 MB for GLM-4.5V's 19 MB), and
-        # it lives as long as the tokenizer. Read for the byte table and by the grammar.
+        # The JSON a byte table is built from, held only until it is built (then dropped:
+        # 7-19 MB a tokenizer for nothing). As UTF-8 bytes, not a str: a str of a byte-level
+        # vocabulary's JSON takes 2 bytes a character.
         self._raw = raw_json.encode("utf-8") if isinstance(raw_json, str) else raw_json
         vocab = tokenizer.get_vocab(with_added_tokens=True)
         self.vocab_size: int = (max(vocab.values()) + 1) if vocab else 0
@@ -57,6 +63,8 @@ class LoadedTokenizer:
         self._special_ids: frozenset[int] = frozenset()
         self._lock = threading.Lock()
         self.cache: dict[object, object] = {}
+        if tokenizer_json is not None:
+            self._learn(tokenizer_json)
 
     def __repr__(self) -> str:
         return f"LoadedTokenizer(source={self.source!r}, vocab_size={self.vocab_size})"
@@ -65,7 +73,7 @@ class LoadedTokenizer:
         """The same vocabulary without the folder's files (no chat template, no configs),
         sharing this one's byte table: parsers built on it use their family's documented
         start state instead of the template's (what a bare ``tokenizer.json`` gives)."""
-        out = LoadedTokenizer(self.tokenizer, self.source, raw_json=self._raw)
+        out = LoadedTokenizer(self.tokenizer, self.source)
         out._token_bytes = self.token_bytes
         out._byte_level = self._byte_level
         out._special_ids = self._special_ids
@@ -74,31 +82,35 @@ class LoadedTokenizer:
     @property
     def token_bytes(self) -> list[bytes]:
         """``token_bytes[id]``: the bytes of token ``id``; built on first use, then cached."""
-        if self._token_bytes is None:
-            from reasonspan.tokenizer.token_bytes import build_token_bytes
-
+        got = self._token_bytes
+        if got is None:
             with self._lock:
-                if self._token_bytes is None:
-                    parsed = self._parsed()
-                    self._token_bytes = build_token_bytes(parsed, self.vocab_size)
-                    decoder = parsed.get("decoder")
-                    self._byte_level = isinstance(decoder, dict) and decoder.get("type") == (
-                        "ByteLevel"
-                    )
-                    self._special_ids = frozenset(
-                        int(a["id"]) for a in parsed.get("added_tokens") or [] if a.get("special")
-                    )
-        return self._token_bytes
+                got = self._token_bytes
+                if got is None:
+                    raw = self._raw if self._raw is not None else self.tokenizer.to_str()
+                    data = json.loads(raw)
+                    got = self._learn(data if isinstance(data, dict) else {})
+        return got
+
+    def _learn(self, tokenizer_json: dict[str, Any]) -> list[bytes]:
+        """The byte table, the decoder's kind and the special ids, read from the tokenizer's
+        JSON; the JSON is not kept."""
+        from reasonspan.tokenizer.token_bytes import build_token_bytes
+
+        table = self._token_bytes = build_token_bytes(tokenizer_json, self.vocab_size)
+        decoder = tokenizer_json.get("decoder")
+        self._byte_level = isinstance(decoder, dict) and decoder.get("type") == "ByteLevel"
+        self._special_ids = frozenset(
+            int(a["id"]) for a in tokenizer_json.get("added_tokens") or [] if a.get("special")
+        )
+        self._raw = None
+        return table
 
     @property
-    def raw_json(self) -> str | None:
-        """The tokenizer.json text it was loaded from (None for an in-memory Tokenizer)."""
-        return None if self._raw is None else self._raw.decode("utf-8")
-
-    def _parsed(self) -> dict[str, Any]:
-        raw = self._raw if self._raw is not None else self.tokenizer.to_str()
-        data = json.loads(raw)
-        return data if isinstance(data, dict) else {}
+    def raw_json(self) -> str:
+        """The tokenizer's JSON, as the tokenizers library writes it (for a grammar engine
+        that reads tokenizer.json: the same tokenizer as the file, not kept as its text)."""
+        return str(self.tokenizer.to_str())
 
     @property
     def byte_level(self) -> bool:
@@ -366,14 +378,14 @@ def _read_zip_member(path: Path, limit: int) -> bytes:
         return data
 
 
-def _read_tokenizer_file(path: Path, limit: int = MAX_TOKENIZER_BYTES) -> tuple[bytes, str]:
-    """The tokenizer.json's bytes (kept by the LoadedTokenizer) and its text."""
+def _read_tokenizer_file(path: Path, limit: int = MAX_TOKENIZER_BYTES) -> str:
+    """The tokenizer.json's text."""
     try:
         if path.suffix == ".zip":
             data = _read_zip_member(path, limit)
         else:
             data = _read_limited(path, limit)
-        return data, data.decode("utf-8")
+        return data.decode("utf-8")
     except TokenizerLoadError:
         raise
     except UnicodeDecodeError as exc:
@@ -403,7 +415,7 @@ def load_tokenizer_sync(
             )
     else:
         file = p
-    data, text = _read_tokenizer_file(file, max_bytes)
+    text = _read_tokenizer_file(file, max_bytes)
     parsed = _parse_json(text, file, "not a valid tokenizer.json")
     if not isinstance(parsed, dict) or not isinstance(parsed.get("model"), dict):
         raise TokenizerLoadError(str(file), "not a tokenizer.json: it has no 'model' section")
@@ -421,7 +433,7 @@ def load_tokenizer_sync(
     return LoadedTokenizer(
         tok,
         str(file),
-        raw_json=data,
+        tokenizer_json=parsed,
         config=config,
         chat_template=template,
         model_config=model_config,

@@ -124,8 +124,7 @@ def _lltokenizer(tok: LoadedTokenizer) -> Any:
         with _lock:
             got = tok.cache.get(_CACHE_KEY)
             if got is None:
-                raw = tok.raw_json if tok.raw_json is not None else tok.tokenizer.to_str()
-                got = llg.LLTokenizer(raw, n_vocab=tok.vocab_size)
+                got = llg.LLTokenizer(tok.raw_json, n_vocab=tok.vocab_size)
                 tok.cache[_CACHE_KEY] = got
     return got
 

@@ -8,6 +8,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from tokenizers import Tokenizer
 
 import reasonspan
 from tests.support.fixtures import DATA, folder, tokenizer
@@ -180,17 +181,26 @@ def test_vocabulary_only_drops_the_folder_files_and_shares_the_byte_table() -> N
     assert bare.cache is not tok.cache  # compiled machines depend on the template's absence
 
 
-def test_the_file_is_kept_as_its_bytes_and_read_back_as_its_text() -> None:
-    """The loaded tokenizer keeps tokenizer.json as UTF-8 bytes (a str of Qwen3's file took
-    20 MB, its bytes 10 MB, for as long as the tokenizer lives); the byte table is built from
-    them and the grammar engine reads the same text as the file's."""
-    path = folder("qwen-3") / "tokenizer.json"
+@pytest.mark.parametrize(
+    "name", ["qwen-3", "glm-4.5v", "deepseek-v3", "qwen-2.5_base_with_mistral_special_tokens"]
+)
+def test_the_byte_table_is_read_from_the_json_and_the_json_is_not_kept(name: str) -> None:
+    """The loader builds the byte table from its own parse of tokenizer.json and keeps no
+    copy of the file (7-19 MB a tokenizer for as long as it lives); one made from the JSON
+    text holds it only until its table is built; one made from a bare Tokenizer reads the
+    tokenizer's own serialization. All three tables agree, and ``raw_json`` (what the grammar
+    engine reads) is a tokenizer.json of the same vocabulary."""
+    path = folder(name) / "tokenizer.json"
     tok = reasonspan.load_tokenizer_sync(path)
-    assert tok._raw == path.read_bytes()
-    assert tok.raw_json == path.read_text(encoding="utf-8")
+    assert tok._raw is None and tok._token_bytes is not None  # built at load, file not kept
     from_text = reasonspan.LoadedTokenizer(tok.tokenizer, "x", raw_json=path.read_text("utf-8"))
+    assert from_text._raw is not None and from_text._token_bytes is None
     in_memory = reasonspan.LoadedTokenizer(tok.tokenizer, "x")  # from tokenizer.to_str()
-    assert from_text._raw == tok._raw
     assert tok.token_bytes == from_text.token_bytes == in_memory.token_bytes
-    assert tok.special_ids == in_memory.special_ids
-    assert tok.byte_level and in_memory.byte_level
+    assert from_text._raw is None  # dropped once the table was built
+    assert tok.special_ids == from_text.special_ids == in_memory.special_ids
+    assert tok.byte_level == from_text.byte_level == in_memory.byte_level
+    again = Tokenizer.from_str(tok.raw_json)
+    assert again.get_vocab(with_added_tokens=True) == tok.tokenizer.get_vocab(
+        with_added_tokens=True
+    )
