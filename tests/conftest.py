@@ -1,4 +1,5 @@
-"""The suite's switches (``--long``, the ``sampled`` marker) and its one import check.
+"""The suite's switches (``--long``, the ``sampled`` marker), its one import check, and the
+order its tests run in (grouped by fixture tokenizer, so that few are loaded at a time).
 
 ``tests`` is a package: a test imports its helpers as ``tests.support.…`` and pytest's
 default ``prepend`` import mode puts the repository root on ``sys.path`` to find it (as
@@ -16,14 +17,18 @@ runs against the installed package.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import gc
 import importlib
 import importlib.machinery
 import importlib.util
+import json
 import os
 import resource
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -95,11 +100,27 @@ def pytest_configure(config: pytest.Config) -> None:
     problem = _import_problem()
     if problem is not None:
         pytest.exit(problem, returncode=pytest.ExitCode.USAGE_ERROR)
+    if _groups_scheduled(config) and GROUPS_ENV not in os.environ:
+        # The controller: its workers (started after this, with its environment) write
+        # each test's group where the scheduler reads it (:class:`GroupScheduling`).
+        where = Path(tempfile.mkdtemp(prefix="reasonspan-groups-"))
+        atexit.register(shutil.rmtree, where, ignore_errors=True)
+        os.environ[GROUPS_ENV] = str(where / "groups.json")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if long_run():
-        return
+    if not long_run():
+        _skip_long(items)
+    items[:] = _grouped(items)
+    target = os.environ.get(GROUPS_ENV)
+    if target is not None and hasattr(config, "workerinput"):
+        groups = {item.nodeid: item.stash[_GROUP] for item in items}
+        part = Path(f"{target}.{os.getpid()}")
+        part.write_text(json.dumps(groups), encoding="utf-8")
+        part.replace(target)  # every worker writes the same map; the last one stays
+
+
+def _skip_long(items: list[pytest.Item]) -> None:
     skip = pytest.mark.skip(reason="long run: pass --long (or set REASONSPAN_LONG=1)")
     for item in items:
         if "slow" in item.keywords:
@@ -109,10 +130,138 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(sampled_out)
 
 
+# ------------------------------------------------------------------ grouped by tokenizer
+# A fixture tokenizer with its tables is 50-100 MB and the suite has ~45; kept for the
+# session they made each worker hold 5-7 GB. So the tests about one fixture tokenizer (a
+# ``family`` or fixture-name parameter, or a family's own module) run together, across
+# modules, and the tokenizer is released when its group ends (tests/support/fixtures.py
+# loads it again on use). A module with a module-scoped fixture of its own (a server) keeps
+# its tests together instead (its fixture would be built again for each group), and so do
+# the tests that are about no one tokenizer. ``--dist loadgroup`` sends each group to one
+# worker whole (:func:`pytest_xdist_make_scheduler`).
+
+_GROUP = pytest.StashKey[str]()
+_BY_FIXTURE = pytest.StashKey[bool]()
+KEEP_IN_GROUP = 8
+"""Fixture tokenizers kept loaded after a test of a tokenizer's group (the ones used last:
+such a test may use a second tokenizer, such as the one it is compared with)."""
+
+_CHEAP_MODULE_FIXTURES = frozenset({"_release_grammar_tables"})
+
+
+def _own_module_fixture(item: pytest.Item) -> bool:
+    """``item`` uses a fixture of this suite's that lives longer than a test (a server)."""
+    info = getattr(item, "_fixtureinfo", None)
+    for name, defs in (getattr(info, "name2fixturedefs", None) or {}).items():
+        if name in _CHEAP_MODULE_FIXTURES:
+            continue
+        if any(d.scope != "function" and d.baseid.startswith("tests") for d in defs):
+            return True
+    return False
+
+
+def _fixture_of(item: pytest.Item, fixtures: Any) -> str | None:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    for value in params.values():
+        if isinstance(value, str):
+            if value in fixtures.FAMILY_TOKENIZERS:
+                return str(fixtures.FAMILY_TOKENIZERS[value])
+            if value in fixtures.FIXTURE_NAMES:
+                return value
+    module_path = item.nodeid.split("::")[0]
+    if module_path.startswith("tests/families/test_"):
+        family = module_path.removeprefix("tests/families/test_").removesuffix(".py")
+        got = fixtures.FAMILY_TOKENIZERS.get(family)
+        return None if got is None else str(got)
+    return None
+
+
+def _group(item: pytest.Item, fixtures: Any) -> tuple[str, bool]:
+    module_path = item.nodeid.split("::")[0]
+    if fixtures is None or _own_module_fixture(item):
+        return module_path, False
+    fixture = _fixture_of(item, fixtures)
+    return (module_path, False) if fixture is None else (f"tokenizer {fixture}", True)
+
+
+def _grouped(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` with each group's tests together, where its first test was (the order is
+    the same in every pytest-xdist worker)."""
+    fixtures = sys.modules.get("tests.support.fixtures")
+    first: dict[str, int] = {}
+    keys = []
+    for at, item in enumerate(items):
+        group, by_fixture = _group(item, fixtures)
+        keys.append(first.setdefault(group, at))
+        item.stash[_GROUP], item.stash[_BY_FIXTURE] = group, by_fixture
+    return [items[j] for j in sorted(range(len(items)), key=lambda j: (keys[j], j))]
+
+
+GROUPS_ENV = "REASONSPAN_TEST_GROUPS"
+
+
+def _groups_scheduled(config: pytest.Config) -> bool:
+    return bool(config.pluginmanager.hasplugin("xdist")) and (
+        config.getoption("dist", "no") == "loadgroup"
+    )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` sends each group to one worker whole. pytest-xdist's own
+    loadgroup reads ``xdist_group`` marks by renaming items, which pytest 9 no longer lets
+    it do, so the workers write their groups to a file and this scheduler reads it."""
+    if not _groups_scheduled(config):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:
+                path = Path(os.environ[GROUPS_ENV])
+                self.groups = json.loads(path.read_text("utf-8")) if path.exists() else {}
+            got = self.groups.get(nodeid)
+            return got if got is not None else nodeid.split("::")[0]
+
+    return GroupScheduling(config, log)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """When a group ends, release every fixture tokenizer (but the next group's own); inside
+    a tokenizer's group, all but the :data:`KEEP_IN_GROUP` used last. Inside a module's
+    group nothing goes until it ends: its tests may each mix every family in one batch, and
+    each would load them all again."""
+    yield
+    fixtures = sys.modules.get("tests.support.fixtures")
+    if fixtures is None:
+        return
+    group = item.stash.get(_GROUP, "")
+    following = nextitem.stash.get(_GROUP, "") if nextitem is not None else ""
+    if following != group:
+        keep = (
+            {following.removeprefix("tokenizer ")} if following.startswith("tokenizer ") else set()
+        )
+        gone = fixtures.release_unused(0, keep_names=keep)
+    elif item.stash.get(_BY_FIXTURE, False):
+        gone = fixtures.release_unused(KEEP_IN_GROUP)
+    else:
+        gone = 0
+    if gone:
+        _return_free_memory()
+
+
 def pytest_collectreport(report: pytest.CollectReport) -> None:
-    """Freeze what collection built (tokenizers, parsers, case tables: module-level, kept
-    for the whole session) out of the cyclic GC: each full collection would otherwise walk
-    every tokenizer's tables again, a few percent of the suite's time."""
+    """Release the fixture tokenizers a module's import loaded (but the two used last, which
+    the next module often shares): each worker imports every module, and kept, they made
+    collection alone hold 1.8 GB. Then freeze what collection built (parsers, case tables:
+    module-level, kept for the whole session) out of the cyclic GC: each full collection
+    would otherwise walk them again, a few percent of the suite's time."""
+    fixtures = sys.modules.get("tests.support.fixtures")
+    if fixtures is not None and fixtures.release_unused(2):
+        _return_free_memory()
     gc.freeze()
 
 

