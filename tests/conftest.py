@@ -133,11 +133,12 @@ def _skip_long(items: list[pytest.Item]) -> None:
 # ------------------------------------------------------------------ grouped by tokenizer
 # A fixture tokenizer with its tables is 50-100 MB and the suite has ~45; kept for the
 # session they made each worker hold 5-7 GB. So the tests about one fixture tokenizer (a
-# ``family`` or fixture-name parameter, or a family's own module) run together, across
-# modules, and the tokenizer is released when its group ends (tests/support/fixtures.py
-# loads it again on use). A module with a module-scoped fixture of its own (a server) keeps
-# its tests together instead (its fixture would be built again for each group), and so do
-# the tests that are about no one tokenizer. ``--dist loadgroup`` sends each group to one
+# ``family`` or fixture-name parameter, or a case that starts with one, or a family's own
+# module) run together, across modules, and the tokenizer is released when its group ends
+# (tests/support/fixtures.py loads it again on use). A test about no one tokenizer is in
+# its function's group, with its other parametrized cases; a module with a module-scoped
+# fixture of its own (a server) keeps its tests together (its fixture would be built again
+# for each group). ``--dist loadgroup`` sends each group to one
 # worker whole (:func:`pytest_xdist_make_scheduler`).
 
 _GROUP = pytest.StashKey[str]()
@@ -145,6 +146,11 @@ _BY_FIXTURE = pytest.StashKey[bool]()
 KEEP_IN_GROUP = 8
 """Fixture tokenizers kept loaded after a test of a tokenizer's group (the ones used last:
 such a test may use a second tokenizer, such as the one it is compared with)."""
+
+KEEP_BETWEEN_GROUPS = 2
+"""Fixture tokenizers kept loaded when a group ends (the ones used last: the next test
+function of a module often uses the same Qwen3 or DeepSeek tokenizer), besides the next
+group's own."""
 
 _CHEAP_MODULE_FIXTURES = frozenset({"_release_grammar_tables"})
 
@@ -162,12 +168,14 @@ def _own_module_fixture(item: pytest.Item) -> bool:
 
 def _fixture_of(item: pytest.Item, fixtures: Any) -> str | None:
     params = getattr(getattr(item, "callspec", None), "params", {})
-    for value in params.values():
-        if isinstance(value, str):
-            if value in fixtures.FAMILY_TOKENIZERS:
-                return str(fixtures.FAMILY_TOKENIZERS[value])
-            if value in fixtures.FIXTURE_NAMES:
-                return value
+    for param in params.values():
+        # A family or fixture name, or a case tuple that starts with one.
+        for value in param[:2] if isinstance(param, tuple) else (param,):
+            if isinstance(value, str):
+                if value in fixtures.FAMILY_TOKENIZERS:
+                    return str(fixtures.FAMILY_TOKENIZERS[value])
+                if value in fixtures.FIXTURE_NAMES:
+                    return value
     module_path = item.nodeid.split("::")[0]
     if module_path.startswith("tests/families/test_"):
         family = module_path.removeprefix("tests/families/test_").removesuffix(".py")
@@ -177,11 +185,16 @@ def _fixture_of(item: pytest.Item, fixtures: Any) -> str | None:
 
 
 def _group(item: pytest.Item, fixtures: Any) -> tuple[str, bool]:
-    module_path = item.nodeid.split("::")[0]
+    """The group ``item`` runs in, and whether it is a tokenizer's."""
     if fixtures is None or _own_module_fixture(item):
-        return module_path, False
+        return item.nodeid.split("::")[0], False
+    mix = getattr(getattr(item, "callspec", None), "params", {}).get("mix")
+    if isinstance(mix, int):  # tests/batch/test_batch.py's MIXES: each mix's tests together
+        return f"mix {mix}", False
     fixture = _fixture_of(item, fixtures)
-    return (module_path, False) if fixture is None else (f"tokenizer {fixture}", True)
+    if fixture is None:  # a test function with its parametrized cases
+        return item.nodeid.split("[")[0], False
+    return f"tokenizer {fixture}", True
 
 
 def _grouped(items: list[pytest.Item]) -> list[pytest.Item]:
@@ -230,10 +243,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """When a group ends, release every fixture tokenizer (but the next group's own); inside
-    a tokenizer's group, all but the :data:`KEEP_IN_GROUP` used last. Inside a module's
-    group nothing goes until it ends: its tests may each mix every family in one batch, and
-    each would load them all again."""
+    """When a group ends, release the fixture tokenizers but the next group's own and the
+    :data:`KEEP_BETWEEN_GROUPS` used last; inside a tokenizer's group, all but the
+    :data:`KEEP_IN_GROUP` used last. Inside another group nothing goes until it ends: the
+    cases of a test function may each mix every family in one batch, and each would load
+    them all again."""
     yield
     fixtures = sys.modules.get("tests.support.fixtures")
     if fixtures is None:
@@ -244,7 +258,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         keep = (
             {following.removeprefix("tokenizer ")} if following.startswith("tokenizer ") else set()
         )
-        gone = fixtures.release_unused(0, keep_names=keep)
+        gone = fixtures.release_unused(KEEP_BETWEEN_GROUPS, keep_names=keep)
     elif item.stash.get(_BY_FIXTURE, False):
         gone = fixtures.release_unused(KEEP_IN_GROUP)
     else:

@@ -58,6 +58,34 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("minimax_m3", "minimax", {"thinking_mode": "enabled"}),
 ]
 
+MIX_COUNT = 4
+
+
+def _mixes(
+    cases: list[tuple[str, str, dict[str, Any]]], count: int
+) -> list[list[tuple[str, str, dict[str, Any]]]]:
+    """``cases`` in ``count`` mixes, every case of one fixture tokenizer in the same mix and
+    the tokenizers dealt in turn (so each mix holds families of every kind). A test that
+    puts many families in one batch runs once per mix: it holds a quarter of the ~42
+    tokenizers at a time, not all of them (2-3 GB), and tests/conftest.py runs each mix's
+    tests together, so each tokenizer is loaded once for all of them."""
+    names = sorted({tok for _, tok, _ in cases})
+    return [[c for c in cases if names.index(c[1]) % count == k] for k in range(count)]
+
+
+MIXES = _mixes(CASES, MIX_COUNT)
+
+
+def test_the_mixes_share_out_the_cases() -> None:
+    """Every case is in exactly one mix, a fixture tokenizer's cases all in the same one, and
+    each mix puts several tokenizers (and both kinds of lane) in one batch."""
+    assert sorted(map(case_key, (c for mix in MIXES for c in mix))) == sorted(map(case_key, CASES))
+    owner = {tok: k for k, mix in enumerate(MIXES) for _, tok, _ in mix}
+    assert all(owner[tok] == k for k, mix in enumerate(MIXES) for _, tok, _ in mix)
+    for mix in MIXES:
+        assert len({tok for _, tok, _ in mix}) >= 8
+        assert {case_key(c) in HOLD_BACK for c in mix} == {True, False}
+
 
 @cache
 def _parser(family: str, tok: str, kwargs_key: tuple[tuple[str, Any], ...]) -> ReasoningParser:
@@ -260,12 +288,14 @@ def _check_finish(batch: ReasoningBatch, r: Req) -> None:
 
 
 @st.composite
-def requests(draw: st.DrawFn) -> tuple[list[Req], list[int]]:
+def requests(
+    draw: st.DrawFn, cases: list[tuple[str, str, dict[str, Any]]]
+) -> tuple[list[Req], list[int]]:
     n = draw(st.integers(1, 24), label="requests")
     reqs: list[Req] = []
     admit: list[int] = []
     for i in range(n):
-        family, tok, kwargs = draw(st.sampled_from(CASES), label="case")
+        family, tok, kwargs = draw(st.sampled_from(cases), label="case")
         p = parser(family, tok, kwargs)
         reqs.append(
             Req(
@@ -282,12 +312,13 @@ def requests(draw: st.DrawFn) -> tuple[list[Req], list[int]]:
     return reqs, admit
 
 
-@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(batch=requests(), seed=st.integers(0, 2**32 - 1), kmax=st.integers(1, 4))
+@pytest.mark.parametrize("mix", range(MIX_COUNT))
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), seed=st.integers(0, 2**32 - 1), kmax=st.integers(1, 4))
 def test_random_batches_equal_each_request_alone(
-    batch: tuple[list[Req], list[int]], seed: int, kmax: int
+    mix: int, data: st.DataObject, seed: int, kmax: int
 ) -> None:
-    reqs, admit = batch
+    reqs, admit = data.draw(requests(MIXES[mix]), label="batch")
     simulate(reqs, admit, random.Random(seed), kmax)
 
 
@@ -311,13 +342,14 @@ def random_output(rng: random.Random, p: ReasoningParser, pieces: int) -> list[i
     return ids
 
 
+@pytest.mark.parametrize("mix", range(MIX_COUNT))
 @pytest.mark.parametrize("seed", [0, 1])
-def test_hundreds_of_requests_interleaved(seed: int) -> None:
-    rng = random.Random(seed)
+def test_hundreds_of_requests_interleaved(seed: int, mix: int) -> None:
+    rng = random.Random(seed * MIX_COUNT + mix)
     reqs: list[Req] = []
     admit: list[int] = []
     for i in range(300):
-        p = parser(*rng.choice(CASES))
+        p = parser(*rng.choice(MIXES[mix]))
         reqs.append(
             Req(
                 rid=rng.randrange(-(2**40), 2**40) * 1000 + i,
@@ -437,8 +469,17 @@ HOLD_BACK = {
 HOLD_BACK_CASES = [c for c in CASES if case_key(c) in HOLD_BACK]
 
 
-def test_the_hold_back_cases_are_the_parsers_that_hold_back() -> None:
-    assert {case_key(c) for c in CASES if _hold_back(parser(*c))} == HOLD_BACK
+def test_the_hold_back_cases_are_cases() -> None:
+    assert {case_key(c) for c in CASES} >= HOLD_BACK
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{sorted(c[2])}")
+def test_the_hold_back_cases_are_the_parsers_that_hold_back(
+    case: tuple[str, str, dict[str, Any]],
+) -> None:
+    """Each case's built parser agrees with HOLD_BACK (one case at a time: the test runs
+    with its tokenizer's other tests, so no test holds every tokenizer)."""
+    assert _hold_back(parser(*case)) == (case_key(case) in HOLD_BACK)
 
 
 PROSE = ["hello", " world", " The answer is 42.", "Let me think.", "思考一下", " ok", " so", "."]
@@ -1305,15 +1346,19 @@ def check_id_index(batch: ReasoningBatch) -> None:
         assert pos < 0 or (ids[pos], slots[pos]) == (rid, slot)
 
 
-def test_all_decided_of_a_few_rows_equals_those_rows_of_the_whole_step() -> None:
+# One mix (the first holds families of every kind of row, which the last line checks), run
+# with that mix's other tests (tests/conftest.py groups them by their "mix" parameter).
+@pytest.mark.parametrize("mix", [0])
+def test_all_decided_of_a_few_rows_equals_those_rows_of_the_whole_step(mix: int) -> None:
     """``all_decided(rows)`` for a few rows of a large step slices the arrays instead of
     converting the step (the output paths ask for the rows they left): what it yields is
     what the whole step's conversion yields for those rows, held-back rows included."""
     rng = random.Random(7)
     batch = ReasoningBatch()
     reqs = []
+    cases = MIXES[mix]
     for i in range(96):
-        p = parser(*CASES[i % len(CASES)])
+        p = parser(*cases[i % len(cases)])
         batch.add(i, p, random_output(rng, p, rng.randrange(0, 6)))
         reqs.append((i, random_output(rng, p, 60)))
     sliced = irregular = spills = 0

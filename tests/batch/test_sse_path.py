@@ -829,17 +829,18 @@ def test_a_full_queue_coalesces_after_written_bytes() -> None:
     assert texts(chunks) == (expected.reasoning or "", expected.content or "")
 
 
-@settings(max_examples=examples(200), deadline=None)
+@pytest.mark.parametrize("name", sorted(set(FAMILY_TOKENIZERS.values())))
+@settings(max_examples=examples(10), deadline=None)
 @given(data=st.data())
-def test_escaped_pieces_concatenate_to_the_encoded_text(data: st.DataObject) -> None:
+def test_escaped_pieces_concatenate_to_the_encoded_text(name: str, data: st.DataObject) -> None:
     """The table's premise: for tokens whose bytes are whole UTF-8 text, the escaped
-    pieces of any run concatenate to msgspec's encoding of the run's text."""
-    name = data.draw(
-        st.sampled_from(sorted({n for n in FAMILY_TOKENIZERS.values() if tokenizer(n).byte_level}))
-    )
+    pieces of any run concatenate to msgspec's encoding of the run's text (on each fixture
+    tokenizer in turn; a tokenizer whose text is not its bytes has no table)."""
     tok = tokenizer(name)
     table = TokenText.of(tok)
-    assert table is not None
+    if table is None:
+        assert not tok.byte_level
+        return
     whole = np.flatnonzero(table.whole)
     run = data.draw(st.lists(st.sampled_from(whole.tolist()), min_size=1, max_size=8))
     text = b"".join(tok.token_bytes[t] for t in run).decode("utf-8")

@@ -128,8 +128,12 @@ def served_models() -> list[ServedModel]:
 
 
 def start(*, threaded: bool = False) -> Running:
+    """The modules' shared server. Not warmed: warming builds an llguidance tokenizer for
+    each of its models (110-180 MB and 1.5-3.5 s each, again in every module that starts
+    one), and only a few tests here ask for a ``response_format``, whose grammar is then
+    built on first use; the warm-up itself is tested in test_server_stalls."""
     engine = SimulatedServingEngine(max_batch=64, tokens_per_step=2, threaded=threaded)
-    return Running(Server(served_models(), engine))
+    return Running(Server(served_models(), engine, warm_up=False))
 
 
 def script(model: str, kwargs: dict[str, Any] | None = None, which: int = 0) -> str:

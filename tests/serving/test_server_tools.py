@@ -84,7 +84,10 @@ def _model(fixture: Fixture) -> ServedModel:
 def client() -> Iterator[openai.OpenAI]:
     models = [_model(_BY_ID[c]) for c in CASES]
     engine = SimulatedServingEngine(max_batch=16, tokens_per_step=3)
-    with Running(Server(models, engine)) as running:
+    # Not warmed: no request here has a response_format, and warming builds an llguidance
+    # tokenizer for each of the ~15 tokenizers (110-180 MB and 1.5-3.5 s each); the warm-up
+    # itself is tested in test_server_stalls.
+    with Running(Server(models, engine, warm_up=False)) as running:
         yield openai.OpenAI(base_url=running.base_url, api_key="unused", max_retries=0, timeout=30)
 
 
