@@ -138,11 +138,11 @@ def _skip_long(items: list[pytest.Item]) -> None:
 # (tests/support/fixtures.py loads it again on use). A test about no one tokenizer is in
 # its function's group, with its other parametrized cases; a module with a module-scoped
 # fixture of its own (a server) keeps its tests together (its fixture would be built again
-# for each group). ``--dist loadgroup`` sends each group to one
-# worker whole (:func:`pytest_xdist_make_scheduler`).
+# for each group). ``--dist loadgroup`` sends each group to one worker whole
+# (:func:`pytest_xdist_make_scheduler`).
 
 _GROUP = pytest.StashKey[str]()
-_BY_FIXTURE = pytest.StashKey[bool]()
+_TOKENIZER_GROUP = "tokenizer "
 KEEP_IN_GROUP = 8
 """Fixture tokenizers kept loaded after a test of a tokenizer's group (the ones used last:
 such a test may use a second tokenizer, such as the one it is compared with)."""
@@ -184,17 +184,22 @@ def _fixture_of(item: pytest.Item, fixtures: Any) -> str | None:
     return None
 
 
-def _group(item: pytest.Item, fixtures: Any) -> tuple[str, bool]:
-    """The group ``item`` runs in, and whether it is a tokenizer's."""
+def _group(item: pytest.Item, fixtures: Any) -> str:
+    """The group ``item`` runs in (a tokenizer's is named by :data:`_TOKENIZER_GROUP`)."""
     if fixtures is None or _own_module_fixture(item):
-        return item.nodeid.split("::")[0], False
+        return item.nodeid.split("::")[0]
     mix = getattr(getattr(item, "callspec", None), "params", {}).get("mix")
     if isinstance(mix, int):  # tests/batch/test_batch.py's MIXES: each mix's tests together
-        return f"mix {mix}", False
+        return f"mix {mix}"
     fixture = _fixture_of(item, fixtures)
     if fixture is None:  # a test function with its parametrized cases
-        return item.nodeid.split("[")[0], False
-    return f"tokenizer {fixture}", True
+        return item.nodeid.split("[")[0]
+    return _TOKENIZER_GROUP + fixture
+
+
+def _tokenizer_of(group: str) -> str | None:
+    """The fixture tokenizer a group is about (None: not a tokenizer's group)."""
+    return group.removeprefix(_TOKENIZER_GROUP) if group.startswith(_TOKENIZER_GROUP) else None
 
 
 def _grouped(items: list[pytest.Item]) -> list[pytest.Item]:
@@ -204,9 +209,8 @@ def _grouped(items: list[pytest.Item]) -> list[pytest.Item]:
     first: dict[str, int] = {}
     keys = []
     for at, item in enumerate(items):
-        group, by_fixture = _group(item, fixtures)
+        group = item.stash[_GROUP] = _group(item, fixtures)
         keys.append(first.setdefault(group, at))
-        item.stash[_GROUP], item.stash[_BY_FIXTURE] = group, by_fixture
     return [items[j] for j in sorted(range(len(items)), key=lambda j: (keys[j], j))]
 
 
@@ -255,11 +259,10 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     group = item.stash.get(_GROUP, "")
     following = nextitem.stash.get(_GROUP, "") if nextitem is not None else ""
     if following != group:
-        keep = (
-            {following.removeprefix("tokenizer ")} if following.startswith("tokenizer ") else set()
-        )
+        next_own = _tokenizer_of(following)
+        keep = set() if next_own is None else {next_own}
         gone = fixtures.release_unused(KEEP_BETWEEN_GROUPS, keep_names=keep)
-    elif item.stash.get(_BY_FIXTURE, False):
+    elif _tokenizer_of(group) is not None:
         gone = fixtures.release_unused(KEEP_IN_GROUP)
     else:
         gone = 0
@@ -268,13 +271,13 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
-    """Release the fixture tokenizers a module's import loaded (but the two used last, which
-    the next module often shares): each worker imports every module, and kept, they made
+    """Release the fixture tokenizers a module's import loaded (but the
+    :data:`KEEP_BETWEEN_GROUPS` used last, which the next module often shares): each worker imports every module, and kept, they made
     collection alone hold 1.8 GB. Then freeze what collection built (parsers, case tables:
     module-level, kept for the whole session) out of the cyclic GC: each full collection
     would otherwise walk them again, a few percent of the suite's time."""
     fixtures = sys.modules.get("tests.support.fixtures")
-    if fixtures is not None and fixtures.release_unused(2):
+    if fixtures is not None and fixtures.release_unused(KEEP_BETWEEN_GROUPS):
         _return_free_memory()
     gc.freeze()
 

@@ -81,7 +81,8 @@ class LoadedTokenizer:
 
     @property
     def token_bytes(self) -> list[bytes]:
-        """``token_bytes[id]``: the bytes of token ``id``; built on first use, then cached."""
+        """``token_bytes[id]``: the bytes of token ``id`` (built at load from the loader's
+        parse, else on first use; then kept)."""
         got = self._token_bytes
         if got is None:
             with self._lock:
@@ -97,13 +98,16 @@ class LoadedTokenizer:
         JSON; the JSON is not kept."""
         from reasonspan.tokenizer.token_bytes import build_token_bytes
 
-        table = self._token_bytes = build_token_bytes(tokenizer_json, self.vocab_size)
+        table = build_token_bytes(tokenizer_json, self.vocab_size)
         decoder = tokenizer_json.get("decoder")
         self._byte_level = isinstance(decoder, dict) and decoder.get("type") == "ByteLevel"
         self._special_ids = frozenset(
             int(a["id"]) for a in tokenizer_json.get("added_tokens") or [] if a.get("special")
         )
         self._raw = None
+        # The table last: a reader that finds it without the lock (``byte_level``,
+        # ``special_ids``) must find the facts read with it already set.
+        self._token_bytes = table
         return table
 
     @property

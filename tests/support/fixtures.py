@@ -38,7 +38,6 @@ import threading
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -223,22 +222,6 @@ def release_unused(keep: int, keep_names: frozenset[str] | set[str] = frozenset(
         for name in gone:
             _FIXTURES[name].release()
     return len(gone)
-
-
-@cache
-def byte_level_fixtures() -> tuple[str, ...]:
-    """The families' fixture tokenizers whose text is their tokens' bytes (``byte_level``),
-    sorted: found once by loading each, and releasing those that were not loaded before
-    (all ~42 at once would hold 2-3 GB)."""
-    names = []
-    for name in sorted(set(FAMILY_TOKENIZERS.values())):
-        tok = tokenizer(name)
-        was_loaded = tok.loaded
-        if tok.byte_level:
-            names.append(name)
-        if not was_loaded:
-            _FIXTURES[name].release()
-    return tuple(names)
 
 
 @contextmanager
