@@ -105,9 +105,7 @@ class LoadedTokenizer:
             int(a["id"]) for a in tokenizer_json.get("added_tokens") or [] if a.get("special")
         )
         self._raw = None
-        # The table last: a reader that finds it without the lock (``byte_level``,
-        # ``special_ids``) must find the facts read with it already set.
-        self._token_bytes = table
+        self._token_bytes = table  # last: a reader without the lock finds the rest set
         return table
 
     @property
