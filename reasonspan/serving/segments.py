@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Literal, Protocol
 
 import msgspec
@@ -210,20 +209,22 @@ never holds one: msgspec escapes it in strings)."""
 
 class Template:
     """The bytes of an event (or of a JSON value inside one) with :data:`HOLE` where each
-    value goes, encoded once by msgspec; :meth:`fill` joins the values' JSON in: the bytes
-    msgspec writes for the whole, without building or encoding it per event."""
+    value goes, encoded once by msgspec; :meth:`fill` puts the values' JSON in: the bytes
+    msgspec writes for the whole, without building or encoding it per event. The encoding
+    is kept as a ``%b`` format (its own ``%`` doubled), so a fill is one formatting call:
+    a seventh of the cost of joining the pieces, and a streamed response fills a dozen."""
 
-    __slots__ = ("_pieces",)
+    __slots__ = ("_format", "_holes")
 
     def __init__(self, encoded: bytes) -> None:
-        self._pieces = encoded.split(b"\x00")
+        self._holes = encoded.count(b"\x00")
+        self._format = encoded.replace(b"%", b"%%").replace(b"\x00", b"%b")
 
     def fill(self, *values: bytes) -> bytes:
         """The bytes with each hole's value (JSON bytes, in the order the holes come)."""
-        pieces = self._pieces
-        if len(values) != len(pieces) - 1:
-            raise ValueError(f"a template with {len(pieces) - 1} holes got {len(values)} values")
-        return b"".join(chain.from_iterable(zip(pieces, values, strict=False))) + pieces[-1]
+        if len(values) != self._holes:
+            raise ValueError(f"a template with {self._holes} holes got {len(values)} values")
+        return self._format % values
 
 
 class SegmentEncoder:
