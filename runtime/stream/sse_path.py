@@ -143,11 +143,14 @@ class SSEPath(SSESlots):
             slow = self._decode_rows(slow, slots_l, toks_l, offs_l, labs.tobytes(), irregular, room)
         decoded -= len(slow)
         forms[FORM_DECODE] += decoded
-        if self.written and (mine := self.wanted[slots]).any():
-            self._write_written(row_c & mine, row_r & mine, slots_l, toks_l, offs_l)
-            row_c &= ~mine
-            row_r &= ~mine
-        self._write_plain(row_c, row_r, slots_l, toks_l, offs_l, slow, room)
+        if self.written == self.count:  # every request on the path has a writer
+            self._write_written(row_c, row_r, slots_l, toks_l, offs_l)
+        else:
+            if self.written and (mine := self.wanted[slots]).any():
+                self._write_written(row_c & mine, row_r & mine, slots_l, toks_l, offs_l)
+                row_c &= ~mine
+                row_r &= ~mine
+            self._write_plain(row_c, row_r, slots_l, toks_l, offs_l, slow, room)
         forms[FORM_EXACT] += len(slow)
         forms[FORM_BYTES] += n - len(slow) - decoded
         return slow

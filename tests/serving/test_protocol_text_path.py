@@ -91,13 +91,17 @@ def _no_ids(events: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("family", sorted(OUTPUTS))
-@pytest.mark.parametrize(("seed", "alias", "others"), [(0, False, 0), (1, True, 0), (2, False, 40)])
+@pytest.mark.parametrize(
+    ("seed", "alias", "others", "crowd_writes"),
+    [(0, False, 0, False), (1, True, 0, False), (2, False, 40, False), (3, False, 40, True)],
+)
 def test_events_written_at_step_time_equal_those_of_chunks(
-    family: str, seed: int, alias: bool, others: int
+    family: str, seed: int, alias: bool, others: int, crowd_writes: bool
 ) -> None:
     """``alias``: the runtime also fills ``reasoning_content`` (no writer sees it);
     ``others``: that many more requests of the same output in the batch (the step's
-    batch-wide pass, past the scalar lane's :data:`SMALL_REQUESTS`)."""
+    batch-wide pass, past the scalar lane's :data:`SMALL_REQUESTS`); ``crowd_writes``:
+    they have writers too (Messages), so every request on the output path has one."""
     assert not others or others > SMALL_REQUESTS
     tok = tokenizer(FAMILY_TOKENIZERS[family])
     parser = reasonspan.create_parser_sync(family, tok, KWARGS.get(family, {}))
@@ -109,10 +113,17 @@ def test_events_written_at_step_time_equal_those_of_chunks(
         name: rt.add(f"a-{name}", parser, prompt, writer=w) for name, (w, _) in writers.items()
     }
     chunks = rt.add("b", parser, prompt)
-    crowd = [rt.add(f"c{j}", parser, prompt, sse=True) for j in range(others)]
+    crowd_writers = [MessageEvents("req", "m", 3) for _ in range(others if crowd_writes else 0)]
+    crowd = [
+        rt.add(f"c{j}", parser, prompt, writer=crowd_writers[j])
+        if crowd_writes
+        else rt.add(f"c{j}", parser, prompt, sse=True)
+        for j in range(others)
+    ]
     streams = [*written.values(), chunks, *crowd]
     out_a = {name: w.start() for name, (w, _) in writers.items()}
     out_b = {name: r.start() for name, (r, _) in readers.items()}
+    crowd_out = [b""] * len(crowd_writers)
     Counted.texts = 0
     every: list[ChatCompletionChunk] = []
     rng = random.Random(seed)
@@ -136,14 +147,18 @@ def test_events_written_at_step_time_equal_those_of_chunks(
         for name, (reader, _) in readers.items():
             for c in got:
                 out_b[name] += reader.chunk(c)
-        for s in crowd:
-            s.ready_bytes()
+        for j, s in enumerate(crowd):
+            sent = s.ready_bytes()
+            if crowd_writers:
+                crowd_out[j] += sent
     for name, (_w, end) in writers.items():
         out_a[name] += end(written[name])
     for name, (_r, end) in readers.items():
         out_b[name] += end(chunks)
     assert out_a["messages"] == out_b["messages"]
-    assert _no_ids(out_a["responses"]) == _no_ids(out_b["responses"])
+    for w, s, got in zip(crowd_writers, crowd, crowd_out, strict=False):
+        # Every request on the output path had a writer: each wrote the same events.
+        assert w.start() + got + w.end(s.finish_reason, s.stop_sequence, 0) == out_a["messages"]
     want = parser.parse(ids)
     if want.reasoning:
         assert signature(want.reasoning).encode() in out_a["messages"]
