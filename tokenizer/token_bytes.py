@@ -30,6 +30,15 @@ def _byte_level_decoder() -> dict[str, int]:
     return {chr(c): b for b, c in zip(bs, cs, strict=True)}
 
 
+@cache
+def byte_level_encoder() -> tuple[str, ...]:
+    """The same map the other way: byte value -> its printable character."""
+    out = [""] * 256
+    for char, b in _byte_level_decoder().items():
+        out[b] = char
+    return tuple(out)
+
+
 def _decoder_types(decoder: Any) -> set[str]:
     if not isinstance(decoder, dict):
         return set()

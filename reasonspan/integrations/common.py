@@ -4,19 +4,22 @@ plain dicts.
 
 Engines hand their parsers a Hugging Face fast tokenizer (or an object of the same
 protocol); its ``backend_tokenizer`` is the ``tokenizers.Tokenizer`` reasonspan loads
-anyway. The wrapping is cached per backend (``as_loaded``), so a parser per request costs a
-lookup. Nothing here imports an engine.
+anyway. Mistral's models are served with mistral_common's tokenizer instead (vLLM's
+``--tokenizer-mode mistral``): its tekken.json is read as the same tokenizer.json
+(``tokenizer/tekken.py``). Both are cached (per backend, per file), so a parser per request
+costs a lookup. Nothing here imports an engine.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from tokenizers import Tokenizer
 
 from reasonspan.runtime import families
-from reasonspan.tokenizer.loader import LoadedTokenizer, as_loaded
+from reasonspan.tokenizer.loader import LoadedTokenizer, as_loaded, load_tokenizer_sync
 
 PREFIX = "reasonspan_"
 
@@ -36,22 +39,58 @@ def class_stem(family: str) -> str:
 
 
 class UnsupportedTokenizerError(TypeError):
-    """The tokenizer the engine passed has no ``tokenizers`` backend (a slow or Mistral one)."""
+    """The tokenizer the engine passed has no ``tokenizers`` backend and is not Mistral's
+    tekken (a slow tokenizer, a SentencePiece Mistral one, a test's stand-in)."""
 
 
 def loaded_tokenizer(tokenizer: Any, engine: str = "vLLM") -> LoadedTokenizer:
-    """reasonspan's view of an engine's tokenizer (the same vocabulary)."""
+    """reasonspan's view of an engine's tokenizer (the same vocabulary): a fast tokenizer's
+    ``tokenizers`` backend, or the tekken.json behind a Mistral tokenizer (vLLM's
+    ``--tokenizer-mode mistral``), read as the same tokenizer.json."""
     if isinstance(tokenizer, LoadedTokenizer):
         return tokenizer
     backend = tokenizer if isinstance(tokenizer, Tokenizer) else None
     if backend is None:
         backend = getattr(tokenizer, "backend_tokenizer", None)
-    if not isinstance(backend, Tokenizer):
+    if isinstance(backend, Tokenizer):
+        return as_loaded(backend)
+    tekken = _tekkenizer(tokenizer)
+    if tekken is None:
         raise UnsupportedTokenizerError(
-            f"reasonspan's {engine} parsers need a fast (tokenizers-backed) tokenizer, not "
-            f"{type(tokenizer).__name__}"
+            f"reasonspan's {engine} parsers need a fast (tokenizers-backed) tokenizer or "
+            f"Mistral's tekken, not {type(tokenizer).__name__}"
         )
-    return as_loaded(backend)
+    try:
+        path = tekken.file_path  # (mistral_common raises ValueError when it has none)
+    except ValueError as exc:
+        raise UnsupportedTokenizerError(
+            f"reasonspan's {engine} parsers read a Mistral tokenizer's tekken.json, and this "
+            f"one was not loaded from a file ({exc})"
+        ) from None
+    return _tekken_loaded(str(path))
+
+
+def _tekkenizer(tokenizer: Any) -> Any | None:
+    """mistral_common's ``Tekkenizer`` inside an engine's Mistral tokenizer: vLLM's
+    ``MistralTokenizer`` holds it as ``.tokenizer``; mistral_common's own ``MistralTokenizer``
+    as ``.instruct_tokenizer.tokenizer``; transformers' ``MistralCommonBackend`` holds the
+    latter as ``.tokenizer``. Matched by name: nothing here imports mistral_common."""
+    seen = tokenizer
+    for _ in range(4):
+        if seen is None:
+            return None
+        if type(seen).__name__ == "Tekkenizer":
+            return seen
+        inner = getattr(seen, "instruct_tokenizer", None)
+        seen = getattr(inner if inner is not None else seen, "tokenizer", None)
+    return None
+
+
+@lru_cache(maxsize=4)
+def _tekken_loaded(path: str) -> LoadedTokenizer:
+    """The tekken.json at ``path`` loaded once per process (converting it takes about a
+    second; an engine makes a parser per request)."""
+    return load_tokenizer_sync(path)
 
 
 def encode(tok: LoadedTokenizer, text: str) -> list[int]:

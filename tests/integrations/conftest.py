@@ -11,5 +11,12 @@ import importlib.util
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 
 collect_ignore = (
-    [] if HAS_VLLM else ["test_vllm_plugin.py", "test_vllm_fixes.py", "test_vllm_names.py"]
+    []
+    if HAS_VLLM
+    else [
+        "test_vllm_plugin.py",
+        "test_vllm_fixes.py",
+        "test_vllm_names.py",
+        "test_vllm_tekken.py",
+    ]
 )

@@ -138,7 +138,7 @@ def test_reading_stops_at_the_cap_when_the_size_lies(
     """The size from stat can be wrong (a file growing while read): the read itself is capped."""
     import os
 
-    from reasonspan.tokenizer import loader
+    from reasonspan.tokenizer import files
 
     big = tmp_path / "tokenizer.json"
     big.write_bytes(b" " * 2_000_000)
@@ -148,7 +148,7 @@ def test_reading_stops_at_the_cap_when_the_size_lies(
         st = real_fstat(fd)
         return os.stat_result((st.st_mode, *st[1:6], 0, *st[7:]))
 
-    monkeypatch.setattr(loader.os, "fstat", fstat_saying_empty)
+    monkeypatch.setattr(files.os, "fstat", fstat_saying_empty)
     with pytest.raises(reasonspan.TokenizerLoadError, match="over the 1,000,000-byte limit"):
         reasonspan.load_tokenizer_sync(big, max_bytes=1_000_000)
 
