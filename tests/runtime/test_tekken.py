@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import random
 import re
 from collections import Counter
 from pathlib import Path
@@ -92,43 +93,62 @@ def train(text: str, merges: int) -> list[bytes]:
     return ranks
 
 
+def tangled(seed: int, count: int) -> list[bytes]:
+    """A vocabulary whose merges conflict everywhere: the 256 bytes, then ``count`` tokens
+    over four letters, each the join of two earlier ones drawn at random, in the order
+    drawn. Which pair of a word merges first then depends on the ranks alone, so a wrong
+    order of merges shows at once."""
+    rng = random.Random(seed)
+    ranks = [bytes([b]) for b in range(256)]
+    pool = [b"a", b"b", b"c", b"d"]
+    while len(ranks) < 256 + count:
+        piece = rng.choice(pool) + rng.choice(pool)
+        if piece not in pool and len(piece) <= 6:
+            pool.append(piece)
+            ranks.append(piece)
+    return ranks
+
+
 RANKS = train(CORPUS, 120)
-RANK_OF = {piece: r for r, piece in enumerate(RANKS)}
+TANGLED = tangled(0, 150)
 
 
-def tiktoken_bpe(piece: bytes) -> list[int]:
+def tiktoken_bpe(piece: bytes, ranks: list[bytes] = RANKS) -> list[int]:
     """tiktoken's rule for one piece (ranks, without the special block's offset)."""
-    if piece in RANK_OF:
-        return [RANK_OF[piece]]
+    rank_of = {p: r for r, p in enumerate(ranks)}
+    if piece in rank_of:
+        return [rank_of[piece]]
     parts = [bytes([b]) for b in piece]
     while True:
         best = None
         for i in range(len(parts) - 1):
-            r = RANK_OF.get(parts[i] + parts[i + 1])
+            r = rank_of.get(parts[i] + parts[i + 1])
             if r is not None and (best is None or r < best[0]):
                 best = (r, i)
         if best is None:
-            return [RANK_OF[p] for p in parts]
+            return [rank_of[p] for p in parts]
         i = best[1]
         parts[i : i + 2] = [parts[i] + parts[i + 1]]
 
 
-def reference(text: str) -> list[int]:
-    return [r + BLOCK for piece in _pieces(text) for r in tiktoken_bpe(piece)]
+def reference(text: str, ranks: list[bytes] = RANKS) -> list[int]:
+    return [r + BLOCK for piece in _pieces(text) for r in tiktoken_bpe(piece, ranks)]
 
 
-def tekken(version: str = "v13", specials: list[str] | None = SPECIALS) -> dict[str, Any]:
+def tekken(
+    version: str = "v13", specials: list[str] | None = SPECIALS, ranks: list[bytes] = RANKS
+) -> dict[str, Any]:
     data: dict[str, Any] = {
         "config": {
             "pattern": PATTERN,
-            "num_vocab_tokens": len(RANKS),
-            "default_vocab_size": len(RANKS) + BLOCK,
+            "num_vocab_tokens": len(ranks),
+            "default_vocab_size": len(ranks) + BLOCK,
             "default_num_special_tokens": BLOCK,
             "version": version,
         },
         "vocab": [
             {"rank": r, "token_bytes": base64.b64encode(p).decode(), "token_str": None}
-            for r, p in enumerate(RANKS)
+            for r, p in enumerate(ranks)
         ],
     }
     if specials is not None:
@@ -161,6 +181,21 @@ def test_the_trained_vocabulary_has_merges_of_several_bytes() -> None:
 def test_encoding_is_tiktokens(tok: reasonspan.LoadedTokenizer, text: str) -> None:
     assume(not any(name in text for name in SPECIALS))  # (those are read as the token)
     assert tok.encode(text) == reference(text)
+
+
+@pytest.fixture(scope="module")
+def tangled_tok(tmp_path_factory: pytest.TempPathFactory) -> reasonspan.LoadedTokenizer:
+    path = tmp_path_factory.mktemp("tangled") / "tekken.json"
+    path.write_text(json.dumps(tekken(ranks=TANGLED)))
+    return reasonspan.load_tokenizer_sync(path)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abcd", min_size=2, max_size=24))
+def test_conflicting_merges_follow_the_ranks(
+    tangled_tok: reasonspan.LoadedTokenizer, word: str
+) -> None:
+    assert tangled_tok.encode(word) == reference(word, TANGLED)
 
 
 def test_encoding_of_the_corpus_and_its_pieces(tok: reasonspan.LoadedTokenizer) -> None:
