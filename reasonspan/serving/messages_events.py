@@ -23,6 +23,7 @@ import hmac
 import json
 import secrets
 from collections.abc import AsyncIterable, AsyncIterator, Callable
+from functools import lru_cache
 from typing import Any, Literal
 
 import msgspec
@@ -136,6 +137,7 @@ _DELTA_FIELDS = {
 _encode = msgspec.json.encode
 
 
+@lru_cache(maxsize=256)
 def _delta_prefix(index: int, kind: str) -> bytes:
     """A block's delta events up to the text: the same for every delta of the block, so
     each delta is this, the text as a JSON string, and ``}}`` (as msgspec would write the
@@ -174,6 +176,38 @@ _BLOCK_STOP = _indexed("content_block_stop", {})
 _SIGNED = _indexed("content_block_delta", {"delta": {"type": "signature_delta", "signature": HOLE}})
 _PING = event("ping", {"type": "ping"})
 _MESSAGE_STOP = event("message_stop", {"type": "message_stop"})
+_MESSAGE_START = Template(
+    event(
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": HOLE,
+                "type": "message",
+                "role": "assistant",
+                "model": HOLE,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": HOLE, "output_tokens": 0},
+            },
+        },
+    )
+    + _PING
+)
+"""The opening events. Holes: the message's id, model, input tokens."""
+_MESSAGE_END = Template(
+    event(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": HOLE, "stop_sequence": HOLE},
+            "usage": {"output_tokens": HOLE},
+        },
+    )
+    + _MESSAGE_STOP
+)
+"""The closing events. Holes: stop reason, stop sequence, output tokens."""
 
 
 class MessageEvents(SegmentEncoder):
@@ -189,20 +223,9 @@ class MessageEvents(SegmentEncoder):
         super().__init__()
 
     def start(self) -> bytes:
-        head = {
-            "type": "message_start",
-            "message": {
-                "id": self.message_id,
-                "type": "message",
-                "role": "assistant",
-                "model": self.model,
-                "content": [],
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": {"input_tokens": self.input_tokens, "output_tokens": 0},
-            },
-        }
-        return event("message_start", head) + _PING
+        return _MESSAGE_START.fill(
+            _encode(self.message_id), _encode(self.model), b"%d" % self.input_tokens
+        )
 
     def _events(self, segment_events: list[SegmentEvent]) -> list[bytes]:
         out: list[bytes] = []
@@ -241,13 +264,9 @@ class MessageEvents(SegmentEncoder):
     ) -> bytes:
         out = self._events(self._segments.end())
         self._track()
-        delta = {
-            "stop_reason": stop_reason(finish, stop_sequence),
-            "stop_sequence": stop_sequence if finish == "stop" else None,
-        }
-        data = {"type": "message_delta", "delta": delta, "usage": {"output_tokens": output_tokens}}
-        out.append(event("message_delta", data))
-        out.append(_MESSAGE_STOP)
+        reason = _encode(stop_reason(finish, stop_sequence))
+        sequence = _encode(stop_sequence if finish == "stop" else None)
+        out.append(_MESSAGE_END.fill(reason, sequence, b"%d" % output_tokens))
         return b"".join(out)
 
     def error(self, exc: ReasonspanError) -> bytes:
