@@ -122,6 +122,19 @@ def test_vllms_mistral_tokenizer_is_read_once(v13_folder: Path) -> None:
     assert mt.decode(ids) == text
 
 
+def test_every_wrapping_of_a_tekkenizer_is_read(v13_folder: Path) -> None:
+    """The Tekkenizer is found inside transformers' ``MistralCommonBackend`` (what SGLang
+    passes for a folder with only tekken.json) and mistral_common's own
+    ``MistralTokenizer`` too, and each reads as the same cached tokenizer."""
+    mt = MistralTokenizer.from_pretrained(str(v13_folder))
+    tok = loaded_tokenizer(mt)
+    assert type(mt.transformers_tokenizer).__name__ == "MistralCommonBackend"
+    assert loaded_tokenizer(mt.transformers_tokenizer) is tok
+    assert type(mt.mistral).__name__ == "MistralTokenizer"
+    assert loaded_tokenizer(mt.mistral) is tok
+    assert loaded_tokenizer(mt.tokenizer) is tok
+
+
 def _three_ways(mt: Any, text: str, tools: list[dict[str, Any]] | None) -> tuple[str, str, Any]:
     """The plugin's parsers on vLLM's MistralTokenizer, non-streaming and streamed in
     random steps, against reasonspan's ``parse()`` of the same ids."""
