@@ -32,6 +32,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import reasonspan
+from reasonspan.runtime.batch.grammar import compile_grammar
 from reasonspan.tokenizer.tekken import OLD_SPECIAL_TOKENS, is_tekken, tekken_as_tokenizer_json
 
 PATTERN = r"[A-Za-z]+|[0-9]| ?[^A-Za-z0-9\s]+|\s+"
@@ -307,3 +308,17 @@ def test_the_conversion_keeps_the_file_s_order_of_merges() -> None:
     made = [vocab[a + b] for a, b in data["model"]["merges"]]
     assert made == sorted(made)
     assert data["model"]["ignore_merges"] is True
+
+
+def test_the_grammar_engine_reads_a_tekken_tokenizer(tok: reasonspan.LoadedTokenizer) -> None:
+    """llguidance builds its tokenizer from the converted tokenizer.json (``raw_json``):
+    a JSON schema compiles and takes the answer's tokens, and nothing else after it."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    fmt = {"type": "json_schema", "json_schema": {"name": "r", "schema": schema}}
+    grammar = compile_grammar(fmt, tok)
+    assert grammar is not None
+    assert grammar.consume(tok.encode('{"n": 42}')) == -1
+    assert grammar.accepting
+    other = compile_grammar(fmt, tok)
+    assert other is not None
+    assert other.consume(tok.encode('{"m": 4}')) == 2  # ('{', '"', then the wrong key)
