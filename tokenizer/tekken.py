@@ -54,6 +54,10 @@ OLD_SPECIAL_TOKENS = (
 mistral_common's ``Tekkenizer.DEPRECATED_SPECIAL_TOKENS``."""
 
 
+MAX_SPECIAL_TOKENS = 65536
+"""The largest special block read (Mistral's files have 1,000)."""
+
+
 def is_tekken(data: object) -> bool:
     """A parsed JSON file in the tekken layout (a ``config`` with a pattern, a ``vocab``
     list), not a tokenizer.json (which has a ``model``)."""
@@ -169,6 +173,17 @@ def tekken_as_tokenizer_json(data: dict[str, Any], source: str) -> dict[str, Any
     if size <= specials:
         raise TokenizerLoadError(
             source, f"tekken vocabulary of {size} ids leaves none after {specials} special ones"
+        )
+    # Both counts size tables before a vocab entry is read: bounded by what the file holds.
+    if specials > MAX_SPECIAL_TOKENS:
+        raise TokenizerLoadError(
+            source, f"tekken asks for {specials:,} special tokens, over {MAX_SPECIAL_TOKENS:,}"
+        )
+    if size - specials > len(data["vocab"]):
+        raise TokenizerLoadError(
+            source,
+            f"tekken vocabulary of {size:,} ids after {specials:,} special ones needs more "
+            f"than the {len(data['vocab']):,} vocab entries the file holds",
         )
     block = _specials(data, specials, source)
     pieces = _ranks(data, size - specials, source)

@@ -254,7 +254,7 @@ def test_a_tokenizer_json_is_not_taken_for_tekken() -> None:
 def _broken(change: str) -> dict[str, Any]:
     data = tekken()
     if change == "missing rank":
-        del data["vocab"][300]
+        data["vocab"][300]["rank"] = len(RANKS) + 5  # (past the vocabulary: rank 300 is gone)
     elif change == "not base64":
         data["vocab"][5]["token_bytes"] = "not base64!"
     elif change == "special out of range":
@@ -267,6 +267,11 @@ def _broken(change: str) -> dict[str, Any]:
         data["vocab"][300]["token_bytes"] = data["vocab"][301]["token_bytes"]
     elif change == "no room":
         data["config"]["default_vocab_size"] = BLOCK
+    elif change == "huge block":
+        data["config"]["default_num_special_tokens"] = 10**9
+        data["config"]["default_vocab_size"] = 10**9 + 10
+    elif change == "huge vocabulary":
+        data["config"]["default_vocab_size"] = 10**12
     elif change == "bad count":
         data["config"]["default_num_special_tokens"] = "16"
     return data
@@ -282,6 +287,8 @@ def _broken(change: str) -> dict[str, Any]:
         ("spells a special", "rank 300 spells the special token '[THINK]'"),
         ("bytes twice", "holds the same bytes twice"),
         ("no room", "leaves none after 16 special ones"),
+        ("huge block", "asks for 1,000,000,000 special tokens, over 65,536"),
+        ("huge vocabulary", "needs more than the"),
         ("bad count", "default_num_special_tokens must be a count, not '16'"),
     ],
 )
