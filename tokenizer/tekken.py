@@ -57,6 +57,10 @@ mistral_common's ``Tekkenizer.DEPRECATED_SPECIAL_TOKENS``."""
 MAX_SPECIAL_TOKENS = 65536
 """The largest special block read (Mistral's files have 1,000)."""
 
+MAX_TOKEN_BYTES = 1024
+"""The longest token read (Mistral's files: 78 bytes). Finding a token's merges tries each
+of its cuts, so this bounds the work a file can ask for."""
+
 
 def is_tekken(data: object) -> bool:
     """A parsed JSON file in the tekken layout (a ``config`` with a pattern, a ``vocab``
@@ -116,11 +120,17 @@ def _ranks(data: dict[str, Any], inner: int, source: str) -> list[bytes]:
         if rank >= inner:
             continue  # (past the vocabulary the config keeps)
         try:
-            by_rank[rank] = base64.b64decode(item["token_bytes"], validate=True)
+            piece = base64.b64decode(item["token_bytes"], validate=True)
         except (KeyError, TypeError, binascii.Error) as exc:
             raise TokenizerLoadError(
                 source, f"tekken vocab rank {rank}: token_bytes is not base64 ({exc})"
             ) from exc
+        if len(piece) > MAX_TOKEN_BYTES:
+            raise TokenizerLoadError(
+                source,
+                f"tekken vocab rank {rank} is {len(piece):,} bytes long, over {MAX_TOKEN_BYTES:,}",
+            )
+        by_rank[rank] = piece
     missing = [r for r, b in enumerate(by_rank) if b is None]
     if missing:
         raise TokenizerLoadError(

@@ -272,6 +272,8 @@ def _broken(change: str) -> dict[str, Any]:
         data["config"]["default_vocab_size"] = 10**9 + 10
     elif change == "huge vocabulary":
         data["config"]["default_vocab_size"] = 10**12
+    elif change == "huge token":
+        data["vocab"][300]["token_bytes"] = base64.b64encode(b"x" * 5000).decode()
     elif change == "bad count":
         data["config"]["default_num_special_tokens"] = "16"
     return data
@@ -289,6 +291,7 @@ def _broken(change: str) -> dict[str, Any]:
         ("no room", "leaves none after 16 special ones"),
         ("huge block", "asks for 1,000,000,000 special tokens, over 65,536"),
         ("huge vocabulary", "needs more than the"),
+        ("huge token", "rank 300 is 5,000 bytes long, over 1,024"),
         ("bad count", "default_num_special_tokens must be a count, not '16'"),
     ],
 )
