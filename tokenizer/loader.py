@@ -18,28 +18,14 @@ from tokenizers import Tokenizer
 
 from reasonspan.tokenizer.errors import TokenizerLoadError
 from reasonspan.tokenizer.files import (
-    MAX_JSON_NESTING,
     MAX_TOKENIZER_BYTES,
     check_nesting,
-    json_nesting,
     parse_json,
     read_json_file,
     read_text_file,
     read_tokenizer_file,
 )
 from reasonspan.tokenizer.tekken import is_tekken, tekken_as_tokenizer_json
-
-__all__ = [  # (the files' bounds are read here by the layers above, as before the split)
-    "MAX_JSON_NESTING",
-    "MAX_TOKENIZER_BYTES",
-    "LoadedTokenizer",
-    "as_loaded",
-    "json_nesting",
-    "load_tokenizer",
-    "load_tokenizer_sync",
-    "read_json_file",
-    "read_text_file",
-]
 
 
 class LoadedTokenizer:

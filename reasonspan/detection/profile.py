@@ -47,7 +47,8 @@ from reasonspan.serving.templates import (
     render_chat,
     template_from_config,
 )
-from reasonspan.tokenizer.loader import LoadedTokenizer, read_json_file, read_text_file
+from reasonspan.tokenizer.files import read_json_file, read_text_file
+from reasonspan.tokenizer.loader import LoadedTokenizer
 
 log = logging.getLogger("reasonspan.detection")
 

@@ -88,8 +88,8 @@ def _tekkenizer(tokenizer: Any) -> Any | None:
 
 @lru_cache(maxsize=4)
 def _tekken_loaded(path: str) -> LoadedTokenizer:
-    """The tekken.json at ``path`` loaded once per process (converting it takes about a
-    second; an engine makes a parser per request)."""
+    """The tekken.json at ``path`` loaded once per process (reading and converting
+    Mistral's takes about 2 s; an engine makes a parser per request)."""
     return load_tokenizer_sync(path)
 
 

@@ -92,7 +92,7 @@ from reasonspan.runtime.declared.declaration import (
 )
 from reasonspan.runtime.declared.schema import SchemaReader
 from reasonspan.runtime.declared.template import TemplateReader
-from reasonspan.tokenizer.loader import json_nesting
+from reasonspan.tokenizer.files import json_nesting
 
 __all__ = [
     "MAX_DECLARATION_NESTING",

@@ -7,7 +7,7 @@ compile, a 1 MB delimiter ran out of memory at 5.7 GB, 10,000 nested groups were
 RecursionError, and a one-character delimiter was accepted. ``reasonspan detect`` and
 ``reasonspan serve`` name the refused declaration and fall back to the detected family.
 
-The loader refuses JSON nested past :data:`~reasonspan.tokenizer.loader.MAX_JSON_NESTING`
+The loader refuses JSON nested past :data:`~reasonspan.tokenizer.files.MAX_JSON_NESTING`
 in any file it reads (a RecursionError before: ``serve`` exited 3, "internal error") and an
 added token whose id is a different vocabulary token's (``<think>`` on the id of "The"
 would make every "The" a marker).
@@ -34,7 +34,7 @@ from reasonspan.runtime.core.errors import DeclarationError
 from reasonspan.runtime.declared import compile as declared
 from reasonspan.runtime.declared import regex as declared_regex
 from reasonspan.runtime.declared.compile import read_declaration
-from reasonspan.tokenizer import loader
+from reasonspan.tokenizer import files
 from tests.support.declarations import (
     COHERE_SCHEMA,
     GEMMA4_SCHEMA,
@@ -86,7 +86,7 @@ def test_published_declarations_are_far_inside_the_bounds() -> None:
     for key, values in published.items():
         for value in values:
             collect(value)
-            assert loader.json_nesting(value) * 4 <= declared.MAX_DECLARATION_NESTING
+            assert files.json_nesting(value) * 4 <= declared.MAX_DECLARATION_NESTING
             try:
                 got = read_declaration(key, value, SOURCE)
             except DeclarationError as exc:  # refused for what it says, never for a bound
@@ -413,9 +413,9 @@ def test_the_real_files_nest_far_inside_the_limit() -> None:
     for name in ("qwen-3", "deepseek-r1", "glm-4.7-flash", "jiutian-139moe-chat"):
         root = folder(name)
         parsed = json.loads((root / "tokenizer.json").read_text("utf-8"))
-        assert loader.json_nesting(parsed) * 8 <= loader.MAX_JSON_NESTING
+        assert files.json_nesting(parsed) * 8 <= files.MAX_JSON_NESTING
         config = json.loads((root / "tokenizer_config.json").read_text("utf-8"))
-        assert loader.json_nesting(config) * 8 <= loader.MAX_JSON_NESTING
+        assert files.json_nesting(config) * 8 <= files.MAX_JSON_NESTING
 
 
 def test_serve_and_detect_name_a_deeply_nested_file(
@@ -520,4 +520,4 @@ def test_every_real_tokenizer_still_loads() -> None:
         assert tok.vocab_size > 0, name
     for path in DATA.iterdir():
         if (path / "tokenizer_config.json").exists():
-            assert loader.read_json_file(path / "tokenizer_config.json") is not None, path
+            assert files.read_json_file(path / "tokenizer_config.json") is not None, path
