@@ -13,10 +13,12 @@ Files before v7 list no special tokens and use mistral_common's fixed first twen
 The same vocabulary as a tokenizer.json: a byte-level BPE whose merges are ordered by the
 rank of the token each makes (tiktoken merges the pair whose join ranks lowest first),
 ``ignore_merges`` (tiktoken takes a piece that is a token whole), the file's regex as an
-isolating split, and the special tokens as added tokens. mistral_common's own encoder
-gives the same ids for any text without special-token strings
-(``tests/tokenizer/test_tekken.py``); unlike it, a special token written in the text is
-read as that token, as every tokenizer.json reads its added tokens.
+isolating split, and the special tokens as added tokens (in the model's vocabulary too,
+so they keep their ids). mistral_common's own encoder gives the same ids for any text
+without special-token strings (``tests/integrations/test_vllm_tekken.py``, on Mistral's
+real files; ``tests/runtime/test_tekken.py`` against tiktoken's rule); unlike it, a
+special token written in the text is read as that token, as every tokenizer.json reads its
+added tokens.
 """
 
 from __future__ import annotations
