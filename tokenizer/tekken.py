@@ -142,12 +142,12 @@ def _ranks(data: dict[str, Any], inner: int, source: str) -> list[bytes]:
     return [piece for piece in by_rank if piece is not None]  # (all of them: checked)
 
 
-def _added(i: int, text: str) -> dict[str, Any]:
+def added_token(content: str, tid: int) -> dict[str, Any]:
     """A special token as tokenizer.json's ``added_tokens`` lists it (matched whole in text,
-    never normalized)."""
+    never normalized). The test fixtures build theirs with it too."""
     return {
-        "id": i,
-        "content": text,
+        "id": tid,
+        "content": content,
         "single_word": False,
         "lstrip": False,
         "rstrip": False,
@@ -215,7 +215,7 @@ def tekken_as_tokenizer_json(data: dict[str, Any], source: str) -> dict[str, Any
         "version": "1.0",
         "truncation": None,
         "padding": None,
-        "added_tokens": [_added(i, text) for i, text in enumerate(block)],
+        "added_tokens": [added_token(text, i) for i, text in enumerate(block)],
         "normalizer": None,
         "pre_tokenizer": {
             "type": "Sequence",

