@@ -445,7 +445,7 @@ def test_a_model_path_template_is_read_with_the_same_bounds(tmp_path: Path) -> N
     assert info.value.path == str(root / "tokenizer_config.json")
 
 
-def _withadded_token(tmp_path: Path, entries: list[dict[str, Any]]) -> Path:
+def _with_added_tokens(tmp_path: Path, entries: list[dict[str, Any]]) -> Path:
     root = _copy(tmp_path / "model")
     data = json.loads((root / "tokenizer.json").read_text("utf-8"))
     data["added_tokens"] = [*data["added_tokens"], *entries]
@@ -473,7 +473,7 @@ def test_an_added_token_on_a_vocabulary_id_is_refused_naming_both(tmp_path: Path
 
 
 def test_two_added_tokens_on_one_id_are_refused(tmp_path: Path) -> None:
-    root = _withadded_token(
+    root = _with_added_tokens(
         tmp_path, [added_token("<a_marker>", 151669), added_token("<b_marker>", 151669)]
     )
     with pytest.raises(reasonspan.TokenizerLoadError, match="both have id 151,669"):
@@ -485,7 +485,7 @@ def test_an_added_token_with_the_vocabulary_tokens_bytes_loads(tmp_path: Path) -
     is one token (the same bytes), not a collision."""
     tid = tokenizer("qwen-3").tokenizer.token_to_id("ĊĊ")
     assert tid is not None
-    tok = reasonspan.load_tokenizer_sync(_withadded_token(tmp_path, [added_token("\n\n", tid)]))
+    tok = reasonspan.load_tokenizer_sync(_with_added_tokens(tmp_path, [added_token("\n\n", tid)]))
     assert tok.token_bytes[tid] == b"\n\n"
 
 
